@@ -1,0 +1,58 @@
+/**
+ * The error hierarchy of sluice. Every error sluice throws on purpose is a {@link SluiceError}, so callers can
+ * tell sluice's own failures (bad media, missing libraries, protocol damage) from bugs in their code.
+ * @module
+ */
+
+/** Root of every error sluice throws on purpose. */
+export class SluiceError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A native library (FFmpeg, libcuda, libnvcuvid) could not be found or loaded. */
+export class LibraryNotFoundError extends SluiceError {
+  /** Every path that was tried, in order. */
+  readonly tried: string[];
+  constructor(message: string, tried: string[], options?: ErrorOptions) {
+    super(message, options);
+    this.tried = tried;
+  }
+}
+
+/** The loaded libraries do not fit together or are a version sluice does not support. */
+export class LibraryVersionError extends SluiceError {}
+
+/** A media operation failed: carries the source, the operation and FFmpeg's own message. */
+export class MediaError extends SluiceError {
+  /** The file path, URL or a description of in-memory bytes. */
+  readonly source: string;
+  /** What sluice was doing, e.g. `"avformat_open_input"` or `"decode"`. */
+  readonly operation: string;
+  /** FFmpeg's AVERROR code, when the failure came from FFmpeg. */
+  readonly code: number | undefined;
+  /** FFmpeg's description of `code` (from `av_strerror`), or sluice's own reason. */
+  readonly reason: string;
+  constructor(source: string, operation: string, reason: string, code?: number, options?: ErrorOptions) {
+    super(`${source}: ${operation} failed: ${reason}`, options);
+    this.source = source;
+    this.operation = operation;
+    this.reason = reason;
+    this.code = code;
+  }
+}
+
+/** Bytes that should follow one of sluice's binary layouts (packets, frames) do not. */
+export class ProtocolError extends SluiceError {
+  /** Byte offset in the stream or buffer where the problem was found. */
+  readonly offset: number;
+  constructor(message: string, offset: number, options?: ErrorOptions) {
+    super(`${message} (at byte ${offset})`, options);
+    this.offset = offset;
+  }
+}
+
+/** An option or argument is out of range or inconsistent. */
+export class InvalidArgumentError extends SluiceError {}
