@@ -56,3 +56,44 @@ export class ProtocolError extends SluiceError {
 
 /** An option or argument is out of range or inconsistent. */
 export class InvalidArgumentError extends SluiceError {}
+
+/** One failed task, as remembered by a {@link PipelineFailure}. */
+export interface StageError {
+  /** The stage whose function threw. */
+  stage: string;
+  /** A short description of the item (never the item itself, so big buffers are not kept alive). */
+  item: string;
+  /** What was thrown. */
+  error: unknown;
+}
+
+/** A pipeline stage exceeded its `maxFailures`: carries per-stage failure counts and the first errors. */
+export class PipelineFailure extends SluiceError {
+  /** Per stage: tasks taken in and tasks that failed. */
+  readonly counts: { stage: string; tasksIn: number; failed: number }[];
+  /** The first errors seen (a few per stage), in the order they happened. */
+  readonly errors: StageError[];
+  constructor(
+    message: string,
+    counts: { stage: string; tasksIn: number; failed: number }[],
+    errors: StageError[],
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.counts = counts;
+    this.errors = errors;
+  }
+}
+
+/** A Worker of a `WorkerPool` died (uncaught error, `self.close()`, `Deno.exit()`) while running a task. */
+export class WorkerCrashedError extends SluiceError {
+  /** The export the task was calling. */
+  readonly exportName: string;
+  constructor(message: string, exportName: string, options?: ErrorOptions) {
+    super(message, options);
+    this.exportName = exportName;
+  }
+}
+
+/** A task was given to a `WorkerPool` or a pipeline that is stopped. */
+export class PipelineStoppedError extends SluiceError {}

@@ -1,0 +1,132 @@
+/**
+ * Owners for the FFmpeg objects TypeScript allocates. Each class owns exactly one native object and frees it
+ * in `[Symbol.dispose]` through FFmpeg's pointer-to-pointer free function; use them with `using`.
+ * A FinalizationRegistry frees what a caller forgot, as a safety net only (it runs late, if ever).
+ * @module
+ */
+import { ffmpeg } from "./ffmpeg.ts";
+import type { Ptr } from "./structs.ts";
+import { SluiceError } from "../errors.ts";
+
+type Freer = (pp: Uint8Array<ArrayBuffer>) => void;
+
+/** Calls a `void xxx_free(T **p)` function on a raw pointer. */
+function freeThroughPointer(free: Freer, p: Ptr): void {
+  const pp = new BigUint64Array([BigInt(Deno.UnsafePointer.value(p))]);
+  free(new Uint8Array(pp.buffer));
+}
+
+const leaked = new FinalizationRegistry<{ free: Freer; ptr: Ptr }>(({ free, ptr }) => {
+  freeThroughPointer(free, ptr);
+});
+
+/** Base class: one native pointer, one free function, deterministic release. */
+abstract class Owned {
+  #ptr: Ptr | null;
+  readonly #free: Freer;
+
+  protected constructor(ptr: Deno.PointerValue, free: Freer, what: string) {
+    if (ptr === null) throw new SluiceError(`out of memory allocating ${what}`);
+    this.#ptr = ptr;
+    this.#free = free;
+    leaked.register(this, { free, ptr }, this);
+  }
+
+  /** The native pointer; throws after release. */
+  get ptr(): Ptr {
+    if (this.#ptr === null) throw new SluiceError(`${this.constructor.name} used after it was released`);
+    return this.#ptr;
+  }
+
+  /** True once released. */
+  get released(): boolean {
+    return this.#ptr === null;
+  }
+
+  /** Frees the native object. Safe to call twice. */
+  [Symbol.dispose](): void {
+    if (this.#ptr === null) return;
+    leaked.unregister(this);
+    freeThroughPointer(this.#free, this.#ptr);
+    this.#ptr = null;
+  }
+}
+
+/** An `AVPacket` (`av_packet_alloc` / `av_packet_free`). */
+export class Packet extends Owned {
+  constructor() {
+    const { avcodec } = ffmpeg();
+    super(avcodec.av_packet_alloc(), avcodec.av_packet_free, "AVPacket");
+  }
+  /** Drops the packet's payload reference so the packet can be reused. */
+  unref(): void {
+    ffmpeg().avcodec.av_packet_unref(this.ptr);
+  }
+}
+
+/** An `AVFrame` (`av_frame_alloc` / `av_frame_free`). */
+export class Frame extends Owned {
+  constructor() {
+    const { avutil } = ffmpeg();
+    super(avutil.av_frame_alloc(), avutil.av_frame_free, "AVFrame");
+  }
+  /** Drops the frame's buffers so the frame can be reused. */
+  unref(): void {
+    ffmpeg().avutil.av_frame_unref(this.ptr);
+  }
+}
+
+/** An `AVCodecContext` (`avcodec_alloc_context3` / `avcodec_free_context`). */
+export class CodecContext extends Owned {
+  constructor(codec: Deno.PointerValue) {
+    const { avcodec } = ffmpeg();
+    super(avcodec.avcodec_alloc_context3(codec), avcodec.avcodec_free_context, "AVCodecContext");
+  }
+}
+
+/** An `AVCodecParameters` (`avcodec_parameters_alloc` / `avcodec_parameters_free`). */
+export class CodecParameters extends Owned {
+  constructor() {
+    const { avcodec } = ffmpeg();
+    super(avcodec.avcodec_parameters_alloc(), avcodec.avcodec_parameters_free, "AVCodecParameters");
+  }
+}
+
+/** An opened input `AVFormatContext` (`avformat_close_input`). Wraps a pointer `avformat_open_input` filled. */
+export class InputContext extends Owned {
+  constructor(ptr: Ptr) {
+    super(ptr, ffmpeg().avformat.avformat_close_input, "AVFormatContext");
+  }
+}
+
+/** An `AVBSFContext` (`av_bsf_free`). Wraps a pointer `av_bsf_alloc` filled. */
+export class BsfContext extends Owned {
+  constructor(ptr: Ptr) {
+    super(ptr, ffmpeg().avcodec.av_bsf_free, "AVBSFContext");
+  }
+}
+
+/** A `SwsContext` (`sws_freeContext`, which takes the pointer itself). */
+export class ScaleContext extends Owned {
+  constructor(ptr: Deno.PointerValue) {
+    const { swscale } = ffmpeg();
+    super(ptr, (pp) => swscale.sws_freeContext(derefPointer(pp)), "SwsContext");
+  }
+}
+
+function derefPointer(pp: Uint8Array<ArrayBuffer>): Deno.PointerValue {
+  return Deno.UnsafePointer.create(new BigUint64Array(pp.buffer)[0]);
+}
+
+/**
+ * Reads back the pointer an out-parameter (`T **`) received, e.g. after `avformat_open_input(&ctx, ...)`.
+ * `slot` is an 8-byte buffer passed as the `T **` argument.
+ */
+export function pointerFromSlot(slot: Uint8Array<ArrayBuffer>): Deno.PointerValue {
+  return derefPointer(slot);
+}
+
+/** A fresh 8-byte `T **` out-parameter slot holding NULL. */
+export function pointerSlot(initial: Deno.PointerValue = null): Uint8Array<ArrayBuffer> {
+  return new Uint8Array(new BigUint64Array([BigInt(Deno.UnsafePointer.value(initial))]).buffer);
+}

@@ -1,0 +1,230 @@
+/**
+ * Typed accessors for FFmpeg structs. The only module in `src/` that knows field offsets exist: it reads them
+ * from the layout table of the loaded release (`ffi/ffmpeg/layouts.ts`). Everything else calls these.
+ * @module
+ */
+import type { FfmpegLayout } from "../../ffi/ffmpeg/layouts.ts";
+import { ffmpeg } from "./ffmpeg.ts";
+
+/** A non-null native pointer. */
+export type Ptr = Deno.PointerObject;
+
+function L(): FfmpegLayout {
+  return ffmpeg().layout;
+}
+
+function view(p: Ptr): Deno.UnsafePointerView {
+  return new Deno.UnsafePointerView(p);
+}
+
+/** A writable window onto `size` bytes of native memory at `p + offset`. */
+function writable(p: Ptr, offset: number, size: number): DataView {
+  return new DataView(Deno.UnsafePointerView.getArrayBuffer(p, size, offset));
+}
+
+/** A rational as `[num, den]`. */
+export type Rational = [number, number];
+
+function rational(p: Ptr, offset: number): Rational {
+  const v = view(p);
+  return [v.getInt32(offset + L().AVRational.num), v.getInt32(offset + L().AVRational.den)];
+}
+
+function setRational(p: Ptr, offset: number, r: Rational): void {
+  const dv = writable(p, offset, 8);
+  dv.setInt32(L().AVRational.num, r[0], true);
+  dv.setInt32(L().AVRational.den, r[1], true);
+}
+
+/** Reads an `int64_t`, mapping `AV_NOPTS_VALUE` to `null`. */
+function ts(p: Ptr, offset: number): bigint | null {
+  const v = view(p).getBigInt64(offset);
+  return v === AV_NOPTS_VALUE ? null : v;
+}
+
+/** FFmpeg's "no timestamp" marker (`INT64_MIN`). */
+export const AV_NOPTS_VALUE = -0x8000000000000000n;
+
+// ---------------------------------------------------------------- AVFormatContext
+
+/** Fields of an `AVFormatContext`. */
+export const formatContext = {
+  nbStreams: (p: Ptr): number => view(p).getUint32(L().AVFormatContext.nb_streams),
+  stream(p: Ptr, i: number): Ptr {
+    const streams = view(p).getPointer(L().AVFormatContext.streams) as Ptr;
+    return view(streams).getPointer(i * 8) as Ptr;
+  },
+  /** Microseconds (`AV_TIME_BASE`), or null. */
+  startTime: (p: Ptr): bigint | null => ts(p, L().AVFormatContext.start_time),
+  /** Microseconds (`AV_TIME_BASE`), or null. */
+  duration: (p: Ptr): bigint | null => ts(p, L().AVFormatContext.duration),
+  bitRate: (p: Ptr): bigint => view(p).getBigInt64(L().AVFormatContext.bit_rate),
+  /** The demuxer's short name, e.g. "mov,mp4,m4a,3gp,3g2,mj2". */
+  formatName(p: Ptr): string {
+    const iformat = view(p).getPointer(L().AVFormatContext.iformat);
+    if (iformat === null) return "";
+    const name = view(iformat).getPointer(L().AVInputFormat.name);
+    return name === null ? "" : Deno.UnsafePointerView.getCString(name);
+  },
+  setPb(p: Ptr, pb: Deno.PointerValue): void {
+    writable(p, L().AVFormatContext.pb, 8).setBigUint64(0, BigInt(Deno.UnsafePointer.value(pb)), true);
+  },
+  pb: (p: Ptr): Deno.PointerValue => view(p).getPointer(L().AVFormatContext.pb),
+};
+
+// ---------------------------------------------------------------- AVStream
+
+/** Fields of an `AVStream`. */
+export const stream = {
+  index: (p: Ptr): number => view(p).getInt32(L().AVStream.index),
+  codecpar: (p: Ptr): Ptr => view(p).getPointer(L().AVStream.codecpar) as Ptr,
+  timeBase: (p: Ptr): Rational => rational(p, L().AVStream.time_base),
+  setTimeBase: (p: Ptr, r: Rational): void => setRational(p, L().AVStream.time_base, r),
+  startTime: (p: Ptr): bigint | null => ts(p, L().AVStream.start_time),
+  duration: (p: Ptr): bigint | null => ts(p, L().AVStream.duration),
+  nbFrames: (p: Ptr): bigint => view(p).getBigInt64(L().AVStream.nb_frames),
+  disposition: (p: Ptr): number => view(p).getInt32(L().AVStream.disposition),
+  avgFrameRate: (p: Ptr): Rational => rational(p, L().AVStream.avg_frame_rate),
+  setAvgFrameRate: (p: Ptr, r: Rational): void => setRational(p, L().AVStream.avg_frame_rate, r),
+  rFrameRate: (p: Ptr): Rational => rational(p, L().AVStream.r_frame_rate),
+  sampleAspectRatio: (p: Ptr): Rational => rational(p, L().AVStream.sample_aspect_ratio),
+};
+
+// ---------------------------------------------------------------- AVCodecParameters
+
+/** Fields of an `AVCodecParameters`. */
+export const codecpar = {
+  codecType: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.codec_type),
+  codecId: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.codec_id),
+  codecTag: (p: Ptr): number => view(p).getUint32(L().AVCodecParameters.codec_tag),
+  /** A copy of the extradata (codec private data), empty when there is none. */
+  extradata(p: Ptr): Uint8Array {
+    const v = view(p);
+    const size = v.getInt32(L().AVCodecParameters.extradata_size);
+    const data = v.getPointer(L().AVCodecParameters.extradata);
+    if (data === null || size <= 0) return new Uint8Array(0);
+    return new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(data, size).slice(0));
+  },
+  format: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.format),
+  bitRate: (p: Ptr): bigint => view(p).getBigInt64(L().AVCodecParameters.bit_rate),
+  bitsPerRawSample: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.bits_per_raw_sample),
+  profile: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.profile),
+  level: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.level),
+  width: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.width),
+  height: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.height),
+  sampleAspectRatio: (p: Ptr): Rational => rational(p, L().AVCodecParameters.sample_aspect_ratio),
+  fieldOrder: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.field_order),
+  colorRange: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.color_range),
+  colorPrimaries: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.color_primaries),
+  colorTrc: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.color_trc),
+  colorSpace: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.color_space),
+  sampleRate: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.sample_rate),
+};
+
+// ---------------------------------------------------------------- AVPacket
+
+/** Fields of an `AVPacket`. */
+export const packet = {
+  pts: (p: Ptr): bigint | null => ts(p, L().AVPacket.pts),
+  dts: (p: Ptr): bigint | null => ts(p, L().AVPacket.dts),
+  duration: (p: Ptr): bigint => view(p).getBigInt64(L().AVPacket.duration),
+  data: (p: Ptr): Deno.PointerValue => view(p).getPointer(L().AVPacket.data),
+  size: (p: Ptr): number => view(p).getInt32(L().AVPacket.size),
+  streamIndex: (p: Ptr): number => view(p).getInt32(L().AVPacket.stream_index),
+  flags: (p: Ptr): number => view(p).getInt32(L().AVPacket.flags),
+  /** Sets pts, dts, duration and flags of a packet before it is sent to a decoder or muxer. */
+  setTiming(p: Ptr, pts: bigint | null, dts: bigint | null, duration: bigint, flags: number): void {
+    const l = L().AVPacket;
+    const dv = writable(p, 0, l.time_base + 8);
+    dv.setBigInt64(l.pts, pts ?? AV_NOPTS_VALUE, true);
+    dv.setBigInt64(l.dts, dts ?? AV_NOPTS_VALUE, true);
+    dv.setBigInt64(l.duration, duration, true);
+    dv.setInt32(l.flags, flags, true);
+  },
+  setStreamIndex(p: Ptr, index: number): void {
+    writable(p, L().AVPacket.stream_index, 4).setInt32(0, index, true);
+  },
+};
+
+/** `AV_PKT_FLAG_KEY`. */
+export const AV_PKT_FLAG_KEY = 1;
+/** `AV_PKT_FLAG_CORRUPT`. */
+export const AV_PKT_FLAG_CORRUPT = 2;
+
+// ---------------------------------------------------------------- AVFrame
+
+/** Fields of an `AVFrame`. */
+export const frame = {
+  /** `data[plane]`. */
+  data: (p: Ptr, plane: number): Deno.PointerValue => view(p).getPointer(L().AVFrame.data + plane * 8),
+  /** `linesize[plane]`. */
+  linesize: (p: Ptr, plane: number): number => view(p).getInt32(L().AVFrame.linesize + plane * 4),
+  width: (p: Ptr): number => view(p).getInt32(L().AVFrame.width),
+  height: (p: Ptr): number => view(p).getInt32(L().AVFrame.height),
+  format: (p: Ptr): number => view(p).getInt32(L().AVFrame.format),
+  keyFrame: (p: Ptr): boolean => view(p).getInt32(L().AVFrame.key_frame) !== 0,
+  pictType: (p: Ptr): number => view(p).getInt32(L().AVFrame.pict_type),
+  pts: (p: Ptr): bigint | null => ts(p, L().AVFrame.pts),
+  bestEffortTimestamp: (p: Ptr): bigint | null => ts(p, L().AVFrame.best_effort_timestamp),
+  interlaced: (p: Ptr): boolean => view(p).getInt32(L().AVFrame.interlaced_frame) !== 0,
+  colorRange: (p: Ptr): number => view(p).getInt32(L().AVFrame.color_range),
+  colorspace: (p: Ptr): number => view(p).getInt32(L().AVFrame.colorspace),
+  decodeErrorFlags: (p: Ptr): number => view(p).getInt32(L().AVFrame.decode_error_flags),
+  /** Sets the fields an encoder needs before `av_frame_get_buffer`. */
+  setVideoFormat(p: Ptr, width: number, height: number, format: number): void {
+    const l = L().AVFrame;
+    const dv = writable(p, 0, l.format + 4);
+    dv.setInt32(l.width, width, true);
+    dv.setInt32(l.height, height, true);
+    dv.setInt32(l.format, format, true);
+  },
+  setPts(p: Ptr, pts: bigint): void {
+    writable(p, L().AVFrame.pts, 8).setBigInt64(0, pts, true);
+  },
+};
+
+// ---------------------------------------------------------------- AVCodecContext
+
+/** Fields of an `AVCodecContext` that cannot be reached through `av_opt_*`. */
+export const codecContext = {
+  pixFmt: (p: Ptr): number => view(p).getInt32(L().AVCodecContext.pix_fmt),
+  width: (p: Ptr): number => view(p).getInt32(L().AVCodecContext.width),
+  height: (p: Ptr): number => view(p).getInt32(L().AVCodecContext.height),
+  setPktTimebase: (p: Ptr, r: Rational): void => setRational(p, L().AVCodecContext.pkt_timebase, r),
+  setTimeBase: (p: Ptr, r: Rational): void => setRational(p, L().AVCodecContext.time_base, r),
+  setFramerate: (p: Ptr, r: Rational): void => setRational(p, L().AVCodecContext.framerate, r),
+  setPixFmt(p: Ptr, fmt: number): void {
+    writable(p, L().AVCodecContext.pix_fmt, 4).setInt32(0, fmt, true);
+  },
+  setSize(p: Ptr, width: number, height: number): void {
+    writable(p, L().AVCodecContext.width, 4).setInt32(0, width, true);
+    writable(p, L().AVCodecContext.height, 4).setInt32(0, height, true);
+  },
+};
+
+// ---------------------------------------------------------------- AVBSFContext
+
+/** Fields of an `AVBSFContext`. */
+export const bsfContext = {
+  parIn: (p: Ptr): Ptr => view(p).getPointer(L().AVBSFContext.par_in) as Ptr,
+  parOut: (p: Ptr): Ptr => view(p).getPointer(L().AVBSFContext.par_out) as Ptr,
+  setTimeBaseIn: (p: Ptr, r: Rational): void => setRational(p, L().AVBSFContext.time_base_in, r),
+};
+
+// ---------------------------------------------------------------- AVPixFmtDescriptor
+
+/** Facts about a pixel format from `av_pix_fmt_desc_get`. */
+export function pixelFormatInfo(fmt: number): { name: string; bitDepth: number; log2ChromaW: number; log2ChromaH: number } | null {
+  const { avutil } = ffmpeg();
+  const d = avutil.av_pix_fmt_desc_get(fmt);
+  if (d === null) return null;
+  const l = L();
+  const v = view(d);
+  const namePtr = v.getPointer(l.AVPixFmtDescriptor.name);
+  return {
+    name: namePtr === null ? "" : Deno.UnsafePointerView.getCString(namePtr),
+    bitDepth: v.getInt32(l.AVPixFmtDescriptor.comp + l.AVComponentDescriptor.depth),
+    log2ChromaW: v.getUint8(l.AVPixFmtDescriptor.log2_chroma_w),
+    log2ChromaH: v.getUint8(l.AVPixFmtDescriptor.log2_chroma_h),
+  };
+}

@@ -1,0 +1,221 @@
+/**
+ * The bounded FIFO queue between two pipeline stages. It is where backpressure happens: a producer that finds
+ * the queue full waits, a consumer that finds it empty waits, and the queue measures both waits and its own
+ * time-weighted occupancy so the stats can name the bottleneck. Fast paths (`tryPut`, `tryGet`) never allocate.
+ * @module
+ */
+
+/** Returned by {@link BoundedQueue.tryGet} when nothing is buffered. */
+export const EMPTY: unique symbol = Symbol("sluice.queue.empty");
+/** Returned by {@link BoundedQueue.get} once the queue is closed and drained. */
+export const CLOSED: unique symbol = Symbol("sluice.queue.closed");
+
+type Getter<T> = (value: T | typeof CLOSED) => void;
+interface Putter<T> {
+  item: T;
+  resolve: (accepted: boolean) => void;
+}
+
+/** Counters a queue keeps about itself; all times in milliseconds. */
+export interface QueueCounters {
+  /** Items buffered now. */
+  length: number;
+  /** Current bound. */
+  capacity: number;
+  /** Time-weighted mean number of items buffered since the queue was created. */
+  meanOccupancy: number;
+  /** Fraction (0..1) of the elapsed time the queue was full. */
+  fullFraction: number;
+  /** Fraction (0..1) of the elapsed time the queue was empty. */
+  emptyFraction: number;
+  /** Total time producers spent waiting on a full queue (summed over producers). */
+  putWaitMs: number;
+  /** Total time consumers spent waiting on an empty queue (summed over consumers). */
+  getWaitMs: number;
+}
+
+/** A bounded async FIFO with cheap occupancy accounting. */
+export class BoundedQueue<T> {
+  #items: T[] = [];
+  #head = 0;
+  #capacity: number;
+  #closed = false;
+  readonly #getters: Getter<T>[] = [];
+  readonly #putters: Putter<T>[] = [];
+  readonly #onChange: ((length: number) => void) | undefined;
+  // Time accounting.
+  readonly #t0 = performance.now();
+  #lastT = this.#t0;
+  #area = 0;
+  #fullMs = 0;
+  #emptyMs = 0;
+  #putWaitMs = 0;
+  #getWaitMs = 0;
+
+  /**
+   * @param capacity the bound (at least 1)
+   * @param onChange called with the new length whenever it changes (used for tracing; leave unset otherwise)
+   */
+  constructor(capacity: number, onChange?: (length: number) => void) {
+    this.#capacity = Math.max(1, Math.floor(capacity));
+    this.#onChange = onChange;
+  }
+
+  /** Items buffered now (not counting producers waiting to put). */
+  get length(): number {
+    return this.#items.length - this.#head;
+  }
+
+  /** Producers waiting on a full queue; each holds one item. */
+  get waitingPuts(): number {
+    return this.#putters.length;
+  }
+
+  /** Whether {@link close} was called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** The bound. Raising it admits waiting producers at once; lowering it makes producers wait sooner. */
+  get capacity(): number {
+    return this.#capacity;
+  }
+
+  set capacity(n: number) {
+    this.#capacity = Math.max(1, Math.floor(n));
+    this.#admitPutters();
+  }
+
+  /** Puts without waiting. `false` when full; throws nothing; a closed queue drops the item and says `true`. */
+  tryPut(item: T): boolean {
+    if (this.#closed) return true;
+    const getter = this.#getters.shift();
+    if (getter !== undefined) {
+      getter(item);
+      return true;
+    }
+    if (this.length >= this.#capacity) return false;
+    this.#push(item);
+    return true;
+  }
+
+  /** Puts, waiting while full. Resolves `false` if the queue was aborted before the item got in. */
+  put(item: T): Promise<boolean> {
+    if (this.tryPut(item)) return Promise.resolve(!this.#closed);
+    const t = performance.now();
+    return new Promise<boolean>((resolve) => {
+      this.#putters.push({
+        item,
+        resolve: (ok) => {
+          this.#putWaitMs += performance.now() - t;
+          resolve(ok);
+        },
+      });
+    });
+  }
+
+  /** Takes without waiting: an item, or {@link EMPTY}, or {@link CLOSED} once closed and drained. */
+  tryGet(): T | typeof EMPTY | typeof CLOSED {
+    if (this.length > 0) return this.#shift();
+    return this.#closed ? CLOSED : EMPTY;
+  }
+
+  /** Takes, waiting while empty; {@link CLOSED} once closed and drained. */
+  get(): Promise<T | typeof CLOSED> | T | typeof CLOSED {
+    const x = this.tryGet();
+    if (x !== EMPTY) return x;
+    const t = performance.now();
+    return new Promise((resolve) => {
+      this.#getters.push((v) => {
+        this.#getWaitMs += performance.now() - t;
+        resolve(v);
+      });
+    });
+  }
+
+  /** No more puts: consumers drain what is buffered, then see {@link CLOSED}. Waiting producers still get in. */
+  close(): void {
+    if (this.#closed) return;
+    // Producers already waiting hold items that were accounted as produced: let them in first.
+    for (const p of this.#putters.splice(0)) {
+      this.#push(p.item);
+      p.resolve(true);
+    }
+    this.#closed = true;
+    for (const g of this.#getters.splice(0)) g(CLOSED);
+  }
+
+  /** Closes and discards everything buffered; waiting producers get `false`. Returns the items discarded. */
+  abort(): T[] {
+    this.#tick();
+    const dropped = this.#items.slice(this.#head);
+    this.#items = [];
+    this.#head = 0;
+    this.#closed = true;
+    for (const p of this.#putters.splice(0)) {
+      dropped.push(p.item);
+      p.resolve(false);
+    }
+    for (const g of this.#getters.splice(0)) g(CLOSED);
+    this.#onChange?.(0);
+    return dropped;
+  }
+
+  /** Snapshot of the counters (one small object). */
+  counters(): QueueCounters {
+    this.#tick();
+    const elapsed = Math.max(1e-9, this.#lastT - this.#t0);
+    return {
+      length: this.length,
+      capacity: this.#capacity,
+      meanOccupancy: this.#area / elapsed,
+      fullFraction: this.#fullMs / elapsed,
+      emptyFraction: this.#emptyMs / elapsed,
+      putWaitMs: this.#putWaitMs,
+      getWaitMs: this.#getWaitMs,
+    };
+  }
+
+  #push(item: T): void {
+    this.#tick();
+    this.#items.push(item);
+    this.#onChange?.(this.length);
+  }
+
+  #shift(): T {
+    this.#tick();
+    const item = this.#items[this.#head];
+    (this.#items as (T | undefined)[])[this.#head] = undefined;
+    this.#head++;
+    if (this.#head === this.#items.length) {
+      this.#items.length = 0;
+      this.#head = 0;
+    } else if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+      this.#items = this.#items.slice(this.#head);
+      this.#head = 0;
+    }
+    this.#admitPutters();
+    this.#onChange?.(this.length);
+    return item;
+  }
+
+  #admitPutters(): void {
+    while (this.#putters.length > 0 && this.length < this.#capacity) {
+      const p = this.#putters.shift()!;
+      this.#push(p.item);
+      p.resolve(true);
+    }
+  }
+
+  /** Integrates occupancy up to now. */
+  #tick(): void {
+    const now = performance.now();
+    const dt = now - this.#lastT;
+    if (dt <= 0) return;
+    const len = this.length;
+    this.#area += len * dt;
+    if (len >= this.#capacity) this.#fullMs += dt;
+    else if (len === 0) this.#emptyMs += dt;
+    this.#lastT = now;
+  }
+}
