@@ -31,7 +31,9 @@ function describeObject(obj: object): string {
   const rec = obj as Record<string, unknown>;
   for (const key of ["path", "url", "name", "id", "key", "index"]) {
     const v = rec[key];
-    if (typeof v === "string" || typeof v === "number") return `${obj.constructor?.name ?? "Object"} ${key}=${v}`;
+    if (typeof v === "string" || typeof v === "number") {
+      return `${obj.constructor?.name ?? "Object"} ${key}=${v}`;
+    }
   }
   return obj.constructor?.name ?? "Object";
 }

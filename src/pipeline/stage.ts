@@ -39,6 +39,8 @@ export interface StageSpec {
   maxFailures: MaxFailures;
   /** Source only. */
   source?: Iterable<unknown> | AsyncIterable<unknown>;
+  /** Source only: re-iterate the source for each epoch. */
+  continuous?: boolean;
   /** Aggregate only. */
   size?: number;
   /** Aggregate only. */
@@ -54,7 +56,7 @@ export interface RunContext {
   readonly tracer: Tracer | undefined;
 }
 
-/** Marks a disaggregated result: every element becomes its own output. */
+/** An aggregate's result for an item that went into a batch still being filled. */
 const HELD: unique symbol = Symbol("sluice.stage.held");
 
 function isThenable(x: unknown): x is PromiseLike<unknown> {
@@ -124,10 +126,14 @@ export class Stage {
    */
   setConcurrency(n: number): void {
     if (!Number.isInteger(n) || n < 1) {
-      throw new InvalidArgumentError(`stage "${this.name}": concurrency must be a positive integer, got ${n}`);
+      throw new InvalidArgumentError(
+        `stage "${this.name}": concurrency must be a positive integer, got ${n}`,
+      );
     }
     if (this.kind !== "pipe") {
-      throw new InvalidArgumentError(`stage "${this.name}" is a ${this.kind} stage; its concurrency is fixed at 1`);
+      throw new InvalidArgumentError(
+        `stage "${this.name}" is a ${this.kind} stage; its concurrency is fixed at 1`,
+      );
     }
     this.#concurrency = n;
     if (this.#input !== undefined) this.#input.capacity = n + QUEUE_SLACK;
@@ -135,7 +141,11 @@ export class Stage {
   }
 
   /** Runs the stage for one epoch; resolves once its output queue is closed. Never rejects. */
-  run(input: BoundedQueue<unknown> | undefined, output: BoundedQueue<unknown>, ctx: RunContext): Promise<void> {
+  run(
+    input: BoundedQueue<unknown> | undefined,
+    output: BoundedQueue<unknown>,
+    ctx: RunContext,
+  ): Promise<void> {
     if (this.kind === "source") return this.#runSource(output, ctx);
     return this.#runStage(input!, output, ctx);
   }
@@ -144,7 +154,9 @@ export class Stage {
 
   async #runSource(output: BoundedQueue<unknown>, ctx: RunContext): Promise<void> {
     const src = this.spec.source!;
-    const it = isAsyncIterable(src) ? src[Symbol.asyncIterator]() : (src as Iterable<unknown>)[Symbol.iterator]();
+    const it = isAsyncIterable(src)
+      ? src[Symbol.asyncIterator]()
+      : (src as Iterable<unknown>)[Symbol.iterator]();
     const aborted = abortPromise(ctx.signal);
     let finished = false;
     try {
@@ -181,7 +193,11 @@ export class Stage {
 
   // ---- pipe / aggregate / disaggregate ---------------------------------------------------------------------
 
-  async #runStage(input: BoundedQueue<unknown>, output: BoundedQueue<unknown>, ctx: RunContext): Promise<void> {
+  async #runStage(
+    input: BoundedQueue<unknown>,
+    output: BoundedQueue<unknown>,
+    ctx: RunContext,
+  ): Promise<void> {
     this.#input = input;
     input.capacity = this.#concurrency + QUEUE_SLACK;
     const onAbort = () => this.#wakeDispatcher();
@@ -304,9 +320,9 @@ export class Stage {
 
   async #emitMany(result: unknown, output: BoundedQueue<unknown>, ctx: RunContext): Promise<number> {
     if (result === null || typeof result !== "object" || !(Symbol.iterator in result)) {
-      throw new InvalidArgumentError(`stage "${this.name}": disaggregate needs an array or iterable, got ${
-        describeItem(result)
-      }`);
+      throw new InvalidArgumentError(
+        `stage "${this.name}": disaggregate needs an array or iterable, got ${describeItem(result)}`,
+      );
     }
     for (const x of result as Iterable<unknown>) {
       if (ctx.signal.aborted) break;
@@ -316,24 +332,23 @@ export class Stage {
     return 0;
   }
 
-  async #emitStream(stream: AsyncIterable<unknown>, output: BoundedQueue<unknown>, ctx: RunContext): Promise<number> {
+  async #emitStream(
+    stream: AsyncIterable<unknown>,
+    output: BoundedQueue<unknown>,
+    ctx: RunContext,
+  ): Promise<number> {
     const it = stream[Symbol.asyncIterator]();
     let computeMs = 0;
-    try {
-      for (;;) {
-        const t0 = performance.now();
-        const r = await it.next();
-        computeMs += performance.now() - t0;
-        if (r.done) break;
-        await this.#put(output, r.value);
-        if (ctx.signal.aborted) {
-          await it.return?.();
-          break;
-        }
+    for (;;) {
+      const t0 = performance.now();
+      const r = await it.next();
+      computeMs += performance.now() - t0;
+      if (r.done) break;
+      await this.#put(output, r.value);
+      if (ctx.signal.aborted) {
+        await it.return?.();
+        break;
       }
-    } catch (e) {
-      (e as { computeMs?: number }).computeMs = computeMs;
-      throw e;
     }
     this.done++;
     return computeMs;
@@ -386,7 +401,8 @@ export class Stage {
 
   /** Items that entered but are not accounted for yet (0 when the stage is idle). */
   get unaccounted(): number {
-    return this.tasksIn - (this.done + this.dropped + this.failed + this.cancelled + this.inFlight + this.held);
+    return this.tasksIn -
+      (this.done + this.dropped + this.failed + this.cancelled + this.inFlight + this.held);
   }
 
   /** Clears per-epoch state that must not leak into the next epoch (a partial batch after a stop). */

@@ -1,0 +1,192 @@
+/**
+ * `PipelineBuilder`: describes a pipeline stage by stage (source → pipe/aggregate/disaggregate … → sink) and
+ * builds a {@link Pipeline}. Each call returns a builder typed by the items flowing at that point.
+ * @module
+ */
+
+import { InvalidArgumentError } from "../errors.ts";
+import { type Executor, mainThread, type TaskContext } from "./executor.ts";
+import { type BuildOptions, Pipeline, type SinkOptions } from "./pipeline.ts";
+import { DEFAULT_MAX_FAILURES, type MaxFailures, type StageSpec } from "./stage.ts";
+
+/** Options of `addSource`. */
+export interface SourceOptions {
+  /** Stage name in stats (default `"source"`). */
+  name?: string;
+  /** Re-iterate the source for each epoch (each `for await` over the pipeline); default false. */
+  continuous?: boolean;
+}
+
+/** Options of `pipe`. */
+export interface PipeOptions {
+  /** Tasks run at once (default: the executor's `size`, 1 on the main thread). Changeable while running. */
+  concurrency?: number;
+  /** Stage name in stats (default: the function's or export's name, else `pipe<N>`). */
+  name?: string;
+  /**
+   * Emit outputs in input order (default false: completion order). An ordered stage that returns an async
+   * iterable starts consuming it only when its turn comes, so its body runs one task at a time.
+   */
+  ordered?: boolean;
+  /** Where tasks run (default: the main thread). A `WorkerPool` runs the export named by a string `fn`. */
+  executor?: Executor;
+  /** Failure budget before the pipeline ends with `PipelineFailure` (default `{ rate: 0.5, after: 20 }`). */
+  maxFailures?: MaxFailures;
+}
+
+/** Options of `aggregate`. */
+export interface AggregateOptions {
+  name?: string;
+  /** Drop a last batch shorter than `n` (counted as dropped) instead of emitting it. Default false. */
+  dropLast?: boolean;
+}
+
+/** The output type of a stage function: async iterables stream their elements, `undefined` drops. */
+export type Output<R> = R extends AsyncIterable<infer V> ? V : Exclude<Awaited<R>, undefined>;
+
+/** Builds a pipeline stage by stage; `T` is the type of the items at the current end. */
+export class PipelineBuilder<T = never> {
+  readonly #specs: StageSpec[];
+
+  /** Starts an empty description; the first call must be `addSource`. */
+  constructor(specs: StageSpec[] = []) {
+    this.#specs = specs;
+  }
+
+  /** The source: any `Iterable` or `AsyncIterable`. Pulled only as fast as the pipeline drains. */
+  addSource<U>(source: Iterable<U> | AsyncIterable<U>, opts: SourceOptions = {}): PipelineBuilder<U> {
+    if (this.#specs.length > 0) {
+      throw new InvalidArgumentError("addSource must be the first stage, and only once");
+    }
+    if (source === null || typeof source !== "object" && typeof source !== "function") {
+      throw new InvalidArgumentError("addSource needs an Iterable or AsyncIterable");
+    }
+    return this.#with<U>({
+      kind: "source",
+      name: opts.name ?? "source",
+      concurrency: 1,
+      ordered: true,
+      executor: mainThread,
+      maxFailures: 0,
+      source,
+      continuous: opts.continuous ?? false,
+    });
+  }
+
+  /**
+   * A stage that maps each item with `fn` (sync, async, or an async generator yielding many outputs; returning
+   * `undefined` drops the item). With a `WorkerPool` executor, `fn` is the name of an export of the pool's module.
+   */
+  pipe<R>(fn: (item: T, ctx: TaskContext) => R, opts?: PipeOptions): PipelineBuilder<Output<R>>;
+  pipe<U = unknown>(exportName: string, opts: PipeOptions & { executor: Executor }): PipelineBuilder<U>;
+  pipe(
+    fn: ((item: T, ctx: TaskContext) => unknown) | string,
+    opts: PipeOptions = {},
+  ): PipelineBuilder<unknown> {
+    this.#needSource("pipe");
+    const executor = opts.executor ?? mainThread;
+    if (typeof fn === "string" && opts.executor === undefined) {
+      throw new InvalidArgumentError(`pipe("${fn}"): an export name needs an executor such as a WorkerPool`);
+    }
+    const concurrency = opts.concurrency ?? executor.size;
+    if (!Number.isInteger(concurrency) || concurrency < 1) {
+      throw new InvalidArgumentError(`pipe: concurrency must be a positive integer, got ${concurrency}`);
+    }
+    const fnName = typeof fn === "string" ? fn : fn.name;
+    return this.#with({
+      kind: "pipe",
+      name: opts.name ?? (fnName || `pipe${this.#specs.length}`),
+      concurrency,
+      ordered: opts.ordered ?? false,
+      fn: fn as StageSpec["fn"],
+      executor,
+      maxFailures: checkMaxFailures(opts.maxFailures ?? DEFAULT_MAX_FAILURES),
+    });
+  }
+
+  /** Flattens each incoming array (or iterable) into its elements. */
+  disaggregate(opts: { name?: string } = {}): PipelineBuilder<T extends Iterable<infer E> ? E : unknown> {
+    this.#needSource("disaggregate");
+    return this.#with(this.#fixed("disaggregate", opts.name));
+  }
+
+  /** Groups items into arrays of `n`; the last batch may be shorter unless `dropLast`. */
+  aggregate(n: number, opts: AggregateOptions = {}): PipelineBuilder<T[]> {
+    this.#needSource("aggregate");
+    if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`aggregate: n must be >= 1, got ${n}`);
+    return this.#with({ ...this.#fixed("aggregate", opts.name), size: n, dropLast: opts.dropLast ?? false });
+  }
+
+  /** Sets the sink: the queue the consumer reads from (default 3 items). Optional before `build`. */
+  addSink(opts: SinkOptions = {}): SinkBuilder<T> {
+    this.#needSource("addSink");
+    const size = opts.bufferSize ?? 3;
+    if (!Number.isInteger(size) || size < 1) {
+      throw new InvalidArgumentError(`addSink: bufferSize must be a positive integer, got ${size}`);
+    }
+    return new SinkBuilder<T>(this.#specs, { bufferSize: size });
+  }
+
+  /** Builds with a default sink. */
+  build(opts: BuildOptions = {}): Pipeline<T> {
+    return this.addSink().build(opts);
+  }
+
+  #fixed(kind: "aggregate" | "disaggregate", name: string | undefined): StageSpec {
+    return {
+      kind,
+      name: name ?? `${kind}${this.#specs.length}`,
+      concurrency: 1,
+      ordered: true,
+      executor: mainThread,
+      maxFailures: 0,
+    };
+  }
+
+  #needSource(what: string): void {
+    if (this.#specs.length === 0) throw new InvalidArgumentError(`${what}: call addSource first`);
+  }
+
+  #with<U>(spec: StageSpec): PipelineBuilder<U> {
+    if (this.#specs.some((s) => s.name === spec.name)) {
+      spec = { ...spec, name: uniqueName(this.#specs, spec.name) };
+    }
+    return new PipelineBuilder<U>([...this.#specs, spec]);
+  }
+}
+
+/** The builder after `addSink`: only `build` remains. */
+export class SinkBuilder<T> {
+  readonly #specs: StageSpec[];
+  readonly #sink: SinkOptions;
+
+  /** Use `PipelineBuilder.addSink`. */
+  constructor(specs: StageSpec[], sink: SinkOptions) {
+    this.#specs = specs;
+    this.#sink = sink;
+  }
+
+  /** Builds the pipeline; nothing runs until it is iterated. */
+  build(opts: BuildOptions = {}): Pipeline<T> {
+    if (opts.reportInterval !== undefined && !(opts.reportInterval > 0)) {
+      throw new InvalidArgumentError(`build: reportInterval must be > 0 ms, got ${opts.reportInterval}`);
+    }
+    return new Pipeline<T>(this.#specs, this.#sink, opts);
+  }
+}
+
+function uniqueName(specs: StageSpec[], name: string): string {
+  for (let i = 2;; i++) {
+    const candidate = `${name}#${i}`;
+    if (!specs.some((s) => s.name === candidate)) return candidate;
+  }
+}
+
+function checkMaxFailures(m: MaxFailures): MaxFailures {
+  if (typeof m === "number") {
+    if (m >= 0) return m;
+  } else if (m.rate >= 0 && m.rate <= 1 && m.after >= 1) {
+    return m;
+  }
+  throw new InvalidArgumentError(`maxFailures must be a count >= 0 or { rate in 0..1, after >= 1 }`);
+}

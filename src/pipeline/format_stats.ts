@@ -1,0 +1,60 @@
+/**
+ * `formatStats`: renders {@link PipelineStats} as an aligned text table, one row per stage, and names the likely
+ * bottleneck (the stage whose input queue is full while its output queue starves).
+ * @module
+ */
+
+import type { PipelineStats, StageStats } from "./pipeline.ts";
+
+const COLUMNS: [string, (s: StageStats) => string][] = [
+  ["stage", (s) => s.name],
+  ["conc", (s) => String(s.concurrency)],
+  ["in", (s) => String(s.tasksIn)],
+  ["out", (s) => String(s.itemsOut)],
+  ["drop", (s) => String(s.dropped)],
+  ["fail", (s) => String(s.failed)],
+  ["run", (s) => String(s.inFlight)],
+  ["p50 ms", (s) => ms(s.p50Ms)],
+  ["p90 ms", (s) => ms(s.p90Ms)],
+  ["p99 ms", (s) => ms(s.p99Ms)],
+  ["util", (s) => pct(s.utilization)],
+  ["queue", (s) => s.input === null ? "-" : `${s.input.length}/${s.input.capacity}`],
+  ["q full", (s) => s.input === null ? "-" : pct(s.input.fullFraction)],
+  ["q mean", (s) => s.input === null ? "-" : s.input.meanOccupancy.toFixed(1)],
+  ["put-wait s", (s) => (s.blockedPutMs / 1000).toFixed(2)],
+  ["starved s", (s) => (s.starvedMs / 1000).toFixed(2)],
+  ["items/s", (s) => s.itemsPerSec.toFixed(1)],
+];
+
+/** An aligned table of the stats, followed by a line naming the likely bottleneck. */
+export function formatStats(stats: PipelineStats): string {
+  const rows = [COLUMNS.map(([h]) => h), ...stats.stages.map((s) => COLUMNS.map(([, f]) => f(s)))];
+  const widths = COLUMNS.map((_, c) => Math.max(...rows.map((r) => r[c].length)));
+  const lines = rows.map((r) =>
+    r.map((cell, c) => c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c])).join("  ").trimEnd()
+  );
+  lines.splice(1, 0, widths.map((w) => "-".repeat(w)).join("  "));
+  const secs = (stats.elapsedMs / 1000).toFixed(1);
+  lines.push(`${stats.consumed} items consumed in ${secs} s over ${stats.epochs} epoch(s)`);
+  lines.push(bottleneckLine(stats));
+  return lines.join("\n");
+}
+
+function bottleneckLine(stats: PipelineStats): string {
+  if (stats.bottleneck === null) return "bottleneck: none stands out";
+  const s = stats.stages.find((x) => x.name === stats.bottleneck)!;
+  if (s.kind === "consumer") {
+    return `bottleneck: the consumer (the sink queue is full ${pct(s.input!.fullFraction)})`;
+  }
+  if (s.kind === "source") return `bottleneck: ${s.name} (the source; the queue after it is starving)`;
+  return `bottleneck: ${s.name} (input queue full ${pct(s.input?.fullFraction ?? 0)} of the time, ` +
+    `output starving; raise its concurrency or speed it up)`;
+}
+
+function ms(x: number): string {
+  return x >= 100 ? x.toFixed(0) : x >= 1 ? x.toFixed(2) : x.toFixed(3);
+}
+
+function pct(x: number): string {
+  return `${Math.round(x * 100)}%`;
+}

@@ -1,0 +1,72 @@
+/**
+ * How values cross into and out of `WorkerPool` Workers without copies.
+ *
+ * Convention:
+ * - A worker function may return `transferable(value, [buffers])`: `value` is posted back and exactly the listed
+ *   buffers are transferred (moved, not copied). `transferable(value, [])` transfers nothing (use it when the
+ *   function keeps reusing a buffer it returns a view of... after copying it).
+ * - Any other return value is scanned by {@link collectTransferables}: every `ArrayBuffer` found in it (directly, as
+ *   the buffer of a typed array / DataView, or in array elements and plain-object fields up to 3 levels deep,
+ *   e.g. `{ data: Uint8Array }` frames and packets) is transferred. So a returned buffer must not be reused by
+ *   the worker afterwards: it is detached there.
+ * - Arguments sent by a pipe stage are scanned the same way (the item moves to the worker; it is detached on the
+ *   main thread). `pool.call(name, args, transfer)` transfers exactly `transfer` (default: nothing).
+ * @module
+ */
+
+const TRANSFER = Symbol.for("sluice.transferable");
+const MAX_DEPTH = 3;
+
+/** A value with an explicit transfer list; create with {@link transferable}. */
+export interface Transferring<T> {
+  readonly [TRANSFER]: true;
+  readonly value: T;
+  readonly transfer: Transferable[];
+}
+
+/** Marks `value` to be posted with exactly `transfer` moved (not copied). */
+export function transferable<T>(value: T, transfer: Transferable[]): Transferring<T> {
+  return { [TRANSFER]: true, value, transfer };
+}
+
+/** Splits a function's result into the value to post and its transfer list (explicit, or collected). */
+export function unwrapResult(result: unknown): { value: unknown; transfer: Transferable[] } {
+  if (
+    result !== null && typeof result === "object" && (result as Record<symbol, unknown>)[TRANSFER] === true
+  ) {
+    const t = result as Transferring<unknown>;
+    return { value: t.value, transfer: t.transfer };
+  }
+  return { value: result, transfer: collectTransferables(result) };
+}
+
+/**
+ * Every distinct, non-empty `ArrayBuffer` reachable from `value` through typed arrays, DataViews, arrays and
+ * plain objects (up to 3 levels deep). `SharedArrayBuffer`s are skipped: they are shared, not moved.
+ */
+export function collectTransferables(value: unknown): Transferable[] {
+  const found: ArrayBuffer[] = [];
+  collect(value, 0, found);
+  return found;
+}
+
+function collect(x: unknown, depth: number, found: ArrayBuffer[]): void {
+  if (x === null || typeof x !== "object") return;
+  if (x instanceof ArrayBuffer) return addBuffer(x, found);
+  if (ArrayBuffer.isView(x)) {
+    if (x.buffer instanceof ArrayBuffer) addBuffer(x.buffer, found);
+    return;
+  }
+  if (depth >= MAX_DEPTH) return;
+  if (Array.isArray(x)) {
+    for (const e of x) collect(e, depth + 1, found);
+    return;
+  }
+  const proto = Object.getPrototypeOf(x);
+  if (proto !== Object.prototype && proto !== null) return;
+  for (const key in x) collect((x as Record<string, unknown>)[key], depth + 1, found);
+}
+
+function addBuffer(b: ArrayBuffer, found: ArrayBuffer[]): void {
+  if (b.byteLength > 0 && !found.includes(b)) found.push(b);
+}

@@ -1,0 +1,68 @@
+/// <reference lib="deno.worker" />
+/**
+ * The script each `WorkerPool` Worker runs: imports the user's module (URL sent in the `init` message) and runs
+ * its exported functions on `call` messages, one at a time, posting results back with their buffers transferred
+ * (see `transfer.ts`). A worker that is about to die (`self.close()`, `Deno.exit()`) says so first, so the pool
+ * can fail the running task with `WorkerCrashedError` instead of waiting forever.
+ * @module
+ */
+
+import { unwrapResult } from "./transfer.ts";
+
+/** Messages the pool sends. */
+export type ToWorker =
+  | { type: "init"; url: string }
+  | { type: "call"; id: number; name: string; args: unknown[] };
+
+/** Messages a worker sends. */
+export type FromWorker =
+  | { type: "result"; id: number; value: unknown }
+  | { type: "error"; id: number; error: { name: string; message: string; stack?: string } }
+  | { type: "dying"; reason: string };
+
+let url = "";
+let mod: Promise<Record<string, unknown>> | undefined;
+
+function post(msg: FromWorker, transfer: Transferable[] = []): void {
+  self.postMessage(msg, transfer);
+}
+
+function patchExits(): void {
+  const close = self.close.bind(self);
+  (self as { close: () => void }).close = () => {
+    post({ type: "dying", reason: "the worker called self.close()" });
+    close();
+  };
+  const exit = Deno.exit;
+  Object.defineProperty(Deno, "exit", {
+    value: (code?: number) => {
+      post({ type: "dying", reason: `the worker called Deno.exit(${code ?? ""})` });
+      return exit(code);
+    },
+  });
+}
+
+async function call(id: number, name: string, args: unknown[]): Promise<void> {
+  try {
+    const m = await mod!;
+    const fn = m[name];
+    if (typeof fn !== "function") throw new TypeError(`${url} has no exported function "${name}"`);
+    const { value, transfer } = unwrapResult(await fn(...args));
+    post({ type: "result", id, value }, transfer);
+  } catch (e) {
+    const err = e instanceof Error ? e : new Error(String(e));
+    post({ type: "error", id, error: { name: err.name, message: err.message, stack: err.stack } });
+  }
+}
+
+patchExits();
+self.onmessage = (e: MessageEvent<ToWorker>) => {
+  const msg = e.data;
+  if (msg.type === "init") {
+    url = msg.url;
+    mod = import(msg.url);
+    mod.catch(() => {}); // reported per call
+    return;
+  }
+  void call(msg.id, msg.name, msg.args);
+};

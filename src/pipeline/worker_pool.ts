@@ -1,0 +1,183 @@
+/**
+ * `WorkerPool`: an {@link Executor} that runs the exported functions of one module inside a pool of Deno Workers,
+ * one task per Worker at a time. This is how synchronous FFmpeg FFI work reaches every core. Arguments and
+ * results move as transferables (see `transfer.ts` for the convention). A Worker that dies mid-task fails that
+ * task with {@link WorkerCrashedError} and is replaced; `close()` terminates every Worker (the pool starts new
+ * ones lazily if used again).
+ * @module
+ */
+
+import { InvalidArgumentError, PipelineStoppedError, WorkerCrashedError } from "../errors.ts";
+import type { Executor, PipeFn, TaskContext } from "./executor.ts";
+import { collectTransferables } from "./transfer.ts";
+import type { FromWorker, ToWorker } from "./worker_entry.ts";
+
+/** Options of a {@link WorkerPool}. */
+export interface WorkerPoolOptions {
+  /** Number of Workers (default: `navigator.hardwareConcurrency`). */
+  size?: number;
+}
+
+interface Call {
+  id: number;
+  name: string;
+  args: unknown[];
+  transfer: Transferable[];
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  index: number;
+  current: Call | undefined;
+}
+
+const ENTRY = new URL("./worker_entry.ts", import.meta.url);
+
+/** A pool of Deno Workers running the exports of one module. */
+export class WorkerPool implements Executor {
+  /** Number of Workers (the default concurrency of stages using this pool). */
+  readonly size: number;
+  /** The module each Worker imports. */
+  readonly moduleUrl: string;
+  readonly #slots: Slot[] = [];
+  readonly #pending: Call[] = [];
+  #nextId = 1;
+  #nextIndex = 0;
+  #crashes = 0;
+
+  /** @param moduleUrl the module whose exports tasks call (resolve relative paths with `import.meta.resolve`) */
+  constructor(moduleUrl: string | URL, opts: WorkerPoolOptions = {}) {
+    this.moduleUrl = new URL(moduleUrl).href;
+    this.size = opts.size ?? navigator.hardwareConcurrency ?? 1;
+    if (!Number.isInteger(this.size) || this.size < 1) {
+      throw new InvalidArgumentError(`WorkerPool: size must be a positive integer, got ${opts.size}`);
+    }
+  }
+
+  /** Workers that died mid-task (or while idle) and were replaced. */
+  get crashes(): number {
+    return this.#crashes;
+  }
+
+  /** Workers running now. */
+  get workers(): number {
+    return this.#slots.length;
+  }
+
+  /**
+   * Calls export `name` with `args` in a free Worker (queued while all are busy). `transfer` lists the buffers
+   * to move rather than copy (default: none). Results come back with their buffers transferred.
+   */
+  call<R = unknown>(name: string, args: unknown[] = [], transfer: Transferable[] = []): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      this.#pending.push({
+        id: this.#nextId++,
+        name,
+        args,
+        transfer,
+        resolve: resolve as (v: unknown) => void,
+        reject,
+      });
+      this.#pump();
+    });
+  }
+
+  /** Executor entry: runs export `task` on `item`, transferring every buffer found in the item. */
+  run(task: PipeFn | string, item: unknown, ctx: TaskContext): Promise<unknown> {
+    if (typeof task !== "string") {
+      throw new InvalidArgumentError(
+        `stage "${ctx.stage}": a WorkerPool runs exports of ${this.moduleUrl}; pass the export name, not a function`,
+      );
+    }
+    return this.call(task, [item], collectTransferables(item));
+  }
+
+  /** Terminates every Worker; queued and running calls reject with `PipelineStoppedError`. */
+  close(): void {
+    const err = new PipelineStoppedError(`WorkerPool ${this.moduleUrl} was closed`);
+    for (const slot of this.#slots.splice(0)) {
+      slot.worker.terminate();
+      slot.current?.reject(err);
+    }
+    for (const c of this.#pending.splice(0)) c.reject(err);
+  }
+
+  /** Same as {@link close}. */
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  #pump(): void {
+    while (this.#pending.length > 0) {
+      const slot = this.#slots.find((s) => s.current === undefined) ?? this.#spawn();
+      if (slot === undefined) return;
+      const c = this.#pending.shift()!;
+      slot.current = c;
+      const msg: ToWorker = { type: "call", id: c.id, name: c.name, args: c.args };
+      try {
+        slot.worker.postMessage(msg, c.transfer);
+      } catch (e) {
+        slot.current = undefined;
+        c.reject(e); // not cloneable / not transferable: the caller's fault, the worker is fine
+      }
+    }
+  }
+
+  #spawn(): Slot | undefined {
+    if (this.#slots.length >= this.size) return undefined;
+    const worker = new Worker(ENTRY, { type: "module", name: `sluice-pool-${this.#nextIndex}` });
+    const slot: Slot = { worker, index: this.#nextIndex++, current: undefined };
+    worker.onmessage = (e: MessageEvent<FromWorker>) => this.#onMessage(slot, e.data);
+    worker.onerror = (e: ErrorEvent) => {
+      e.preventDefault();
+      this.#crash(slot, `uncaught ${e.message}`);
+    };
+    worker.onmessageerror = () => this.#crash(slot, "a message from the worker could not be deserialized");
+    const init: ToWorker = { type: "init", url: this.moduleUrl };
+    worker.postMessage(init);
+    this.#slots.push(slot);
+    return slot;
+  }
+
+  #onMessage(slot: Slot, msg: FromWorker): void {
+    if (msg.type === "dying") return this.#crash(slot, msg.reason);
+    const c = slot.current;
+    if (c === undefined || c.id !== msg.id) return;
+    slot.current = undefined;
+    if (msg.type === "result") c.resolve(msg.value);
+    else c.reject(rebuildError(msg.error, c.name, this.moduleUrl));
+    this.#pump();
+  }
+
+  #crash(slot: Slot, reason: string): void {
+    const i = this.#slots.indexOf(slot);
+    if (i < 0) return; // already replaced or closed
+    this.#slots.splice(i, 1);
+    slot.worker.terminate();
+    this.#crashes++;
+    const c = slot.current;
+    if (c !== undefined) {
+      c.reject(
+        new WorkerCrashedError(
+          `WorkerPool ${this.moduleUrl}: worker ${slot.index} died while running "${c.name}": ${reason}; ` +
+            `it was replaced`,
+          c.name,
+        ),
+      );
+    }
+    this.#pump();
+  }
+}
+
+function rebuildError(
+  e: { name: string; message: string; stack?: string },
+  name: string,
+  url: string,
+): Error {
+  const err = new Error(`${e.message} (in worker, export "${name}" of ${url})`);
+  err.name = e.name;
+  if (e.stack !== undefined) err.stack = e.stack;
+  return err;
+}
