@@ -44,3 +44,29 @@ export function check(code: number, source: string, operation: string): number {
   if (code >= 0) return code;
   throw new MediaError(source, operation, errorText(code), code);
 }
+
+/** Which FFmpeg sluice loaded in this thread. */
+export interface FfmpegInfo {
+  /** FFmpeg release whose struct layout is in use, e.g. "5.1". */
+  release: string;
+  /** Directory the libraries came from. */
+  dir: string;
+  /** `major.minor.micro` of each library. */
+  versions: Record<"avformat" | "avcodec" | "avutil" | "swscale", string>;
+}
+
+/** Loads FFmpeg if needed and says which release and libraries are in use. */
+export function ffmpegInfo(): FfmpegInfo {
+  const f = ffmpeg();
+  const show = (v: { major: number; minor: number; micro: number }) => `${v.major}.${v.minor}.${v.micro}`;
+  return {
+    release: f.layout.release,
+    dir: f.dir,
+    versions: {
+      avformat: show(f.versions.avformat),
+      avcodec: show(f.versions.avcodec),
+      avutil: show(f.versions.avutil),
+      swscale: show(f.versions.swscale),
+    },
+  };
+}

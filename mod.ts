@@ -1,0 +1,20 @@
+/**
+ * sluice: keeps GPUs fed with video. A pipeline of stages (sample → fetch → demux → decode → resize → batch),
+ * each with its own concurrency, calling FFmpeg and NVIDIA's decoder directly through `Deno.dlopen`.
+ *
+ * This module only re-exports; behaviour lives in `src/`, bindings in `ffi/`.
+ * @module
+ */
+
+// Errors
+export {
+  InvalidArgumentError,
+  LibraryNotFoundError,
+  LibraryVersionError,
+  MediaError,
+  ProtocolError,
+  SluiceError,
+} from "./src/errors.ts";
+
+// FFmpeg libraries
+export { ffmpegInfo, type FfmpegInfo } from "./src/media/ffmpeg.ts";

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Installs what sluice needs on a Debian/Ubuntu machine with Node/npm, and nothing that is already there.
+#   scripts/setup.sh         Deno (pinned, from npm, into node_modules) and the FFmpeg runtime libraries
+#   scripts/setup.sh --dev   also what the tests and benchmarks use: FFmpeg -dev headers, the ffmpeg/ffprobe
+#                            CLI, a C compiler, pkg-config, PyAV (bench baseline) and util-linux's `script`
+# Runs as root or through sudo; never asks questions (apt-get -y, DEBIAN_FRONTEND=noninteractive).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+dev=0
+[ "${1:-}" = "--dev" ] && dev=1
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+apt_updated=0
+apt_install() {
+  [ $# -eq 0 ] && return 0
+  if [ $apt_updated = 0 ]; then
+    echo "setup: apt-get update" >&2
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    apt_updated=1
+  fi
+  echo "setup: apt-get install $*" >&2
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+have_lib() { { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | grep -q "$1"; }
+
+# 1. Deno, pinned in package.json.
+if [ ! -x node_modules/.bin/deno ] || ! node_modules/.bin/deno --version >/dev/null 2>&1; then
+  echo "setup: npm install (Deno from the npm registry)" >&2
+  npm install --no-audit --no-fund --loglevel=error
+fi
+
+# 2. FFmpeg runtime libraries (any supported release counts as present).
+missing=()
+if ! { have_lib libavformat.so.59 || have_lib libavformat.so.60 || have_lib libavformat.so.61; }; then
+  if apt-cache show libavformat59 >/dev/null 2>&1; then
+    missing+=(libavformat59 libavcodec59 libavutil57 libswscale6)
+  else
+    missing+=(ffmpeg)
+  fi
+fi
+
+# 3. Test and benchmark tools.
+if [ $dev = 1 ]; then
+  command -v ffmpeg >/dev/null || missing+=(ffmpeg)
+  command -v ffprobe >/dev/null || missing+=(ffmpeg)
+  command -v cc >/dev/null || missing+=(gcc libc6-dev)
+  command -v pkg-config >/dev/null || missing+=(pkg-config)
+  command -v script >/dev/null || missing+=(bsdutils)
+  [ -f /usr/include/x86_64-linux-gnu/libavformat/avformat.h ] || [ -f /usr/include/libavformat/avformat.h ] ||
+    missing+=(libavformat-dev libavcodec-dev libavutil-dev libswscale-dev)
+  /usr/bin/python3 -c "import av" 2>/dev/null || missing+=(python3-av)
+fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  # shellcheck disable=SC2207
+  apt_install $(printf '%s\n' "${missing[@]}" | sort -u)
+fi
+echo "setup: ready ($(node_modules/.bin/deno --version | head -n 1))" >&2
