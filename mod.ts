@@ -17,4 +17,4 @@ export {
 } from "./src/errors.ts";
 
 // FFmpeg libraries
-export { ffmpegInfo, type FfmpegInfo } from "./src/media/ffmpeg.ts";
+export { type FfmpegInfo, ffmpegInfo } from "./src/media/ffmpeg.ts";
