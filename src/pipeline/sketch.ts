@@ -9,8 +9,8 @@ const MIN_MS = 0.001;
 /** Relative width of one bucket: values within ~4% share a bucket. */
 const GROWTH = 1.04;
 const LOG_GROWTH = Math.log(GROWTH);
-/** Buckets cover 1 µs .. ~1.6e5 s. */
-const BUCKETS = 480;
+/** Buckets cover 1 µs .. ~20 h; larger values share the last bucket (reported as the max). */
+const BUCKETS = 640;
 
 /**
  * Streaming percentiles over durations in milliseconds, with about 2% relative error.
@@ -52,7 +52,7 @@ export class LatencySketch {
     let seen = 0;
     for (let i = 0; i < BUCKETS; i++) {
       seen += this.#counts[i];
-      if (seen >= rank) return Math.min(valueOf(i), this.#max);
+      if (seen >= rank) return i === BUCKETS - 1 ? this.#max : Math.min(valueOf(i), this.#max);
     }
     return this.#max;
   }
