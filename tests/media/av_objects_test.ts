@@ -1,0 +1,54 @@
+import assert from "node:assert/strict";
+import { CodecContext, Frame, Packet, pointerFromSlot, pointerSlot } from "../../src/media/av_objects.ts";
+import { frame, packet } from "../../src/media/structs.ts";
+import { ffmpeg } from "../../src/media/ffmpeg.ts";
+import { SluiceError } from "../../src/errors.ts";
+
+Deno.test("owned objects: released once, use after release is a SluiceError", () => {
+  const p = new Packet();
+  assert.equal(p.released, false);
+  p[Symbol.dispose]();
+  assert.equal(p.released, true);
+  p[Symbol.dispose](); // second release is a no-op, not a double free
+  assert.throws(() => p.ptr, (e: unknown) => e instanceof SluiceError && /Packet used after/.test(e.message));
+});
+
+Deno.test("owned objects: `using` releases at the end of the scope", () => {
+  let seen: Frame;
+  {
+    using f = new Frame();
+    seen = f;
+    // A fresh AVFrame has no format and no timestamp, as av_frame_alloc documents.
+    assert.equal(frame.format(f.ptr), -1);
+    assert.equal(frame.pts(f.ptr), null);
+  }
+  assert.equal(seen.released, true);
+});
+
+Deno.test("owned objects: av_new_packet payload is visible through the accessors", () => {
+  using p = new Packet();
+  assert.equal(ffmpeg().avcodec.av_new_packet(p.ptr, 100), 0);
+  assert.equal(packet.size(p.ptr), 100);
+  assert.notEqual(packet.data(p.ptr), null);
+  packet.setTiming(p.ptr, 42n, null, 3n, 1);
+  assert.equal(packet.pts(p.ptr), 42n);
+  assert.equal(packet.dts(p.ptr), null);
+  assert.equal(packet.duration(p.ptr), 3n);
+  assert.equal(packet.flags(p.ptr), 1);
+  p.unref();
+  assert.equal(packet.size(p.ptr), 0);
+});
+
+Deno.test("owned objects: a codec context for a decoder found by name", () => {
+  const { avcodec } = ffmpeg();
+  const codec = avcodec.avcodec_find_decoder_by_name(new TextEncoder().encode("h264\0"));
+  assert.notEqual(codec, null);
+  using ctx = new CodecContext(codec);
+  assert.notEqual(ctx.ptr, null);
+});
+
+Deno.test("pointer slots round-trip a pointer value", () => {
+  const p = Deno.UnsafePointer.create(0x1234_5678n);
+  assert.equal(Deno.UnsafePointer.value(pointerFromSlot(pointerSlot(p))), 0x1234_5678n);
+  assert.equal(pointerFromSlot(pointerSlot()), null);
+});
