@@ -1,0 +1,260 @@
+/**
+ * `ClipSampler`: decides, for every epoch and before it starts, which clips of which videos a rank loads and in
+ * what order. Pure and seeded: the same seed, epoch, rank and world size always give the same plan, so a loader
+ * can prefetch as far ahead as its buffers allow, and ranks of a distributed job agree without talking.
+ *
+ * An epoch plan is built in three steps:
+ * 1. every video contributes `clipsPerVideo` items; the item list is shuffled with a PRNG seeded by
+ *    `(seed, epoch)` (or kept in dataset order with `shuffle: false`);
+ * 2. the list is sharded: rank `r` of `w` takes items `r, r + w, r + 2w, …`. So that every rank yields the same
+ *    number of items per epoch, `remainder: "pad"` (default) repeats items from the start of the shuffled list
+ *    until its length is a multiple of `w` (a few clips are seen twice per epoch), while `remainder: "drop"`
+ *    drops the last `n mod w` items (a few clips are skipped in that epoch; a different few each epoch);
+ * 3. each item gets its time window (`clipDurationSec` long) inside the video's range: `"uniform"` spreads the
+ *    clips of a video evenly, `"random"` draws each start from a PRNG seeded by `(seed, epoch, video, clip)`
+ *    (independent of the rank, so a padded duplicate is the same clip). With `keyframeAligned`, a start moves to
+ *    a keyframe (the nearest one at or before a uniform start; a random keyframe among those that leave room
+ *    for the clip), so decoding starts where the clip starts and no frame is decoded only to be thrown away.
+ * @module
+ */
+
+import { InvalidArgumentError } from "../errors.ts";
+
+/** What the sampler needs to know about one video. */
+export interface SampledVideo {
+  /** Usable range of the video in seconds: `[start, end)`. */
+  start: number;
+  end: number;
+  /** Keyframe times in seconds, ascending (needed only for `keyframeAligned`). */
+  keyframes?: readonly number[];
+}
+
+/** Where clips are placed inside a video. */
+export type ClipPlacement = "random" | "uniform";
+
+/** How ranks are made equal when the item count is not a multiple of the world size. */
+export type ShardRemainder = "pad" | "drop";
+
+/** Options of a {@link ClipSampler}. */
+export interface SamplerOptions {
+  /** PRNG seed (default 0). */
+  seed?: number;
+  /** Shuffle item order per epoch (default true). */
+  shuffle?: boolean;
+  /** Clips taken from each video per epoch (default 1). */
+  clipsPerVideo?: number;
+  /** Length of each clip in seconds; `Infinity` (default) takes the whole usable range. */
+  clipDurationSec?: number;
+  /** Clip placement (default "random"). */
+  placement?: ClipPlacement;
+  /** Start clips at keyframes (default false). Needs `keyframes` on the videos; falls back to exact starts. */
+  keyframeAligned?: boolean;
+  /** This process's rank (default: the `RANK` environment variable, else 0). */
+  rank?: number;
+  /** Number of ranks (default: the `WORLD_SIZE` environment variable, else 1). */
+  worldSize?: number;
+  /** Make ranks equal by padding (default) or dropping; see the module docs. */
+  remainder?: ShardRemainder;
+}
+
+/** One clip a rank must load. */
+export interface ClipRequest {
+  /** Position of this clip in the rank's epoch (0-based). */
+  position: number;
+  /** Index of the video in the dataset. */
+  video: number;
+  /** Which of the video's `clipsPerVideo` clips this is. */
+  clip: number;
+  /** Time window in seconds, `[start, end)`. */
+  start: number;
+  end: number;
+}
+
+/** Sampler state resolved from options and environment. */
+export interface ResolvedSamplerOptions {
+  seed: number;
+  shuffle: boolean;
+  clipsPerVideo: number;
+  clipDurationSec: number;
+  placement: ClipPlacement;
+  keyframeAligned: boolean;
+  rank: number;
+  worldSize: number;
+  remainder: ShardRemainder;
+}
+
+/** Plans epochs of clips; see the module docs. */
+export class ClipSampler {
+  /** The options in force, after defaults and environment. */
+  readonly options: Readonly<ResolvedSamplerOptions>;
+  readonly #videos: readonly SampledVideo[];
+
+  constructor(videos: readonly SampledVideo[], opts: SamplerOptions = {}) {
+    this.options = resolveOptions(opts);
+    for (const [i, v] of videos.entries()) {
+      if (!(v.end > v.start) || !Number.isFinite(v.start) || !Number.isFinite(v.end)) {
+        throw new InvalidArgumentError(
+          `sampler: video ${i} has an empty or invalid range [${v.start}, ${v.end})`,
+        );
+      }
+    }
+    this.#videos = videos;
+  }
+
+  /** Items each rank yields per epoch (the same for every rank and every epoch). */
+  get length(): number {
+    const n = this.#videos.length * this.options.clipsPerVideo;
+    const w = this.options.worldSize;
+    return this.options.remainder === "pad" ? Math.ceil(n / w) : Math.floor(n / w);
+  }
+
+  /** The full plan of `epoch` for this rank, in loading order. */
+  epoch(epoch: number): ClipRequest[] {
+    if (!Number.isInteger(epoch) || epoch < 0) {
+      throw new InvalidArgumentError(`sampler: epoch must be a non-negative integer, got ${epoch}`);
+    }
+    const o = this.options;
+    const order = this.#order(epoch);
+    const out: ClipRequest[] = [];
+    for (let k = o.rank, position = 0; position < this.length; k += o.worldSize, position++) {
+      const item = order[k % order.length];
+      const video = Math.floor(item / o.clipsPerVideo);
+      const clip = item % o.clipsPerVideo;
+      const [start, end] = this.#window(epoch, video, clip);
+      out.push({ position, video, clip, start, end });
+    }
+    return out;
+  }
+
+  /** Shuffled item ids (video * clipsPerVideo + clip) for the whole dataset. */
+  #order(epoch: number): number[] {
+    const n = this.#videos.length * this.options.clipsPerVideo;
+    const order = Array.from({ length: n }, (_, i) => i);
+    if (this.options.shuffle) shuffleInPlace(order, mulberry32(hashSeed(this.options.seed, epoch)));
+    return order;
+  }
+
+  #window(epoch: number, video: number, clip: number): [number, number] {
+    const o = this.options;
+    const v = this.#videos[video];
+    const d = Math.min(o.clipDurationSec, v.end - v.start);
+    const slack = v.end - v.start - d;
+    const keys = o.keyframeAligned ? fitting(v, d) : [];
+    let start: number;
+    if (o.placement === "uniform") {
+      const k = o.clipsPerVideo;
+      start = v.start + slack * (k === 1 ? 0.5 : clip / (k - 1));
+      if (keys.length > 0) start = keys[Math.max(0, lastAtOrBefore(keys, start))];
+    } else {
+      const rand = mulberry32(hashSeed(o.seed, epoch, video, clip));
+      start = keys.length > 0 ? keys[Math.floor(rand() * keys.length)] : v.start + slack * rand();
+    }
+    return [start, Math.min(start + d, v.end)];
+  }
+}
+
+/** Keyframes inside `[start, end - d]` (a little tolerance for float rounding). */
+function fitting(v: SampledVideo, d: number): number[] {
+  const eps = 1e-6;
+  return (v.keyframes ?? []).filter((t) => t >= v.start - eps && t + d <= v.end + eps);
+}
+
+function lastAtOrBefore(sorted: readonly number[], t: number): number {
+  let lo = 0, hi = sorted.length - 1, found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid] <= t + 1e-9) {
+      found = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return found;
+}
+
+function resolveOptions(opts: SamplerOptions): ResolvedSamplerOptions {
+  const rank = opts.rank ?? envInt("RANK") ?? 0;
+  const worldSize = opts.worldSize ?? envInt("WORLD_SIZE") ?? 1;
+  const o: ResolvedSamplerOptions = {
+    seed: opts.seed ?? 0,
+    shuffle: opts.shuffle ?? true,
+    clipsPerVideo: opts.clipsPerVideo ?? 1,
+    clipDurationSec: opts.clipDurationSec ?? Infinity,
+    placement: opts.placement ?? "random",
+    keyframeAligned: opts.keyframeAligned ?? false,
+    rank,
+    worldSize,
+    remainder: opts.remainder ?? "pad",
+  };
+  if (!Number.isInteger(o.worldSize) || o.worldSize < 1) {
+    throw new InvalidArgumentError(`sampler: worldSize must be a positive integer, got ${o.worldSize}`);
+  }
+  if (!Number.isInteger(o.rank) || o.rank < 0 || o.rank >= o.worldSize) {
+    throw new InvalidArgumentError(`sampler: rank must be an integer in [0, ${o.worldSize}), got ${o.rank}`);
+  }
+  if (!Number.isInteger(o.clipsPerVideo) || o.clipsPerVideo < 1) {
+    throw new InvalidArgumentError(
+      `sampler: clipsPerVideo must be a positive integer, got ${o.clipsPerVideo}`,
+    );
+  }
+  if (!(o.clipDurationSec > 0)) {
+    throw new InvalidArgumentError(`sampler: clipDurationSec must be > 0, got ${o.clipDurationSec}`);
+  }
+  if (o.placement !== "random" && o.placement !== "uniform") {
+    throw new InvalidArgumentError(`sampler: placement must be "random" or "uniform", got "${o.placement}"`);
+  }
+  if (o.remainder !== "pad" && o.remainder !== "drop") {
+    throw new InvalidArgumentError(`sampler: remainder must be "pad" or "drop", got "${o.remainder}"`);
+  }
+  return o;
+}
+
+/** Reads an integer environment variable (RANK, WORLD_SIZE); undefined when unset or not permitted. */
+function envInt(name: string): number | undefined {
+  let v: string | undefined;
+  try {
+    v = Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+  if (v === undefined || v.trim() === "") return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n)) {
+    throw new InvalidArgumentError(`sampler: environment ${name}="${v}" is not an integer`);
+  }
+  return n;
+}
+
+/** mulberry32: a small, fast 32-bit PRNG; returns floats in [0, 1). */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Mixes integers into one 32-bit seed (splitmix-style finalizer per part). */
+export function hashSeed(...parts: number[]): number {
+  let h = 0x9e3779b9;
+  for (const p of parts) {
+    h = Math.imul(h ^ (p >>> 0), 0x85ebca6b) >>> 0;
+    h ^= h >>> 13;
+    h = Math.imul(h, 0xc2b2ae35) >>> 0;
+    h ^= h >>> 16;
+    // fold the high part of large seeds too
+    h = (h + Math.floor(p / 4294967296)) >>> 0;
+  }
+  return h >>> 0;
+}
+
+/** Fisher–Yates shuffle with the given PRNG. */
+export function shuffleInPlace<T>(a: T[], rand: () => number): T[] {
+  for (let i = a.length - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1));
+    [a[i], a[j]] = [a[j], a[i]];
+  }
+  return a;
+}
