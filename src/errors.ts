@@ -97,3 +97,22 @@ export class WorkerCrashedError extends SluiceError {
 
 /** A task was given to a `WorkerPool` or a pipeline that is stopped. */
 export class PipelineStoppedError extends SluiceError {}
+
+/** A dataset item could not be fetched (missing file, HTTP 4xx, or 5xx/timeouts/dropped connections after retries). */
+export class FetchError extends SluiceError {
+  /** The path or URL. */
+  readonly source: string;
+  /** The HTTP status of the last attempt (0 for network errors, timeouts and local files). */
+  readonly status: number;
+  /** Attempts made. */
+  readonly attempts: number;
+  constructor(source: string, status: number, attempts: number, reason: string, options?: ErrorOptions) {
+    super(`${source}: fetch failed after ${attempts} attempt(s): ${reason}`, options);
+    this.source = source;
+    this.status = status;
+    this.attempts = attempts;
+  }
+}
+
+/** A dataset (directory tree or manifest) is malformed: names the file, the line and the problem. */
+export class DatasetError extends SluiceError {}

@@ -1,0 +1,103 @@
+/**
+ * A real HTTP server on 127.0.0.1 (port chosen by the OS) for data tests: serves files from a directory with
+ * `Range` support, and has misbehaving routes: `/flaky/N/...` answers 503 the first N times per path,
+ * `/status/CODE` answers CODE; and
+ * a second, raw TCP server (`dropBase`) that announces the full length and closes the connection half-way.
+ * @module
+ */
+
+/** A running test server. */
+export interface TestServer extends AsyncDisposable {
+  /** `http://127.0.0.1:PORT/` */
+  base: string;
+  /** A raw TCP server on another port: announces a file's full length, sends half of it, closes. */
+  dropBase: string;
+  /** Requests seen per path (the dropping server counts its paths as `/drop/<path>`). */
+  hits: Map<string, number>;
+}
+
+/** Serves `dir`; see the module docs. */
+export function serveDir(dir: string): TestServer {
+  const hits = new Map<string, number>();
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (req) => {
+    const path = decodeURIComponent(new URL(req.url).pathname);
+    hits.set(path, (hits.get(path) ?? 0) + 1);
+    const status = path.match(/^\/status\/(\d+)/);
+    if (status) return new Response("nope", { status: Number(status[1]) });
+    const flaky = path.match(/^\/flaky\/(\d+)(\/.*)$/);
+    if (flaky && hits.get(path)! <= Number(flaky[1])) return new Response("busy", { status: 503 });
+    const file = flaky ? flaky[2] : path;
+    let bytes: Uint8Array;
+    try {
+      bytes = await Deno.readFile(`${dir}${file}`);
+    } catch {
+      return new Response("not found", { status: 404 });
+    }
+    const range = req.headers.get("range")?.match(/^bytes=(\d+)-(\d*)$/);
+    if (range) {
+      const start = Number(range[1]);
+      const end = range[2] === "" ? bytes.length - 1 : Math.min(Number(range[2]), bytes.length - 1);
+      return new Response(bytes.slice(start, end + 1), {
+        status: 206,
+        headers: { "content-range": `bytes ${start}-${end}/${bytes.length}` },
+      });
+    }
+    return new Response(bytes as Uint8Array<ArrayBuffer>);
+  });
+  const addr = server.addr as Deno.NetAddr;
+  const dropper = serveDropping(dir, hits);
+  return {
+    base: `http://127.0.0.1:${addr.port}/`,
+    dropBase: dropper.base,
+    hits,
+    async [Symbol.asyncDispose]() {
+      await server.shutdown();
+      await dropper.close();
+    },
+  };
+}
+
+function serveDropping(dir: string, hits: Map<string, number>): { base: string; close(): Promise<void> } {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const conns = new Set<Promise<void>>();
+  const accepting = (async () => {
+    try {
+      for await (const conn of listener) {
+        const p = handleDrop(conn, dir, hits).finally(() => conns.delete(p));
+        conns.add(p);
+      }
+    } catch {
+      // listener closed
+    }
+  })();
+  return {
+    base: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}/`,
+    async close() {
+      listener.close();
+      await accepting;
+      await Promise.all(conns);
+    },
+  };
+}
+
+async function handleDrop(conn: Deno.Conn, dir: string, hits: Map<string, number>): Promise<void> {
+  try {
+    const buf = new Uint8Array(8192);
+    let head = "";
+    while (!head.includes("\r\n\r\n")) {
+      const n = await conn.read(buf);
+      if (n === null) return;
+      head += new TextDecoder().decode(buf.subarray(0, n));
+    }
+    const path = decodeURIComponent(head.split(" ")[1] ?? "/");
+    hits.set(`/drop${path}`, (hits.get(`/drop${path}`) ?? 0) + 1);
+    const bytes = await Deno.readFile(`${dir}${path}`);
+    const header = `HTTP/1.1 200 OK\r\ncontent-length: ${bytes.length}\r\nconnection: close\r\n\r\n`;
+    await conn.write(new TextEncoder().encode(header));
+    await conn.write(bytes.subarray(0, bytes.length >> 1));
+  } catch {
+    // the client went away first: fine
+  } finally {
+    conn.close();
+  }
+}
