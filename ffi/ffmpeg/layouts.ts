@@ -44,7 +44,9 @@ export interface FfmpegLayout {
     sample_aspect_ratio: number;
     avg_frame_rate: number;
     r_frame_rate: number;
-    /** Stream side data (display matrix): FFmpeg 5.1 and 6.x; moved to codecpar in 6.1, removed in 7.0. */
+    /** `enum AVDiscard`: demuxers skip packets of streams set to `AVDISCARD_ALL`. */
+    discard: number;
+    /** Stream side data (display matrix): deprecated from 6.1 (use codecpar coded_side_data); gone in 8.0. */
     side_data?: number;
     nb_side_data?: number;
   };
@@ -128,9 +130,25 @@ export interface FfmpegLayout {
     framerate: number;
     pkt_timebase: number;
   };
-  AVPixFmtDescriptor: { name: number; nb_components: number; log2_chroma_w: number; log2_chroma_h: number; flags: number; comp: number };
-  AVComponentDescriptor: { $size: number; plane: number; step: number; offset: number; shift: number; depth: number };
+  AVPixFmtDescriptor: {
+    name: number;
+    nb_components: number;
+    log2_chroma_w: number;
+    log2_chroma_h: number;
+    flags: number;
+    comp: number;
+  };
+  AVComponentDescriptor: {
+    $size: number;
+    plane: number;
+    step: number;
+    offset: number;
+    shift: number;
+    depth: number;
+  };
   AVRational: { $size: number; num: number; den: number };
+  /** Only the leading fields sluice's custom I/O frees (`buffer` may be reallocated by FFmpeg). */
+  AVIOContext: { buffer: number };
   AVBSFContext: { par_in: number; par_out: number; time_base_in: number; time_base_out: number };
 }
 
@@ -163,6 +181,7 @@ export const LAYOUT_5_1: FfmpegLayout = {
     sample_aspect_ratio: 56,
     avg_frame_rate: 72,
     r_frame_rate: 200,
+    discard: 52,
     side_data: 184,
     nb_side_data: 192,
   },
@@ -246,8 +265,406 @@ export const LAYOUT_5_1: FfmpegLayout = {
   AVPixFmtDescriptor: { name: 0, nb_components: 8, log2_chroma_w: 9, log2_chroma_h: 10, flags: 16, comp: 24 },
   AVComponentDescriptor: { $size: 20, plane: 0, step: 4, offset: 8, shift: 12, depth: 16 },
   AVRational: { $size: 8, num: 0, den: 4 },
+  AVIOContext: { buffer: 8 },
   AVBSFContext: { par_in: 24, par_out: 32, time_base_in: 40, time_base_out: 48 },
 };
 
+/**
+ * FFmpeg 6.0 (libavformat 60.3, libavcodec 60.3, libavutil 58.2, libswscale 7). Not installed here and no 6.x
+ * -dev package is reachable, so this table was compiled from the installed 5.1 headers with the 6.0 major bump
+ * applied: the version macros set to lavc 60 / lavf 60 / lavu 58 (so every `FF_API_*` guard removed at that
+ * bump drops its field, e.g. `AVCodecContext.thread_safe_callbacks`), `FF_API_OLD_CHANNEL_LAYOUT` kept until
+ * lavu 59 as 6.0 did, and `AVStream.codecpar` moved up behind `id` as the lavf 60 bump did. Cross-checked with
+ * the offsets measured against the 6.0/6.1 release headers in NOTES.md (AVStream index/codecpar/time_base
+ * 8/16/32, AVCodecContext pix_fmt/thread_count/pkt_timebase 136/636/716, AVFrame best_effort_timestamp 344,
+ * AVCodecParameters format/width/height 28/56/60, AVFormatContext start_time/duration 64/72): all agree.
+ * Semantics: `AVFrame.key_frame`, `interlaced_frame` and `top_field_first` are deprecated from 6.1
+ * in favour of `flags & AV_FRAME_FLAG_KEY / AV_FRAME_FLAG_INTERLACED / AV_FRAME_FLAG_TOP_FIELD_FIRST`;
+ * the old fields are still filled through 7.1 but go away in 8.0. `AVStream.side_data` is deprecated from 6.1
+ * in favour of `AVCodecParameters.coded_side_data` and still present through 7.1.
+ */
+export const LAYOUT_6_0: FfmpegLayout = {
+  release: "6.0",
+  provenance: "release-headers",
+  AVFormatContext: {
+    iformat: 8,
+    pb: 32,
+    nb_streams: 44,
+    streams: 48,
+    start_time: 64,
+    duration: 72,
+    bit_rate: 80,
+    flags: 96,
+    probesize: 104,
+    max_analyze_duration: 112,
+  },
+  AVInputFormat: { name: 0, long_name: 8 },
+  AVStream: {
+    index: 8,
+    id: 12,
+    codecpar: 16,
+    time_base: 32,
+    start_time: 40,
+    duration: 48,
+    nb_frames: 56,
+    disposition: 64,
+    sample_aspect_ratio: 72,
+    avg_frame_rate: 88,
+    r_frame_rate: 216,
+    discard: 68,
+    side_data: 200,
+    nb_side_data: 208,
+  },
+  AVCodecParameters: {
+    codec_type: 0,
+    codec_id: 4,
+    codec_tag: 8,
+    extradata: 16,
+    extradata_size: 24,
+    format: 28,
+    bit_rate: 32,
+    bits_per_raw_sample: 44,
+    profile: 48,
+    level: 52,
+    width: 56,
+    height: 60,
+    sample_aspect_ratio: 64,
+    field_order: 72,
+    color_range: 76,
+    color_primaries: 80,
+    color_trc: 84,
+    color_space: 88,
+    chroma_location: 92,
+    sample_rate: 116,
+  },
+  AVPacket: {
+    buf: 0,
+    pts: 8,
+    dts: 16,
+    data: 24,
+    size: 32,
+    stream_index: 36,
+    flags: 40,
+    side_data: 48,
+    side_data_elems: 56,
+    duration: 64,
+    pos: 72,
+    time_base: 96,
+  },
+  AVPacketSideData: { "$size": 24, data: 0, size: 8, type: 16 },
+  AVFrame: {
+    data: 0,
+    linesize: 64,
+    extended_data: 96,
+    width: 104,
+    height: 108,
+    nb_samples: 112,
+    format: 116,
+    key_frame: 120,
+    pict_type: 124,
+    sample_aspect_ratio: 128,
+    pts: 136,
+    pkt_dts: 144,
+    time_base: 152,
+    quality: 168,
+    repeat_pict: 184,
+    interlaced_frame: 188,
+    top_field_first: 192,
+    flags: 316,
+    color_range: 320,
+    color_primaries: 324,
+    color_trc: 328,
+    colorspace: 332,
+    chroma_location: 336,
+    best_effort_timestamp: 344,
+    decode_error_flags: 376,
+  },
+  AVCodecContext: {
+    codec_type: 12,
+    codec_id: 24,
+    time_base: 100,
+    width: 116,
+    height: 120,
+    pix_fmt: 136,
+    thread_count: 636,
+    thread_type: 640,
+    skip_frame: 684,
+    framerate: 704,
+    pkt_timebase: 716,
+  },
+  AVPixFmtDescriptor: { name: 0, nb_components: 8, log2_chroma_w: 9, log2_chroma_h: 10, flags: 16, comp: 24 },
+  AVComponentDescriptor: { "$size": 20, plane: 0, step: 4, offset: 8, shift: 12, depth: 16 },
+  AVRational: { "$size": 8, num: 0, den: 4 },
+  AVIOContext: { buffer: 8 },
+  AVBSFContext: { par_in: 24, par_out: 32, time_base_in: 40, time_base_out: 48 },
+};
+
+/**
+ * FFmpeg 6.1 (libavformat 60.16, libavcodec 60.31, libavutil 58.29, libswscale 7.5). Same sonames as 6.0 and
+ * FFmpeg only appends to public structs within a major, so every 6.0 offset holds; 6.1 adds
+ * `AVCodecParameters.coded_side_data` / `nb_coded_side_data` (lavc 60.30), appended after `ch_layout` (144, 24
+ * bytes) and `framerate` (168): 176 / 184 by hand from the 6.1 `codec_par.h` member order, checked by compiling
+ * the same appended members onto the simulated 6.0 header.
+ * Semantics: `AVFrame.key_frame`, `interlaced_frame` and `top_field_first` are deprecated from 6.1
+ * in favour of `flags & AV_FRAME_FLAG_KEY / AV_FRAME_FLAG_INTERLACED / AV_FRAME_FLAG_TOP_FIELD_FIRST`;
+ * the old fields are still filled through 7.1 but go away in 8.0. `AVStream.side_data` is deprecated from 6.1
+ * in favour of `AVCodecParameters.coded_side_data` and still present through 7.1.
+ */
+export const LAYOUT_6_1: FfmpegLayout = {
+  release: "6.1",
+  provenance: "release-headers",
+  AVFormatContext: {
+    iformat: 8,
+    pb: 32,
+    nb_streams: 44,
+    streams: 48,
+    start_time: 64,
+    duration: 72,
+    bit_rate: 80,
+    flags: 96,
+    probesize: 104,
+    max_analyze_duration: 112,
+  },
+  AVInputFormat: { name: 0, long_name: 8 },
+  AVStream: {
+    index: 8,
+    id: 12,
+    codecpar: 16,
+    time_base: 32,
+    start_time: 40,
+    duration: 48,
+    nb_frames: 56,
+    disposition: 64,
+    sample_aspect_ratio: 72,
+    avg_frame_rate: 88,
+    r_frame_rate: 216,
+    discard: 68,
+    side_data: 200,
+    nb_side_data: 208,
+  },
+  AVCodecParameters: {
+    codec_type: 0,
+    codec_id: 4,
+    codec_tag: 8,
+    extradata: 16,
+    extradata_size: 24,
+    format: 28,
+    bit_rate: 32,
+    bits_per_raw_sample: 44,
+    profile: 48,
+    level: 52,
+    width: 56,
+    height: 60,
+    sample_aspect_ratio: 64,
+    field_order: 72,
+    color_range: 76,
+    color_primaries: 80,
+    color_trc: 84,
+    color_space: 88,
+    chroma_location: 92,
+    sample_rate: 116,
+    coded_side_data: 176,
+    nb_coded_side_data: 184,
+  },
+  AVPacket: {
+    buf: 0,
+    pts: 8,
+    dts: 16,
+    data: 24,
+    size: 32,
+    stream_index: 36,
+    flags: 40,
+    side_data: 48,
+    side_data_elems: 56,
+    duration: 64,
+    pos: 72,
+    time_base: 96,
+  },
+  AVPacketSideData: { "$size": 24, data: 0, size: 8, type: 16 },
+  AVFrame: {
+    data: 0,
+    linesize: 64,
+    extended_data: 96,
+    width: 104,
+    height: 108,
+    nb_samples: 112,
+    format: 116,
+    key_frame: 120,
+    pict_type: 124,
+    sample_aspect_ratio: 128,
+    pts: 136,
+    pkt_dts: 144,
+    time_base: 152,
+    quality: 168,
+    repeat_pict: 184,
+    interlaced_frame: 188,
+    top_field_first: 192,
+    flags: 316,
+    color_range: 320,
+    color_primaries: 324,
+    color_trc: 328,
+    colorspace: 332,
+    chroma_location: 336,
+    best_effort_timestamp: 344,
+    decode_error_flags: 376,
+  },
+  AVCodecContext: {
+    codec_type: 12,
+    codec_id: 24,
+    time_base: 100,
+    width: 116,
+    height: 120,
+    pix_fmt: 136,
+    thread_count: 636,
+    thread_type: 640,
+    skip_frame: 684,
+    framerate: 704,
+    pkt_timebase: 716,
+  },
+  AVPixFmtDescriptor: { name: 0, nb_components: 8, log2_chroma_w: 9, log2_chroma_h: 10, flags: 16, comp: 24 },
+  AVComponentDescriptor: { "$size": 20, plane: 0, step: 4, offset: 8, shift: 12, depth: 16 },
+  AVRational: { "$size": 8, num: 0, den: 4 },
+  AVIOContext: { buffer: 8 },
+  AVBSFContext: { par_in: 24, par_out: 32, time_base_in: 40, time_base_out: 48 },
+};
+
+/**
+ * FFmpeg 7.1 (libavformat 61.7, libavcodec 61.19, libavutil 59.39, libswscale 8.3). Compiled with the offsetof
+ * program against Debian 13's libav*-dev 7:7.1.5 headers (set `SLUICE_FFMPEG_HEADERS_7_1` to re-check). The 7.0
+ * bump moved fields: `AVCodecParameters.coded_side_data` up behind `extradata_size` (format 28 → 44),
+ * `AVCodecContext.framerate` / `pkt_timebase` up behind `time_base`, and `AVFormatContext` gained stream groups
+ * and moved its chapters up (start_time 64 → 96); AVFrame lost `coded_picture_number`,
+ * `display_picture_number`, `reordered_opaque`, `channel_layout` and `pkt_duration`.
+ * Semantics: `AVFrame.key_frame`, `interlaced_frame` and `top_field_first` are deprecated from 6.1
+ * in favour of `flags & AV_FRAME_FLAG_KEY / AV_FRAME_FLAG_INTERLACED / AV_FRAME_FLAG_TOP_FIELD_FIRST`;
+ * the old fields are still filled through 7.1 but go away in 8.0. `AVStream.side_data` is deprecated from 6.1
+ * in favour of `AVCodecParameters.coded_side_data` and still present through 7.1.
+ */
+export const LAYOUT_7_1: FfmpegLayout = {
+  release: "7.1",
+  provenance: "release-headers",
+  AVFormatContext: {
+    iformat: 8,
+    pb: 32,
+    nb_streams: 44,
+    streams: 48,
+    start_time: 96,
+    duration: 104,
+    bit_rate: 112,
+    flags: 128,
+    probesize: 136,
+    max_analyze_duration: 144,
+  },
+  AVInputFormat: { name: 0, long_name: 8 },
+  AVStream: {
+    index: 8,
+    id: 12,
+    codecpar: 16,
+    time_base: 32,
+    start_time: 40,
+    duration: 48,
+    nb_frames: 56,
+    disposition: 64,
+    sample_aspect_ratio: 72,
+    avg_frame_rate: 88,
+    r_frame_rate: 216,
+    discard: 68,
+    side_data: 200,
+    nb_side_data: 208,
+  },
+  AVCodecParameters: {
+    codec_type: 0,
+    codec_id: 4,
+    codec_tag: 8,
+    extradata: 16,
+    extradata_size: 24,
+    format: 44,
+    bit_rate: 48,
+    bits_per_raw_sample: 60,
+    profile: 64,
+    level: 68,
+    width: 72,
+    height: 76,
+    sample_aspect_ratio: 80,
+    field_order: 96,
+    color_range: 100,
+    color_primaries: 104,
+    color_trc: 108,
+    color_space: 112,
+    chroma_location: 116,
+    sample_rate: 152,
+    coded_side_data: 32,
+    nb_coded_side_data: 40,
+  },
+  AVPacket: {
+    buf: 0,
+    pts: 8,
+    dts: 16,
+    data: 24,
+    size: 32,
+    stream_index: 36,
+    flags: 40,
+    side_data: 48,
+    side_data_elems: 56,
+    duration: 64,
+    pos: 72,
+    time_base: 96,
+  },
+  AVPacketSideData: { "$size": 24, data: 0, size: 8, type: 16 },
+  AVFrame: {
+    data: 0,
+    linesize: 64,
+    extended_data: 96,
+    width: 104,
+    height: 108,
+    nb_samples: 112,
+    format: 116,
+    key_frame: 120,
+    pict_type: 124,
+    sample_aspect_ratio: 128,
+    pts: 136,
+    pkt_dts: 144,
+    time_base: 152,
+    quality: 160,
+    repeat_pict: 176,
+    interlaced_frame: 180,
+    top_field_first: 184,
+    flags: 292,
+    color_range: 296,
+    color_primaries: 300,
+    color_trc: 304,
+    colorspace: 308,
+    chroma_location: 312,
+    best_effort_timestamp: 320,
+    decode_error_flags: 344,
+  },
+  AVCodecContext: {
+    codec_type: 12,
+    codec_id: 24,
+    time_base: 84,
+    width: 116,
+    height: 120,
+    pix_fmt: 140,
+    thread_count: 656,
+    thread_type: 660,
+    skip_frame: 708,
+    framerate: 100,
+    pkt_timebase: 92,
+  },
+  AVPixFmtDescriptor: { name: 0, nb_components: 8, log2_chroma_w: 9, log2_chroma_h: 10, flags: 16, comp: 24 },
+  AVComponentDescriptor: { "$size": 20, plane: 0, step: 4, offset: 8, shift: 12, depth: 16 },
+  AVRational: { "$size": 8, num: 0, den: 4 },
+  AVIOContext: { buffer: 8 },
+  AVBSFContext: { par_in: 24, par_out: 32, time_base_in: 40, time_base_out: 48 },
+};
+
+/**
+ * FFmpeg 7.0 (libavformat 61.1, libavcodec 61.3, libavutil 59.8, libswscale 8.1): the 7.1 table. Both share the
+ * sonames (lavc 61, lavf 61, lavu 59) and FFmpeg only appends to public structs within a major, and every field
+ * listed here predates 7.0 (none was added between lavc 61.3 and 61.19), so the offsets are those compiled from
+ * the 7.1 headers.
+ */
+export const LAYOUT_7_0: FfmpegLayout = { ...LAYOUT_7_1, release: "7.0" };
+
 /** Every layout table, oldest first. */
-export const LAYOUTS: readonly FfmpegLayout[] = [LAYOUT_5_1];
+export const LAYOUTS: readonly FfmpegLayout[] = [LAYOUT_5_1, LAYOUT_6_0, LAYOUT_6_1, LAYOUT_7_0, LAYOUT_7_1];
