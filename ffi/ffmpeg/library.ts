@@ -19,8 +19,7 @@ export const RELEASE_MAJORS = [
 ] as const;
 
 /** The command that installs the runtime libraries on Debian/Ubuntu. */
-export const INSTALL_HINT =
-  "sudo apt-get install -y libavformat59 libavcodec59 libavutil57 libswscale6  " +
+export const INSTALL_HINT = "sudo apt-get install -y libavformat59 libavcodec59 libavutil57 libswscale6  " +
   "(Debian 12; on Ubuntu 24.04: libavformat60 libavcodec60 libavutil58 libswscale7; or simply: sudo apt-get install -y ffmpeg)";
 
 /** A decoded `AV_VERSION_INT`. */
@@ -108,7 +107,7 @@ export function loadFfmpeg(): FfmpegLibraries {
   const tried: string[] = [];
   for (const majors of RELEASE_MAJORS) {
     const paths = locateRelease(majors, dirs, tried);
-    if (paths) return openRelease(paths);
+    if (paths) return openRelease(paths, majors);
   }
   const where = overridden ? `SLUICE_FFMPEG_LIBDIR=${dirs[0]}` : "the standard library directories";
   throw new LibraryNotFoundError(
@@ -118,7 +117,10 @@ export function loadFfmpeg(): FfmpegLibraries {
   );
 }
 
-function openRelease(paths: Record<"avutil" | "swscale" | "avcodec" | "avformat", string>): FfmpegLibraries {
+function openRelease(
+  paths: Record<"avutil" | "swscale" | "avcodec" | "avformat", string>,
+  majors: (typeof RELEASE_MAJORS)[number],
+): FfmpegLibraries {
   // Dependencies first, so that each library's DT_NEEDED entries resolve to the copies already loaded from
   // this directory rather than to another release elsewhere on the system.
   const avutil = openLibrary(paths.avutil, AVUTIL_SYMBOLS, "libavutil");
@@ -138,7 +140,7 @@ function openRelease(paths: Record<"avutil" | "swscale" | "avcodec" | "avformat"
     avformat: decodeVersion(avformat.symbols.avformat_version()),
   };
   try {
-    checkSameRelease(versions, paths);
+    checkSameRelease(versions, paths, majors);
     const layout = pickLayout(versions.avcodec);
     const dir = paths.avformat.slice(0, paths.avformat.lastIndexOf("/"));
     return {
@@ -160,14 +162,17 @@ function openRelease(paths: Record<"avutil" | "swscale" | "avcodec" | "avformat"
 function checkSameRelease(
   v: FfmpegLibraries["versions"],
   paths: Record<"avutil" | "swscale" | "avcodec" | "avformat", string>,
+  named: (typeof RELEASE_MAJORS)[number],
 ): void {
-  const row = RELEASE_MAJORS.find((r) => r.avformat === v.avformat.major);
-  const fits = row !== undefined && row.avcodec === v.avcodec.major && row.avutil === v.avutil.major &&
-    row.swscale === v.swscale.major;
+  // Each library must report the major its file name (soname) promised, and all four one release's majors.
+  const fits = named.avformat === v.avformat.major && named.avcodec === v.avcodec.major &&
+    named.avutil === v.avutil.major && named.swscale === v.swscale.major;
   if (fits) return;
   const show = (k: keyof typeof v) => `${paths[k]} = ${v[k].major}.${v[k].minor}.${v[k].micro}`;
   throw new LibraryVersionError(
-    `the FFmpeg libraries loaded do not belong to one release:\n  ${show("avformat")}\n  ${show("avcodec")}\n  ` +
+    `the FFmpeg libraries loaded do not belong to one release:\n  ${show("avformat")}\n  ${
+      show("avcodec")
+    }\n  ` +
       `${show("avutil")}\n  ${show("swscale")}\nInstall one consistent set: ${INSTALL_HINT}`,
   );
 }

@@ -1,0 +1,146 @@
+/**
+ * Loading FFmpeg: the installed release is found and agrees with `ffprobe -version`; a missing or mixed
+ * installation gives a typed error with a readable message (checked in a subprocess so this process keeps its
+ * own FFmpeg); release and layout selection; FFmpeg's error strings.
+ */
+import assert from "node:assert/strict";
+import { type LibVersion, loadFfmpeg, pickLayout, releaseOf } from "../../ffi/ffmpeg/library.ts";
+import { LAYOUT_5_1, LAYOUT_6_0, LAYOUT_6_1, LAYOUT_7_0, LAYOUT_7_1 } from "../../ffi/ffmpeg/layouts.ts";
+import { AVERROR_EOF, AVERROR_INVALIDDATA, avErrorString } from "../../ffi/ffmpeg/errors.ts";
+import { LibraryVersionError } from "../../src/errors.ts";
+
+const LIB_DIR = "/usr/lib/x86_64-linux-gnu";
+const installed = (() => {
+  try {
+    return Deno.statSync(`${LIB_DIR}/libavformat.so.59`).isFile;
+  } catch {
+    return false;
+  }
+})();
+
+/** `ffprobe -version` lines like `libavcodec     59. 37.100 / 59. 37.100` → name → "59.37.100". */
+async function ffprobeVersions(): Promise<Record<string, string>> {
+  const out = await new Deno.Command("ffprobe", { args: ["-version"], stdout: "piped" }).output();
+  const versions: Record<string, string> = {};
+  for (const m of new TextDecoder().decode(out.stdout).matchAll(/^(lib\w+)\s+(\d+)\.\s*(\d+)\.\s*(\d+)/gm)) {
+    versions[m[1]] = `${m[2]}.${m[3]}.${m[4]}`;
+  }
+  return versions;
+}
+
+const show = (v: LibVersion) => `${v.major}.${v.minor}.${v.micro}`;
+
+Deno.test({
+  name: "library: loads the installed FFmpeg 5.1 and its versions agree with ffprobe -version",
+  ignore: !installed,
+  fn: async () => {
+    const f = loadFfmpeg();
+    try {
+      const probe = await ffprobeVersions();
+      assert.equal(f.layout.release, "5.1");
+      assert.equal(f.layout, LAYOUT_5_1);
+      assert.equal(show(f.versions.avformat), probe.libavformat);
+      assert.equal(show(f.versions.avcodec), probe.libavcodec);
+      assert.equal(show(f.versions.avutil), probe.libavutil);
+      assert.equal(show(f.versions.swscale), probe.libswscale);
+      assert.equal(f.dir, LIB_DIR);
+    } finally {
+      f.close();
+    }
+  },
+});
+
+/** Runs `loadFfmpeg()` in a fresh Deno with `SLUICE_FFMPEG_LIBDIR=dir`; returns exit code and stderr. */
+async function loadInSubprocess(dir: string): Promise<{ code: number; stderr: string }> {
+  const library = new URL("../../ffi/ffmpeg/library.ts", import.meta.url).href;
+  const script = `import { loadFfmpeg } from ${JSON.stringify(library)};\n` +
+    `try { loadFfmpeg(); } catch (e) { console.error(e.name + ": " + e.message); Deno.exit(3); }`;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--quiet", script],
+    env: { SLUICE_FFMPEG_LIBDIR: dir, NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  return { code: out.code, stderr: new TextDecoder().decode(out.stderr) };
+}
+
+Deno.test("library: an empty SLUICE_FFMPEG_LIBDIR gives LibraryNotFoundError listing what was tried", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "sluice-nolibs-" });
+  try {
+    const { code, stderr } = await loadInSubprocess(dir);
+    assert.equal(code, 3, stderr);
+    assert.match(stderr, /^LibraryNotFoundError: /);
+    assert.match(stderr, new RegExp(`SLUICE_FFMPEG_LIBDIR=${dir}`));
+    for (const soname of ["libavformat.so.61", "libavutil.so.58", "libavformat.so.59"]) {
+      assert.ok(stderr.includes(`${dir}/${soname}`), `tried list lacks ${soname}:\n${stderr}`);
+    }
+    assert.match(stderr, /apt-get install/);
+    assert.doesNotMatch(stderr, /dlopen|cannot open shared object|at file:|\n\s+at /);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test({
+  name: "library: libraries whose sonames promise another release give LibraryVersionError naming the paths",
+  ignore: !installed,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "sluice-mixed-" });
+    try {
+      // FFmpeg 6 file names pointing at the real 5.1 libraries.
+      const links: [string, string][] = [
+        ["libavutil.so.58", "libavutil.so.57"],
+        ["libswscale.so.7", "libswscale.so.6"],
+        ["libavcodec.so.60", "libavcodec.so.59"],
+        ["libavformat.so.60", "libavformat.so.59"],
+      ];
+      for (const [name, real] of links) await Deno.symlink(`${LIB_DIR}/${real}`, `${dir}/${name}`);
+      const { code, stderr } = await loadInSubprocess(dir);
+      assert.equal(code, 3, stderr);
+      assert.match(stderr, /^LibraryVersionError: .*do not belong to one release/);
+      assert.ok(stderr.includes(`${dir}/libavformat.so.60 = 59.`), stderr);
+      assert.ok(stderr.includes(`${dir}/libavutil.so.58 = 57.`), stderr);
+      assert.doesNotMatch(stderr, /\n\s+at /);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test("library: releaseOf maps libavcodec versions to releases at the release minors", () => {
+  const v = (major: number, minor: number): LibVersion => ({ major, minor, micro: 100 });
+  assert.equal(releaseOf(v(59, 37)), "5.1");
+  assert.equal(releaseOf(v(60, 3)), "6.0");
+  assert.equal(releaseOf(v(60, 30)), "6.0");
+  assert.equal(releaseOf(v(60, 31)), "6.1");
+  assert.equal(releaseOf(v(61, 3)), "7.0");
+  assert.equal(releaseOf(v(61, 18)), "7.0");
+  assert.equal(releaseOf(v(61, 19)), "7.1");
+  assert.equal(releaseOf(v(62, 11)), "libavcodec62");
+});
+
+Deno.test("library: pickLayout returns each release's table and refuses unknown releases", () => {
+  const v = (major: number, minor: number): LibVersion => ({ major, minor, micro: 100 });
+  assert.equal(pickLayout(v(59, 37)), LAYOUT_5_1);
+  assert.equal(pickLayout(v(60, 3)), LAYOUT_6_0);
+  assert.equal(pickLayout(v(60, 31)), LAYOUT_6_1);
+  assert.equal(pickLayout(v(61, 3)), LAYOUT_7_0);
+  assert.equal(pickLayout(v(61, 19)), LAYOUT_7_1);
+  assert.throws(() => pickLayout(v(62, 11)), LibraryVersionError);
+  assert.throws(() => pickLayout(v(61, 19), [LAYOUT_5_1]), /no struct layout table.*supported: 5\.1/);
+});
+
+Deno.test({
+  name: "library: avErrorString gives FFmpeg's own messages",
+  ignore: !installed,
+  fn: () => {
+    const f = loadFfmpeg();
+    try {
+      assert.equal(avErrorString(f.avutil, AVERROR_EOF), "End of file");
+      assert.equal(avErrorString(f.avutil, AVERROR_INVALIDDATA), "Invalid data found when processing input");
+      assert.equal(AVERROR_EOF, -0x20464f45);
+    } finally {
+      f.close();
+    }
+  },
+});
