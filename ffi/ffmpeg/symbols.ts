@@ -187,4 +187,10 @@ export const SWSCALE_SYMBOLS = {
     result: "i32",
   },
   sws_getCoefficients: { parameters: ["i32"], result: "pointer" }, // const int *sws_getCoefficients(int colorspace)
+  sws_getColorspaceDetails: {
+    // int sws_getColorspaceDetails(struct SwsContext *c, int **inv_table, int *srcRange, int **table,
+    //   int *dstRange, int *brightness, int *contrast, int *saturation)
+    parameters: ["pointer", "buffer", "buffer", "buffer", "buffer", "buffer", "buffer", "buffer"],
+    result: "i32",
+  },
 } as const satisfies Deno.ForeignLibraryInterface;

@@ -119,7 +119,54 @@ export const codecpar = {
   colorTrc: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.color_trc),
   colorSpace: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.color_space),
   sampleRate: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.sample_rate),
+  /**
+   * Fills a fresh `AVCodecParameters` (from `avcodec_parameters_alloc`) for a video stream. `extradata` must be
+   * memory from `av_malloc` with `AV_INPUT_BUFFER_PADDING_SIZE` zero bytes after it (the parameters own it and
+   * `avcodec_parameters_free` frees it), or null.
+   */
+  setVideo(p: Ptr, v: CodecParamsInit, extradata: Deno.PointerValue, extradataSize: number): void {
+    const l = L().AVCodecParameters;
+    const dv = writable(p, 0, l.chroma_location + 4);
+    dv.setInt32(l.codec_type, 0, true); // AVMEDIA_TYPE_VIDEO
+    dv.setInt32(l.codec_id, v.codecId, true);
+    dv.setUint32(l.codec_tag, v.codecTag >>> 0, true);
+    dv.setBigUint64(l.extradata, BigInt(Deno.UnsafePointer.value(extradata)), true);
+    dv.setInt32(l.extradata_size, extradataSize, true);
+    dv.setInt32(l.format, v.format, true);
+    dv.setInt32(l.bits_per_raw_sample, v.bitsPerRawSample, true);
+    dv.setInt32(l.profile, v.profile, true);
+    dv.setInt32(l.level, v.level, true);
+    dv.setInt32(l.width, v.width, true);
+    dv.setInt32(l.height, v.height, true);
+    dv.setInt32(l.sample_aspect_ratio + L().AVRational.num, v.sampleAspectRatio[0], true);
+    dv.setInt32(l.sample_aspect_ratio + L().AVRational.den, v.sampleAspectRatio[1], true);
+    dv.setInt32(l.field_order, v.fieldOrder, true);
+    dv.setInt32(l.color_range, v.colorRange, true);
+    dv.setInt32(l.color_primaries, v.colorPrimaries, true);
+    dv.setInt32(l.color_trc, v.colorTrc, true);
+    dv.setInt32(l.color_space, v.colorSpace, true);
+    dv.setInt32(l.chroma_location, v.chromaLocation, true);
+  },
 };
+
+/** The video codec parameters {@link codecpar.setVideo} writes (a subset of `VideoPackets`' `CodecInfo`). */
+export interface CodecParamsInit {
+  codecId: number;
+  codecTag: number;
+  format: number;
+  bitsPerRawSample: number;
+  profile: number;
+  level: number;
+  width: number;
+  height: number;
+  sampleAspectRatio: [number, number];
+  fieldOrder: number;
+  colorRange: number;
+  colorPrimaries: number;
+  colorTrc: number;
+  colorSpace: number;
+  chromaLocation: number;
+}
 
 // ---------------------------------------------------------------- AVPacket
 
@@ -170,6 +217,10 @@ export const frame = {
   colorRange: (p: Ptr): number => view(p).getInt32(L().AVFrame.color_range),
   colorspace: (p: Ptr): number => view(p).getInt32(L().AVFrame.colorspace),
   decodeErrorFlags: (p: Ptr): number => view(p).getInt32(L().AVFrame.decode_error_flags),
+  /** Address of the `data[8]` array (a `uint8_t *const[]` for `sws_scale`). */
+  dataArray: (p: Ptr): Ptr => Deno.UnsafePointer.offset(p, L().AVFrame.data) as Ptr,
+  /** Address of the `linesize[8]` array (a `const int[]` for `sws_scale`). */
+  linesizeArray: (p: Ptr): Ptr => Deno.UnsafePointer.offset(p, L().AVFrame.linesize) as Ptr,
   /** Sets the fields an encoder needs before `av_frame_get_buffer`. */
   setVideoFormat(p: Ptr, width: number, height: number, format: number): void {
     const l = L().AVFrame;
