@@ -1,0 +1,287 @@
+/**
+ * Entry point of a backend child process (`deno run … child.ts`), started by `spawnBackend`. It reads an INIT
+ * frame from stdin, imports the backend module, calls the named export with the JSON args, and serves epochs:
+ * for each NEXT_EPOCH it iterates the pipeline and writes one ITEM frame per item to stdout — only while it
+ * holds credit (CREDIT frames from the parent), so it never runs ahead of the parent's buffer — then END.
+ * Per-stage failures go out as ITEM_ERROR frames, the pipeline's stats as STATS frames, a thrown pipeline as
+ * FATAL (then exit 1). EOF or STOP on stdin stops the pipeline and exits 0, so a dead parent leaves no orphan.
+ * stdout carries frames only: console output is redirected to stderr, which the parent forwards.
+ * @module
+ */
+
+import { errorText } from "../pipeline/stage.ts";
+import { type Frame, FrameReader } from "./frame_reader.ts";
+import { FrameWriter } from "./frame_writer.ts";
+import { encodeItem } from "./item_codec.ts";
+import {
+  type EndPayload,
+  type FatalPayload,
+  FrameType,
+  type InitPayload,
+  type ItemErrorPayload,
+  jsonBytes,
+  parseJson,
+} from "./protocol.ts";
+
+/** Stage name under which items the transport cannot encode are counted. */
+export const TRANSPORT_STAGE = "(backend transport)";
+const KEPT_MESSAGES = 10;
+const STOP_GRACE_MS = 1000;
+
+interface Served extends AsyncIterable<unknown> {
+  stats?: () => { stages: { name: string; failed: number }[] };
+  stop?: () => Promise<void> | void;
+}
+
+/** Control state fed by the frames the parent writes to stdin. */
+class Control {
+  credits = 0;
+  epochRequests = 0;
+  stopped = false;
+  init: Promise<InitPayload>;
+  #resolveInit!: (p: InitPayload) => void;
+  #wake: (() => void) | undefined;
+  onStop: () => void = () => {};
+
+  constructor() {
+    this.init = new Promise((resolve) => this.#resolveInit = resolve);
+  }
+
+  async run(): Promise<void> {
+    const reader = new FrameReader({
+      source: "backend stdin",
+      allowedTypes: new Set([FrameType.INIT, FrameType.CREDIT, FrameType.NEXT_EPOCH, FrameType.STOP]),
+    });
+    try {
+      for await (const chunk of Deno.stdin.readable) {
+        for (const f of reader.push(chunk)) this.#handle(f);
+        if (this.stopped) return;
+      }
+      reader.end();
+    } catch (e) {
+      console.error(`sluice backend: control stream from the parent failed: ${errorText(e)}`);
+    }
+    this.stop();
+  }
+
+  #handle(f: Frame): void {
+    if (f.type === FrameType.INIT) {
+      const p = parseJson(f.payload);
+      if (p === undefined) throw new Error("INIT payload is not JSON");
+      this.#resolveInit(p.value as InitPayload);
+    } else if (f.type === FrameType.CREDIT) {
+      if (f.payload.length !== 4) throw new Error("CREDIT payload must be 4 bytes");
+      this.credits += new DataView(f.payload.buffer).getUint32(0, true);
+    } else if (f.type === FrameType.NEXT_EPOCH) {
+      this.epochRequests++;
+    } else {
+      this.stop();
+    }
+    this.#signal();
+  }
+
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.#signal();
+    this.onStop();
+  }
+
+  /** Waits for a credit and takes it; false when stopped. */
+  async takeCredit(): Promise<boolean> {
+    while (!this.stopped && this.credits === 0) await this.#wait();
+    if (this.stopped) return false;
+    this.credits--;
+    return true;
+  }
+
+  /** Waits for a NEXT_EPOCH request and takes it; false when stopped. */
+  async takeEpoch(): Promise<boolean> {
+    while (!this.stopped && this.epochRequests === 0) await this.#wait();
+    if (this.stopped) return false;
+    this.epochRequests--;
+    return true;
+  }
+
+  #wait(): Promise<void> {
+    return new Promise((resolve) => this.#wake = resolve);
+  }
+
+  #signal(): void {
+    const w = this.#wake;
+    this.#wake = undefined;
+    w?.();
+  }
+}
+
+/** Serves one backend; see the module docs. */
+class BackendChild {
+  readonly #out = new FrameWriter(Deno.stdout);
+  readonly #control = new Control();
+  #served!: Served;
+  readonly #messages = new Map<string, string[]>();
+  readonly #reported = new Map<string, number>();
+  #failuresReported = 0;
+  #epoch = 0;
+  #sent = 0;
+  #lastStats = 0;
+  #statsIntervalMs = 500;
+
+  async main(): Promise<never> {
+    const controlDone = this.#control.run();
+    this.#control.onStop = () => this.#exitSoon();
+    const init = await Promise.race([this.#control.init, controlDone.then(() => undefined)]);
+    if (init === undefined) Deno.exit(0);
+    this.#statsIntervalMs = init.statsIntervalMs;
+    try {
+      this.#served = await this.#load(init);
+    } catch (e) {
+      this.#fatal(e);
+    }
+    this.#out.write(FrameType.READY, [jsonBytes({ pid: Deno.pid })], true);
+    const timer = setInterval(() => this.#report(), this.#statsIntervalMs);
+    while (await this.#control.takeEpoch()) await this.#serveEpoch();
+    clearInterval(timer);
+    await this.#stopServed();
+    Deno.exit(0);
+  }
+
+  async #load(init: InitPayload): Promise<Served> {
+    const mod = await import(init.module);
+    const fn = mod[init.export];
+    if (typeof fn !== "function") {
+      throw new TypeError(`${init.module} has no exported function "${init.export}"`);
+    }
+    const built = await fn(init.args);
+    if (built !== null && typeof built === "object" && Symbol.asyncIterator in built) return built as Served;
+    if (built !== null && typeof built === "object" && typeof built.build === "function") {
+      return built.build({ log: (m: string) => this.#onLog(m) }) as Served;
+    }
+    throw new TypeError(
+      `${init.module}#${init.export} returned neither a Pipeline, a PipelineBuilder nor an AsyncIterable`,
+    );
+  }
+
+  async #serveEpoch(): Promise<void> {
+    this.#epoch++;
+    const failuresAtStart = this.#failuresReported;
+    let items = 0;
+    const it = this.#served[Symbol.asyncIterator]();
+    try {
+      for (;;) {
+        if (!(await this.#control.takeCredit())) break;
+        const r = await it.next();
+        if (r.done) {
+          this.#control.credits++;
+          break;
+        }
+        if (this.#sendItem(r.value)) items++;
+        else this.#control.credits++;
+        if (performance.now() - this.#lastStats >= this.#statsIntervalMs) this.#report();
+      }
+    } catch (e) {
+      this.#relayFailures();
+      this.#fatal(e);
+    }
+    if (this.#control.stopped) {
+      await it.return?.();
+      return;
+    }
+    this.#report();
+    const end: EndPayload = { epoch: this.#epoch, items, failures: this.#failuresReported - failuresAtStart };
+    this.#out.write(FrameType.END, [jsonBytes(end)], true);
+  }
+
+  #sendItem(item: unknown): boolean {
+    let parts: Uint8Array[];
+    try {
+      parts = encodeItem(item);
+    } catch (e) {
+      this.#sendItemError({ stage: TRANSPORT_STAGE, count: 1, messages: [errorText(e)] });
+      return false;
+    }
+    this.#out.write(FrameType.ITEM, parts);
+    this.#sent++;
+    return true;
+  }
+
+  #onLog(message: string): void {
+    const m = /^sluice pipeline: stage "(.*)" failed on /.exec(message);
+    if (m === null) {
+      this.#out.write(FrameType.LOG, [jsonBytes({ message })], true);
+      return;
+    }
+    const list = this.#messages.get(m[1]) ?? [];
+    if (list.length < KEPT_MESSAGES) list.push(message);
+    this.#messages.set(m[1], list);
+  }
+
+  /** Sends ITEM_ERROR frames for failures counted by the pipeline since the last report. */
+  #relayFailures(): void {
+    const stats = this.#served?.stats?.();
+    if (stats === undefined) return;
+    for (const s of stats.stages) {
+      const delta = s.failed - (this.#reported.get(s.name) ?? 0);
+      if (delta <= 0) continue;
+      this.#reported.set(s.name, s.failed);
+      this.#sendItemError({ stage: s.name, count: delta, messages: this.#messages.get(s.name) ?? [] });
+      this.#messages.delete(s.name);
+    }
+  }
+
+  #sendItemError(p: ItemErrorPayload): void {
+    this.#failuresReported += p.count;
+    this.#out.write(FrameType.ITEM_ERROR, [jsonBytes(p)], true);
+  }
+
+  #report(): void {
+    this.#lastStats = performance.now();
+    this.#relayFailures();
+    const payload = {
+      pipeline: this.#served?.stats?.() ?? null,
+      epoch: this.#epoch,
+      sent: this.#sent,
+      credits: this.#control.credits,
+    };
+    this.#out.write(FrameType.STATS, [jsonBytes(payload)], true);
+  }
+
+  #fatal(e: unknown): never {
+    const p: FatalPayload = {
+      name: e instanceof Error ? e.name : "Error",
+      message: e instanceof Error ? e.message : String(e),
+      stack: e instanceof Error ? e.stack : undefined,
+    };
+    try {
+      this.#out.write(FrameType.FATAL, [jsonBytes(p)], true);
+    } catch {
+      // The parent is gone; nobody to tell.
+    }
+    Deno.exit(1);
+  }
+
+  async #stopServed(): Promise<void> {
+    try {
+      await this.#served?.stop?.();
+    } catch (e) {
+      console.error(`sluice backend: stopping the pipeline failed: ${errorText(e)}`);
+    }
+  }
+
+  /** On STOP or EOF: stop the pipeline, then exit even if something hangs. */
+  #exitSoon(): void {
+    const t = setTimeout(() => Deno.exit(0), STOP_GRACE_MS);
+    this.#stopServed().then(() => {
+      clearTimeout(t);
+      Deno.exit(0);
+    });
+  }
+}
+
+if (import.meta.main) {
+  const toStderr = (...a: unknown[]) => console.error(...a);
+  console.log = toStderr;
+  console.info = toStderr;
+  console.debug = toStderr;
+  await new BackendChild().main();
+}

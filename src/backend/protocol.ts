@@ -1,0 +1,200 @@
+/**
+ * The sluice backend frame protocol, version 1 (see docs/protocol.md): how a child process and its parent talk
+ * over the child's stdout (child → parent) and stdin (parent → child).
+ *
+ * Every frame is a 24-byte little-endian header followed by `length` payload bytes:
+ *
+ * | offset | size | field |
+ * | --- | --- | --- |
+ * | 0 | 4 | magic `"SLBK"` (bytes 0x53 0x4C 0x42 0x4B) |
+ * | 4 | 1 | protocol version (1) |
+ * | 5 | 1 | frame type ({@link FrameType}) |
+ * | 6 | 2 | flags ({@link FLAG_PAYLOAD_CRC}; other bits must be 0) |
+ * | 8 | 4 | payload length |
+ * | 12 | 4 | sequence number (per direction, from 0, +1 per frame) |
+ * | 16 | 4 | CRC-32 of the payload when `FLAG_PAYLOAD_CRC` is set, else 0 |
+ * | 20 | 4 | CRC-32 of header bytes 0..19 |
+ * @module
+ */
+
+/** Version of the frame protocol this module speaks. */
+export const PROTOCOL_VERSION = 1;
+/** `"SLBK"` read as a little-endian u32. */
+export const MAGIC = 0x4b424c53;
+/** Bytes in a frame header. */
+export const HEADER_SIZE = 24;
+/** Payload bytes are covered by the CRC-32 in header bytes 16..19. */
+export const FLAG_PAYLOAD_CRC = 1;
+/** Flag bits a version-1 reader accepts. */
+export const KNOWN_FLAGS = FLAG_PAYLOAD_CRC;
+/** Largest payload a reader accepts unless told otherwise (1 GiB). */
+export const DEFAULT_MAX_PAYLOAD = 1 << 30;
+
+/** Frame types. 1–15 flow child → parent, 16–31 parent → child. */
+export const FrameType = {
+  /** One item of the child's pipeline (payload: the item codec, see item_codec.ts). */
+  ITEM: 1,
+  /** Per-item failures in the child (JSON {@link ItemErrorPayload}); counted, not fatal. */
+  ITEM_ERROR: 2,
+  /** The child pipeline's stats (JSON `PipelineStats` plus the child's own counters). */
+  STATS: 3,
+  /** A log line from the child's pipeline (JSON `{ message }`). */
+  LOG: 4,
+  /** Clean end of an epoch (JSON {@link EndPayload}). */
+  END: 5,
+  /** The child's pipeline threw; the child exits after sending it (JSON {@link FatalPayload}). */
+  FATAL: 6,
+  /** The child loaded the backend module and is waiting for epochs (JSON `{ pid }`). */
+  READY: 7,
+  /** First frame to the child: what to run (JSON {@link InitPayload}). */
+  INIT: 16,
+  /** Permission to send more ITEM frames (payload: u32 count). */
+  CREDIT: 17,
+  /** Start the next epoch (empty payload). */
+  NEXT_EPOCH: 18,
+  /** Stop the running epoch and exit (empty payload). */
+  STOP: 19,
+} as const;
+
+/** A frame type number. */
+export type FrameTypeCode = typeof FrameType[keyof typeof FrameType];
+
+const TYPE_NAMES = new Map<number, string>(Object.entries(FrameType).map(([k, v]) => [v, k]));
+
+/** Name of a frame type, or `type <n>` for an unknown one. */
+export function frameTypeName(type: number): string {
+  return TYPE_NAMES.get(type) ?? `type ${type}`;
+}
+
+/** Whether `type` is a frame type of this protocol version. */
+export function isFrameType(type: number): type is FrameTypeCode {
+  return TYPE_NAMES.has(type);
+}
+
+/** Payload of INIT. */
+export interface InitPayload {
+  /** URL of the backend module. */
+  module: string;
+  /** Name of its export: a function `(args) => Pipeline | PipelineBuilder | AsyncIterable`. */
+  export: string;
+  /** JSON arguments for that function. */
+  args: unknown;
+  /** Milliseconds between STATS frames while an epoch runs. */
+  statsIntervalMs: number;
+}
+
+/** Payload of ITEM_ERROR: `count` new failures of `stage` since the last report, with their log messages. */
+export interface ItemErrorPayload {
+  stage: string;
+  count: number;
+  /** Messages of these failures (the child's pipeline logs the first ten per stage; later ones only count). */
+  messages: string[];
+}
+
+/** Payload of END. */
+export interface EndPayload {
+  /** Epoch number in the child, from 1. */
+  epoch: number;
+  /** ITEM frames sent in this epoch. */
+  items: number;
+  /** Failures reported by ITEM_ERROR frames during this epoch. */
+  failures: number;
+}
+
+/** Payload of FATAL. */
+export interface FatalPayload {
+  name: string;
+  message: string;
+  stack?: string;
+}
+
+/** A decoded frame header. */
+export interface FrameHeader {
+  type: FrameTypeCode;
+  flags: number;
+  length: number;
+  seq: number;
+  payloadCrc: number;
+}
+
+const CRC_TABLE = makeCrcTable();
+
+function makeCrcTable(): Uint32Array {
+  const t = new Uint32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    t[n] = c >>> 0;
+  }
+  return t;
+}
+
+/** CRC-32 (IEEE 802.3, as zlib computes it) of `bytes[start, end)`. */
+export function crc32(bytes: Uint8Array, start = 0, end = bytes.length): number {
+  let c = 0xffffffff;
+  for (let i = start; i < end; i++) c = CRC_TABLE[(c ^ bytes[i]) & 0xff] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+/** Writes a header for a payload of `length` bytes into `out` at `at` (24 bytes). */
+export function writeHeader(
+  out: Uint8Array,
+  at: number,
+  h: { type: FrameTypeCode; flags: number; length: number; seq: number; payloadCrc: number },
+): void {
+  const v = new DataView(out.buffer, out.byteOffset + at, HEADER_SIZE);
+  v.setUint32(0, MAGIC, true);
+  v.setUint8(4, PROTOCOL_VERSION);
+  v.setUint8(5, h.type);
+  v.setUint16(6, h.flags, true);
+  v.setUint32(8, h.length, true);
+  v.setUint32(12, h.seq >>> 0, true);
+  v.setUint32(16, h.payloadCrc >>> 0, true);
+  v.setUint32(20, crc32(out, at, at + 20), true);
+}
+
+/**
+ * Encodes one whole frame (header + payload) into a new buffer. Used for small control frames; ITEM frames go
+ * through `FrameWriter`, which avoids copying big payloads.
+ */
+export function encodeFrame(
+  type: FrameTypeCode,
+  payload: Uint8Array,
+  seq: number,
+  withCrc = true,
+): Uint8Array {
+  const out = new Uint8Array(HEADER_SIZE + payload.length);
+  out.set(payload, HEADER_SIZE);
+  writeHeader(out, 0, {
+    type,
+    flags: withCrc ? FLAG_PAYLOAD_CRC : 0,
+    length: payload.length,
+    seq,
+    payloadCrc: withCrc ? crc32(payload) : 0,
+  });
+  return out;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+/** UTF-8 JSON bytes of `value`. */
+export function jsonBytes(value: unknown): Uint8Array {
+  return encoder.encode(JSON.stringify(value));
+}
+
+/** Parses a JSON payload; returns `undefined` when the bytes are not UTF-8 JSON (callers raise ProtocolError). */
+export function parseJson(bytes: Uint8Array): { value: unknown } | undefined {
+  try {
+    return { value: JSON.parse(decoder.decode(bytes)) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The u32 payload of a CREDIT frame. */
+export function creditPayload(n: number): Uint8Array {
+  const b = new Uint8Array(4);
+  new DataView(b.buffer).setUint32(0, n, true);
+  return b;
+}
