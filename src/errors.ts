@@ -98,6 +98,37 @@ export class WorkerCrashedError extends SluiceError {
 /** A task was given to a `WorkerPool` or a pipeline that is stopped. */
 export class PipelineStoppedError extends SluiceError {}
 
+/** A subprocess backend failed: its pipeline threw (a FATAL frame), or it could not be started or configured. */
+export class BackendError extends SluiceError {
+  /** The backend module and export, e.g. `file:///…/my_backend.ts#buildBackend`. */
+  readonly backend: string;
+  constructor(message: string, backend: string, options?: ErrorOptions) {
+    super(message, options);
+    this.backend = backend;
+  }
+}
+
+/** A subprocess backend exited (non-zero status or a signal) while its items were still expected. */
+export class BackendExitedError extends BackendError {
+  /** Exit code (`null` when it was killed by a signal). */
+  readonly code: number | null;
+  /** The signal that killed it, e.g. `"SIGKILL"`, or `null`. */
+  readonly signal: string | null;
+  /** The last lines the child wrote to stderr (oldest first). */
+  readonly stderrTail: string[];
+  constructor(
+    message: string,
+    backend: string,
+    exit: { code: number | null; signal: string | null; stderrTail: string[] },
+    options?: ErrorOptions,
+  ) {
+    super(message, backend, options);
+    this.code = exit.code;
+    this.signal = exit.signal;
+    this.stderrTail = exit.stderrTail;
+  }
+}
+
 /** A dataset item could not be fetched (missing file, HTTP 4xx, or 5xx/timeouts/dropped connections after retries). */
 export class FetchError extends SluiceError {
   /** The path or URL. */
