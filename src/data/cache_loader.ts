@@ -1,0 +1,48 @@
+/**
+ * `cacheLoader`: measures a training loop's compute-only ceiling ("headspace"). It yields real batches from the
+ * wrapped loader for the first `replayAfter` steps, keeping the first `numCached` of them; from then on it stops
+ * the real loader and replays the kept batches in a cycle until `stopAfter` batches were yielded in all. The
+ * training loop's speed during the replay is what it reaches with data loading for free: the gap between that
+ * and its speed on the real loader is the data-loading headroom.
+ *
+ * Cached batches are yielded by reference, again and again: a loop that writes into a batch changes the cache.
+ * @module
+ */
+
+import { InvalidArgumentError } from "../errors.ts";
+
+/** Options of {@link cacheLoader}. */
+export interface CacheLoaderOptions {
+  /** Batches kept for replay (the first ones). */
+  numCached: number;
+  /** Real batches yielded before the replay starts (default `numCached`; at least `numCached`). */
+  replayAfter?: number;
+  /** Batches yielded in all, real and replayed. */
+  stopAfter: number;
+}
+
+/** Yields real batches, then replays the first `numCached`; see the module docs. */
+export async function* cacheLoader<T>(loader: AsyncIterable<T>, opts: CacheLoaderOptions): AsyncGenerator<T> {
+  const { numCached, stopAfter } = opts;
+  const replayAfter = opts.replayAfter ?? numCached;
+  if (!Number.isInteger(numCached) || numCached < 1) {
+    throw new InvalidArgumentError(`cacheLoader: numCached must be a positive integer, got ${numCached}`);
+  }
+  if (!Number.isInteger(replayAfter) || replayAfter < numCached) {
+    throw new InvalidArgumentError(
+      `cacheLoader: replayAfter (${replayAfter}) must be an integer >= numCached`,
+    );
+  }
+  if (!Number.isInteger(stopAfter) || stopAfter < 1) {
+    throw new InvalidArgumentError(`cacheLoader: stopAfter must be a positive integer, got ${stopAfter}`);
+  }
+  const cache: T[] = [];
+  let yielded = 0;
+  for await (const batch of loader) {
+    if (cache.length < numCached) cache.push(batch);
+    yield batch;
+    if (++yielded >= stopAfter || yielded >= replayAfter) break; // leaving the loop stops the real loader
+  }
+  if (cache.length === 0) return;
+  for (let i = 0; yielded < stopAfter; i++, yielded++) yield cache[i % cache.length];
+}
