@@ -448,3 +448,37 @@ export async function md5Hex(bytes: Uint8Array): Promise<string> {
   const { createHash } = await import("node:crypto");
   return createHash("md5").update(bytes).digest("hex");
 }
+
+/** One packet from `ffmpeg -c copy -f framemd5`: timestamps in the stream's time base, payload size and MD5. */
+export interface PacketMd5 {
+  dts: number;
+  pts: number;
+  size: number;
+  md5: string;
+}
+
+/**
+ * Per-packet MD5s of one stream's compressed packets as the ffmpeg CLI demuxes them (`-c copy -copyts`, optionally
+ * through a bitstream filter such as "h264_mp4toannexb"), in decode order: an oracle for demuxed payloads.
+ * Also returns the MD5 of the extradata the CLI would write (null when none).
+ */
+export async function ffmpegPacketMd5s(
+  path: string,
+  streamIndex: number,
+  bsf?: string,
+): Promise<{ packets: PacketMd5[]; extradataMd5: string | null }> {
+  const args = ["-v", "error", "-nostdin", "-copyts", "-i", path, "-map", `0:${streamIndex}`, "-c", "copy"];
+  if (bsf) args.push("-bsf:0", bsf);
+  args.push("-f", "framemd5", "-");
+  const text = new TextDecoder().decode(await runOk("ffmpeg", args));
+  const packets: PacketMd5[] = [];
+  let extradataMd5: string | null = null;
+  for (const line of text.split("\n")) {
+    const ex = /^#extradata \d+,\s*\d+,\s*([0-9a-f]{32})/.exec(line);
+    if (ex) extradataMd5 = ex[1];
+    if (line.startsWith("#") || line.trim() === "") continue;
+    const c = line.split(",").map((x) => x.trim());
+    packets.push({ dts: Number(c[1]), pts: Number(c[2]), size: Number(c[4]), md5: c[5] });
+  }
+  return { packets, extradataMd5 };
+}

@@ -1,0 +1,222 @@
+/**
+ * The binary layout of a serialized `VideoPackets` (used by the subprocess backend and for files). All integers
+ * little-endian; every section starts at a multiple of 8 bytes.
+ *
+ * ```
+ * offset size  field
+ *  0     4     magic "SLVP"
+ *  4     4     u32 version (= 1)
+ *  8     4     u32 header size H (152 in version 1; the variable sections start at H)
+ * 12     4     u32 numPackets N
+ * 16     4     u32 source length (UTF-8 bytes)
+ * 20     4     u32 codec name length (UTF-8 bytes)
+ * 24     4     u32 extradata length
+ * 28     4     u32 payload length P
+ * 32     4     i32 streamIndex        36  i32 codecId          40  u32 codecTag        44  i32 profile
+ * 48     4     i32 level              52  i32 width            56  i32 height          60  i32 format (pix fmt)
+ * 64     4     i32 bitsPerRawSample   68  i32 fieldOrder       72  i32 colorRange      76  i32 colorPrimaries
+ * 80     4     i32 colorTrc           84  i32 colorSpace       88  i32 chromaLocation  92  i32 rotation
+ * 96     4     i32 sar num           100  i32 sar den         104  i32 timeBase num   108  i32 timeBase den
+ * 112    8     f64 frameRate
+ * 120    4     u32 flags (bit 0: window present)               124  u32 reserved (0)
+ * 128    8     f64 startTimeSec
+ * 136    16    f64 window start, f64 window end (0 when absent)
+ * 152          strings: source, codec, then extradata, zero-padded to a multiple of 8
+ *              packet table: i64 pts[N], i64 dts[N], i64 duration[N], u32 flags[N], u32 offset[N],
+ *              u32 size[N], zero-padded to a multiple of 8
+ *              payload: P bytes (packets back to back; offset/size index into it)
+ * ```
+ * Timestamps are in `timeBase` units; "no timestamp" is INT64_MIN. {@link decodePackets} checks every length
+ * and offset against the buffer and throws `ProtocolError` naming the byte offset on anything malformed.
+ * @module
+ */
+import { ProtocolError } from "../errors.ts";
+import type { VideoPacketsInit } from "./packets.ts";
+
+/** "SLVP" as a little-endian u32. */
+export const PACKETS_MAGIC = 0x50564c53;
+/** The layout version {@link encodePackets} writes and {@link decodePackets} reads. */
+export const PACKETS_FORMAT_VERSION = 1;
+/** Size of the fixed header of version 1. */
+export const PACKETS_HEADER_SIZE = 152;
+/** Per-packet bytes in the packet table. */
+const ENTRY_SIZE = 8 * 3 + 4 * 3;
+
+const pad8 = (n: number) => (n + 7) & ~7;
+const enc = new TextEncoder();
+const dec = new TextDecoder("utf-8", { fatal: true });
+
+/** Serializes packets into one buffer (see the module docs for the layout). */
+export function encodePackets(p: VideoPacketsInit): Uint8Array<ArrayBuffer> {
+  const n = p.sizes.length;
+  if (
+    p.pts.length !== n || p.dts.length !== n || p.duration.length !== n || p.flags.length !== n ||
+    p.offsets.length !== n
+  ) {
+    throw new ProtocolError("packet table columns have different lengths", 0);
+  }
+  const source = enc.encode(p.source);
+  const codec = enc.encode(p.codec);
+  const varStart = PACKETS_HEADER_SIZE;
+  const tableStart = pad8(varStart + source.length + codec.length + p.extradata.length);
+  const payloadStart = pad8(tableStart + n * ENTRY_SIZE);
+  const out = new Uint8Array(payloadStart + p.data.length);
+  const dv = new DataView(out.buffer);
+  const u32 = (o: number, v: number) => dv.setUint32(o, v >>> 0, true);
+  const i32 = (o: number, v: number) => dv.setInt32(o, v | 0, true);
+  u32(0, PACKETS_MAGIC);
+  u32(4, PACKETS_FORMAT_VERSION);
+  u32(8, PACKETS_HEADER_SIZE);
+  u32(12, n);
+  u32(16, source.length);
+  u32(20, codec.length);
+  u32(24, p.extradata.length);
+  u32(28, p.data.length);
+  const ints = [
+    p.streamIndex,
+    p.codecId,
+    p.codecTag,
+    p.profile,
+    p.level,
+    p.width,
+    p.height,
+    p.format,
+    p.bitsPerRawSample,
+    p.fieldOrder,
+    p.colorRange,
+    p.colorPrimaries,
+    p.colorTrc,
+    p.colorSpace,
+    p.chromaLocation,
+    p.rotation,
+    p.sampleAspectRatio[0],
+    p.sampleAspectRatio[1],
+    p.timeBase[0],
+    p.timeBase[1],
+  ];
+  ints.forEach((v, i) => i === 2 ? u32(32 + 4 * i, v) : i32(32 + 4 * i, v));
+  dv.setFloat64(112, p.frameRate, true);
+  u32(120, p.window ? 1 : 0);
+  u32(124, 0);
+  dv.setFloat64(128, p.startTimeSec, true);
+  dv.setFloat64(136, p.window ? p.window[0] : 0, true);
+  dv.setFloat64(144, p.window ? p.window[1] : 0, true);
+  out.set(source, varStart);
+  out.set(codec, varStart + source.length);
+  out.set(p.extradata, varStart + source.length + codec.length);
+  let o = tableStart;
+  for (const col of [p.pts, p.dts, p.duration]) {
+    for (let i = 0; i < n; i++, o += 8) dv.setBigInt64(o, col[i], true);
+  }
+  for (const col of [p.flags, p.offsets, p.sizes]) {
+    for (let i = 0; i < n; i++, o += 4) dv.setUint32(o, col[i], true);
+  }
+  out.set(p.data, payloadStart);
+  return out;
+}
+
+/** Parses a buffer written by {@link encodePackets}; every field is copied out (the input may be reused). */
+export function decodePackets(bytes: Uint8Array): VideoPacketsInit {
+  if (!(bytes instanceof Uint8Array)) throw new ProtocolError("serialized packets must be a Uint8Array", 0);
+  const len = bytes.byteLength;
+  if (len < 16) throw new ProtocolError(`serialized packets too short: ${len} bytes`, 0);
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, len);
+  const u32 = (o: number) => dv.getUint32(o, true);
+  const i32 = (o: number) => dv.getInt32(o, true);
+  if (u32(0) !== PACKETS_MAGIC) throw new ProtocolError("not serialized VideoPackets (bad magic)", 0);
+  const version = u32(4);
+  if (version !== PACKETS_FORMAT_VERSION) {
+    throw new ProtocolError(`unsupported VideoPackets format version ${version} (this build reads 1)`, 4);
+  }
+  const headerSize = u32(8);
+  if (headerSize < PACKETS_HEADER_SIZE || headerSize > len) {
+    throw new ProtocolError(`header size ${headerSize} is invalid for a ${len}-byte buffer`, 8);
+  }
+  const n = u32(12), sourceLen = u32(16), codecLen = u32(20), extraLen = u32(24), payloadLen = u32(28);
+  // All sums stay far below 2^53: each term is < 2^32 and N * 36 < 2^38.
+  const tableStart = pad8(headerSize + sourceLen + codecLen + extraLen);
+  const payloadStart = pad8(tableStart + n * ENTRY_SIZE);
+  if (payloadStart + payloadLen !== len) {
+    throw new ProtocolError(
+      `lengths do not add up: header ${headerSize} + strings/extradata ${
+        sourceLen + codecLen + extraLen
+      } + ` +
+        `table ${n}×${ENTRY_SIZE} + payload ${payloadLen} ≠ buffer ${len}`,
+      12,
+    );
+  }
+  const flagsWord = u32(120);
+  if (flagsWord > 1) throw new ProtocolError(`unknown header flags 0x${flagsWord.toString(16)}`, 120);
+  const text = (start: number, size: number, at: number): string => {
+    try {
+      return dec.decode(bytes.subarray(start, start + size));
+    } catch {
+      throw new ProtocolError("string is not valid UTF-8", at);
+    }
+  };
+  const source = text(headerSize, sourceLen, headerSize);
+  const codec = text(headerSize + sourceLen, codecLen, headerSize + sourceLen);
+  const extraStart = headerSize + sourceLen + codecLen;
+  const extradata = bytes.slice(extraStart, extraStart + extraLen);
+
+  // A fresh, 8-aligned copy; typed arrays read it in host order, little-endian on every platform Deno runs on.
+  const table = bytes.slice(tableStart, tableStart + n * ENTRY_SIZE);
+  const pts = new BigInt64Array(table.buffer, 0, n).slice();
+  const dts = new BigInt64Array(table.buffer, 8 * n, n).slice();
+  const duration = new BigInt64Array(table.buffer, 16 * n, n).slice();
+  const flags = new Uint32Array(table.buffer, 24 * n, n).slice();
+  const offsets = new Uint32Array(table.buffer, 28 * n, n).slice();
+  const sizes = new Uint32Array(table.buffer, 32 * n, n).slice();
+  for (let i = 0; i < n; i++) {
+    if (offsets[i] + sizes[i] > payloadLen) {
+      throw new ProtocolError(
+        `packet ${i} (offset ${offsets[i]}, size ${sizes[i]}) lies outside the ${payloadLen}-byte payload`,
+        tableStart + 28 * n + 4 * i,
+      );
+    }
+  }
+  const tbNum = i32(104), tbDen = i32(108);
+  if (tbNum <= 0 || tbDen <= 0) throw new ProtocolError(`invalid time base ${tbNum}/${tbDen}`, 104);
+  const frameRate = dv.getFloat64(112, true);
+  const startTimeSec = dv.getFloat64(128, true);
+  const ws = dv.getFloat64(136, true), we = dv.getFloat64(144, true);
+  if (!Number.isFinite(frameRate) || !Number.isFinite(startTimeSec)) {
+    throw new ProtocolError("frame rate or start time is not a finite number", 112);
+  }
+  if (flagsWord === 1 && !(Number.isFinite(ws) && Number.isFinite(we) && ws <= we)) {
+    throw new ProtocolError(`invalid window [${ws}, ${we})`, 136);
+  }
+  return {
+    source,
+    streamIndex: i32(32),
+    codec,
+    codecId: i32(36),
+    codecTag: u32(40),
+    profile: i32(44),
+    level: i32(48),
+    width: i32(52),
+    height: i32(56),
+    format: i32(60),
+    bitsPerRawSample: i32(64),
+    fieldOrder: i32(68),
+    colorRange: i32(72),
+    colorPrimaries: i32(76),
+    colorTrc: i32(80),
+    colorSpace: i32(84),
+    chromaLocation: i32(88),
+    rotation: i32(92),
+    sampleAspectRatio: [i32(96), i32(100)],
+    extradata,
+    timeBase: [tbNum, tbDen],
+    frameRate,
+    startTimeSec,
+    window: flagsWord === 1 ? [ws, we] : null,
+    pts,
+    dts,
+    duration,
+    flags,
+    offsets,
+    sizes,
+    data: bytes.slice(payloadStart, payloadStart + payloadLen),
+  };
+}
