@@ -97,6 +97,7 @@ export const AVCODEC_SYMBOLS = {
   av_bsf_send_packet: { parameters: ["pointer", "pointer"], result: "i32" }, // int av_bsf_send_packet(AVBSFContext *ctx, AVPacket *pkt)
   av_bsf_receive_packet: { parameters: ["pointer", "pointer"], result: "i32" }, // int av_bsf_receive_packet(AVBSFContext *ctx, AVPacket *pkt)
   av_bsf_free: { parameters: ["buffer"], result: "void" }, // void av_bsf_free(AVBSFContext **ctx)
+  av_bsf_flush: { parameters: ["pointer"], result: "void" }, // void av_bsf_flush(AVBSFContext *ctx)
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /** libavformat. */

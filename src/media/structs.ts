@@ -70,6 +70,26 @@ export const formatContext = {
     writable(p, L().AVFormatContext.pb, 8).setBigUint64(0, BigInt(Deno.UnsafePointer.value(pb)), true);
   },
   pb: (p: Ptr): Deno.PointerValue => view(p).getPointer(L().AVFormatContext.pb),
+  flags: (p: Ptr): number => view(p).getInt32(L().AVFormatContext.flags),
+  setFlags(p: Ptr, flags: number): void {
+    writable(p, L().AVFormatContext.flags, 4).setInt32(0, flags, true);
+  },
+  /** Sets `probesize` (bytes) and `max_analyze_duration` (microseconds) for `avformat_find_stream_info`. */
+  setProbeLimits(p: Ptr, probesize: bigint, maxAnalyzeDurationUs: bigint): void {
+    writable(p, L().AVFormatContext.probesize, 8).setBigInt64(0, probesize, true);
+    writable(p, L().AVFormatContext.max_analyze_duration, 8).setBigInt64(0, maxAnalyzeDurationUs, true);
+  },
+};
+
+/** `AVFMT_FLAG_CUSTOM_IO`: the caller owns `pb`; `avformat_close_input` leaves it alone. */
+export const AVFMT_FLAG_CUSTOM_IO = 0x0080;
+
+// ---------------------------------------------------------------- AVIOContext
+
+/** Fields of an `AVIOContext`. */
+export const ioContext = {
+  /** The I/O buffer, which FFmpeg may have replaced since `avio_alloc_context` (free this one). */
+  buffer: (p: Ptr): Deno.PointerValue => view(p).getPointer(L().AVIOContext.buffer),
 };
 
 // ---------------------------------------------------------------- AVStream
@@ -88,7 +108,39 @@ export const stream = {
   setAvgFrameRate: (p: Ptr, r: Rational): void => setRational(p, L().AVStream.avg_frame_rate, r),
   rFrameRate: (p: Ptr): Rational => rational(p, L().AVStream.r_frame_rate),
   sampleAspectRatio: (p: Ptr): Rational => rational(p, L().AVStream.sample_aspect_ratio),
+  /** Sets `discard` (`AVDISCARD_DEFAULT` = 0, `AVDISCARD_ALL` = 48). */
+  setDiscard(p: Ptr, discard: number): void {
+    writable(p, L().AVStream.discard, 4).setInt32(0, discard, true);
+  },
+  /** The stream's side data of `type` (FFmpeg 5.1/6.0 `AVStream.side_data`), copied, or null. */
+  sideData(p: Ptr, type: number): Uint8Array | null {
+    const l = L();
+    if (l.AVStream.side_data === undefined || l.AVStream.nb_side_data === undefined) return null;
+    const v = view(p);
+    const n = v.getInt32(l.AVStream.nb_side_data);
+    const arr = v.getPointer(l.AVStream.side_data);
+    return findSideData(arr, n, type);
+  },
 };
+
+/** `AVDISCARD_ALL`. */
+export const AVDISCARD_ALL = 48;
+
+/** Searches an `AVPacketSideData[n]` array for `type`; returns a copy of its data or null. */
+function findSideData(arr: Deno.PointerValue, n: number, type: number): Uint8Array | null {
+  if (arr === null || n <= 0) return null;
+  const sd = L().AVPacketSideData;
+  const v = view(arr);
+  for (let i = 0; i < n; i++) {
+    const base = i * sd.$size;
+    if (v.getInt32(base + sd.type) !== type) continue;
+    const data = v.getPointer(base + sd.data);
+    const size = Number(v.getBigUint64(base + sd.size));
+    if (data === null || size <= 0) return null;
+    return new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(data, size).slice(0));
+  }
+  return null;
+}
 
 // ---------------------------------------------------------------- AVCodecParameters
 
@@ -118,7 +170,15 @@ export const codecpar = {
   colorPrimaries: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.color_primaries),
   colorTrc: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.color_trc),
   colorSpace: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.color_space),
+  chromaLocation: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.chroma_location),
   sampleRate: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.sample_rate),
+  /** Coded side data of `type` (FFmpeg >= 6.1 `coded_side_data`), copied, or null (also on older releases). */
+  codedSideData(p: Ptr, type: number): Uint8Array | null {
+    const l = L().AVCodecParameters;
+    if (l.coded_side_data === undefined || l.nb_coded_side_data === undefined) return null;
+    const v = view(p);
+    return findSideData(v.getPointer(l.coded_side_data), v.getInt32(l.nb_coded_side_data), type);
+  },
   /**
    * Fills a fresh `AVCodecParameters` (from `avcodec_parameters_alloc`) for a video stream. `extradata` must be
    * memory from `av_malloc` with `AV_INPUT_BUFFER_PADDING_SIZE` zero bytes after it (the parameters own it and
