@@ -134,6 +134,15 @@ function validate(p: VideoPackets, opts: DecodeOptions): ResolvedOptions {
 
 const NOPTS = -0x8000000000000000n;
 
+/**
+ * Rounds to the nearest integer, halves away from zero, like `av_rescale_q_rnd(..., AV_ROUND_NEAR_INF)` does on
+ * exact rationals: a value within 1e-9 of a half counts as the half (a 25 fps frame at 0.04·k s lands exactly
+ * between two 12.5 fps slots, which floating point would otherwise decide at random).
+ */
+function roundNear(x: number): number {
+  return x >= 0 ? Math.floor(x + 0.5 + 1e-9) : -Math.floor(-x + 0.5 + 1e-9);
+}
+
 /** Seconds of a timestamp in `timeBase` units (`null` / NOPTS → NaN). */
 function seconds(ts: bigint | null, tb: [number, number]): number {
   if (ts === null || ts === NOPTS) return NaN;
@@ -176,7 +185,7 @@ function estimateCapacity(p: VideoPackets, o: ResolvedOptions): number {
       }
       const end = streamEnd(p);
       n = Number.isFinite(first) && Number.isFinite(end)
-        ? Math.round(end * o.frameRate) - Math.round(first * o.frameRate) + 1
+        ? roundNear(end * o.frameRate) - roundNear(first * o.frameRate) + 1
         : p.numPackets;
     }
   } else {
@@ -476,12 +485,12 @@ class Resampler implements FrameSelector {
       this.#end = Math.ceil((p.window[1] - p.window[0]) * o.frameRate - 1e-9);
     } else {
       this.#origin = 0;
-      this.#end = Math.round(streamEnd(p) * o.frameRate);
+      this.#end = roundNear(streamEnd(p) * o.frameRate);
     }
   }
 
   #slotOf(t: number): number {
-    return Math.round((t - this.#origin) * this.#rate);
+    return roundNear((t - this.#origin) * this.#rate);
   }
 
   take(decoder: Decoder): void {
@@ -520,6 +529,14 @@ class Resampler implements FrameSelector {
 
 // ------------------------------------------------------------------------------------------ output
 
+/**
+ * Bytes kept free after the last slot: swscale's SIMD converters may write whole vector groups past the end of a
+ * row (FFmpeg's own frames have this padding), which must not run off the end of the output buffer.
+ */
+function tailSlack(width: number): number {
+  return 4 * width + 256;
+}
+
 /** The growing output: one contiguous buffer of frame slots plus their pts. */
 class FrameSink {
   readonly #p: VideoPackets;
@@ -531,6 +548,7 @@ class FrameSink {
   #count = 0;
   #target: ScaleTarget | undefined;
   #frameSize = 0;
+  #slack = 0;
   #scaler: Scaler;
 
   constructor(p: VideoPackets, o: ResolvedOptions, capacity: number) {
@@ -575,14 +593,15 @@ class FrameSink {
     const { planes, frameSize } = frameLayout(this.#o.pixelFormat, width, height!);
     this.#target = { format: this.#o.pixelFormat, width, height: height!, planes };
     this.#frameSize = frameSize;
-    this.#data = new Uint8Array(frameSize * this.#capacity);
+    this.#slack = tailSlack(width);
+    this.#data = new Uint8Array(frameSize * this.#capacity + this.#slack);
     return this.#target;
   }
 
   #reserve(): void {
     if (this.#count < this.#capacity) return;
     const capacity = Math.max(this.#capacity + 4, Math.ceil(this.#capacity * 1.5));
-    const data = new Uint8Array(capacity * this.#frameSize);
+    const data = new Uint8Array(capacity * this.#frameSize + this.#slack);
     data.set(this.#data.subarray(0, this.#count * this.#frameSize));
     const pts = new Float64Array(capacity);
     pts.set(this.#pts.subarray(0, this.#count));
@@ -597,9 +616,8 @@ class FrameSink {
     const height = this.#target?.height ?? this.#o.height ?? this.#p.height;
     const { planes, frameSize } = frameLayout(format, width, height);
     const n = this.#count;
-    const data = n === this.#capacity
-      ? this.#data
-      : new Uint8Array(this.#data.buffer.transfer(n * frameSize));
+    // A view: the buffer keeps its few KB of tail slack rather than being copied to drop it.
+    const data = this.#data.subarray(0, n * frameSize);
     const pts = n === this.#capacity ? this.#pts : this.#pts.slice(0, n);
     return {
       data,

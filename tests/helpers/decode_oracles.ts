@@ -1,0 +1,48 @@
+/**
+ * Oracles for the decoder tests: the ffmpeg CLI's raw decode in the coded orientation (`-noautorotate`, since
+ * sluice reports rotation instead of applying it), ffprobe's frame times, and PSNR.
+ * @module
+ */
+import { ffprobeFrames, runCli } from "./media.ts";
+
+/**
+ * Raw frames from `ffmpeg -noautorotate -threads 1 -i F -map 0:<stream> [-vf filter] -pix_fmt fmt -f rawvideo`,
+ * every decoded frame kept (`-vsync passthrough` unless the filter resamples).
+ */
+export async function cliRaw(
+  path: string,
+  opts: { streamIndex?: number; filter?: string; pixFmt: string; vsync?: string },
+): Promise<Uint8Array> {
+  const map = opts.streamIndex === undefined ? "0:v:0" : `0:${opts.streamIndex}`;
+  const args = ["-v", "error", "-nostdin", "-noautorotate", "-threads", "1", "-i", path, "-map", map];
+  if (opts.filter) args.push("-vf", opts.filter);
+  args.push("-pix_fmt", opts.pixFmt, "-vsync", opts.vsync ?? "passthrough", "-f", "rawvideo", "-");
+  const r = await runCli("ffmpeg", args);
+  if (r.code !== 0) throw new Error(`ffmpeg ${args.join(" ")} failed: ${r.stderr.slice(-1000)}`);
+  return r.stdout;
+}
+
+/** ffprobe's time of each decoded frame (pts_time, or best_effort_timestamp_time when pts is N/A). */
+export async function probeFrameTimes(path: string, streamIndex: number): Promise<number[]> {
+  const frames = await ffprobeFrames(path, streamIndex);
+  return frames.map((f) => f.ptsTime ?? f.bestEffortTimestampTime ?? NaN);
+}
+
+/** PSNR in dB of two equal-length byte arrays (Infinity when identical). */
+export function psnr(a: Uint8Array, b: Uint8Array): number {
+  if (a.length !== b.length) throw new Error(`psnr: lengths differ (${a.length} vs ${b.length})`);
+  let se = 0;
+  for (let i = 0; i < a.length; i++) {
+    const d = a[i] - b[i];
+    se += d * d;
+  }
+  if (se === 0) return Infinity;
+  return 10 * Math.log10((255 * 255 * a.length) / se);
+}
+
+/** True when two byte arrays are equal. */
+export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
