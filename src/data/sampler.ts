@@ -5,7 +5,9 @@
  *
  * An epoch plan is built in three steps:
  * 1. every video contributes `clipsPerVideo` items; the item list is shuffled with a PRNG seeded by
- *    `(seed, epoch)` (or kept in dataset order with `shuffle: false`);
+ *    `(seed, epoch)` (or kept in dataset order with `shuffle: false`). With `groupByVideo` (default true) the
+ *    videos are shuffled and each video's clips stay next to each other, so a loader fetches and opens a video
+ *    once for all its clips; with `groupByVideo: false` the clips themselves are shuffled;
  * 2. the list is sharded: rank `r` of `w` takes items `r, r + w, r + 2w, …`. So that every rank yields the same
  *    number of items per epoch, `remainder: "pad"` (default) repeats items from the start of the shuffled list
  *    until its length is a multiple of `w` (a few clips are seen twice per epoch), while `remainder: "drop"`
@@ -41,6 +43,8 @@ export interface SamplerOptions {
   seed?: number;
   /** Shuffle item order per epoch (default true). */
   shuffle?: boolean;
+  /** Keep a video's clips adjacent in the epoch order (default true); see the module docs. */
+  groupByVideo?: boolean;
   /** Clips taken from each video per epoch (default 1). */
   clipsPerVideo?: number;
   /** Length of each clip in seconds; `Infinity` (default) takes the whole usable range. */
@@ -74,6 +78,7 @@ export interface ClipRequest {
 export interface ResolvedSamplerOptions {
   seed: number;
   shuffle: boolean;
+  groupByVideo: boolean;
   clipsPerVideo: number;
   clipDurationSec: number;
   placement: ClipPlacement;
@@ -128,9 +133,15 @@ export class ClipSampler {
 
   /** Shuffled item ids (video * clipsPerVideo + clip) for the whole dataset. */
   #order(epoch: number): number[] {
-    const n = this.#videos.length * this.options.clipsPerVideo;
-    const order = Array.from({ length: n }, (_, i) => i);
-    if (this.options.shuffle) shuffleInPlace(order, mulberry32(hashSeed(this.options.seed, epoch)));
+    const { clipsPerVideo: k, shuffle, groupByVideo, seed } = this.options;
+    const rand = mulberry32(hashSeed(seed, epoch));
+    if (groupByVideo) {
+      const videos = Array.from({ length: this.#videos.length }, (_, i) => i);
+      if (shuffle) shuffleInPlace(videos, rand);
+      return videos.flatMap((v) => Array.from({ length: k }, (_, c) => v * k + c));
+    }
+    const order = Array.from({ length: this.#videos.length * k }, (_, i) => i);
+    if (shuffle) shuffleInPlace(order, rand);
     return order;
   }
 
@@ -177,6 +188,7 @@ function resolveOptions(opts: SamplerOptions): ResolvedSamplerOptions {
   const o: ResolvedSamplerOptions = {
     seed: opts.seed ?? 0,
     shuffle: opts.shuffle ?? true,
+    groupByVideo: opts.groupByVideo ?? true,
     clipsPerVideo: opts.clipsPerVideo ?? 1,
     clipDurationSec: opts.clipDurationSec ?? Infinity,
     placement: opts.placement ?? "random",

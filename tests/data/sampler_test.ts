@@ -56,6 +56,26 @@ Deno.test("ranks get disjoint shards covering the dataset; pad and drop keep ran
   }
 });
 
+Deno.test("groupByVideo keeps a video's clips adjacent; without it clips are shuffled individually", () => {
+  const grouped = new ClipSampler(videos, { seed: 2, clipsPerVideo: 3, rank: 0, worldSize: 1 }).epoch(0);
+  for (let i = 0; i < grouped.length; i += 3) {
+    assert.deepEqual(
+      grouped.slice(i, i + 3).map((c) => [c.video, c.clip]),
+      [0, 1, 2].map((c) => [grouped[i].video, c]),
+    );
+  }
+  const loose = new ClipSampler(videos, {
+    seed: 2,
+    clipsPerVideo: 3,
+    groupByVideo: false,
+    rank: 0,
+    worldSize: 1,
+  });
+  const plan = loose.epoch(0);
+  assert.ok(plan.some((c, i) => i > 0 && c.video !== plan[i - 1].video && c.clip !== 0), "clips interleave");
+  assert.equal(new Set(plan.map((c) => `${c.video}/${c.clip}`)).size, 33);
+});
+
 Deno.test("RANK and WORLD_SIZE come from the environment by default", () => {
   Deno.env.set("RANK", "1");
   Deno.env.set("WORLD_SIZE", "3");

@@ -1,0 +1,92 @@
+/// <reference lib="deno.worker" />
+/**
+ * Worker functions of the video loader, run in `WorkerPool`s: `demuxClips` cuts one video into the packets of its
+ * clips (one open of the file for all of them), `decodeClip` decodes one clip's packets into resized RGB frames.
+ * Both are thin adapters over `src/media/demux.ts` and `src/media/decode.ts` that carry each clip's metadata
+ * along, and return their buffers as transferables so nothing is copied on the way back.
+ * @module
+ */
+
+import { decodeVideoSync } from "../media/decode.ts";
+import { demuxVideoSync } from "../media/demux.ts";
+import { VideoPackets, type VideoPacketsInit } from "../media/packets.ts";
+import { transferable, type Transferring } from "../pipeline/transfer.ts";
+import type { ClipMeta, DecodedClip } from "./collate.ts";
+
+/** One video with the clips to cut from it, after fetching. */
+export interface VideoTask {
+  epoch: number;
+  video: number;
+  path: string;
+  label: number;
+  /** `[start, end)` seconds and the clip's position in the rank's epoch. */
+  clips: { position: number; start: number; end: number }[];
+  /** The bytes (URLs, after fetching) or the local path itself. */
+  src?: Uint8Array | string;
+  /** How the decode stage will decode these clips (travels with each clip). */
+  decode: ClipDecodeOptions;
+}
+
+/** Base metadata of a clip (collate adds pts and padding). */
+export type ClipBase = Omit<ClipMeta, "pts" | "padded"> & { position: number; epoch: number };
+
+/** The packets of one clip. */
+export interface ClipPackets {
+  meta: ClipBase;
+  packets: VideoPacketsInit;
+  decode: ClipDecodeOptions;
+}
+
+/** How clips are decoded. */
+export interface ClipDecodeOptions {
+  numFrames: number;
+  /** Resample to this rate (frames per second); omit to take the video's own frames. */
+  frameRate?: number;
+  width: number;
+  height: number;
+  /** Packed `[T, H, W, 3]` or planar `[T, 3, H, W]` frames. */
+  planar: boolean;
+}
+
+/** Demuxes every clip window of one video; see the module docs. */
+export function demuxClips(task: VideoTask): Transferring<ClipPackets[]> {
+  const src = task.src ?? task.path;
+  const windows = task.clips.map((c): [number, number] => [c.start, c.end]);
+  const results = demuxVideoSync(src, { windows });
+  // The windows of one call share codec extradata; give each clip its own, since each is transferred alone.
+  for (const p of results.slice(1)) p.extradata = p.extradata.slice();
+  const out = results.map((packets, i): ClipPackets => ({
+    meta: {
+      path: task.path,
+      video: task.video,
+      label: task.label,
+      start: task.clips[i].start,
+      end: task.clips[i].end,
+      position: task.clips[i].position,
+      epoch: task.epoch,
+    },
+    packets,
+    decode: task.decode,
+  }));
+  return transferable(out, results.flatMap((p) => p.transferables()));
+}
+
+/** Decodes one clip to `numFrames` RGB frames of `width`×`height`; see the module docs. */
+export function decodeClip(item: ClipPackets): Transferring<DecodedClip> {
+  const opts = item.decode;
+  const frames = decodeVideoSync(VideoPackets.fromStructured(item.packets), {
+    width: opts.width,
+    height: opts.height,
+    pixelFormat: opts.planar ? "rgb24-planar" : "rgb24",
+    frameRate: opts.frameRate,
+    numFrames: opts.numFrames,
+  });
+  const clip: DecodedClip = {
+    meta: item.meta,
+    data: frames.data,
+    pts: frames.pts,
+    width: frames.width,
+    height: frames.height,
+  };
+  return transferable(clip, [frames.data.buffer as ArrayBuffer, frames.pts.buffer as ArrayBuffer]);
+}
