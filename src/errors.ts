@@ -147,3 +147,36 @@ export class FetchError extends SluiceError {
 
 /** A dataset (directory tree or manifest) is malformed: names the file, the line and the problem. */
 export class DatasetError extends SluiceError {}
+
+/** A CUDA driver or NVDEC call failed: carries the call, the `CUresult` and the driver's name for it. */
+export class CudaError extends SluiceError {
+  /** The driver function that failed, e.g. `"cuMemAlloc_v2"`. */
+  readonly call: string;
+  /** The `CUresult` code. */
+  readonly code: number;
+  /** The driver's name for the code, e.g. `"CUDA_ERROR_OUT_OF_MEMORY"`. */
+  readonly errorName: string;
+  constructor(
+    call: string,
+    code: number,
+    errorName: string,
+    description: string,
+    context = "",
+    options?: ErrorOptions,
+  ) {
+    super(`${context ? `${context}: ` : ""}${call} failed: ${errorName} (${code}): ${description}`, options);
+    this.call = call;
+    this.code = code;
+    this.errorName = errorName;
+  }
+}
+
+/** The GPU's video decoder cannot decode this stream (codec, bit depth, chroma format or size out of its limits). */
+export class NvdecUnsupportedError extends SluiceError {
+  /** The limit that was exceeded, e.g. `"max coded width 4096"` or `"bit depth 10"`. */
+  readonly limit: string;
+  constructor(message: string, limit: string, options?: ErrorOptions) {
+    super(message, options);
+    this.limit = limit;
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * Device memory owned by sluice (`cuMemAlloc_v2` / `cuMemFree_v2`), and the `CudaFrames` a GPU decode returns.
+ * Each holds a reference to its device's context until disposed (`using`, or `[Symbol.dispose]()`).
+ * @module
+ */
+import { CUDA_MEMCPY2D } from "../../ffi/cuda/layouts.ts";
+import { CU_MEMORYTYPE } from "../../ffi/cuda/symbols.ts";
+import { SluiceError } from "../errors.ts";
+import {
+  acquireContext,
+  check,
+  cuda,
+  type DeviceContext,
+  outSlot,
+  releaseContext,
+  withContext,
+} from "./driver.ts";
+import { StructBuffer } from "./struct_buffer.ts";
+
+/** A block of device memory on one GPU. */
+export class CudaBuffer {
+  readonly device: number;
+  readonly byteLength: number;
+  #ptr: bigint;
+  readonly #dc: DeviceContext;
+
+  private constructor(dc: DeviceContext, ptr: bigint, byteLength: number) {
+    this.#dc = dc;
+    this.device = dc.device;
+    this.#ptr = ptr;
+    this.byteLength = byteLength;
+  }
+
+  /** Allocates `byteLength` bytes on `device`. Throws `CudaError` (e.g. CUDA_ERROR_OUT_OF_MEMORY). */
+  static alloc(byteLength: number, device = 0): CudaBuffer {
+    const dc = acquireContext(device);
+    try {
+      const slot = outSlot();
+      withContext(
+        dc,
+        () =>
+          check(cuda().cuMemAlloc_v2(slot.bytes, BigInt(byteLength)), "cuMemAlloc_v2", `${byteLength} bytes`),
+      );
+      return new CudaBuffer(dc, slot.u64[0], byteLength);
+    } catch (e) {
+      releaseContext(dc);
+      throw e;
+    }
+  }
+
+  /** The device address (never dereference it on the host). Throws after dispose. */
+  get devicePtr(): bigint {
+    if (this.#ptr === 0n) throw new SluiceError("CudaBuffer used after it was released");
+    return this.#ptr;
+  }
+
+  /** The context this buffer lives in (for copies and kernels). */
+  get context(): DeviceContext {
+    return this.#dc;
+  }
+
+  /** Copies `rows` rows of `rowBytes` from device offset `offset` (rows `pitch` apart) into tight host rows. */
+  copyToHost(offset: number, pitch: number, rowBytes: number, rows: number, out: Uint8Array): void {
+    const c = new StructBuffer(CUDA_MEMCPY2D)
+      .u32("srcMemoryType", CU_MEMORYTYPE.DEVICE).u64("srcDevice", this.devicePtr + BigInt(offset)).u64(
+        "srcPitch",
+        pitch,
+      )
+      .u32("dstMemoryType", CU_MEMORYTYPE.HOST).ptr("dstHost", Deno.UnsafePointer.of(out))
+      .u64("dstPitch", rowBytes).u64("WidthInBytes", rowBytes).u64("Height", rows);
+    withContext(this.#dc, () => check(cuda().cuMemcpy2D_v2(c.bytes), "cuMemcpy2D_v2", "device to host"));
+  }
+
+  /** Frees the memory and drops the context reference. Safe to call twice. */
+  [Symbol.dispose](): void {
+    if (this.#ptr === 0n) return;
+    const p = this.#ptr;
+    this.#ptr = 0n;
+    try {
+      withContext(this.#dc, () => check(cuda().cuMemFree_v2(p), "cuMemFree_v2"));
+    } finally {
+      releaseContext(this.#dc);
+    }
+  }
+}
+
+/** Output layout of a GPU decode. */
+export type NvdecPixelFormat = "rgb-planar" | "bgr-planar" | "nv12";
+
+/** Frames decoded on the GPU, in device memory: `[T, 3, H, W]` planar RGB/BGR or `[T, 1.5H, W]` NV12. */
+export class CudaFrames {
+  /** Device address of frame 0. */
+  readonly devicePtr: bigint;
+  /** Bytes between rows in device memory (rows are tight: equal to W). */
+  readonly pitch: number;
+  readonly shape: [number, number, number, number] | [number, number, number];
+  /** Presentation time of each frame in seconds (`pts × timeBase`), like the CPU decoder's. */
+  readonly pts: Float64Array;
+  readonly device: number;
+  readonly pixelFormat: NvdecPixelFormat;
+  readonly width: number;
+  readonly height: number;
+  /** Bytes per frame. */
+  readonly frameSize: number;
+  readonly #buffer: CudaBuffer;
+  readonly #owned: boolean;
+
+  constructor(init: {
+    buffer: CudaBuffer;
+    owned: boolean;
+    pixelFormat: NvdecPixelFormat;
+    width: number;
+    height: number;
+    pts: Float64Array;
+  }) {
+    this.#buffer = init.buffer;
+    this.#owned = init.owned;
+    this.pixelFormat = init.pixelFormat;
+    this.width = init.width;
+    this.height = init.height;
+    this.pts = init.pts;
+    this.device = init.buffer.device;
+    this.devicePtr = init.buffer.devicePtr;
+    this.pitch = init.width;
+    const t = init.pts.length;
+    this.shape = init.pixelFormat === "nv12"
+      ? [t, (init.height * 3) / 2, init.width]
+      : [t, 3, init.height, init.width];
+    this.frameSize = init.pixelFormat === "nv12"
+      ? (init.width * init.height * 3) / 2
+      : 3 * init.width * init.height;
+  }
+
+  /** Copies every frame to host memory, tight rows (nv12: W·H·3/2 bytes per frame, luma then interleaved UV). */
+  toHost(): Promise<Uint8Array> {
+    try {
+      const rows = (this.frameSize / this.width) * this.pts.length;
+      const out = new Uint8Array(this.frameSize * this.pts.length);
+      if (rows > 0) this.#buffer.copyToHost(0, this.pitch, this.width, rows, out);
+      return Promise.resolve(out);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /** Frees the device memory (when this object allocated it). */
+  [Symbol.dispose](): void {
+    if (this.#owned) this.#buffer[Symbol.dispose]();
+  }
+}

@@ -1,0 +1,534 @@
+/**
+ * `decodeVideoNvdec(packets, opts)`: GPU decode through libnvcuvid. Same input as the CPU `decodeVideo`
+ * (a {@link VideoPackets}, whole stream or window) and the same window / pts semantics: frames whose
+ * `pts × timeBase` lies in the packets' window `[start, end)` are kept, in presentation order.
+ *
+ * - The parser's three callbacks are `Deno.UnsafeCallback`s run synchronously inside `cuvidParseVideoData`.
+ *   An exception in a callback would be swallowed by the C side: it is stored, the callback returns 0, and it
+ *   is rethrown after the call returns.
+ * - H.264/HEVC must be Annex-B: demux with `bsf: "h264_mp4toannexb"` / `"hevc_mp4toannexb"`.
+ * - Resize is done by the hardware (decoder target size), crop by the display area.
+ * - 10-bit and 4:2:2/4:4:4 streams are rejected with {@link NvdecUnsupportedError} (P016 output is not
+ *   implemented); so is anything outside `cuvidGetDecoderCaps`'s limits.
+ * - The decoder is cached per thread and reconfigured (`cuvidReconfigureDecoder`) for the next stream when
+ *   it fits; {@link releaseNvdecDecoder} destroys it. Any failure destroys it and releases everything taken.
+ * @module
+ */
+import {
+  CUVIDDECODECAPS,
+  CUVIDDECODECREATEINFO,
+  CUVIDEOFORMAT,
+  CUVIDPARSERDISPINFO,
+  CUVIDPARSERPARAMS,
+  CUVIDPROCPARAMS,
+  CUVIDRECONFIGUREDECODERINFO,
+  CUVIDSOURCEDATAPACKET,
+} from "../../ffi/nvcuvid/layouts.ts";
+import {
+  CUDA_VIDEO_CHROMA,
+  CUDA_VIDEO_CODEC,
+  CUDA_VIDEO_SURFACE,
+  CUVID_PKT,
+  PARSER_CALLBACK,
+} from "../../ffi/nvcuvid/symbols.ts";
+import { CUDA_MEMCPY2D } from "../../ffi/cuda/layouts.ts";
+import { CU_MEMORYTYPE } from "../../ffi/cuda/symbols.ts";
+import { InvalidArgumentError, NvdecUnsupportedError } from "../errors.ts";
+import { inWindow, NOPTS, ptsToSeconds, VideoPackets } from "../media/packets.ts";
+import {
+  acquireContext,
+  check,
+  cuda,
+  cudaError,
+  type DeviceContext,
+  nvcuvid,
+  outSlot,
+  releaseContext,
+  slotPointer,
+  withContext,
+} from "./driver.ts";
+import { CudaBuffer, CudaFrames, type NvdecPixelFormat } from "./cuda_buffer.ts";
+import { type ColorMatrix, launchNv12ToRgb } from "./convert.ts";
+import { StructBuffer, StructView } from "./struct_buffer.ts";
+
+/** A crop rectangle in coded-frame pixels (applied before resizing). */
+export interface CropRect {
+  left: number;
+  top: number;
+  width: number;
+  height: number;
+}
+
+/** Options of {@link decodeVideoNvdec}. */
+export interface NvdecOptions {
+  /** CUDA device ordinal (default 0). */
+  device?: number;
+  /** Output size (default: the displayed or cropped size); must be even (a hardware constraint). */
+  width?: number;
+  height?: number;
+  crop?: CropRect;
+  /** Default `"rgb-planar"`. */
+  pixelFormat?: NvdecPixelFormat;
+  /** Write into this buffer (e.g. a slot of a batch) instead of allocating; it must be large enough. */
+  batch?: CudaBuffer;
+  /** Max frames the parser may hold before display (`ulMaxDisplayDelay`, default 2). */
+  displayDelay?: number;
+}
+
+const CODECS: Record<string, number> = {
+  h264: CUDA_VIDEO_CODEC.H264,
+  hevc: CUDA_VIDEO_CODEC.HEVC,
+  vp9: CUDA_VIDEO_CODEC.VP9,
+  av1: CUDA_VIDEO_CODEC.AV1,
+};
+
+// ------------------------------------------------------------------------------------------ cached decoder
+
+interface CachedDecoder {
+  handle: Deno.PointerObject;
+  dc: DeviceContext;
+  codec: number;
+  maxWidth: number;
+  maxHeight: number;
+  surfaces: number;
+}
+
+let cached: CachedDecoder | undefined;
+
+/** Destroys this thread's cached decoder, if any, and drops its context reference. */
+export function releaseNvdecDecoder(): void {
+  const c = cached;
+  if (!c) return;
+  cached = undefined;
+  try {
+    withContext(c.dc, () => check(nvcuvid().cuvidDestroyDecoder(c.handle), "cuvidDestroyDecoder"));
+  } finally {
+    releaseContext(c.dc);
+  }
+}
+
+// ------------------------------------------------------------------------------------------ one decode
+
+interface StreamFormat {
+  codec: number;
+  codedWidth: number;
+  codedHeight: number;
+  display: { left: number; top: number; right: number; bottom: number };
+  minSurfaces: number;
+  bitDepth: number;
+  chroma: number;
+  fullRange: boolean;
+  matrixCoefficients: number;
+}
+
+class Session {
+  error: unknown;
+  format: StreamFormat | undefined;
+  outWidth = 0;
+  outHeight = 0;
+  matrix: ColorMatrix = "bt601";
+  fullRange = false;
+  buffer: CudaBuffer | undefined;
+  owned = false;
+  pts: number[] = [];
+  readonly #p: VideoPackets;
+  readonly #o: NvdecOptions;
+  readonly #fmt: NvdecPixelFormat;
+  readonly #dc: DeviceContext;
+
+  constructor(p: VideoPackets, o: NvdecOptions, dc: DeviceContext) {
+    this.#p = p;
+    this.#o = o;
+    this.#fmt = o.pixelFormat ?? "rgb-planar";
+    this.#dc = dc;
+  }
+
+  get frameSize(): number {
+    const px = this.outWidth * this.outHeight;
+    return this.#fmt === "nv12" ? (px * 3) / 2 : 3 * px;
+  }
+
+  /** `pfnSequenceCallback`: returns the decode-surface count, 0 on error. */
+  sequence(fmtPtr: Deno.PointerValue): number {
+    return this.#guard(() => {
+      const v = new StructView(CUVIDEOFORMAT, fmtPtr as Deno.PointerObject);
+      const f: StreamFormat = {
+        codec: v.i32("codec"),
+        codedWidth: v.u32("coded_width"),
+        codedHeight: v.u32("coded_height"),
+        display: {
+          left: v.i32("displayLeft"),
+          top: v.i32("displayTop"),
+          right: v.i32("displayRight"),
+          bottom: v.i32("displayBottom"),
+        },
+        minSurfaces: v.u8("min_num_decode_surfaces"),
+        bitDepth: 8 + v.u8("bit_depth_luma_minus8"),
+        chroma: v.i32("chroma_format"),
+        fullRange: ((v.u8("videoSignalFlags") >> 3) & 1) === 1,
+        matrixCoefficients: v.u8("matrix_coefficients"),
+      };
+      this.#checkSupported(f);
+      this.format = f;
+      this.#chooseColor(f);
+      const area = this.#displayArea(f);
+      this.outWidth = this.#o.width ?? area.right - area.left;
+      this.outHeight = this.#o.height ?? area.bottom - area.top;
+      if (this.outWidth % 2 || this.outHeight % 2) {
+        throw new NvdecUnsupportedError(
+          `${this.#p.source}: NVDEC output size ${this.outWidth}x${this.outHeight} must be even; pass even width/height`,
+          "even output size",
+        );
+      }
+      this.#allocateOutput();
+      return this.#configureDecoder(f, area);
+    });
+  }
+
+  /** `pfnDecodePicture`. */
+  decode(pic: Deno.PointerValue): number {
+    return this.#guard(() => {
+      check(nvcuvid().cuvidDecodePicture(cached!.handle, pic), "cuvidDecodePicture", this.#p.source);
+      return 1;
+    });
+  }
+
+  /** `pfnDisplayPicture`: maps the surface, writes it into its output slot, unmaps. */
+  display(infoPtr: Deno.PointerValue): number {
+    return this.#guard(() => {
+      if (infoPtr === null) return 1;
+      const info = new StructView(CUVIDPARSERDISPINFO, infoPtr);
+      const ts = info.i64("timestamp");
+      const t = ts === NOPTS ? NaN : ptsToSeconds(ts, this.#p.timeBase);
+      if (Number.isNaN(t) ? this.#p.window !== null : !inWindow(this.#p.window, t)) return 1;
+      const slot = this.pts.length;
+      if ((slot + 1) * this.frameSize > this.buffer!.byteLength) {
+        throw new InvalidArgumentError(
+          `${this.#p.source}: decodeVideoNvdec: output buffer holds only ${slot} frames`,
+        );
+      }
+      const vpp = new StructBuffer(CUVIDPROCPARAMS)
+        .i32("progressive_frame", info.i32("progressive_frame")).i32(
+          "top_field_first",
+          info.i32("top_field_first"),
+        );
+      const dptr = outSlot();
+      const pitch = new Uint32Array(1);
+      const nv = nvcuvid();
+      check(
+        nv.cuvidMapVideoFrame64(
+          cached!.handle,
+          info.i32("picture_index"),
+          dptr.bytes,
+          new Uint8Array(pitch.buffer),
+          vpp.bytes,
+        ),
+        "cuvidMapVideoFrame64",
+        this.#p.source,
+      );
+      try {
+        this.#writeSlot(dptr.u64[0], pitch[0], slot);
+      } finally {
+        check(
+          nv.cuvidUnmapVideoFrame64(cached!.handle, dptr.u64[0]),
+          "cuvidUnmapVideoFrame64",
+          this.#p.source,
+        );
+      }
+      this.pts.push(t);
+      return 1;
+    });
+  }
+
+  #writeSlot(src: bigint, pitch: number, slot: number): void {
+    const w = this.outWidth;
+    const h = this.outHeight;
+    const dst = this.buffer!.devicePtr + BigInt(slot * this.frameSize);
+    const chroma = src + BigInt(pitch * ((h + 1) & ~1));
+    if (this.#fmt === "nv12") {
+      this.#copy2d(src, pitch, dst, w, h);
+      this.#copy2d(chroma, pitch, dst + BigInt(w * h), w, h / 2);
+      return;
+    }
+    launchNv12ToRgb(this.#dc, {
+      luma: src,
+      chroma,
+      srcPitch: pitch,
+      dst,
+      width: w,
+      height: h,
+      matrix: this.matrix,
+      fullRange: this.fullRange,
+      bgr: this.#fmt === "bgr-planar",
+    });
+  }
+
+  #copy2d(src: bigint, srcPitch: number, dst: bigint, width: number, rows: number): void {
+    const c = new StructBuffer(CUDA_MEMCPY2D)
+      .u32("srcMemoryType", CU_MEMORYTYPE.DEVICE).u64("srcDevice", src).u64("srcPitch", srcPitch)
+      .u32("dstMemoryType", CU_MEMORYTYPE.DEVICE).u64("dstDevice", dst).u64("dstPitch", width)
+      .u64("WidthInBytes", width).u64("Height", rows);
+    check(cuda().cuMemcpy2DAsync_v2(c.bytes, null), "cuMemcpy2DAsync_v2", "NV12 surface to output");
+  }
+
+  #guard(fn: () => number): number {
+    if (this.error !== undefined) return 0;
+    try {
+      return fn();
+    } catch (e) {
+      this.error = e;
+      return 0;
+    }
+  }
+
+  #checkSupported(f: StreamFormat): void {
+    const src = this.#p.source;
+    if (f.bitDepth !== 8) {
+      throw new NvdecUnsupportedError(
+        `${src}: ${f.bitDepth}-bit video is not supported by sluice's NVDEC path (P016 output is not implemented); use the CPU decoder`,
+        `bit depth ${f.bitDepth}`,
+      );
+    }
+    if (f.chroma !== CUDA_VIDEO_CHROMA.YUV420) {
+      throw new NvdecUnsupportedError(
+        `${src}: NVDEC path supports 4:2:0 chroma only (chroma format ${f.chroma})`,
+        "chroma 4:2:0",
+      );
+    }
+    const caps = new StructBuffer(CUVIDDECODECAPS)
+      .i32("eCodecType", f.codec).i32("eChromaFormat", f.chroma).u32("nBitDepthMinus8", f.bitDepth - 8);
+    check(nvcuvid().cuvidGetDecoderCaps(caps.bytes), "cuvidGetDecoderCaps", src);
+    const limit = (what: string, msg: string) =>
+      new NvdecUnsupportedError(`${src}: the GPU's decoder ${msg}`, what);
+    if (!caps.getU8("bIsSupported")) {
+      throw limit(`codec ${this.#p.codec}`, `does not support ${this.#p.codec} 4:2:0 8-bit`);
+    }
+    const maxW = caps.getU32("nMaxWidth"), maxH = caps.getU32("nMaxHeight");
+    if (f.codedWidth > maxW) {
+      throw limit(
+        `max coded width ${maxW}`,
+        `supports coded width up to ${maxW}, stream has ${f.codedWidth}`,
+      );
+    }
+    if (f.codedHeight > maxH) {
+      throw limit(
+        `max coded height ${maxH}`,
+        `supports coded height up to ${maxH}, stream has ${f.codedHeight}`,
+      );
+    }
+    const mbs = (f.codedWidth / 16) * (f.codedHeight / 16), maxMbs = caps.getU32("nMaxMBCount");
+    if (mbs > maxMbs) {
+      throw limit(`max macroblocks ${maxMbs}`, `supports ${maxMbs} macroblocks, stream has ${mbs}`);
+    }
+    const minW = caps.getU16("nMinWidth"), minH = caps.getU16("nMinHeight");
+    if (f.codedWidth < minW || f.codedHeight < minH) {
+      throw limit(
+        `min size ${minW}x${minH}`,
+        `needs at least ${minW}x${minH}, stream is ${f.codedWidth}x${f.codedHeight}`,
+      );
+    }
+  }
+
+  /** BT.709 when the stream (or, failing that, the container) says so, else BT.601; range likewise. */
+  #chooseColor(f: StreamFormat): void {
+    const AVCOL_SPC_BT709 = 1, AVCOL_SPC_UNSPECIFIED = 2, AVCOL_RANGE_JPEG = 2;
+    const m = f.matrixCoefficients === AVCOL_SPC_UNSPECIFIED || f.matrixCoefficients === 0
+      ? this.#p.colorSpace
+      : f.matrixCoefficients;
+    this.matrix = m === AVCOL_SPC_BT709 ? "bt709" : "bt601";
+    this.fullRange = f.fullRange || this.#p.colorRange === AVCOL_RANGE_JPEG;
+  }
+
+  #displayArea(f: StreamFormat): { left: number; top: number; right: number; bottom: number } {
+    const c = this.#o.crop;
+    if (!c) return f.display;
+    const area = { left: f.display.left + c.left, top: f.display.top + c.top, right: 0, bottom: 0 };
+    area.right = area.left + c.width;
+    area.bottom = area.top + c.height;
+    if (
+      c.left < 0 || c.top < 0 || c.width < 2 || c.height < 2 || area.right > f.display.right ||
+      area.bottom > f.display.bottom
+    ) {
+      throw new InvalidArgumentError(
+        `${this.#p.source}: decodeVideoNvdec: crop ${JSON.stringify(c)} is outside the frame`,
+      );
+    }
+    return area;
+  }
+
+  #allocateOutput(): void {
+    if (this.buffer) return;
+    if (this.#o.batch) {
+      this.buffer = this.#o.batch;
+      return;
+    }
+    const frames = Math.max(1, this.#p.numPackets);
+    this.buffer = CudaBuffer.alloc(frames * this.frameSize, this.#dc.device);
+    this.owned = true;
+  }
+
+  /** Creates the decoder, or reconfigures the cached one when it fits; returns the surface count. */
+  #configureDecoder(
+    f: StreamFormat,
+    area: { left: number; top: number; right: number; bottom: number },
+  ): number {
+    const surfaces = Math.min(32, Math.max(f.minSurfaces, 1) + 4);
+    const c = cached;
+    if (
+      c && c.dc === this.#dc && c.codec === f.codec && f.codedWidth <= c.maxWidth &&
+      f.codedHeight <= c.maxHeight && surfaces <= c.surfaces
+    ) {
+      const r = new StructBuffer(CUVIDRECONFIGUREDECODERINFO)
+        .u32("ulWidth", f.codedWidth).u32("ulHeight", f.codedHeight)
+        .u32("ulTargetWidth", this.outWidth).u32("ulTargetHeight", this.outHeight)
+        .u32("ulNumDecodeSurfaces", c.surfaces)
+        .i16("displayLeft", area.left).i16("displayTop", area.top).i16("displayRight", area.right).i16(
+          "displayBottom",
+          area.bottom,
+        );
+      check(nvcuvid().cuvidReconfigureDecoder(c.handle, r.bytes), "cuvidReconfigureDecoder", this.#p.source);
+      return c.surfaces;
+    }
+    releaseNvdecDecoder();
+    const ci = new StructBuffer(CUVIDDECODECREATEINFO)
+      .u64("ulWidth", f.codedWidth).u64("ulHeight", f.codedHeight).u64("ulNumDecodeSurfaces", surfaces)
+      .i32("CodecType", f.codec).i32("ChromaFormat", f.chroma).u64("bitDepthMinus8", f.bitDepth - 8)
+      .u64("ulMaxWidth", f.codedWidth).u64("ulMaxHeight", f.codedHeight)
+      .i16("displayLeft", area.left).i16("displayTop", area.top).i16("displayRight", area.right).i16(
+        "displayBottom",
+        area.bottom,
+      )
+      .i32("OutputFormat", CUDA_VIDEO_SURFACE.NV12).i32("DeinterlaceMode", 0)
+      .u64("ulTargetWidth", this.outWidth).u64("ulTargetHeight", this.outHeight).u64(
+        "ulNumOutputSurfaces",
+        2,
+      );
+    const h = outSlot();
+    check(nvcuvid().cuvidCreateDecoder(h.bytes, ci.bytes), "cuvidCreateDecoder", this.#p.source);
+    this.#dc.refs++; // the cached decoder holds its own context reference
+    cached = {
+      handle: slotPointer(h) as Deno.PointerObject,
+      dc: this.#dc,
+      codec: f.codec,
+      maxWidth: f.codedWidth,
+      maxHeight: f.codedHeight,
+      surfaces,
+    };
+    return surfaces;
+  }
+}
+
+function validate(p: VideoPackets, o: NvdecOptions): number {
+  const bad = (what: string) => new InvalidArgumentError(`${p.source}: decodeVideoNvdec: ${what}`);
+  const codec = CODECS[p.codec];
+  if (codec === undefined) {
+    throw new NvdecUnsupportedError(
+      `${p.source}: codec "${p.codec}" is not decoded by sluice's NVDEC path`,
+      `codec ${p.codec}`,
+    );
+  }
+  for (const k of ["width", "height"] as const) {
+    const v = o[k];
+    if (v !== undefined && (!Number.isInteger(v) || v < 2 || v % 2)) {
+      throw bad(`${k} must be an even integer >= 2, got ${v}`);
+    }
+  }
+  const fmt = o.pixelFormat ?? "rgb-planar";
+  if (!["rgb-planar", "bgr-planar", "nv12"].includes(fmt)) throw bad(`unknown pixelFormat "${fmt}"`);
+  if ((p.codec === "h264" || p.codec === "hevc") && p.numPackets > 0 && !isAnnexB(p.packet(0))) {
+    throw bad(
+      `${p.codec} packets must be Annex-B for NVDEC; demux with bsf: "${p.codec}_mp4toannexb"`,
+    );
+  }
+  return codec;
+}
+
+function isAnnexB(b: Uint8Array): boolean {
+  return b.length >= 4 && b[0] === 0 && b[1] === 0 && (b[2] === 1 || (b[2] === 0 && b[3] === 1));
+}
+
+/** Decodes `packets` on the GPU. See the module docs. */
+export function decodeVideoNvdec(packets: VideoPackets, opts: NvdecOptions = {}): Promise<CudaFrames> {
+  try {
+    return Promise.resolve(decodeVideoNvdecSync(packets, opts));
+  } catch (e) {
+    return Promise.reject(e);
+  }
+}
+
+/** The synchronous core of {@link decodeVideoNvdec} (the parser's callbacks need the calling thread). */
+export function decodeVideoNvdecSync(packets: VideoPackets, opts: NvdecOptions = {}): CudaFrames {
+  const p = VideoPackets.fromStructured(packets);
+  const codec = validate(p, opts);
+  const dc = acquireContext(opts.device ?? 0);
+  const s = new Session(p, opts, dc);
+  try {
+    withContext(dc, () => parseAll(p, opts, codec, s));
+    if (s.error !== undefined) throw s.error;
+    if (!s.buffer) s.outWidth = s.outHeight = 0;
+    const buffer = s.buffer ?? CudaBuffer.alloc(1, dc.device);
+    const frames = new CudaFrames({
+      buffer,
+      owned: s.buffer ? s.owned : true,
+      pixelFormat: opts.pixelFormat ?? "rgb-planar",
+      width: s.outWidth || 2,
+      height: s.outHeight || 2,
+      pts: Float64Array.from(s.pts),
+    });
+    return frames;
+  } catch (e) {
+    // A failure leaves the decoder in an unknown state: destroy it, and free what this call allocated.
+    releaseNvdecDecoder();
+    if (s.owned) s.buffer?.[Symbol.dispose]();
+    throw e;
+  } finally {
+    releaseContext(dc);
+  }
+}
+
+function parseAll(p: VideoPackets, o: NvdecOptions, codec: number, s: Session): void {
+  const nv = nvcuvid();
+  const seq = new Deno.UnsafeCallback(PARSER_CALLBACK, (_u, f) => s.sequence(f));
+  const dec = new Deno.UnsafeCallback(PARSER_CALLBACK, (_u, pic) => s.decode(pic));
+  const disp = new Deno.UnsafeCallback(PARSER_CALLBACK, (_u, info) => s.display(info));
+  let parser: Deno.PointerValue = null;
+  try {
+    const params = new StructBuffer(CUVIDPARSERPARAMS)
+      .i32("CodecType", codec).u32("ulMaxNumDecodeSurfaces", 1).u32("ulErrorThreshold", 0)
+      .u32("ulMaxDisplayDelay", o.displayDelay ?? 2)
+      .ptr("pfnSequenceCallback", seq.pointer).ptr("pfnDecodePicture", dec.pointer).ptr(
+        "pfnDisplayPicture",
+        disp.pointer,
+      );
+    const slot = outSlot();
+    check(nv.cuvidCreateVideoParser(slot.bytes, params.bytes), "cuvidCreateVideoParser", p.source);
+    parser = slotPointer(slot);
+    const pkt = new StructBuffer(CUVIDSOURCEDATAPACKET);
+    for (let i = 0; i < p.numPackets && s.error === undefined; i++) {
+      const data = p.packet(i);
+      const hasPts = p.pts[i] !== NOPTS;
+      pkt.u64("flags", hasPts ? CUVID_PKT.TIMESTAMP : 0).u64("payload_size", data.length)
+        .ptr("payload", data.length ? Deno.UnsafePointer.of(data) : null).u64(
+          "timestamp",
+          hasPts ? BigInt.asUintN(64, p.pts[i]) : 0n,
+        );
+      const rc = nv.cuvidParseVideoData(parser, pkt.bytes);
+      if (s.error !== undefined) break;
+      if (rc !== 0) throw cudaError(rc, "cuvidParseVideoData", p.source);
+    }
+    if (s.error === undefined) {
+      pkt.u64("flags", CUVID_PKT.ENDOFSTREAM).u64("payload_size", 0).ptr("payload", null).u64(
+        "timestamp",
+        0n,
+      );
+      const rc = nv.cuvidParseVideoData(parser, pkt.bytes);
+      if (s.error === undefined && rc !== 0) throw cudaError(rc, "cuvidParseVideoData", p.source);
+    }
+    if (s.error === undefined) check(cuda().cuStreamSynchronize(null), "cuStreamSynchronize", p.source);
+  } finally {
+    if (parser !== null) nv.cuvidDestroyVideoParser(parser);
+    seq.close();
+    dec.close();
+    disp.close();
+  }
+}

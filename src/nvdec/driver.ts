@@ -1,0 +1,144 @@
+/**
+ * The CUDA driver and NVDEC libraries of the current thread (CUDA contexts are per-thread; each Worker opens
+ * its own copy), `CUresult` checking into {@link CudaError}, and primary-context references per device.
+ * @module
+ */
+import { type CudaLibrary, loadCuda } from "../../ffi/cuda/library.ts";
+import { loadNvcuvid, type NvcuvidLibrary } from "../../ffi/nvcuvid/library.ts";
+import { cudaErrorText } from "../../ffi/cuda/errors.ts";
+import { CudaError, InvalidArgumentError } from "../errors.ts";
+
+/** The driver's symbols. */
+export type CudaSymbols = CudaLibrary["symbols"];
+/** NVDEC's symbols. */
+export type NvcuvidSymbols = NvcuvidLibrary["symbols"];
+
+let cudaLib: CudaLibrary | undefined;
+let nvcuvidLib: NvcuvidLibrary | undefined;
+let initialized = false;
+
+/** This thread's libcuda, loaded and `cuInit`-ed on first use. Throws `LibraryNotFoundError` or {@link CudaError}. */
+export function cuda(): CudaSymbols {
+  cudaLib ??= loadCuda();
+  if (!initialized) {
+    check(cudaLib.symbols.cuInit(0), "cuInit");
+    initialized = true;
+  }
+  return cudaLib.symbols;
+}
+
+/** This thread's libnvcuvid, loaded on first use. */
+export function nvcuvid(): NvcuvidSymbols {
+  nvcuvidLib ??= loadNvcuvid();
+  return nvcuvidLib.symbols;
+}
+
+/** Throws a {@link CudaError} naming `call` when `code` is not `CUDA_SUCCESS`. */
+export function check(code: number, call: string, context = ""): void {
+  if (code === 0) return;
+  throw cudaError(code, call, context);
+}
+
+/** The {@link CudaError} for `code` (its name and text from the driver when it is loaded). */
+export function cudaError(code: number, call: string, context = ""): CudaError {
+  const text = cudaLib ? cudaErrorText(cudaLib.symbols, code) : { name: `CUresult ${code}`, description: "" };
+  return new CudaError(call, code, text.name, text.description, context);
+}
+
+/** An 8-byte out-parameter slot (`T **`, `CUdeviceptr *`, `int *`). */
+export function outSlot(): { bytes: Uint8Array<ArrayBuffer>; u64: BigUint64Array; i32: Int32Array } {
+  const buf = new ArrayBuffer(8);
+  return { bytes: new Uint8Array(buf), u64: new BigUint64Array(buf), i32: new Int32Array(buf) };
+}
+
+/** A pointer read from an out-parameter slot. */
+export function slotPointer(slot: { u64: BigUint64Array }): Deno.PointerValue {
+  return Deno.UnsafePointer.create(slot.u64[0]);
+}
+
+// ------------------------------------------------------------------------------------------ contexts
+
+/** One device's context on this thread, shared by reference count. */
+export interface DeviceContext {
+  readonly device: number;
+  readonly ctx: Deno.PointerObject;
+  /** True when sluice retained the primary context (and must release it); false when it reuses the caller's. */
+  readonly retained: boolean;
+  refs: number;
+  /** Resources to release (while current) before the context reference goes, e.g. the kernel module. */
+  cleanups: (() => void)[];
+}
+
+const contexts = new Map<number, DeviceContext>();
+
+/**
+ * Takes a reference to `device`'s context: the context current on this thread when it belongs to that device,
+ * else the device's primary context (`cuDevicePrimaryCtxRetain`). Pair with {@link releaseContext}.
+ */
+export function acquireContext(device = 0): DeviceContext {
+  if (!Number.isInteger(device) || device < 0) {
+    throw new InvalidArgumentError(`CUDA device must be >= 0, got ${device}`);
+  }
+  const existing = contexts.get(device);
+  if (existing) {
+    existing.refs++;
+    return existing;
+  }
+  const cu = cuda();
+  const dev = outSlot();
+  check(cu.cuDeviceGet(dev.bytes, device), "cuDeviceGet", `CUDA device ${device}`);
+  const cur = outSlot();
+  check(cu.cuCtxGetCurrent(cur.bytes), "cuCtxGetCurrent");
+  const current = slotPointer(cur);
+  if (current !== null) {
+    const curDev = outSlot();
+    if (cu.cuCtxGetDevice(curDev.bytes) === 0 && curDev.i32[0] === dev.i32[0]) {
+      const dc = { device, ctx: current, retained: false, refs: 1, cleanups: [] };
+      contexts.set(device, dc);
+      return dc;
+    }
+  }
+  const pctx = outSlot();
+  check(
+    cu.cuDevicePrimaryCtxRetain(pctx.bytes, dev.i32[0]),
+    "cuDevicePrimaryCtxRetain",
+    `CUDA device ${device}`,
+  );
+  const dc = { device, ctx: slotPointer(pctx) as Deno.PointerObject, retained: true, refs: 1, cleanups: [] };
+  contexts.set(device, dc);
+  return dc;
+}
+
+/** Drops a reference taken by {@link acquireContext}; the last one runs the cleanups and releases the context. */
+export function releaseContext(dc: DeviceContext): void {
+  if (dc.refs <= 0) return;
+  if (--dc.refs > 0) return;
+  contexts.delete(dc.device);
+  if (dc.cleanups.length) {
+    withContext(dc, () => {
+      for (const fn of dc.cleanups.splice(0).reverse()) fn();
+    });
+  }
+  if (dc.retained) check(cuda().cuDevicePrimaryCtxRelease_v2(dc.device), "cuDevicePrimaryCtxRelease_v2");
+}
+
+/** Runs `fn` with `dc` pushed as the current context, popping it afterwards whatever happens. */
+export function withContext<T>(dc: DeviceContext, fn: () => T): T {
+  const cu = cuda();
+  check(cu.cuCtxPushCurrent_v2(dc.ctx), "cuCtxPushCurrent_v2", `CUDA device ${dc.device}`);
+  try {
+    return fn();
+  } finally {
+    cu.cuCtxPopCurrent_v2(null as unknown as Uint8Array<ArrayBuffer>);
+  }
+}
+
+/** Test hook: forgets the loaded libraries (after every context and decoder was released). */
+export function unloadForTests(): void {
+  cudaLib?.close();
+  nvcuvidLib?.close();
+  cudaLib = undefined;
+  nvcuvidLib = undefined;
+  initialized = false;
+  contexts.clear();
+}
