@@ -18,3 +18,14 @@ export {
 
 // FFmpeg libraries
 export { type FfmpegInfo, ffmpegInfo } from "./src/media/ffmpeg.ts";
+
+// Subprocess backend
+export {
+  BackendSource,
+  type BackendStats,
+  type ChildStats,
+  spawnBackend,
+  type SpawnBackendOptions,
+} from "./src/backend/spawn.ts";
+export { BackendError, BackendExitedError } from "./src/errors.ts";
+export { PROTOCOL_VERSION } from "./src/backend/protocol.ts";
