@@ -46,3 +46,76 @@ Deno.test(
     assert.equal(dbl.liveAllocations(), 0);
   },
 );
+
+Deno.test(
+  { name: "nvdec: planar RGB through the PTX kernel is within 45 dB of the CPU conversion", ignore },
+  async () => {
+    const dbl = await useDouble();
+    dbl.configure();
+    const clip = await generateClip({ width: 320, height: 180, bframes: 2, gop: 12, durationSec: 1 });
+    const packets = await annexB(clip);
+    {
+      using frames = await decodeVideoNvdec(packets, { pixelFormat: "rgb-planar" });
+      assert.deepEqual(frames.shape, [25, 3, 180, 320]);
+      const host = await frames.toHost();
+      const cpu = packedToPlanar(await ffmpegDecodeRaw(clip, { pixFmt: "rgb24" }), 320, 180);
+      const db = psnr(host, cpu);
+      assert.ok(db >= 45, `PSNR ${db.toFixed(2)} dB`);
+    }
+    releaseNvdecDecoder();
+    const log = dbl.log();
+    assert.deepEqual(unbalanced(log), {});
+    assert.ok(
+      log.some((l) => l.startsWith("cuLaunchKernel rc=0 kernel=nv12_to_rgb_planar grid=10x23 block=32x8")),
+    );
+  },
+);
+
+Deno.test({
+  name: "nvdec: HEVC (MKV) and H.264 MKV decode to NV12 byte-identical; decoder is reconfigured",
+  ignore,
+}, async () => {
+  const dbl = await useDouble();
+  dbl.configure();
+  for (
+    const spec of [{ codec: "libx265", container: "mkv", c: "hevc" }, {
+      codec: "libx264",
+      container: "mkv",
+      c: "h264",
+    }]
+  ) {
+    const clip = await generateClip({
+      codec: spec.codec,
+      container: spec.container,
+      width: 256,
+      height: 144,
+      bframes: 2,
+      durationSec: 1,
+    });
+    using frames = await decodeVideoNvdec(await annexB(clip, spec.c), { pixelFormat: "nv12" });
+    const host = await frames.toHost();
+    const cli = await ffmpegDecodeRaw(clip, { pixFmt: "nv12" });
+    assert.equal(host.length, cli.length, spec.c);
+    assert.ok(host.every((v, i) => v === cli[i]), `${spec.c}: NV12 bytes differ`);
+  }
+  releaseNvdecDecoder();
+  assert.deepEqual(unbalanced(dbl.log()), {});
+});
+
+Deno.test({ name: "nvdec: windows and pts agree with the CPU decoder", ignore }, async () => {
+  const dbl = await useDouble();
+  dbl.configure();
+  const clip = await generateClip({ width: 320, height: 180, bframes: 2, gop: 12, durationSec: 2 });
+  const window: [number, number] = [0.7, 1.3];
+  {
+    using frames = await decodeVideoNvdec(await annexB(clip, "h264", window), { pixelFormat: "nv12" });
+    const cpu = await decodeVideo(await demuxVideo(clip, { window }) as VideoPackets, {
+      pixelFormat: "gray",
+    });
+    assert.equal(frames.pts.length, cpu.pts.length);
+    assert.ok(frames.pts.length > 10);
+    frames.pts.forEach((t, i) => assert.ok(Math.abs(t - cpu.pts[i]) < 1e-9));
+  }
+  releaseNvdecDecoder();
+  assert.deepEqual(unbalanced(dbl.log()), {});
+});

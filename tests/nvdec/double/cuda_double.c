@@ -63,8 +63,7 @@ static void reset_all(void) {
   next_base = DEV_BASE;
   memset(retains, 0, sizeof retains);
   memset(streams, 0, sizeof streams);
-  depth = 0;
-  initialized = 0;
+  depth = 0; /* cuInit state survives: a process initialises the driver once */
   dbl_nvcuvid_reset();
 }
 
