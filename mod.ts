@@ -29,3 +29,24 @@ export {
 } from "./src/backend/spawn.ts";
 export { BackendError, BackendExitedError } from "./src/errors.ts";
 export { PROTOCOL_VERSION } from "./src/backend/protocol.ts";
+
+// Probing and demuxing
+export {
+  type AudioStreamInfo,
+  type MediaInfo,
+  probe,
+  type ProbeOptions,
+  type StreamInfo,
+  type VideoStreamInfo,
+} from "./src/media/probe.ts";
+export { type DemuxOptions, demuxVideo, type TimeWindow } from "./src/media/demux.ts";
+export {
+  type CodecInfo,
+  inWindow,
+  NOPTS,
+  ptsToSeconds,
+  VideoPackets,
+  type VideoPacketsInit,
+} from "./src/media/packets.ts";
+export { PACKETS_FORMAT_VERSION } from "./src/media/packet_format.ts";
+export type { MediaInput } from "./src/media/source.ts";
