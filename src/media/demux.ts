@@ -68,6 +68,7 @@ export const REORDER_MARGIN = 16;
 /** How many times a seek is retried further back when it lands on a keyframe after the window start. */
 const MAX_SEEK_RETRIES = 8;
 const AVSEEK_FLAG_BACKWARD = 1;
+const AVSEEK_FLAG_BYTE = 2;
 
 // ------------------------------------------------------------------------------------------ packet run
 
@@ -239,7 +240,13 @@ class StreamReader implements Disposable {
   seek(ts: bigint, toStart: boolean): void {
     const { avformat, avcodec } = ffmpeg();
     const rc = avformat.av_seek_frame(this.#src.fmt, this.#index, ts, AVSEEK_FLAG_BACKWARD);
-    check(rc, this.#src.label, "av_seek_frame");
+    if (rc < 0) {
+      // No index to seek with (e.g. Matroska without cues): rewind to byte 0 and read forward instead.
+      if (avformat.av_seek_frame(this.#src.fmt, -1, 0n, AVSEEK_FLAG_BYTE) < 0) {
+        check(rc, this.#src.label, "av_seek_frame");
+      }
+      toStart = true;
+    }
     if (this.#bsf) avcodec.av_bsf_flush(this.#bsf.ptr);
     this.run.clear();
     this.eof = false;
@@ -328,7 +335,7 @@ function seekFor(reader: StreamReader, s: number, facts: StreamFacts): void {
     reader.seek(secondsToTs(toStart ? facts.startSec : target, tb), toStart);
     while (firstKeyframe(reader.run) < 0 && reader.next()) { /* find the first keyframe after the seek */ }
     const k = firstKeyframe(reader.run);
-    if (k < 0 || toStart) return;
+    if (k < 0 || reader.fromStart) return;
     const t = reader.run.seconds(k, tb);
     if (!(t > s)) return; // at or before s (or no timestamp: nothing better to try)
     target = Math.min(target, t) - Math.pow(2, attempt); // landed after s: go further back

@@ -80,6 +80,8 @@ Deno.test({
       for (let i = 0; i < half.numPackets - 1; i++) {
         assert.deepEqual(half.packet(i), full.packet(i), `packet ${i} intact`);
       }
+      const win = await demuxVideo(whole.subarray(0, whole.length >> 1), { window: [0.3, 0.5] });
+      assert.ok(win.numPackets > 0, "a window inside the part that survived");
     }
   },
 });
