@@ -50,3 +50,8 @@ export {
 } from "./src/media/packets.ts";
 export { PACKETS_FORMAT_VERSION } from "./src/media/packet_format.ts";
 export type { MediaInput } from "./src/media/source.ts";
+export { nvdecAvailable, type NvdecAvailability, nvdecConcurrency, selectDecoder } from "./src/nvdec/available.ts";
+export { type CropRect, decodeVideoNvdec, type NvdecOptions, releaseNvdecDecoder } from "./src/nvdec/decoder.ts";
+export { CudaBuffer, CudaFrames, type NvdecPixelFormat } from "./src/nvdec/cuda_buffer.ts";
+export { toCuda } from "./src/nvdec/to_cuda.ts";
+export { CudaError, NvdecUnsupportedError } from "./src/errors.ts";

@@ -70,3 +70,20 @@ Deno.test("nvdec: nvdecAvailable says why when there is no driver or no device",
   assert.equal(nvdecConcurrency(), 5);
   Deno.env.set("SLUICE_LIBCUDA", saved!);
 });
+
+Deno.test("nvdec: toCuda round-trips bytes through pinned staging; a failed pinned alloc releases the buffer", async () => {
+  const { toCuda } = await import("../../src/nvdec/to_cuda.ts");
+  const dbl = await useDouble();
+  dbl.configure();
+  const bytes = Uint8Array.from({ length: 1000 }, (_, i) => (i * 7) & 255);
+  {
+    using buf = await toCuda(bytes);
+    const back = new Uint8Array(1000);
+    buf.copyToHost(0, 100, 100, 10, back);
+    assert.deepEqual(back, bytes);
+  }
+  dbl.configure({ fail: "cuMemAllocHost_v2:1" });
+  await assert.rejects(toCuda(bytes), CudaError);
+  assert.deepEqual(unbalanced(dbl.log()), {});
+  assert.equal(dbl.liveAllocations(), 0);
+});
