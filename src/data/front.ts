@@ -8,7 +8,9 @@
  *   adjacent clips of the same video (with `groupByVideo`, all of a video's clips);
  * - fetch (main thread, async, `concurrency.fetch` at once): URLs are fetched into memory with retries;
  *   local paths pass through (FFmpeg reads only the parts it needs);
- * - demux (a `WorkerPool` of `concurrency.demux` Workers): one open of the file cuts every clip window;
+ * - demux (`concurrency.demux` tasks at once in a `WorkerPool`; in-process the loader passes the pool its decode
+ *   stage uses too, so demux and decode share one Worker per core instead of oversubscribing the CPU): one open
+ *   of the file cuts every clip window;
  * - disaggregate: one item per clip.
  * @module
  */
@@ -35,6 +37,8 @@ export interface FrontArgs {
   concurrency: { fetch: number; demux: number };
   fetch: Omit<FetchOptions, "signal" | "range">;
   maxFailures?: MaxFailures;
+  /** Keep the sampler's order through the concurrent stages (default true): same seed, same batches. */
+  ordered?: boolean;
 }
 
 /** The worker module for the demux and decode pools. */
@@ -70,9 +74,12 @@ export function epochSource(args: FrontArgs): Iterable<VideoTask> {
 }
 
 /** Builds source → fetch → demux → disaggregate; see the module docs. */
-export function buildFront(args: FrontArgs): PipelineBuilder<ClipPackets> {
-  const demuxPool = new WorkerPool(CLIP_WORKER, { size: args.concurrency.demux });
+export function buildFront(
+  args: FrontArgs,
+  pool: WorkerPool = new WorkerPool(CLIP_WORKER, { size: args.concurrency.demux }),
+): PipelineBuilder<ClipPackets> {
   const maxFailures = args.maxFailures;
+  const ordered = args.ordered ?? true;
   return new PipelineBuilder()
     .addSource(epochSource(args), { name: "sample", continuous: true })
     .pipe(async (task: VideoTask, ctx): Promise<VideoTask> => {
@@ -80,7 +87,13 @@ export function buildFront(args: FrontArgs): PipelineBuilder<ClipPackets> {
         ? await fetchBytes(task.path, { ...args.fetch, signal: ctx.signal })
         : task.path;
       return task;
-    }, { name: "fetch", concurrency: args.concurrency.fetch, maxFailures })
-    .pipe<ClipPackets[]>("demuxClips", { name: "demux", executor: demuxPool, maxFailures })
+    }, { name: "fetch", concurrency: args.concurrency.fetch, maxFailures, ordered })
+    .pipe<ClipPackets[]>("demuxClips", {
+      name: "demux",
+      executor: pool,
+      concurrency: args.concurrency.demux,
+      maxFailures,
+      ordered,
+    })
     .disaggregate({ name: "disaggregate" });
 }

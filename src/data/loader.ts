@@ -11,7 +11,8 @@
  * - `backend: "subprocess"` runs sample → fetch → demux in a child Deno process (`backend_module.ts`); the parent
  *   decodes, batches and collates. `"inprocess"` (default) runs everything here.
  * - Decoding runs in a `WorkerPool` of `concurrency.decode` Workers (default: one per core), each clip resized to
- *   `clip.width`×`clip.height` RGB and resampled to `clip.frameRate` when given.
+ *   `clip.width`×`clip.height` RGB and resampled to `clip.frameRate` when given. In-process, demux tasks run in
+ *   the same pool (one Worker per core in all, no oversubscription).
  * - `decode: "auto"` uses NVDEC when `src/nvdec` says it is available, the CPU otherwise (logging one line);
  *   `"nvdec"` fails when it is not available.
  * - Failed items (missing file, HTTP 404, undecodable video) are counted per stage, logged and skipped; the epoch
@@ -55,6 +56,11 @@ export interface LoaderOptions {
   concurrency?: { fetch?: number; demux?: number; decode?: number };
   /** Batches buffered for the consumer (default 3); also the subprocess backend's item buffer. */
   bufferSize?: number;
+  /**
+   * Keep the sampler's order through the concurrent stages (default true), so the same seed gives the same
+   * batches. `false` lets fast items overtake slow ones (a little more throughput, batches vary run to run).
+   */
+  ordered?: boolean;
   /** Drop a last short batch of an epoch (default false). */
   dropLast?: boolean;
   /** HTTP retries, backoff and timeout. */
@@ -194,7 +200,13 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     fetch: opts.fetch ?? {},
   };
   if (opts.maxFailures !== undefined) args.maxFailures = opts.maxFailures;
+  const ordered = opts.ordered ?? true;
+  args.ordered = ordered;
   const backend = opts.backend ?? "inprocess";
+  const decodeConcurrency = opts.concurrency?.decode ?? cores;
+  const decodePool = new WorkerPool(CLIP_WORKER, {
+    size: backend === "subprocess" ? decodeConcurrency : Math.max(decodeConcurrency, args.concurrency.demux),
+  });
   let front: PipelineBuilder<ClipPackets>;
   let backendSource: BackendSource | null = null;
   if (backend === "subprocess") {
@@ -211,12 +223,16 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
       continuous: true,
     });
   } else {
-    front = buildFront(args);
+    front = buildFront(args, decodePool);
   }
-  const decodePool = new WorkerPool(CLIP_WORKER, { size: opts.concurrency?.decode ?? cores });
   const numFrames = opts.clip.numFrames;
   const pipeline = front
-    .pipe<DecodedClip>("decodeClip", { name: "decode", executor: decodePool, maxFailures: opts.maxFailures })
+    .pipe<DecodedClip>("decodeClip", {
+      name: "decode",
+      executor: decodePool,
+      maxFailures: opts.maxFailures,
+      ordered,
+    })
     .aggregate(opts.batchSize, { name: "aggregate", dropLast: opts.dropLast ?? false })
     .pipe(function collateBatch(clips: DecodedClip[]): Batch {
       return collate(clips, numFrames, layout);
