@@ -55,3 +55,7 @@ export { type CropRect, decodeVideoNvdec, type NvdecOptions, releaseNvdecDecoder
 export { CudaBuffer, CudaFrames, type NvdecPixelFormat } from "./src/nvdec/cuda_buffer.ts";
 export { toCuda } from "./src/nvdec/to_cuda.ts";
 export { CudaError, NvdecUnsupportedError } from "./src/errors.ts";
+
+// CPU decoding
+export { type DecodeOptions, decodeVideo } from "./src/media/decode.ts";
+export { frameAt, type PixelFormat, type PlaneLayout, transferables, type VideoFrames } from "./src/media/frames.ts";

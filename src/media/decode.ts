@@ -19,7 +19,7 @@ import { codecContext, codecpar, frame as avframe, packet as avpacket, type Ptr 
 import { AVERROR_EAGAIN, AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";
 import { cstr } from "../../ffi/cstring.ts";
 import { InvalidArgumentError, MediaError } from "../errors.ts";
-import { VideoPackets } from "./packets.ts";
+import { inWindow, NOPTS, ptsToSeconds, VideoPackets } from "./packets.ts";
 import { frameLayout, frameShape, PIXEL_FORMATS, type PixelFormat, type VideoFrames } from "./frames.ts";
 import { Scaler, type ScaleTarget, SWS_FLAGS } from "./scale.ts";
 
@@ -132,8 +132,6 @@ function validate(p: VideoPackets, opts: DecodeOptions): ResolvedOptions {
 
 // ------------------------------------------------------------------------------------------ timestamps
 
-const NOPTS = -0x8000000000000000n;
-
 /**
  * Rounds to the nearest integer, halves away from zero, like `av_rescale_q_rnd(..., AV_ROUND_NEAR_INF)` does on
  * exact rationals: a value within 1e-9 of a half counts as the half (a 25 fps frame at 0.04·k s lands exactly
@@ -143,20 +141,15 @@ function roundNear(x: number): number {
   return x >= 0 ? Math.floor(x + 0.5 + 1e-9) : -Math.floor(-x + 0.5 + 1e-9);
 }
 
-/** Seconds of a timestamp in `timeBase` units (`null` / NOPTS → NaN). */
+/** Seconds of a timestamp in `timeBase` units (`null` / NOPTS → NaN), as ffprobe computes `pts_time`. */
 function seconds(ts: bigint | null, tb: [number, number]): number {
   if (ts === null || ts === NOPTS) return NaN;
-  return (Number(ts) * tb[0]) / tb[1];
+  return ptsToSeconds(ts, tb);
 }
 
 /** `pts × timeBase` of a decoded frame, falling back to its best-effort timestamp. */
 function frameSeconds(f: Ptr, tb: [number, number]): number {
   return seconds(avframe.pts(f) ?? avframe.bestEffortTimestamp(f), tb);
-}
-
-function inWindow(t: number, w: [number, number] | null): boolean {
-  if (w === null) return true;
-  return t >= w[0] && t < w[1];
 }
 
 /** End of the stream in seconds: the latest `pts + duration` in the packet table (NaN when no pts). */
@@ -191,7 +184,7 @@ function estimateCapacity(p: VideoPackets, o: ResolvedOptions): number {
   } else {
     for (let i = 0; i < p.numPackets; i++) {
       const t = seconds(p.pts[i], p.timeBase);
-      if (Number.isNaN(t) || inWindow(t, p.window)) n++;
+      if (Number.isNaN(t) || inWindow(p.window, t)) n++;
     }
   }
   return Math.max(0, Math.min(n, o.numFrames));
@@ -458,7 +451,7 @@ class WindowFilter implements FrameSelector {
     this.decoded++;
     const f = decoder.frames[0].ptr;
     const t = frameSeconds(f, this.#p.timeBase);
-    if (Number.isNaN(t) ? this.#p.window !== null : !inWindow(t, this.#p.window)) return;
+    if (Number.isNaN(t) ? this.#p.window !== null : !inWindow(this.#p.window, t)) return;
     this.#sink.write(f, t);
   }
   finish(): void {}
