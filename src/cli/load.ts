@@ -1,0 +1,156 @@
+/**
+ * `runLoad`: runs the video loader for a number of batches or epochs and measures it: samples/s, frames/s, the
+ * per-stage table, the bottleneck, failures, peak RSS (this process, and the backend child's), RSS after each
+ * epoch. `sluice load`, the demo and the benches all use it, so they report the same numbers.
+ * @module
+ */
+
+import { formatStats } from "../pipeline/format_stats.ts";
+import type { PipelineStats } from "../pipeline/pipeline.ts";
+import { type LoaderOptions, videoClassificationLoader } from "../data/loader.ts";
+import { LiveBlock, type Out } from "./tty.ts";
+
+/** Options of {@link runLoad}: the loader's, plus how long to run. */
+export interface RunLoadOptions extends Omit<LoaderOptions, "onReport" | "reportInterval"> {
+  /** Stop after this many batches (default: run `epochs` epochs). */
+  batches?: number;
+  /** Epochs to run when `batches` is not given (default 1). */
+  epochs?: number;
+  /** Where the live table is drawn in place when it is a terminal (default: none). */
+  live?: Out;
+  /** Milliseconds between live redraws (default 500). */
+  refreshMs?: number;
+  /** Simulated training step per batch, ms (default 0). */
+  stepMs?: number;
+}
+
+/** What {@link runLoad} measured. */
+export interface LoadSummary {
+  dataset: string;
+  backend: string;
+  decoder: string;
+  batchSize: number;
+  framesPerClip: number;
+  epochs: number;
+  batches: number;
+  samples: number;
+  frames: number;
+  /** Seconds from the first request for a batch to the last batch (indexing and start-up excluded). */
+  elapsedSec: number;
+  /** Seconds to open, index and start the loader. */
+  startupSec: number;
+  samplesPerSec: number;
+  framesPerSec: number;
+  /** Failed items per stage (only stages with failures), including items the index left out. */
+  failures: Record<string, number>;
+  bottleneck: string | null;
+  /** The loader pipeline's stats at the end (per-stage rows). */
+  pipeline: PipelineStats;
+  /** The backend child's own pipeline stats (subprocess backend), else null. */
+  child: PipelineStats | null;
+  /** Peak resident set size of this process and of the backend child (null when not applicable), bytes. */
+  peakRssBytes: number;
+  childPeakRssBytes: number | null;
+  /** Resident set size after each epoch (this process + backend child), bytes. */
+  rssAfterEpochBytes: number[];
+}
+
+/** Runs the loader and measures it; see the module docs. */
+export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
+  const t0 = performance.now();
+  await using loader = await videoClassificationLoader(opts);
+  const startupSec = (performance.now() - t0) / 1000;
+  const live = opts.live ? new LiveBlock(opts.live) : null;
+  const maxBatches = opts.batches ?? Infinity;
+  const epochs = opts.batches !== undefined ? Infinity : opts.epochs ?? 1;
+  let batches = 0, samples = 0, epochsRun = 0;
+  const rssAfterEpoch: number[] = [];
+  const t1 = performance.now();
+  const draw = () => {
+    const secs = (performance.now() - t1) / 1000;
+    const header = `epoch ${loader.epoch}  batches ${batches}  samples ${samples}  ` +
+      `${(samples / Math.max(secs, 1e-9)).toFixed(1)} samples/s  rss ${mib(Deno.memoryUsage().rss)} MiB`;
+    live?.draw(`${header}\n${formatStats(loader.stats().pipeline)}`);
+  };
+  const timer = live?.active ? setInterval(draw, opts.refreshMs ?? 500) : undefined;
+  try {
+    outer: while (epochsRun < epochs) {
+      for await (const batch of loader) {
+        if (opts.stepMs) await new Promise((r) => setTimeout(r, opts.stepMs));
+        batches++;
+        samples += batch.labels.length;
+        if (batches >= maxBatches) break outer;
+      }
+      epochsRun++;
+      rssAfterEpoch.push(Deno.memoryUsage().rss + (procRss(loader.stats().backend?.pid, "VmRSS") ?? 0));
+    }
+  } finally {
+    clearInterval(timer);
+    live?.clear();
+  }
+  const elapsedSec = (performance.now() - t1) / 1000;
+  const stats = loader.stats();
+  const childPid = stats.backend?.pid;
+  const childStats = stats.backend?.child?.pipeline as PipelineStats | null | undefined;
+  const failures: Record<string, number> = {};
+  for (const s of [...(childStats?.stages ?? []), ...stats.pipeline.stages]) {
+    if (s.failed > 0) failures[s.name] = (failures[s.name] ?? 0) + s.failed;
+  }
+  if (stats.indexFailures.length > 0) failures.index = stats.indexFailures.length;
+  const frames = samples * opts.clip.numFrames;
+  return {
+    dataset: typeof opts.dataset === "string" ? opts.dataset : opts.dataset.root,
+    backend: loader.backend,
+    decoder: loader.decoder,
+    batchSize: opts.batchSize,
+    framesPerClip: opts.clip.numFrames,
+    epochs: epochsRun + (batches >= maxBatches && maxBatches !== Infinity ? 1 : 0),
+    batches,
+    samples,
+    frames,
+    elapsedSec,
+    startupSec,
+    samplesPerSec: samples / elapsedSec,
+    framesPerSec: frames / elapsedSec,
+    failures,
+    bottleneck: stats.pipeline.bottleneck,
+    pipeline: stats.pipeline,
+    child: childStats ?? null,
+    peakRssBytes: procRss("self", "VmHWM") ?? Deno.memoryUsage().rss,
+    childPeakRssBytes: childPid === undefined ? null : procRss(childPid, "VmHWM"),
+    rssAfterEpochBytes: rssAfterEpoch,
+  };
+}
+
+/** A human-readable summary (the per-stage table is `formatStats`'s). */
+export function formatSummary(s: LoadSummary): string {
+  const lines = [
+    `dataset ${s.dataset}  backend ${s.backend}  decoder ${s.decoder}  batch ${s.batchSize} x ${s.framesPerClip} frames`,
+    `${s.batches} batches, ${s.samples} samples, ${s.frames} frames in ${s.elapsedSec.toFixed(2)} s ` +
+    `(start-up ${s.startupSec.toFixed(2)} s, ${s.epochs} epoch(s))`,
+    `samples/s ${s.samplesPerSec.toFixed(1)}   frames/s ${s.framesPerSec.toFixed(0)}`,
+    `peak RSS ${mib(s.peakRssBytes)} MiB` +
+    (s.childPeakRssBytes !== null ? `, backend child ${mib(s.childPeakRssBytes)} MiB` : ""),
+    `failures: ${Object.keys(s.failures).length === 0 ? "none" : JSON.stringify(s.failures)}`,
+    "",
+  ];
+  if (s.child !== null) lines.push("backend child:", formatStats(s.child), "", "this process:");
+  lines.push(formatStats(s.pipeline));
+  return lines.join("\n");
+}
+
+function mib(bytes: number): string {
+  return (bytes / 2 ** 20).toFixed(0);
+}
+
+/** Reads a `/proc/<pid>/status` memory field (VmRSS, VmHWM) in bytes; null when unavailable. */
+export function procRss(pid: number | "self" | undefined, field: "VmRSS" | "VmHWM"): number | null {
+  if (pid === undefined) return null;
+  try {
+    const text = Deno.readTextFileSync(`/proc/${pid}/status`);
+    const m = text.match(new RegExp(`^${field}:\\s+(\\d+) kB`, "m"));
+    return m ? Number(m[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
