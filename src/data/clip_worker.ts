@@ -1,13 +1,15 @@
 /// <reference lib="deno.worker" />
 /**
  * Worker functions of the video loader, run in `WorkerPool`s: `demuxClips` cuts one video into the packets of its
- * clips (one open of the file for all of them), `decodeClip` decodes one clip's packets into resized RGB frames.
+ * clips (one open of the file for all of them), `decodeClip` decodes one clip's packets into resized RGB frames,
+ * `decodeClipNvdec` does the same on an NVIDIA GPU (NVDEC) and copies the frames to host memory.
  * Both are thin adapters over `src/media/demux.ts` and `src/media/decode.ts` that carry each clip's metadata
  * along, and return their buffers as transferables so nothing is copied on the way back.
  * @module
  */
 
 import { decodeVideoSync } from "../media/decode.ts";
+import { decodeVideoNvdecSync } from "../nvdec/decoder.ts";
 import { demuxVideoSync } from "../media/demux.ts";
 import { VideoPackets, type VideoPacketsInit } from "../media/packets.ts";
 import { transferable, type Transferring } from "../pipeline/transfer.ts";
@@ -89,4 +91,61 @@ export function decodeClip(item: ClipPackets): Transferring<DecodedClip> {
     height: frames.height,
   };
   return transferable(clip, [frames.data.buffer as ArrayBuffer, frames.pts.buffer as ArrayBuffer]);
+}
+
+/**
+ * Decodes one clip with NVDEC (`src/nvdec`), resized on the GPU, then copies it to host memory as planar
+ * `[T, 3, H, W]` (or packed `[T, H, W, 3]`) RGB. With `frameRate`, frames are picked per output slot the way
+ * the CPU decoder resamples (the latest frame whose time rounds to a slot at or before it); without, the first
+ * `numFrames` frames of the window are kept.
+ */
+export async function decodeClipNvdec(item: ClipPackets): Promise<Transferring<DecodedClip>> {
+  const opts = item.decode;
+  using frames = decodeVideoNvdecSync(VideoPackets.fromStructured(item.packets), {
+    width: opts.width,
+    height: opts.height,
+    pixelFormat: "rgb-planar",
+  });
+  const host = await frames.toHost();
+  const picks = pickFrames(frames.pts, item.meta.start, item.meta.end, opts.numFrames, opts.frameRate);
+  const plane = opts.width * opts.height, frameSize = 3 * plane;
+  const data = new Uint8Array(picks.length * frameSize);
+  const pts = new Float64Array(picks.length);
+  for (const [k, [src, t]] of picks.entries()) {
+    pts[k] = t;
+    const frame = host.subarray(src * frameSize, (src + 1) * frameSize);
+    if (opts.planar) {
+      data.set(frame, k * frameSize);
+      continue;
+    }
+    const out = data.subarray(k * frameSize, (k + 1) * frameSize);
+    for (let i = 0; i < plane; i++) {
+      out[i * 3] = frame[i];
+      out[i * 3 + 1] = frame[plane + i];
+      out[i * 3 + 2] = frame[2 * plane + i];
+    }
+  }
+  const clip: DecodedClip = { meta: item.meta, data, pts, width: opts.width, height: opts.height };
+  return transferable(clip, [data.buffer, pts.buffer]);
+}
+
+/** `[source frame index, output pts]` for each output frame; see {@link decodeClipNvdec}. */
+export function pickFrames(
+  pts: Float64Array,
+  start: number,
+  end: number,
+  numFrames: number,
+  frameRate?: number,
+): [number, number][] {
+  const inWindow: number[] = [];
+  for (let i = 0; i < pts.length; i++) if (pts[i] >= start - 1e-9 && pts[i] < end) inWindow.push(i);
+  inWindow.sort((a, b) => pts[a] - pts[b]);
+  if (frameRate === undefined) return inWindow.slice(0, numFrames).map((i) => [i, pts[i]]);
+  const out: [number, number][] = [];
+  let j = 0;
+  for (let k = 0; k < numFrames && start + k / frameRate < end && inWindow.length > 0; k++) {
+    while (j + 1 < inWindow.length && Math.round((pts[inWindow[j + 1]] - start) * frameRate) <= k) j++;
+    out.push([inWindow[j], start + k / frameRate]);
+  }
+  return out;
 }

@@ -14,7 +14,8 @@
  *   `clip.width`×`clip.height` RGB and resampled to `clip.frameRate` when given. In-process, demux tasks run in
  *   the same pool (one Worker per core in all, no oversubscription).
  * - `decode: "auto"` uses NVDEC when `src/nvdec` says it is available, the CPU otherwise (logging one line);
- *   `"nvdec"` fails when it is not available.
+ *   `"nvdec"` fails when it is not available. NVDEC clips are resized on the GPU and copied to host memory, so
+ *   batches look the same whichever decoder made them (default decode concurrency: the GPU's NVDEC engines).
  * - Failed items (missing file, HTTP 404, undecodable video) are counted per stage, logged and skipped; the epoch
  *   goes on, within the stages' `maxFailures` budget. Batches are then short of those clips.
  *
@@ -36,6 +37,7 @@ import type { FetchOptions } from "./fetch.ts";
 import { buildFront, CLIP_WORKER, type FrontArgs } from "./front.ts";
 import { ClipSampler, type SampledVideo, type SamplerOptions } from "./sampler.ts";
 import { indexDataset, type IndexFailure } from "./video_index.ts";
+import { nvdecAvailable, nvdecConcurrency, selectDecoder } from "../nvdec/available.ts";
 
 /** Options of {@link videoClassificationLoader}. */
 export interface LoaderOptions {
@@ -179,7 +181,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
   });
   const clipDurationSec = opts.sampler?.clipDurationSec ?? defaultClipDuration(opts.clip, index.videos);
   const sampler = new ClipSampler(ranges, { ...opts.sampler, clipDurationSec });
-  const decoder = await resolveDecoder(opts.decode ?? "cpu", log);
+  const decoder = resolveDecoder(opts.decode ?? "cpu", log);
   const layout = opts.layout ?? "BTHWC";
   const cores = navigator.hardwareConcurrency ?? 1;
   const decode: ClipDecodeOptions = {
@@ -203,7 +205,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
   const ordered = opts.ordered ?? true;
   args.ordered = ordered;
   const backend = opts.backend ?? "inprocess";
-  const decodeConcurrency = opts.concurrency?.decode ?? cores;
+  const decodeConcurrency = opts.concurrency?.decode ?? (decoder === "nvdec" ? nvdecConcurrency() : cores);
   const decodePool = new WorkerPool(CLIP_WORKER, {
     size: backend === "subprocess" ? decodeConcurrency : Math.max(decodeConcurrency, args.concurrency.demux),
   });
@@ -227,7 +229,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
   }
   const numFrames = opts.clip.numFrames;
   const pipeline = front
-    .pipe<DecodedClip>("decodeClip", {
+    .pipe<DecodedClip>(decoder === "nvdec" ? "decodeClipNvdec" : "decodeClip", {
       name: "decode",
       executor: decodePool,
       maxFailures: opts.maxFailures,
@@ -289,47 +291,16 @@ function defaultClipDuration(
   return clip.numFrames / (rates.length > 0 ? Math.min(...rates) : 25);
 }
 
-/** Resolves "auto" / "nvdec" against `src/nvdec` when that module exists. */
-async function resolveDecoder(
-  want: "cpu" | "nvdec" | "auto",
-  log: (m: string) => void,
-): Promise<"cpu" | "nvdec"> {
-  if (want === "cpu") return "cpu";
-  const why = await nvdecUnavailableReason();
-  if (why === null) {
-    // NVDEC is present, but the clip pipeline decodes on the CPU until src/nvdec offers a clip decoder to
-    // plug in here; say so rather than pretend.
-    const msg =
-      "sluice: NVDEC is available but the loader's NVDEC decode stage is not wired yet; using the CPU";
-    if (want === "nvdec") throw new InvalidArgumentError(msg);
-    log(msg);
-    return "cpu";
-  }
-  if (want === "nvdec") throw new InvalidArgumentError(`loader: decode "nvdec" requested but ${why}`);
-  log(`sluice: NVDEC not available (${why}); decoding on the CPU`);
-  return "cpu";
-}
-
-async function nvdecUnavailableReason(): Promise<string | null> {
-  const spec = new URL("../nvdec/mod.ts", import.meta.url).href;
-  let mod: Record<string, unknown>;
-  try {
-    mod = await import(spec);
-  } catch {
-    return "src/nvdec is not part of this build";
-  }
-  const available = mod.nvdecAvailable;
-  if (typeof available !== "function") return "src/nvdec has no nvdecAvailable()";
-  try {
-    const r = await available();
-    if (r === true) return null;
-    if (r && typeof r === "object" && "available" in r) {
-      return (r as { available: boolean; reason?: string }).available ? null : String(
-        (r as { reason?: string }).reason ?? "no NVIDIA GPU",
+/** "auto" → NVDEC when available (else CPU, one log line); "nvdec" fails when it is not available. */
+function resolveDecoder(want: "cpu" | "nvdec" | "auto", log: (m: string) => void): "cpu" | "nvdec" {
+  if (want === "nvdec") {
+    const a = nvdecAvailable();
+    if (!a.ok) {
+      throw new InvalidArgumentError(
+        `loader: decode "nvdec" requested but NVDEC is not available: ${a.reason}`,
       );
     }
-    return "no NVIDIA GPU or driver";
-  } catch (e) {
-    return e instanceof Error ? e.message : String(e);
+    return "nvdec";
   }
+  return selectDecoder(want, log);
 }
