@@ -20,6 +20,8 @@ export interface RunLoadOptions extends Omit<LoaderOptions, "onReport" | "report
   live?: Out;
   /** Milliseconds between live redraws (default 500). */
   refreshMs?: number;
+  /** Called at the end of each epoch, before RSS is sampled (e.g. to trigger a GC in a memory bench). */
+  onEpochEnd?: (epoch: number) => void;
   /** Simulated training step per batch, ms (default 0). */
   stepMs?: number;
 }
@@ -53,6 +55,8 @@ export interface LoadSummary {
   childPeakRssBytes: number | null;
   /** Resident set size after each epoch (this process + backend child), bytes. */
   rssAfterEpochBytes: number[];
+  /** The backend child's share of `rssAfterEpochBytes` (empty without a child). */
+  childRssAfterEpochBytes: number[];
 }
 
 /** Runs the loader and measures it; see the module docs. */
@@ -64,7 +68,7 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
   const maxBatches = opts.batches ?? Infinity;
   const epochs = opts.batches !== undefined ? Infinity : opts.epochs ?? 1;
   let batches = 0, samples = 0, epochsRun = 0;
-  const rssAfterEpoch: number[] = [];
+  const rssAfterEpoch: number[] = [], childRssAfterEpoch: number[] = [];
   const t1 = performance.now();
   const draw = () => {
     const secs = (performance.now() - t1) / 1000;
@@ -82,7 +86,10 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
         if (batches >= maxBatches) break outer;
       }
       epochsRun++;
-      rssAfterEpoch.push(Deno.memoryUsage().rss + (procRss(loader.stats().backend?.pid, "VmRSS") ?? 0));
+      opts.onEpochEnd?.(epochsRun);
+      const child = procRss(loader.stats().backend?.pid, "VmRSS");
+      rssAfterEpoch.push(Deno.memoryUsage().rss + (child ?? 0));
+      if (child !== null) childRssAfterEpoch.push(child);
     }
   } finally {
     clearInterval(timer);
@@ -119,6 +126,7 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
     peakRssBytes: procRss("self", "VmHWM") ?? Deno.memoryUsage().rss,
     childPeakRssBytes: childPid === undefined ? null : procRss(childPid, "VmHWM"),
     rssAfterEpochBytes: rssAfterEpoch,
+    childRssAfterEpochBytes: childRssAfterEpoch,
   };
 }
 
