@@ -10,7 +10,7 @@
  *                     --epochs E] [--clips-per-video K] [--clip-duration S] [--placement random|uniform]
  *                     [--keyframe-aligned] [--seed S] [--backend inprocess|subprocess] [--decode cpu|nvdec|auto]
  *                     [--fetch-concurrency N] [--demux-concurrency N] [--decode-concurrency N]
- *                     [--layout BTHWC|BCTHW] [--json]
+ *                     [--layout BTHWC|BCTHW] [--refresh MS] [--json]
  * sluice bench-decode FILE…          [--width W] [--height H] [--repeat N] [--json]
  * ```
  * @module
@@ -33,7 +33,7 @@ const USAGE = `usage:
                       [--placement random|uniform] [--keyframe-aligned] [--seed S]
                       [--backend inprocess|subprocess] [--decode cpu|nvdec|auto]
                       [--fetch-concurrency N] [--demux-concurrency N] [--decode-concurrency N]
-                      [--layout BTHWC|BCTHW] [--json]
+                      [--layout BTHWC|BCTHW] [--refresh MS] [--json]
   sluice bench-decode FILE... [--width W] [--height H] [--repeat N] [--json]`;
 
 /** A usage error: printed with the usage text, exit status 2. */
@@ -93,7 +93,12 @@ function num(v: string | undefined, name: string): number | undefined {
   return n;
 }
 
-function oneOf<const T extends string>(v: string | undefined, name: string, allowed: readonly T[], dflt: T): T {
+function oneOf<const T extends string>(
+  v: string | undefined,
+  name: string,
+  allowed: readonly T[],
+  dflt: T,
+): T {
   if (v === undefined) return dflt;
   if (!allowed.includes(v as T)) {
     throw new UsageError(`--${name} must be one of ${allowed.join(", ")}, got "${v}"`);
@@ -217,6 +222,7 @@ async function loadCommand(args: string[]): Promise<number> {
       "demux-concurrency": { type: "string" },
       "decode-concurrency": { type: "string" },
       layout: { type: "string" },
+      refresh: { type: "string" },
       json: { type: "boolean" },
     },
   });
@@ -251,6 +257,7 @@ async function loadCommand(args: string[]): Promise<number> {
       decode: int(values["decode-concurrency"], "decode-concurrency", cores),
     },
     live: values.json ? undefined : Deno.stderr,
+    refreshMs: int(values.refresh, "refresh", 500),
   });
   print(Deno.stdout, values.json ? JSON.stringify(summary, null, 2) : formatSummary(summary));
   return 0;
