@@ -135,8 +135,10 @@ Deno.test({
       }).output();
       const text = new TextDecoder().decode(out.stdout);
       assert.equal(out.code, 0, text);
+      // deno-lint-ignore no-control-regex -- the ANSI escapes are what this test checks
       assert.match(text, /\r\x1b\[2Kencoding \(\w+\) \[#+\.*\] \d\/3/, "progress bar redrawn in place");
       assert.match(text, /3\/3 \(100%\) in [\d.]+ s/);
+      // deno-lint-ignore no-control-regex -- as above
       assert.match(text, /\x1b\[\d+F/, "live table moves the cursor up to redraw");
       assert.match(text, /samples\/s [\d.]+ +frames\/s \d+/);
       assert.match(text, /bottleneck: /);
