@@ -59,3 +59,32 @@ export { CudaError, NvdecUnsupportedError } from "./src/errors.ts";
 // CPU decoding
 export { type DecodeOptions, decodeVideo } from "./src/media/decode.ts";
 export { frameAt, type PixelFormat, type PlaneLayout, transferables, type VideoFrames } from "./src/media/frames.ts";
+
+// Datasets, samplers and loaders
+export {
+  datasetFromDirectory,
+  datasetFromManifest,
+  openDataset,
+  type VideoDataset,
+  type VideoItem,
+} from "./src/data/dataset.ts";
+export { fetchBytes, type FetchOptions } from "./src/data/fetch.ts";
+export {
+  type ClipPlacement,
+  type ClipRequest,
+  ClipSampler,
+  type SampledVideo,
+  type SamplerOptions,
+  type ShardRemainder,
+} from "./src/data/sampler.ts";
+export { type DatasetIndex, indexDataset, type IndexedVideo } from "./src/data/video_index.ts";
+export {
+  type LoaderOptions,
+  type LoaderStats,
+  VideoClassificationLoader,
+  videoClassificationLoader,
+} from "./src/data/loader.ts";
+export { type Batch, type BatchLayout, type ClipMeta, collate } from "./src/data/collate.ts";
+export { cacheLoader, type CacheLoaderOptions } from "./src/data/cache_loader.ts";
+export { encodeSyntheticVideo, makeSyntheticDataset, readPattern } from "./src/data/synthetic.ts";
+export { DatasetError, FetchError } from "./src/errors.ts";
