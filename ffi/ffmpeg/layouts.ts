@@ -12,7 +12,8 @@
 /** How a layout table was established. */
 export type LayoutProvenance =
   | "compiled" // checked by the offsetof test against installed headers on the development machines
-  | "release-headers"; // written from the release's public headers; the offsetof test checks it where installed
+  | "release-headers" // compiled against that release's own headers (not installed here); re-checkable by env var
+  | "derived"; // reconstructed from another release's headers (see the table's comment): least certain
 
 /** Offsets of every field sluice touches. Optional fields do not exist in every release. */
 export interface FfmpegLayout {
@@ -285,7 +286,7 @@ export const LAYOUT_5_1: FfmpegLayout = {
  */
 export const LAYOUT_6_0: FfmpegLayout = {
   release: "6.0",
-  provenance: "release-headers",
+  provenance: "derived",
   AVFormatContext: {
     iformat: 8,
     pb: 32,
@@ -411,121 +412,9 @@ export const LAYOUT_6_0: FfmpegLayout = {
  * in favour of `AVCodecParameters.coded_side_data` and still present through 7.1.
  */
 export const LAYOUT_6_1: FfmpegLayout = {
+  ...LAYOUT_6_0,
   release: "6.1",
-  provenance: "release-headers",
-  AVFormatContext: {
-    iformat: 8,
-    pb: 32,
-    nb_streams: 44,
-    streams: 48,
-    start_time: 64,
-    duration: 72,
-    bit_rate: 80,
-    flags: 96,
-    probesize: 104,
-    max_analyze_duration: 112,
-  },
-  AVInputFormat: { name: 0, long_name: 8 },
-  AVStream: {
-    index: 8,
-    id: 12,
-    codecpar: 16,
-    time_base: 32,
-    start_time: 40,
-    duration: 48,
-    nb_frames: 56,
-    disposition: 64,
-    sample_aspect_ratio: 72,
-    avg_frame_rate: 88,
-    r_frame_rate: 216,
-    discard: 68,
-    side_data: 200,
-    nb_side_data: 208,
-  },
-  AVCodecParameters: {
-    codec_type: 0,
-    codec_id: 4,
-    codec_tag: 8,
-    extradata: 16,
-    extradata_size: 24,
-    format: 28,
-    bit_rate: 32,
-    bits_per_raw_sample: 44,
-    profile: 48,
-    level: 52,
-    width: 56,
-    height: 60,
-    sample_aspect_ratio: 64,
-    field_order: 72,
-    color_range: 76,
-    color_primaries: 80,
-    color_trc: 84,
-    color_space: 88,
-    chroma_location: 92,
-    sample_rate: 116,
-    coded_side_data: 176,
-    nb_coded_side_data: 184,
-  },
-  AVPacket: {
-    buf: 0,
-    pts: 8,
-    dts: 16,
-    data: 24,
-    size: 32,
-    stream_index: 36,
-    flags: 40,
-    side_data: 48,
-    side_data_elems: 56,
-    duration: 64,
-    pos: 72,
-    time_base: 96,
-  },
-  AVPacketSideData: { "$size": 24, data: 0, size: 8, type: 16 },
-  AVFrame: {
-    data: 0,
-    linesize: 64,
-    extended_data: 96,
-    width: 104,
-    height: 108,
-    nb_samples: 112,
-    format: 116,
-    key_frame: 120,
-    pict_type: 124,
-    sample_aspect_ratio: 128,
-    pts: 136,
-    pkt_dts: 144,
-    time_base: 152,
-    quality: 168,
-    repeat_pict: 184,
-    interlaced_frame: 188,
-    top_field_first: 192,
-    flags: 316,
-    color_range: 320,
-    color_primaries: 324,
-    color_trc: 328,
-    colorspace: 332,
-    chroma_location: 336,
-    best_effort_timestamp: 344,
-    decode_error_flags: 376,
-  },
-  AVCodecContext: {
-    codec_type: 12,
-    codec_id: 24,
-    time_base: 100,
-    width: 116,
-    height: 120,
-    pix_fmt: 136,
-    thread_count: 636,
-    thread_type: 640,
-    skip_frame: 684,
-    framerate: 704,
-    pkt_timebase: 716,
-  },
-  AVPixFmtDescriptor: { name: 0, nb_components: 8, log2_chroma_w: 9, log2_chroma_h: 10, flags: 16, comp: 24 },
-  AVComponentDescriptor: { "$size": 20, plane: 0, step: 4, offset: 8, shift: 12, depth: 16 },
-  AVRational: { "$size": 8, num: 0, den: 4 },
-  AVIOContext: { buffer: 8 },
-  AVBSFContext: { par_in: 24, par_out: 32, time_base_in: 40, time_base_out: 48 },
+  AVCodecParameters: { ...LAYOUT_6_0.AVCodecParameters, coded_side_data: 176, nb_coded_side_data: 184 },
 };
 
 /**
@@ -664,7 +553,7 @@ export const LAYOUT_7_1: FfmpegLayout = {
  * listed here predates 7.0 (none was added between lavc 61.3 and 61.19), so the offsets are those compiled from
  * the 7.1 headers.
  */
-export const LAYOUT_7_0: FfmpegLayout = { ...LAYOUT_7_1, release: "7.0" };
+export const LAYOUT_7_0: FfmpegLayout = { ...LAYOUT_7_1, release: "7.0", provenance: "derived" };
 
 /** Every layout table, oldest first. */
 export const LAYOUTS: readonly FfmpegLayout[] = [LAYOUT_5_1, LAYOUT_6_0, LAYOUT_6_1, LAYOUT_7_0, LAYOUT_7_1];
