@@ -55,8 +55,6 @@ export function demuxClips(task: VideoTask): Transferring<ClipPackets[]> {
   const src = task.src ?? task.path;
   const windows = task.clips.map((c): [number, number] => [c.start, c.end]);
   const results = demuxVideoSync(src, { windows });
-  // The windows of one call share codec extradata; give each clip its own, since each is transferred alone.
-  for (const p of results.slice(1)) p.extradata = p.extradata.slice();
   const out = results.map((packets, i): ClipPackets => ({
     meta: {
       path: task.path,

@@ -462,7 +462,10 @@ export function demuxVideoSync(src: MediaInput, opts: DemuxOptions = {}): VideoP
     }
     readThrough(reader, k, e, tb);
     const end = windowEnd(reader.run, k, e, tb);
-    results[wi] = new VideoPackets({ ...common, window: [s, e], ...reader.run.slice(k, end) });
+    // Each window owns its buffers (extradata included): windows travel to Workers one by one, and a
+    // transferred buffer is detached for every object that shares it.
+    const extradata = common.extradata.slice();
+    results[wi] = new VideoPackets({ ...common, extradata, window: [s, e], ...reader.run.slice(k, end) });
     reader.run.dropBefore(k); // later windows start no earlier, so they never need packets before k
   }
   return results;

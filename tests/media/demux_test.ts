@@ -177,6 +177,11 @@ Deno.test({
     out.forEach((w, i) => assert.deepEqual(w.window, ws[i]));
     assert.deepEqual(out[1].data, out[3].data);
     assert.ok(ptsToSeconds(out[0].pts[0], out[0].timeBase) <= 3);
+    // Each window owns its buffers: transferring one window to a Worker must not detach another's.
+    const extradata = out[1].extradata.slice();
+    structuredClone(out[0], { transfer: out[0].transferables() });
+    assert.deepEqual(out[1].extradata, extradata);
+    assert.ok(extradata.length > 0);
   },
 });
 
