@@ -26,7 +26,10 @@ apt_install() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
-have_lib() { { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | grep -q "$1"; }
+# The loader cache is read once into a variable: `ldconfig -p | grep -q` under pipefail fails when grep exits
+# early and ldconfig dies of SIGPIPE.
+ld_cache=$(ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null || true)
+have_lib() { [[ "$ld_cache" == *"$1 "* ]]; }
 
 # 1. Deno, pinned in package.json.
 if [ ! -x node_modules/.bin/deno ] || ! node_modules/.bin/deno --version >/dev/null 2>&1; then
