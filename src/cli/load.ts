@@ -67,7 +67,12 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
   const live = opts.live ? new LiveBlock(opts.live) : null;
   const maxBatches = opts.batches ?? Infinity;
   const epochs = opts.batches !== undefined ? Infinity : opts.epochs ?? 1;
-  let batches = 0, samples = 0, epochsRun = 0;
+  let batches = 0, samples = 0, epochsRun = 0, childPeakRss: number | null = null;
+  // The child's high-water mark is read while it runs: leaving the loop early stops the backend child.
+  const sampleChildPeak = () => {
+    const hwm = procRss(loader.stats().backend?.pid, "VmHWM");
+    if (hwm !== null) childPeakRss = Math.max(childPeakRss ?? 0, hwm);
+  };
   const rssAfterEpoch: number[] = [], childRssAfterEpoch: number[] = [];
   const t1 = performance.now();
   const draw = () => {
@@ -83,6 +88,7 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
         if (opts.stepMs) await new Promise((r) => setTimeout(r, opts.stepMs));
         batches++;
         samples += batch.labels.length;
+        sampleChildPeak();
         if (batches >= maxBatches) break outer;
       }
       epochsRun++;
@@ -97,7 +103,6 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
   }
   const elapsedSec = (performance.now() - t1) / 1000;
   const stats = loader.stats();
-  const childPid = stats.backend?.pid;
   const childStats = stats.backend?.child?.pipeline as PipelineStats | null | undefined;
   const failures: Record<string, number> = {};
   for (const s of [...(childStats?.stages ?? []), ...stats.pipeline.stages]) {
@@ -124,7 +129,7 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
     pipeline: stats.pipeline,
     child: childStats ?? null,
     peakRssBytes: procRss("self", "VmHWM") ?? Deno.memoryUsage().rss,
-    childPeakRssBytes: childPid === undefined ? null : procRss(childPid, "VmHWM"),
+    childPeakRssBytes: childPeakRss,
     rssAfterEpochBytes: rssAfterEpoch,
     childRssAfterEpochBytes: childRssAfterEpoch,
   };
