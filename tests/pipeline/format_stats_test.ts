@@ -33,19 +33,23 @@ Deno.test("stats: a throttled stage is named the bottleneck", async () => {
 });
 
 Deno.test("stats: a slow consumer is named the bottleneck", async () => {
-  const p = new PipelineBuilder().addSource(Array.from({ length: 30 }, (_, i) => i)).pipe((x: number) => x).build();
+  const p = new PipelineBuilder().addSource(Array.from({ length: 30 }, (_, i) => i)).pipe((x: number) => x)
+    .build();
   for await (const _ of p) await sleep(2);
   assert.equal(p.stats().bottleneck, "(consumer)");
   assert.match(formatStats(p.stats()), /bottleneck: the consumer/);
 });
 
 Deno.test("stats: a slow source is named the bottleneck", async () => {
-  const p = new PipelineBuilder().addSource((async function* () {
-    for (let i = 0; i < 30; i++) {
-      await sleep(2);
-      yield i;
-    }
-  })(), { name: "list" }).pipe((x: number) => x).build();
+  const p = new PipelineBuilder().addSource(
+    (async function* () {
+      for (let i = 0; i < 30; i++) {
+        await sleep(2);
+        yield i;
+      }
+    })(),
+    { name: "list" },
+  ).pipe((x: number) => x).build();
   for await (const _ of p) { /* */ }
   assert.equal(p.stats().bottleneck, "list");
 });
@@ -69,7 +73,11 @@ Deno.test("reports: onReport, JSONL lines, Chrome trace file", async () => {
     const lines = (await Deno.readTextFile(jsonl)).trim().split("\n");
     assert.equal(lines.length, reports.length);
     assert.equal(JSON.parse(lines.at(-1)!).stages[1].name, "work");
-    const events = JSON.parse(await Deno.readTextFile(trace)).traceEvents as { ph: string; name: string; tid: number }[];
+    const events = JSON.parse(await Deno.readTextFile(trace)).traceEvents as {
+      ph: string;
+      name: string;
+      tid: number;
+    }[];
     const spans = events.filter((e) => e.ph === "X" && e.name === "work");
     assert.equal(spans.length, 20);
     assert.ok(spans.every((e) => e.tid === 0 || e.tid === 1), "one lane per concurrent slot");

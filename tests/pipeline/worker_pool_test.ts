@@ -35,7 +35,10 @@ Deno.test("WorkerPool: buffers move both ways without copies (sender's copy is d
 Deno.test("WorkerPool: an error thrown by the export rejects that call only", async () => {
   const pool = new WorkerPool(MOD, { size: 1 });
   try {
-    await assert.rejects(pool.call("fails", [3]), (e: Error) => e.name === "RangeError" && /bad item 3/.test(e.message));
+    await assert.rejects(
+      pool.call("fails", [3]),
+      (e: Error) => e.name === "RangeError" && /bad item 3/.test(e.message),
+    );
     await assert.rejects(pool.call("missing", []), /no exported function "missing"/);
     assert.equal(await pool.call("double", [21]), 42);
     assert.equal(pool.crashes, 0);
