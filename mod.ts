@@ -88,3 +88,34 @@ export { type Batch, type BatchLayout, type ClipMeta, collate } from "./src/data
 export { cacheLoader, type CacheLoaderOptions } from "./src/data/cache_loader.ts";
 export { encodeSyntheticVideo, makeSyntheticDataset, readPattern } from "./src/data/synthetic.ts";
 export { DatasetError, FetchError } from "./src/errors.ts";
+
+// Pipelines
+export {
+  type AggregateOptions,
+  type BuildOptions,
+  collectTransferables,
+  CONSUMER,
+  type Executor,
+  formatStats,
+  LatencySketch,
+  mainThread,
+  type MaxFailures,
+  type Output,
+  type PipeFn,
+  Pipeline,
+  PipelineBuilder,
+  type PipelineStats,
+  type PipeOptions,
+  type QueueCounters,
+  SinkBuilder,
+  type SinkOptions,
+  type SourceOptions,
+  type StageControl,
+  type StageStats,
+  type TaskContext,
+  transferable,
+  type Transferring,
+  WorkerPool,
+  type WorkerPoolOptions,
+} from "./src/pipeline/mod.ts";
+export { PipelineFailure, PipelineStoppedError, type StageError, WorkerCrashedError } from "./src/errors.ts";
