@@ -16,10 +16,10 @@
  * header lacks the codec or frame size (e.g. MPEG-TS); MP4/MOV/MKV/WebM headers have them.
  * @module
  */
-import { cstr } from "../../ffi/cstring.ts";
 import { AVERROR_EAGAIN, AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";
 import { InvalidArgumentError, MediaError } from "../errors.ts";
-import { BsfContext, Packet, pointerFromSlot, pointerSlot } from "./av_objects.ts";
+import { type BsfContext, Packet } from "./av_objects.ts";
+import { openBsfForStream } from "./bsf.ts";
 import { check, ffmpeg } from "./ffmpeg.ts";
 import { NOPTS, ptsToSeconds, VideoPackets } from "./packets.ts";
 import {
@@ -383,30 +383,6 @@ function windowEnd(run: PacketRun, k: number, e: number, tb: Rational): number {
 
 // ------------------------------------------------------------------------------------------ entry points
 
-function openBsf(name: string, st: Ptr, label: string): BsfContext {
-  const { avcodec } = ffmpeg();
-  const filter = avcodec.av_bsf_get_by_name(cstr(name));
-  if (filter === null) {
-    throw new MediaError(label, "av_bsf_get_by_name", `unknown bitstream filter "${name}"`);
-  }
-  const slot = pointerSlot();
-  check(avcodec.av_bsf_alloc(filter, slot), label, `av_bsf_alloc(${name})`);
-  const bsf = new BsfContext(pointerFromSlot(slot) as Ptr);
-  try {
-    check(
-      avcodec.avcodec_parameters_copy(bsfContext.parIn(bsf.ptr), stream.codecpar(st)),
-      label,
-      "bsf parameters",
-    );
-    bsfContext.setTimeBaseIn(bsf.ptr, stream.timeBase(st));
-    check(avcodec.av_bsf_init(bsf.ptr), label, `av_bsf_init(${name})`);
-    return bsf;
-  } catch (e) {
-    bsf[Symbol.dispose]();
-    throw e;
-  }
-}
-
 /** Demuxes synchronously (the work behind {@link demuxVideo}); returns one result per window, or one in all. */
 export function demuxVideoSync(src: MediaInput, opts: DemuxOptions = {}): VideoPackets[] {
   if (opts.window !== undefined && opts.windows !== undefined) {
@@ -429,7 +405,7 @@ export function demuxVideoSync(src: MediaInput, opts: DemuxOptions = {}): VideoP
   const dur = streamDurationSec(fmt, st);
   const facts: StreamFacts = { index, tb, startSec, endSec: dur === null ? null : startSec + dur };
 
-  using bsf = opts.bsf ? openBsf(opts.bsf, st, label) : null;
+  using bsf = opts.bsf ? openBsfForStream(opts.bsf, st, label) : null;
   const codec = bsf ? codecInfoFromPar(bsfContext.parOut(bsf.ptr)) : readCodecInfo(st);
   const rate = streamFrameRate(st);
   const common = {
