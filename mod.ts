@@ -50,15 +50,31 @@ export {
 } from "./src/media/packets.ts";
 export { PACKETS_FORMAT_VERSION } from "./src/media/packet_format.ts";
 export type { MediaInput } from "./src/media/source.ts";
-export { nvdecAvailable, type NvdecAvailability, nvdecConcurrency, selectDecoder } from "./src/nvdec/available.ts";
-export { type CropRect, decodeVideoNvdec, type NvdecOptions, releaseNvdecDecoder } from "./src/nvdec/decoder.ts";
+export {
+  type NvdecAvailability,
+  nvdecAvailable,
+  nvdecConcurrency,
+  selectDecoder,
+} from "./src/nvdec/available.ts";
+export {
+  type CropRect,
+  decodeVideoNvdec,
+  type NvdecOptions,
+  releaseNvdecDecoder,
+} from "./src/nvdec/decoder.ts";
 export { CudaBuffer, CudaFrames, type NvdecPixelFormat } from "./src/nvdec/cuda_buffer.ts";
 export { toCuda } from "./src/nvdec/to_cuda.ts";
 export { CudaError, NvdecUnsupportedError } from "./src/errors.ts";
 
 // CPU decoding
 export { type DecodeOptions, decodeVideo } from "./src/media/decode.ts";
-export { frameAt, type PixelFormat, type PlaneLayout, transferables, type VideoFrames } from "./src/media/frames.ts";
+export {
+  frameAt,
+  type PixelFormat,
+  type PlaneLayout,
+  transferables,
+  type VideoFrames,
+} from "./src/media/frames.ts";
 
 // Datasets, samplers and loaders
 export {

@@ -325,7 +325,9 @@ export const bsfContext = {
 // ---------------------------------------------------------------- AVPixFmtDescriptor
 
 /** Facts about a pixel format from `av_pix_fmt_desc_get`. */
-export function pixelFormatInfo(fmt: number): { name: string; bitDepth: number; log2ChromaW: number; log2ChromaH: number } | null {
+export function pixelFormatInfo(
+  fmt: number,
+): { name: string; bitDepth: number; log2ChromaW: number; log2ChromaH: number } | null {
   const { avutil } = ffmpeg();
   const d = avutil.av_pix_fmt_desc_get(fmt);
   if (d === null) return null;
