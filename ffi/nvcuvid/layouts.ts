@@ -50,6 +50,21 @@ export const CUVIDEOFORMAT = {
   seqhdr_data_length: 60, // unsigned int
 } as const;
 
+/**
+ * `CUVIDEOFORMATEX`, 1088 bytes: `CUVIDPARSERPARAMS.pExtVideoInfo`. A `CUVIDEOFORMAT` followed by a union of
+ * `CUVIDAV1SEQHDR` and `unsigned char raw_seqhdr_data[1024]` (the codec's sequence header, e.g. AV1's
+ * sequence header OBU from av1C; its length goes in `format.seqhdr_data_length`).
+ */
+export const CUVIDEOFORMATEX = {
+  size: 1088,
+  format: 0, // CUVIDEOFORMAT
+  seqhdr_data_length: 60, // format.seqhdr_data_length, unsigned int
+  raw_seqhdr_data: 64, // unsigned char[1024] (union with CUVIDAV1SEQHDR, 4-byte aligned)
+} as const;
+
+/** Bytes of `CUVIDEOFORMATEX.raw_seqhdr_data`. */
+export const RAW_SEQHDR_CAPACITY = 1024;
+
 /** `CUVIDDECODECAPS`, 88 bytes: `cuvidGetDecoderCaps`. */
 export const CUVIDDECODECAPS = {
   size: 88,
@@ -179,6 +194,7 @@ export const CUVIDSOURCEDATAPACKET = {
 export const NVCUVID_LAYOUTS = {
   CUVIDPARSERPARAMS,
   CUVIDEOFORMAT,
+  CUVIDEOFORMATEX,
   CUVIDDECODECAPS,
   CUVIDDECODECREATEINFO,
   CUVIDRECONFIGUREDECODERINFO,

@@ -6,10 +6,17 @@
  * - The parser's three callbacks are `Deno.UnsafeCallback`s run synchronously inside `cuvidParseVideoData`.
  *   An exception in a callback would be swallowed by the C side: it is stored, the callback returns 0, and it
  *   is rethrown after the call returns.
- * - H.264/HEVC must be Annex-B: demux with `bsf: "h264_mp4toannexb"` / `"hevc_mp4toannexb"`.
+ * - The parser wants Annex-B H.264/HEVC. Length-prefixed packets (MP4/MKV: avcC/hvcC extradata, first byte 1)
+ *   are re-packed with `h264_mp4toannexb` / `hevc_mp4toannexb` (`src/media/bsf.ts`) before parsing, so
+ *   `decodeVideoNvdec(await demuxVideo(file))` works; packets demuxed with `bsf` already are used as they are.
+ * - VP9 frames and AV1 temporal units go to the parser as demuxed. AV1's sequence header OBUs from av1C
+ *   (after its 4-byte header) are handed over as FFmpeg's `cuviddec` does: in `pExtVideoInfo`
+ *   (`CUVIDEOFORMATEX.raw_seqhdr_data`) and as a first, untimed packet.
  * - Resize is done by the hardware (decoder target size), crop by the display area.
- * - 10-bit and 4:2:2/4:4:4 streams are rejected with {@link NvdecUnsupportedError} (P016 output is not
- *   implemented); so is anything outside `cuvidGetDecoderCaps`'s limits.
+ * - 10-bit and 4:2:2/4:4:4 streams are rejected with {@link NvdecUnsupportedError} in the sequence callback
+ *   (P016 output is not implemented); so is anything outside `cuvidGetDecoderCaps`'s limits.
+ * - Odd display sizes (e.g. 161x121) are rejected with {@link NvdecUnsupportedError} unless `width`/`height`
+ *   (even) are given: NV12 output has whole 2x2 chroma blocks.
  * - The decoder is cached per thread and reconfigured (`cuvidReconfigureDecoder`) for the next stream when
  *   it fits; {@link releaseNvdecDecoder} destroys it. Any failure destroys it and releases everything taken.
  * @module
@@ -18,11 +25,13 @@ import {
   CUVIDDECODECAPS,
   CUVIDDECODECREATEINFO,
   CUVIDEOFORMAT,
+  CUVIDEOFORMATEX,
   CUVIDPARSERDISPINFO,
   CUVIDPARSERPARAMS,
   CUVIDPROCPARAMS,
   CUVIDRECONFIGUREDECODERINFO,
   CUVIDSOURCEDATAPACKET,
+  RAW_SEQHDR_CAPACITY,
 } from "../../ffi/nvcuvid/layouts.ts";
 import {
   CUDA_VIDEO_CHROMA,
@@ -35,6 +44,7 @@ import { CUDA_MEMCPY2D } from "../../ffi/cuda/layouts.ts";
 import { CU_MEMORYTYPE } from "../../ffi/cuda/symbols.ts";
 import { InvalidArgumentError, NvdecUnsupportedError } from "../errors.ts";
 import { inWindow, NOPTS, ptsToSeconds, VideoPackets } from "../media/packets.ts";
+import { filterPackets } from "../media/bsf.ts";
 import {
   acquireContext,
   check,
@@ -188,7 +198,10 @@ class Session {
   /** `pfnDecodePicture`. */
   decode(pic: Deno.PointerValue): number {
     return this.#guard(() => {
-      check(nvcuvid().cuvidDecodePicture(cached!.handle, pic), "cuvidDecodePicture", this.#p.source);
+      if (!cached) {
+        throw new InvalidArgumentError(`${this.#p.source}: NVDEC parser sent a picture before any sequence header`);
+      }
+      check(nvcuvid().cuvidDecodePicture(cached.handle, pic), "cuvidDecodePicture", this.#p.source);
       return 1;
     });
   }
@@ -435,12 +448,30 @@ function validate(p: VideoPackets, o: NvdecOptions): number {
   }
   const fmt = o.pixelFormat ?? "rgb-planar";
   if (!["rgb-planar", "bgr-planar", "nv12"].includes(fmt)) throw bad(`unknown pixelFormat "${fmt}"`);
-  if ((p.codec === "h264" || p.codec === "hevc") && p.numPackets > 0 && !isAnnexB(p.packet(0))) {
-    throw bad(
-      `${p.codec} packets must be Annex-B for NVDEC; demux with bsf: "${p.codec}_mp4toannexb"`,
+  return codec;
+}
+
+/**
+ * H.264/HEVC packets in Annex-B form: length-prefixed ones (avcC/hvcC extradata, whose first byte, the
+ * configuration version, is 1) go through the `<codec>_mp4toannexb` bitstream filter; others must already
+ * start with a start code.
+ */
+function toAnnexB(p: VideoPackets): VideoPackets {
+  if (p.codec !== "h264" && p.codec !== "hevc") return p;
+  if (p.extradata.length > 0 && p.extradata[0] === 1) return filterPackets(p, `${p.codec}_mp4toannexb`);
+  if (p.numPackets > 0 && !isAnnexB(p.packet(0))) {
+    throw new InvalidArgumentError(
+      `${p.source}: decodeVideoNvdec: ${p.codec} packets are neither Annex-B nor length-prefixed with ` +
+        `avcC/hvcC extradata`,
     );
   }
-  return codec;
+  return p;
+}
+
+/** AV1's sequence header OBUs: av1C extradata (marker bit set) without its 4-byte header; else empty. */
+function sequenceHeader(p: VideoPackets): Uint8Array {
+  if (p.codec !== "av1" || p.extradata.length <= 4 || !(p.extradata[0] & 0x80)) return new Uint8Array(0);
+  return p.extradata.slice(4);
 }
 
 function isAnnexB(b: Uint8Array): boolean {
@@ -458,8 +489,9 @@ export function decodeVideoNvdec(packets: VideoPackets, opts: NvdecOptions = {})
 
 /** The synchronous core of {@link decodeVideoNvdec} (the parser's callbacks need the calling thread). */
 export function decodeVideoNvdecSync(packets: VideoPackets, opts: NvdecOptions = {}): CudaFrames {
-  const p = VideoPackets.fromStructured(packets);
-  const codec = validate(p, opts);
+  const given = VideoPackets.fromStructured(packets);
+  const codec = validate(given, opts);
+  const p = toAnnexB(given);
   const dc = acquireContext(opts.device ?? 0);
   const s = new Session(p, opts, dc);
   try {
@@ -493,17 +525,31 @@ function parseAll(p: VideoPackets, o: NvdecOptions, codec: number, s: Session): 
   const disp = new Deno.UnsafeCallback(PARSER_CALLBACK, (_u, info) => s.display(info));
   let parser: Deno.PointerValue = null;
   try {
+    const seqhdr = sequenceHeader(p);
+    const ext = new StructBuffer(CUVIDEOFORMATEX);
+    if (seqhdr.length > 0 && seqhdr.length <= RAW_SEQHDR_CAPACITY) {
+      ext.u32("seqhdr_data_length", seqhdr.length);
+      ext.bytes.set(seqhdr, CUVIDEOFORMATEX.raw_seqhdr_data);
+    }
     const params = new StructBuffer(CUVIDPARSERPARAMS)
       .i32("CodecType", codec).u32("ulMaxNumDecodeSurfaces", 1).u32("ulErrorThreshold", 0)
       .u32("ulMaxDisplayDelay", o.displayDelay ?? 2)
       .ptr("pfnSequenceCallback", seq.pointer).ptr("pfnDecodePicture", dec.pointer).ptr(
         "pfnDisplayPicture",
         disp.pointer,
-      );
+      )
+      .ptr("pExtVideoInfo", seqhdr.length > 0 ? Deno.UnsafePointer.of(ext.bytes) : null);
     const slot = outSlot();
     check(nv.cuvidCreateVideoParser(slot.bytes, params.bytes), "cuvidCreateVideoParser", p.source);
     parser = slotPointer(slot);
     const pkt = new StructBuffer(CUVIDSOURCEDATAPACKET);
+    if (seqhdr.length > 0) {
+      pkt.u64("flags", 0).u64("payload_size", seqhdr.length).ptr("payload", Deno.UnsafePointer.of(seqhdr));
+      const rc = nv.cuvidParseVideoData(parser, pkt.bytes);
+      if (s.error === undefined && rc !== 0) {
+        throw cudaError(rc, "cuvidParseVideoData(sequence header)", p.source);
+      }
+    }
     for (let i = 0; i < p.numPackets && s.error === undefined; i++) {
       const data = p.packet(i);
       const hasPts = p.pts[i] !== NOPTS;

@@ -31,6 +31,9 @@ int main(void) {
   F(DblVideoFormat, "transfer_characteristics", video_signal_description.transfer_characteristics)
   F(DblVideoFormat, "matrix_coefficients", video_signal_description.matrix_coefficients)
   F(DblVideoFormat, "seqhdr_data_length", seqhdr_data_length) E
+  S("CUVIDEOFORMATEX", DblVideoFormatEx)
+  F(DblVideoFormatEx, "format", format) F(DblVideoFormatEx, "seqhdr_data_length", format.seqhdr_data_length)
+  F(DblVideoFormatEx, "raw_seqhdr_data", seqhdr.raw_seqhdr_data) E
   S("CUVIDDECODECAPS", DblDecodeCaps)
   F(DblDecodeCaps, "eCodecType", eCodecType) F(DblDecodeCaps, "eChromaFormat", eChromaFormat)
   F(DblDecodeCaps, "nBitDepthMinus8", nBitDepthMinus8) F(DblDecodeCaps, "bIsSupported", bIsSupported)

@@ -22,6 +22,7 @@ typedef struct {
   DblParserParams p;
   AVCodecParserContext *parser;
   AVCodecContext *pctx; /* parser's context (never opened) */
+  AVCodecContext *probe; /* VP9: libavcodec's vp9 parser reports no size or format; a decoder reads headers */
   int num_surfaces;
   int pending[MAX_SURF]; /* decoded or being decoded, not yet displayed */
   long long ts[MAX_SURF];
@@ -32,6 +33,9 @@ typedef struct {
   unsigned int slice_offset;
   Decoder *dec;
   int failed;
+  uint8_t *stash; /* header-only units (AV1 sequence header OBUs) waiting for the next picture */
+  int stash_size;
+  uint8_t *joined;
 } Parser;
 
 struct Decoder {
@@ -50,7 +54,13 @@ static __thread Decoder decoders[MAX_OBJ];
 
 void dbl_nvcuvid_reset(void) {
   for (int i = 0; i < MAX_OBJ; i++) {
-    if (parsers[i].live) { av_parser_close(parsers[i].parser); avcodec_free_context(&parsers[i].pctx); }
+    if (parsers[i].live) {
+      av_parser_close(parsers[i].parser);
+      avcodec_free_context(&parsers[i].pctx);
+      avcodec_free_context(&parsers[i].probe);
+      av_freep(&parsers[i].stash);
+      av_freep(&parsers[i].joined);
+    }
     if (decoders[i].live) {
       avcodec_free_context(&decoders[i].ctx);
       for (int s = 0; s < MAX_SURF; s++) av_frame_free(&decoders[i].surf[s]);
@@ -323,7 +333,19 @@ CUresult cuvidCreateVideoParser(CUvideoparser *out, DblParserParams *pp) {
     p->num_surfaces = pp->ulMaxNumDecodeSurfaces;
     p->live = 1;
     *out = p;
-    dbl_log("cuvidCreateVideoParser rc=0 h=%p codec=%d", (void *)p, pp->CodecType);
+    unsigned seqhdr = 0;
+    if (pp->pExtVideoInfo) {
+      const DblVideoFormatEx *ext = pp->pExtVideoInfo;
+      seqhdr = ext->format.seqhdr_data_length;
+      if (seqhdr > sizeof ext->seqhdr.raw_seqhdr_data) seqhdr = 0;
+      /* The parser knows the stream's sequence header before the first packet (the real one parses it). */
+      if (seqhdr && id == AV_CODEC_ID_AV1) {
+        p->pctx->extradata = av_mallocz(seqhdr + AV_INPUT_BUFFER_PADDING_SIZE);
+        memcpy(p->pctx->extradata, ext->seqhdr.raw_seqhdr_data, seqhdr);
+        p->pctx->extradata_size = seqhdr;
+      }
+    }
+    dbl_log("cuvidCreateVideoParser rc=0 h=%p codec=%d seqhdr=%u", (void *)p, pp->CodecType, seqhdr);
     return DBL_SUCCESS;
   }
   return DBL_OUT_OF_MEMORY;
@@ -335,6 +357,9 @@ CUresult cuvidDestroyVideoParser(CUvideoparser h) {
     if (!p->live || p != h) continue;
     av_parser_close(p->parser);
     avcodec_free_context(&p->pctx);
+    avcodec_free_context(&p->probe);
+    av_freep(&p->stash);
+    av_freep(&p->joined);
     p->live = 0;
     dbl_log("cuvidDestroyVideoParser rc=0 h=%p", h);
     return DBL_SUCCESS;
@@ -356,8 +381,32 @@ static int display_ready(Parser *p) {
   return 1;
 }
 
-static int sequence(Parser *p) {
+/* VP9 keyframes: the frame size and pixel format from the uncompressed header, read by a private decoder. */
+static void probe_vp9(Parser *p, const uint8_t *data, int size) {
   AVCodecParserContext *s = p->parser;
+  if (!p->probe) {
+    const AVCodec *c = avcodec_find_decoder(AV_CODEC_ID_VP9);
+    p->probe = avcodec_alloc_context3(c);
+    p->probe->thread_count = 1;
+    if (avcodec_open2(p->probe, c, NULL) < 0) { avcodec_free_context(&p->probe); return; }
+  }
+  AVPacket *pkt = av_packet_alloc();
+  AVFrame *f = av_frame_alloc();
+  av_new_packet(pkt, size);
+  memcpy(pkt->data, data, size);
+  if (avcodec_send_packet(p->probe, pkt) == 0) while (avcodec_receive_frame(p->probe, f) == 0) av_frame_unref(f);
+  av_packet_free(&pkt);
+  av_frame_free(&f);
+  s->width = p->probe->width;
+  s->height = p->probe->height;
+  s->format = p->probe->pix_fmt;
+  p->pctx->colorspace = p->probe->colorspace;
+  p->pctx->color_range = p->probe->color_range;
+}
+
+static int sequence(Parser *p, const uint8_t *data, int size, int key) {
+  AVCodecParserContext *s = p->parser;
+  if (p->p.CodecType == 10 && (key || !p->seq_width)) probe_vp9(p, data, size);
   if (s->width <= 0 || s->height <= 0) return 1;
   if (s->width == p->seq_width && s->height == p->seq_height && s->format == p->seq_format) return 1;
   const AVPixFmtDescriptor *desc = av_pix_fmt_desc_get(s->format);
@@ -395,8 +444,54 @@ static int sequence(Parser *p) {
   return 1;
 }
 
+/* leb128 as in the AV1 spec (4.10.5); -1 when it runs past `end`. */
+static long long leb128(const uint8_t **q, const uint8_t *end) {
+  long long v = 0;
+  for (int i = 0; i < 8; i++) {
+    if (*q >= end) return -1;
+    uint8_t b = *(*q)++;
+    v |= (long long)(b & 0x7f) << (7 * i);
+    if (!(b & 0x80)) return v;
+  }
+  return -1;
+}
+
+/* True when an AV1 temporal unit holds a frame (OBU_FRAME_HEADER 3, OBU_FRAME 6, OBU_REDUNDANT 7, TILE_GROUP 4). */
+static int av1_has_frame(const uint8_t *d, int size) {
+  const uint8_t *q = d, *end = d + size;
+  while (q < end) {
+    uint8_t h = *q++;
+    int type = (h >> 3) & 15;
+    if (h & 4) q++; /* extension byte */
+    if (!(h & 2)) return type == 3 || type == 6 || type == 4 || type == 7; /* no size field: rest of unit */
+    long long len = leb128(&q, end);
+    if (len < 0 || len > end - q) return 1; /* malformed: let the decoder report it */
+    if (type == 3 || type == 6 || type == 4 || type == 7) return 1;
+    q += len;
+  }
+  return 0;
+}
+
 static CUresult picture(Parser *p, const uint8_t *data, int size, long long pts, int key) {
-  if (!sequence(p)) { p->failed = 1; return DBL_UNKNOWN; }
+  if (p->p.CodecType == 11 && !av1_has_frame(data, size)) { /* sequence header / metadata only */
+    p->stash = av_realloc(p->stash, p->stash_size + size);
+    memcpy(p->stash + p->stash_size, data, size);
+    p->stash_size += size;
+    dbl_log("parser header-only-unit size=%d", size);
+    return DBL_SUCCESS;
+  }
+  if (p->stash_size) {
+    av_freep(&p->joined);
+    p->joined = av_malloc(p->stash_size + size);
+    memcpy(p->joined, p->stash, p->stash_size);
+    memcpy(p->joined + p->stash_size, data, size);
+    data = p->joined;
+    size += p->stash_size;
+    av_freep(&p->stash);
+    p->stash_size = 0;
+  }
+  if (!sequence(p, data, size, key)) { p->failed = 1; return DBL_UNKNOWN; }
+  if (!p->seq_width) { dbl_log("parser skipped picture before any sequence header"); return DBL_SUCCESS; }
   int idx = -1;
   for (int k = 0; k < p->num_surfaces; k++) {
     int c = (p->next_idx + k) % p->num_surfaces;

@@ -72,6 +72,11 @@ typedef struct {
 } DblPicParams;
 
 typedef struct {
+  DblVideoFormat format;
+  union { unsigned int av1_seqhdr_words[256]; unsigned char raw_seqhdr_data[1024]; } seqhdr;
+} DblVideoFormatEx;
+
+typedef struct {
   int picture_index, progressive_frame, top_field_first, repeat_first_field;
   CUvideotimestamp timestamp;
 } DblDispInfo;
