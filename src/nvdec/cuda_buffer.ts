@@ -23,12 +23,31 @@ export class CudaBuffer {
   readonly byteLength: number;
   #ptr: bigint;
   readonly #dc: DeviceContext;
+  /** The allocation this buffer is a view of; null when it owns its memory. */
+  readonly #parent: CudaBuffer | null;
 
-  private constructor(dc: DeviceContext, ptr: bigint, byteLength: number) {
+  private constructor(dc: DeviceContext, ptr: bigint, byteLength: number, parent: CudaBuffer | null = null) {
     this.#dc = dc;
     this.device = dc.device;
     this.#ptr = ptr;
     this.byteLength = byteLength;
+    this.#parent = parent;
+  }
+
+  /**
+   * A view of `[offset, offset + byteLength)` of this buffer (e.g. one slot of a batch, for
+   * `decodeVideoNvdec`'s `batch` option). The view frees nothing; it must not outlive this buffer.
+   */
+  view(offset: number, byteLength: number): CudaBuffer {
+    if (!Number.isInteger(offset) || !Number.isInteger(byteLength) || offset < 0 || byteLength < 1) {
+      throw new SluiceError(`CudaBuffer.view(${offset}, ${byteLength}): offset and length must be integers`);
+    }
+    if (offset + byteLength > this.byteLength) {
+      throw new SluiceError(
+        `CudaBuffer.view(${offset}, ${byteLength}) runs past the end of a ${this.byteLength}-byte buffer`,
+      );
+    }
+    return new CudaBuffer(this.#dc, this.devicePtr + BigInt(offset), byteLength, this);
   }
 
   /** Allocates `byteLength` bytes on `device`. Throws `CudaError` (e.g. CUDA_ERROR_OUT_OF_MEMORY). */
@@ -50,7 +69,9 @@ export class CudaBuffer {
 
   /** The device address (never dereference it on the host). Throws after dispose. */
   get devicePtr(): bigint {
-    if (this.#ptr === 0n) throw new SluiceError("CudaBuffer used after it was released");
+    if (this.#ptr === 0n || (this.#parent !== null && this.#parent.#ptr === 0n)) {
+      throw new SluiceError("CudaBuffer used after it was released");
+    }
     return this.#ptr;
   }
 
@@ -71,9 +92,9 @@ export class CudaBuffer {
     withContext(this.#dc, () => check(cuda().cuMemcpy2D_v2(c.bytes), "cuMemcpy2D_v2", "device to host"));
   }
 
-  /** Frees the memory and drops the context reference. Safe to call twice. */
+  /** Frees the memory and drops the context reference (a view: nothing). Safe to call twice. */
   [Symbol.dispose](): void {
-    if (this.#ptr === 0n) return;
+    if (this.#parent !== null || this.#ptr === 0n) return;
     const p = this.#ptr;
     this.#ptr = 0n;
     try {

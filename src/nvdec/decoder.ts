@@ -199,7 +199,9 @@ class Session {
   decode(pic: Deno.PointerValue): number {
     return this.#guard(() => {
       if (!cached) {
-        throw new InvalidArgumentError(`${this.#p.source}: NVDEC parser sent a picture before any sequence header`);
+        throw new InvalidArgumentError(
+          `${this.#p.source}: NVDEC parser sent a picture before any sequence header`,
+        );
       }
       check(nvcuvid().cuvidDecodePicture(cached.handle, pic), "cuvidDecodePicture", this.#p.source);
       return 1;

@@ -3,7 +3,8 @@
  * fires the sequence / decode / display callbacks synchronously inside cuvidParseVideoData, as the real one
  * does; a decoder that decodes with libavcodec into "decode surfaces" and serves NV12 frames through
  * cuvidMapVideoFrame64 in device memory at a pitch wider than the width (crop = display area, resize =
- * target size via libswscale).
+ * target size via libswscale with SWS_BICUBIC: deliberately not the CPU path's default bilinear, so tests
+ * comparing the two bound a real scaler difference; NVIDIA does not document the hardware scaler's filter).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,7 +261,7 @@ static int to_nv12(Decoder *d, AVFrame *f, unsigned char *dst, unsigned pitch, u
     }
     return 0;
   }
-  struct SwsContext *sws = sws_getContext(cw, ch, f->format, tw, th, AV_PIX_FMT_NV12, SWS_BILINEAR, NULL, NULL, NULL);
+  struct SwsContext *sws = sws_getContext(cw, ch, f->format, tw, th, AV_PIX_FMT_NV12, SWS_BICUBIC, NULL, NULL, NULL);
   if (!sws) return -1;
   const uint8_t *src[3] = { f->data[0] + (size_t)top * f->linesize[0] + left,
                             f->data[1] + (size_t)(top / 2) * f->linesize[1] + left / 2,
