@@ -1,0 +1,97 @@
+/**
+ * The loader with `decode: "nvdec"` (src/data/clip_worker.ts decodeClipNvdec, in pipeline Workers) against the
+ * double, compared batch by batch with the CPU loader on the same sampler seed. The Workers load the double
+ * through SLUICE_LIBCUDA / SLUICE_LIBNVCUVID (process environment, set by useDouble before the loader starts)
+ * and log to NVDOUBLE_LOG (the double's unconfigured threads read it).
+ */
+import assert from "node:assert/strict";
+import { type LoaderOptions, videoClassificationLoader } from "../../src/data/loader.ts";
+import type { Batch } from "../../src/data/collate.ts";
+import { makeSyntheticDataset } from "../../src/data/synthetic.ts";
+import { hasFfmpegCliSync } from "../helpers/media.ts";
+import { psnr, useDouble } from "./nvdec_helpers.ts";
+
+/**
+ * Measured 42.6 dB (worst batch): ~93% of bytes within ±2, none beyond 32. The synthetic dataset draws hard
+ * saturated colour edges, where the PTX kernel's chroma upsampling and libswscale's (CPU loader, bilinear)
+ * differ by up to ~30 at edge pixels; on camera footage the same conversion measures ≥ 45 dB
+ * (decoder_test.ts, resize_test.ts crop). 40 dB plus the ±2 / max-32 checks catch any misplaced frame, plane,
+ * row or colour matrix (those move most bytes by far more than 2).
+ */
+const LOADER_PSNR_DB = 40;
+
+async function load(opts: LoaderOptions): Promise<Batch[]> {
+  await using loader = await videoClassificationLoader({ log: () => {}, ...opts });
+  const batches: Batch[] = [];
+  for await (const b of loader) batches.push(b);
+  for (const s of loader.stats().pipeline.stages) assert.equal(s.failed, 0, `${s.name} failures`);
+  assert.equal(loader.decoder, opts.decode ?? "cpu");
+  return batches;
+}
+
+Deno.test({
+  name: 'nvdec: loader decode "nvdec" gives the CPU loader\'s batches (PSNR >= 40 dB, same clips and pts)',
+  ignore: !hasFfmpegCliSync(),
+}, async () => {
+  const dbl = await useDouble();
+  dbl.configure();
+  const dir = await Deno.makeTempDir({ prefix: "sluice-nvdec-loader-" });
+  const log = await Deno.makeTempFile({ suffix: ".nvdouble.log" });
+  Deno.env.set("NVDOUBLE_LOG", log);
+  try {
+    makeSyntheticDataset(dir, { videos: 4, classes: 2, durationSec: 2, fps: 25, width: 96, height: 64 });
+    const base: LoaderOptions = {
+      dataset: dir,
+      batchSize: 4,
+      sampler: { seed: 5, clipsPerVideo: 2, rank: 0, worldSize: 1 },
+      // Native size: the comparison isolates decode + NV12→RGB (the resize path is bounded in resize_test.ts).
+      clip: { numFrames: 6, width: 96, height: 64 },
+      layout: "BCTHW",
+      concurrency: { decode: 1 },
+    };
+    const cpu = await load({ ...base, decode: "cpu" });
+    const gpu = await load({ ...base, decode: "nvdec" });
+    assert.equal(gpu.length, cpu.length);
+    assert.equal(gpu.length, 2);
+    let worst = Infinity;
+    for (const [i, g] of gpu.entries()) {
+      const c = cpu[i];
+      assert.deepEqual(g.shape, c.shape);
+      assert.deepEqual([...g.labels], [...c.labels]);
+      assert.deepEqual(
+        g.clips.map((x) => [x.video, x.start, x.end, [...x.pts]]),
+        c.clips.map((x) => [
+          x.video,
+          x.start,
+          x.end,
+          [...x.pts],
+        ]),
+      );
+      worst = Math.min(worst, psnr(g.data, c.data));
+      let near = 0, max = 0;
+      for (let k = 0; k < g.data.length; k++) {
+        const d = Math.abs(g.data[k] - c.data[k]);
+        if (d <= 2) near++;
+        max = Math.max(max, d);
+      }
+      assert.ok(
+        near / g.data.length >= 0.9,
+        `only ${(100 * near / g.data.length).toFixed(1)}% of bytes within ±2`,
+      );
+      assert.ok(max <= 32, `max byte difference ${max}`);
+    }
+    console.log(`loader nvdec vs cpu: worst batch PSNR ${worst.toFixed(2)} dB`);
+    assert.ok(worst >= LOADER_PSNR_DB, `PSNR ${worst.toFixed(2)} dB`);
+    const lines = Deno.readTextFileSync(log).split("\n");
+    const count = (re: RegExp) => lines.filter((l) => re.test(l)).length;
+    // One Worker: one decoder created and reconfigured for the following clips (cached per Worker).
+    assert.equal(count(/^cuvidCreateDecoder rc=0/), 1);
+    assert.equal(count(/^cuvidReconfigureDecoder rc=0/), 7);
+    assert.equal(count(/^cuvidCreateVideoParser rc=0/), count(/^cuvidDestroyVideoParser rc=0/));
+    assert.equal(count(/^cuvidMapVideoFrame64 rc=0/), count(/^cuvidUnmapVideoFrame64 rc=0/));
+  } finally {
+    Deno.env.delete("NVDOUBLE_LOG");
+    await Deno.remove(dir, { recursive: true });
+    await Deno.remove(log);
+  }
+});
