@@ -10,9 +10,11 @@
  */
 
 import { errorText } from "../pipeline/stage.ts";
+import { readStream } from "./byte_reader.ts";
 import { type Frame, FrameReader } from "./frame_reader.ts";
 import { FrameWriter } from "./frame_writer.ts";
 import { encodeItem } from "./item_codec.ts";
+import { BACKEND_PIPE_BYTES, growPipe } from "./pipe_size.ts";
 import {
   type EndPayload,
   type FatalPayload,
@@ -27,6 +29,8 @@ import {
 export const TRANSPORT_STAGE = "(backend transport)";
 const KEPT_MESSAGES = 10;
 const STOP_GRACE_MS = 1000;
+/** Thrown out of the stdin reader's callback to end it after STOP. */
+const STOPPED = Symbol("stopped");
 
 interface Served extends AsyncIterable<unknown> {
   stats?: () => { stages: { name: string; failed: number }[] };
@@ -53,12 +57,16 @@ class Control {
       allowedTypes: new Set([FrameType.INIT, FrameType.CREDIT, FrameType.NEXT_EPOCH, FrameType.STOP]),
     });
     try {
-      for await (const chunk of Deno.stdin.readable) {
-        for (const f of reader.push(chunk)) this.#handle(f);
-        if (this.stopped) return;
-      }
+      // Control frames are small: a 64 KiB buffer, reused for every read (see byte_reader.ts).
+      await readStream(Deno.stdin.readable, {
+        push: (chunk) => {
+          for (const f of reader.push(chunk)) this.#handle(f);
+          if (this.stopped) throw STOPPED;
+        },
+      }, 64 * 1024);
       reader.end();
     } catch (e) {
+      if (e === STOPPED) return;
       console.error(`sluice backend: control stream from the parent failed: ${errorText(e)}`);
     }
     this.stop();
@@ -85,6 +93,13 @@ class Control {
     this.stopped = true;
     this.#signal();
     this.onStop();
+  }
+
+  /** Takes a credit when one is there and the child is not stopped (the per-item fast path, no await). */
+  tryTakeCredit(): boolean {
+    if (this.stopped || this.credits === 0) return false;
+    this.credits--;
+    return true;
   }
 
   /** Waits for a credit and takes it; false when stopped. */
@@ -169,7 +184,7 @@ class BackendChild {
     const it = this.#served[Symbol.asyncIterator]();
     try {
       for (;;) {
-        if (!(await this.#control.takeCredit())) break;
+        if (!this.#control.tryTakeCredit() && !(await this.#control.takeCredit())) break;
         const r = await it.next();
         if (r.done) {
           this.#control.credits++;
@@ -279,6 +294,7 @@ class BackendChild {
 }
 
 if (import.meta.main) {
+  growPipe(1, BACKEND_PIPE_BYTES); // stdout; best effort (see pipe_size.ts)
   const toStderr = (...a: unknown[]) => console.error(...a);
   console.log = toStderr;
   console.info = toStderr;

@@ -102,6 +102,39 @@ export class FrameReader {
     return frames;
   }
 
+  /**
+   * The unfilled rest of the payload being assembled, when at least `minBytes` of it remain (else undefined):
+   * a caller may read the stream straight into it and then call {@link FrameReader.commitPayload}, saving the
+   * copy that {@link FrameReader.push} makes.
+   */
+  payloadSpace(minBytes: number): Uint8Array | undefined {
+    if (this.#failed !== undefined || this.#current === undefined) return undefined;
+    const payload = this.#payload!;
+    if (payload.length - this.#payloadFill < minBytes) return undefined;
+    return payload.subarray(this.#payloadFill);
+  }
+
+  /**
+   * Takes `filled.length` bytes read into the last {@link FrameReader.payloadSpace} view. `filled` is the view
+   * the read returned: a BYOB read transfers the ArrayBuffer, so the payload continues in `filled.buffer`.
+   * Returns the frame it completed, if any.
+   */
+  commitPayload(filled: Uint8Array): Frame[] {
+    if (this.#failed !== undefined) throw this.#failed;
+    // The old payload view is detached by now; its length lives on in the header.
+    const length = this.#current?.length ?? -1;
+    if (
+      filled.byteOffset !== this.#payloadFill || filled.buffer.byteLength !== length ||
+      filled.length > length - this.#payloadFill
+    ) {
+      throw new RangeError(`${this.#source}: commitPayload without a matching payloadSpace view`);
+    }
+    this.#payload = new Uint8Array(filled.buffer as ArrayBuffer, 0, length);
+    this.#payloadFill += filled.length;
+    this.#offset += filled.length;
+    return this.#payloadFill === length ? [this.#finishFrame()] : [];
+  }
+
   /** Declares the end of the stream; throws ProtocolError if it stopped inside a frame. */
   end(): void {
     if (this.#failed !== undefined) throw this.#failed;

@@ -1,7 +1,7 @@
 /**
  * `FrameWriter`: writes frames of the backend protocol to a synchronous sink (the child's stdout) with
  * `writeSync` loops that handle partial writes. Small parts are coalesced into one scratch buffer so a small
- * frame costs one system call; big parts (≥ 16 KiB) are written straight from their own memory, uncopied.
+ * frame costs one system call; big parts (≥ 128 KiB) are written straight from their own memory, uncopied.
  * Synchronous writes are several times faster than the async writer for pipes (see NOTES.md), and they keep
  * frames whole: nothing else can run between the header and the payload.
  * @module
@@ -14,8 +14,8 @@ export interface SyncSink {
   writeSync(p: Uint8Array): number;
 }
 
-const SCRATCH = 64 * 1024;
-const DIRECT = 16 * 1024;
+const SCRATCH = 256 * 1024;
+const DIRECT = 128 * 1024;
 
 /** Writes frames with increasing sequence numbers. */
 export class FrameWriter {
