@@ -1,4 +1,3 @@
-/// <reference lib="deno.worker" />
 /**
  * Worker functions of the video loader, run in `WorkerPool`s: `demuxClips` cuts one video into the packets of its
  * clips (one open of the file for all of them), `decodeClip` decodes one clip's packets into resized RGB frames,

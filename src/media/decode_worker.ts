@@ -1,4 +1,3 @@
-/// <reference lib="deno.worker" />
 /**
  * Decode functions for a `WorkerPool` (`new WorkerPool(import.meta.resolve("./decode_worker.ts"))`): each Worker
  * keeps its own FFmpeg, decoder and scaler between calls. Results carry their buffers as transferables (the

@@ -1,4 +1,3 @@
-/// <reference lib="deno.worker" />
 /**
  * The script each `WorkerPool` Worker runs: imports the user's module (URL sent in the `init` message) and runs
  * its exported functions on `call` messages, one at a time, posting results back with their buffers transferred
@@ -20,16 +19,27 @@ export type FromWorker =
   | { type: "error"; id: number; error: { name: string; message: string; stack?: string } }
   | { type: "dying"; reason: string };
 
+/**
+ * The Worker's global scope, typed by hand: a `/// <reference lib="deno.worker" />` directive would do it, but
+ * JSR does not accept directives that change globals.
+ */
+interface WorkerScope {
+  postMessage(message: unknown, transfer: Transferable[]): void;
+  onmessage: ((e: MessageEvent<ToWorker>) => void) | null;
+  close(): void;
+}
+const scope = globalThis as unknown as WorkerScope;
+
 let url = "";
 let mod: Promise<Record<string, unknown>> | undefined;
 
 function post(msg: FromWorker, transfer: Transferable[] = []): void {
-  self.postMessage(msg, transfer);
+  scope.postMessage(msg, transfer);
 }
 
 function patchExits(): void {
-  const close = self.close.bind(self);
-  (self as { close: () => void }).close = () => {
+  const close = scope.close.bind(scope);
+  scope.close = () => {
     post({ type: "dying", reason: "the worker called self.close()" });
     close();
   };
@@ -56,7 +66,7 @@ async function call(id: number, name: string, args: unknown[]): Promise<void> {
 }
 
 patchExits();
-self.onmessage = (e: MessageEvent<ToWorker>) => {
+scope.onmessage = (e: MessageEvent<ToWorker>) => {
   const msg = e.data;
   if (msg.type === "init") {
     url = msg.url;
