@@ -55,8 +55,17 @@ const { values, positionals } = parseArgs({
     "step-ms": { type: "string", default: "20" },
     steps: { type: "string", default: "40" },
     "log-every": { type: "string", default: "10" },
+    help: { type: "boolean", short: "h", default: false },
   },
 });
+if (values.help) {
+  console.log(
+    "usage: deno run -A examples/video_classification.ts [DATASET] [--subclip-duration 1] [--num-demux-threads 1]\n" +
+      "  [--num-decode-threads N] [--batch-size 8] [--backend inprocess|subprocess] [--decoder cpu|nvdec|auto]\n" +
+      "  [--frames 8] [--size 112] [--step-ms 20] [--steps 40] [--log-every 10]",
+  );
+  Deno.exit(0);
+}
 
 const batchSize = Number(values["batch-size"]), numFrames = Number(values.frames), size = Number(values.size);
 const stepMs = Number(values["step-ms"]),
