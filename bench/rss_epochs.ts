@@ -1,16 +1,29 @@
 /**
- * Peak-memory check of the loader over many epochs of the demo dataset: resident set size after each epoch —
- * this process, the backend child (VmRSS from /proc/<pid>/status) and their sum — and whether it deviates from
- * epoch 2 by more than 5% afterwards (issue #6's bound), for the in-process and the subprocess backend.
+ * Memory of the video loader over many epochs of the demo dataset (issue #6: RSS must not grow after epoch 2 by
+ * more than 5%), for the in-process and the subprocess backend, and for two ways of using batches:
  *
- * Run: `deno run -A bench/rss_epochs.ts [--epochs 10] [--backend subprocess|inprocess] [--json] [--gc]`.
- * Without `--backend` both modes run, each in a fresh process of its own (so one cannot inflate the other), and
- * a pass/fail line is printed per mode. Exit status 1 when a bound is exceeded.
+ * - `dispose`: the training loop disposes each batch when its step is done (`for await (using batch of
+ *   loader)`), so its pixels are freed at once;
+ * - `keep`: it just drops them (`for await (const batch of loader)`), so they are freed whenever V8 next
+ *   collects garbage.
+ *
+ * Per epoch it records, for this process and the backend child (from /proc/<pid>/status): RSS after the epoch,
+ * and the peak RSS within the epoch (VmHWM, reset at the start of each epoch through /proc/<pid>/clear_refs);
+ * and where this process's memory is: the main thread's V8 heap (used/total) and external (ArrayBuffer) memory,
+ * the decode Workers' heaps, and the live FFmpeg objects of every thread plus any the FinalizationRegistry safety
+ * net had to free (a leak). A mode passes when neither the total after-epoch RSS nor the total per-epoch peak
+ * deviates from epoch 2 by more than 5% afterwards.
+ *
+ * Run: `deno run -A bench/rss_epochs.ts [--epochs 10] [--backend subprocess|inprocess] [--batches dispose|keep]
+ * [--json] [--gc]`. Without `--backend` / `--batches` every combination runs, each in a fresh process of its own
+ * (so one cannot inflate the other), and a pass/fail line is printed per mode. `--gc` (which adds
+ * `--v8-flags=--expose-gc`) collects every heap before each sample. Exit status 1 when a bound is exceeded.
  * @module
  */
 
 import { parseArgs } from "node:util";
-import { runLoad } from "../src/cli/load.ts";
+import { procRss } from "../src/cli/load.ts";
+import { videoClassificationLoader } from "../src/data/loader.ts";
 import { ensureDemoDataset } from "../examples/demo.ts";
 
 const { values } = parseArgs({
@@ -18,76 +31,141 @@ const { values } = parseArgs({
   options: {
     epochs: { type: "string" },
     backend: { type: "string" },
+    batches: { type: "string" },
     json: { type: "boolean" },
     gc: { type: "boolean" },
   },
 });
 
+type Backend = "subprocess" | "inprocess";
+type BatchUse = "dispose" | "keep";
+
 interface ModeResult {
-  backend: "subprocess" | "inprocess";
+  backend: Backend;
+  batches: BatchUse;
   epochs: number;
-  /** Per epoch, MiB: this process + child, this process, the child (empty in-process). */
+  /** Per epoch, MiB, after the epoch: this process + child, this process, the child (empty in-process). */
   totalMiB: number[];
   parentMiB: number[];
   childMiB: number[];
-  /** Largest |RSS − RSS(epoch 2)| / RSS(epoch 2) over epochs 3…, for the total, the parent and the child. */
-  deviation: { total: number; parent: number; child: number | null };
-  peakRssMiB: number;
-  childPeakRssMiB: number | null;
+  /** Per epoch, MiB: peak RSS within the epoch, this process + child (sum of both peaks), and each. */
+  peakTotalMiB: number[];
+  peakParentMiB: number[];
+  peakChildMiB: number[];
+  /** Per epoch, MiB: main thread V8 heap used / total, external memory; decode Workers' heaps (sum). */
+  mainHeapUsedMiB: number[];
+  mainHeapTotalMiB: number[];
+  mainExternalMiB: number[];
+  workerHeapTotalMiB: number[];
+  /** Per epoch: live FFmpeg objects (all threads of this process), and objects freed by the safety net. */
+  liveNativeObjects: number[];
+  finalizedNativeObjects: number[];
+  /** Largest |x − x(epoch 2)| / x(epoch 2) over epochs 3…. */
+  deviation: { total: number; parent: number; child: number | null; peakTotal: number };
   ok: boolean;
 }
 
 const BOUND = 0.05;
+const MiB = 2 ** 20;
 const r1 = (x: number) => Number(x.toFixed(1));
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+const count = (r: Record<string, number>) => sum(Object.values(r));
 
 function deviation(series: number[]): number {
   const base = series[1];
   return Math.max(0, ...series.slice(2).map((m) => Math.abs(m - base) / base));
 }
 
-async function runMode(backend: "subprocess" | "inprocess", epochs: number): Promise<ModeResult> {
-  /** With `--gc` (and `--v8-flags=--expose-gc`), a full GC runs before each sample (this process only). */
-  const gc = values.gc ? (globalThis as { gc?: () => void }).gc : undefined;
-  const summary = await runLoad({
+/** Resets the peak RSS (VmHWM) of a process to its current RSS (Linux ≥ 4.0); false when not possible. */
+function resetPeak(pid: number | "self" | undefined): boolean {
+  if (pid === undefined) return false;
+  try {
+    Deno.writeTextFileSync(`/proc/${pid}/clear_refs`, "5");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function runMode(backend: Backend, batches: BatchUse, epochs: number): Promise<ModeResult> {
+  const gc = values.gc === true;
+  const collect = gc ? (globalThis as { gc?: () => void }).gc : undefined;
+  await using loader = await videoClassificationLoader({
     dataset: ensureDemoDataset(),
     batchSize: 8,
     clip: { numFrames: 8, width: 112, height: 112 },
     sampler: { seed: 0, clipsPerVideo: 4 },
     backend,
-    epochs,
     log: () => {},
-    onEpochEnd: () => gc?.(),
   });
-  const total = summary.rssAfterEpochBytes.map((b) => b / 2 ** 20);
-  const child = summary.childRssAfterEpochBytes.map((b) => b / 2 ** 20);
-  const parent = total.map((t, i) => t - (child[i] ?? 0));
-  const dev = {
-    total: deviation(total),
-    parent: deviation(parent),
-    child: child.length > 0 ? deviation(child) : null,
-  };
-  return {
+  const r: ModeResult = {
     backend,
+    batches,
     epochs,
-    totalMiB: total.map(r1),
-    parentMiB: parent.map(r1),
-    childMiB: child.map(r1),
-    deviation: {
-      total: Number(dev.total.toFixed(4)),
-      parent: Number(dev.parent.toFixed(4)),
-      child: dev.child === null ? null : Number(dev.child.toFixed(4)),
-    },
-    peakRssMiB: r1(summary.peakRssBytes / 2 ** 20),
-    childPeakRssMiB: summary.childPeakRssBytes === null ? null : r1(summary.childPeakRssBytes / 2 ** 20),
-    ok: dev.total <= BOUND,
+    totalMiB: [],
+    parentMiB: [],
+    childMiB: [],
+    peakTotalMiB: [],
+    peakParentMiB: [],
+    peakChildMiB: [],
+    mainHeapUsedMiB: [],
+    mainHeapTotalMiB: [],
+    mainExternalMiB: [],
+    workerHeapTotalMiB: [],
+    liveNativeObjects: [],
+    finalizedNativeObjects: [],
+    deviation: { total: 0, parent: 0, child: null, peakTotal: 0 },
+    ok: false,
   };
+  const childPid = () => loader.stats().backend?.pid;
+  for (let e = 0; e < epochs; e++) {
+    resetPeak("self");
+    resetPeak(childPid());
+    for await (const batch of loader) {
+      if (batches === "dispose") batch[Symbol.dispose]();
+    }
+    const mem = await loader.memoryReport(gc);
+    collect?.();
+    const parent = procRss("self", "VmRSS")!, parentPeak = procRss("self", "VmHWM")!;
+    const child = procRss(childPid(), "VmRSS"), childPeak = procRss(childPid(), "VmHWM");
+    r.parentMiB.push(parent / MiB);
+    r.totalMiB.push((parent + (child ?? 0)) / MiB);
+    r.peakParentMiB.push(parentPeak / MiB);
+    r.peakTotalMiB.push((parentPeak + (childPeak ?? 0)) / MiB);
+    if (child !== null) r.childMiB.push(child / MiB);
+    if (childPeak !== null) r.peakChildMiB.push(childPeak / MiB);
+    r.mainHeapUsedMiB.push(mem.main.heapUsed / MiB);
+    r.mainHeapTotalMiB.push(mem.main.heapTotal / MiB);
+    r.mainExternalMiB.push(mem.main.external / MiB);
+    r.workerHeapTotalMiB.push(sum(mem.workers.map((w) => w.heapTotal)) / MiB);
+    const threads = [mem.main, ...mem.workers];
+    r.liveNativeObjects.push(sum(threads.map((t) => count(t.native.live))));
+    r.finalizedNativeObjects.push(sum(threads.map((t) => count(t.native.finalized))));
+  }
+  r.deviation = {
+    total: deviation(r.totalMiB),
+    parent: deviation(r.parentMiB),
+    child: r.childMiB.length > 0 ? deviation(r.childMiB) : null,
+    peakTotal: deviation(r.peakTotalMiB),
+  };
+  r.ok = r.deviation.total <= BOUND && r.deviation.peakTotal <= BOUND;
+  for (const k of Object.keys(r) as (keyof ModeResult)[]) {
+    const v = r[k];
+    if (Array.isArray(v)) (r as unknown as Record<string, number[]>)[k] = v.map(r1);
+  }
+  for (const k of Object.keys(r.deviation) as (keyof ModeResult["deviation"])[]) {
+    const v = r.deviation[k];
+    if (v !== null) r.deviation[k] = Number(v.toFixed(4));
+  }
+  return r;
 }
 
 /** Runs one mode in a fresh process of its own and returns its JSON result. */
-async function runModeApart(backend: string, epochs: number): Promise<ModeResult> {
+async function runModeApart(backend: string, batches: string, epochs: number): Promise<ModeResult> {
   const args = ["run", "-A"];
   if (values.gc) args.push("--v8-flags=--expose-gc");
-  args.push(new URL(import.meta.url).pathname, "--backend", backend, "--epochs", String(epochs), "--json");
+  args.push(new URL(import.meta.url).pathname, "--backend", backend, "--batches", batches);
+  args.push("--epochs", String(epochs), "--json");
   if (values.gc) args.push("--gc");
   const out = await new Deno.Command(Deno.execPath(), { args, stderr: "inherit" }).output();
   return JSON.parse(new TextDecoder().decode(out.stdout)) as ModeResult;
@@ -95,29 +173,46 @@ async function runModeApart(backend: string, epochs: number): Promise<ModeResult
 
 function print(r: ModeResult): void {
   const pct = (x: number | null) => x === null ? "-" : `${(x * 100).toFixed(1)}%`;
-  console.log(`${r.backend} backend, RSS after each epoch, MiB (total = this process + backend child):`);
-  console.log("| epoch | total | this process | child |");
-  console.log("| --- | --- | --- | --- |");
-  r.totalMiB.forEach((t, i) =>
-    console.log(
-      `| ${i + 1} | ${t.toFixed(1)} | ${r.parentMiB[i].toFixed(1)} | ${r.childMiB[i]?.toFixed(1) ?? "-"} |`,
-    )
+  const f = (x: number | undefined) => x?.toFixed(1) ?? "-";
+  console.log(
+    `${r.backend} backend, batches ${r.batches === "dispose" ? "disposed" : "kept until GC"}, MiB:`,
   );
   console.log(
-    `largest deviation from epoch 2 afterwards: total ${pct(r.deviation.total)}, this process ` +
-      `${pct(r.deviation.parent)}, child ${pct(r.deviation.child)} (bound ${BOUND * 100}% on the total) → ` +
-      (r.ok ? "PASS" : "FAIL"),
+    "| epoch | total | this process | child | peak total | main heap used/total | main external | " +
+      "Worker heaps | FFmpeg objects live (leaked) |",
+  );
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+  r.totalMiB.forEach((t, i) =>
+    console.log(
+      `| ${i + 1} | ${f(t)} | ${f(r.parentMiB[i])} | ${f(r.childMiB[i])} | ${f(r.peakTotalMiB[i])} | ` +
+        `${f(r.mainHeapUsedMiB[i])}/${f(r.mainHeapTotalMiB[i])} | ${f(r.mainExternalMiB[i])} | ` +
+        `${f(r.workerHeapTotalMiB[i])} | ${r.liveNativeObjects[i]} (${r.finalizedNativeObjects[i]}) |`,
+    )
+  );
+  const d = r.deviation;
+  console.log(
+    `largest deviation from epoch 2 afterwards: total ${pct(d.total)} (this process ${
+      pct(d.parent)
+    }, child ` +
+      `${pct(d.child)}), per-epoch peak ${pct(d.peakTotal)} (bound ${BOUND * 100}%) → ${
+        r.ok ? "PASS" : "FAIL"
+      }`,
   );
 }
 
 const epochs = Number(values.epochs ?? 10);
-const modes = values.backend === undefined ? ["inprocess", "subprocess"] : [values.backend];
+const backends = values.backend === undefined ? ["inprocess", "subprocess"] : [values.backend];
+const uses = values.batches === undefined ? ["dispose", "keep"] : [values.batches];
 const results: ModeResult[] = [];
-for (const m of modes) {
-  if (m !== "inprocess" && m !== "subprocess") {
-    throw new Error(`--backend must be inprocess or subprocess: ${m}`);
+for (const b of backends) {
+  if (b !== "inprocess" && b !== "subprocess") {
+    throw new Error(`--backend must be inprocess or subprocess: ${b}`);
   }
-  results.push(modes.length === 1 ? await runMode(m, epochs) : await runModeApart(m, epochs));
+  for (const u of uses) {
+    if (u !== "dispose" && u !== "keep") throw new Error(`--batches must be dispose or keep: ${u}`);
+    const single = backends.length === 1 && uses.length === 1;
+    results.push(single ? await runMode(b, u, epochs) : await runModeApart(b, u, epochs));
+  }
 }
 if (values.json) console.log(JSON.stringify(results.length === 1 ? results[0] : results, null, 2));
 else {

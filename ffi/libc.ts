@@ -7,6 +7,7 @@
 /** libc symbols. `fcntl` is variadic in C; it is bound with the one `int` argument the pipe commands take. */
 export const LIBC_SYMBOLS = {
   fcntl: { parameters: ["i32", "i32", "i32"], result: "i32" }, // int fcntl(int fd, int cmd, int arg)
+  mallopt: { parameters: ["i32", "i32"], result: "i32" }, // int mallopt(int param, int value) — glibc <malloc.h>
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /** The C library's soname on Linux. */
@@ -15,3 +16,9 @@ export const LIBC_SONAME = "libc.so.6";
 /** `fcntl` commands from <fcntl.h> (Linux): set / get the capacity of a pipe, in bytes. */
 export const F_SETPIPE_SZ = 1031;
 export const F_GETPIPE_SZ = 1032;
+
+/**
+ * `mallopt` parameter from glibc's <malloc.h>: allocations of at least this many bytes get their own `mmap`
+ * (returned to the system by `munmap` when freed). Setting it also turns off glibc's dynamic raising of it.
+ */
+export const M_MMAP_THRESHOLD = -3;

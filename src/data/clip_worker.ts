@@ -8,10 +8,11 @@
  */
 
 import { decodeVideoSync } from "../media/decode.ts";
+import { type NativeObjectCounts, nativeObjectCounts } from "../media/av_objects.ts";
 import { decodeVideoNvdecSync } from "../nvdec/decoder.ts";
 import { demuxVideoSync } from "../media/demux.ts";
 import { VideoPackets, type VideoPacketsInit } from "../media/packets.ts";
-import { transferable, type Transferring } from "../pipeline/transfer.ts";
+import { releaseBuffers, transferable, type Transferring } from "../pipeline/transfer.ts";
 import type { ClipMeta, DecodedClip } from "./collate.ts";
 
 /** One video with the clips to cut from it, after fetching. */
@@ -80,6 +81,8 @@ export function decodeClip(item: ClipPackets): Transferring<DecodedClip> {
     frameRate: opts.frameRate,
     numFrames: opts.numFrames,
   });
+  // The packets came here by transfer and are spent: free them now rather than at this Worker's next GC.
+  releaseBuffers(item.packets);
   const clip: DecodedClip = {
     meta: item.meta,
     data: frames.data,
@@ -145,4 +148,22 @@ export function pickFrames(
     out.push([inWindow[j], start + k / frameRate]);
   }
   return out;
+}
+
+/** What {@link memoryReport} returns: this Worker's V8 heap and external memory, and its FFmpeg objects. */
+export interface WorkerMemory {
+  heapTotal: number;
+  heapUsed: number;
+  external: number;
+  native: NativeObjectCounts;
+}
+
+/**
+ * This Worker's memory (`Deno.memoryUsage()` without the process-wide RSS) and live FFmpeg objects; with `gc`
+ * (and `--v8-flags=--expose-gc`), after a full garbage collection of this Worker's heap.
+ */
+export function memoryReport(gc = false): WorkerMemory {
+  if (gc) (globalThis as { gc?: () => void }).gc?.();
+  const { heapTotal, heapUsed, external } = Deno.memoryUsage();
+  return { heapTotal, heapUsed, external, native: nativeObjectCounts() };
 }

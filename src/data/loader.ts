@@ -30,7 +30,10 @@ import type { Pipeline, PipelineStats } from "../pipeline/pipeline.ts";
 import type { MaxFailures } from "../pipeline/stage.ts";
 import { WorkerPool } from "../pipeline/worker_pool.ts";
 import { type BackendSource, type BackendStats, spawnBackend } from "../backend/spawn.ts";
-import type { ClipDecodeOptions, ClipPackets } from "./clip_worker.ts";
+import type { ClipDecodeOptions, ClipPackets, WorkerMemory } from "./clip_worker.ts";
+import { nativeObjectCounts } from "../media/av_objects.ts";
+import { releaseBuffers } from "../pipeline/transfer.ts";
+import { fixMmapThreshold } from "./mmap_threshold.ts";
 import { type Batch, type BatchLayout, collate, type DecodedClip } from "./collate.ts";
 import { openDataset, type VideoDataset } from "./dataset.ts";
 import type { FetchOptions } from "./fetch.ts";
@@ -83,6 +86,16 @@ export interface LoaderStats {
   indexFailures: IndexFailure[];
 }
 
+/** Where a loader's memory is: this thread's V8 heap and external memory, each decode Worker's, and RSS. */
+export interface LoaderMemory {
+  /** This process's resident set size, bytes (the backend child's is not included). */
+  rss: number;
+  /** This (main) thread: V8 heap and external (ArrayBuffer) memory, bytes, and its FFmpeg objects. */
+  main: WorkerMemory;
+  /** One entry per decode Worker running now. */
+  workers: WorkerMemory[];
+}
+
 /** A running loader; see the module docs. */
 export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDisposable {
   /** The dataset it loads from. */
@@ -100,6 +113,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   readonly indexFailures: IndexFailure[];
   readonly #pipeline: Pipeline<Batch>;
   readonly #backendSource: BackendSource | null;
+  readonly #decodePool: WorkerPool;
   #epoch = 0;
 
   /** Use {@link videoClassificationLoader}. */
@@ -114,6 +128,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
       indexFailures: IndexFailure[];
       pipeline: Pipeline<Batch>;
       backendSource: BackendSource | null;
+      decodePool: WorkerPool;
     },
   ) {
     this.dataset = init.dataset;
@@ -127,6 +142,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     this.indexFailures = init.indexFailures;
     this.#pipeline = init.pipeline;
     this.#backendSource = init.backendSource;
+    this.#decodePool = init.decodePool;
   }
 
   /** The next epoch to run (0 before the first). */
@@ -149,6 +165,18 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     };
   }
 
+  /**
+   * Where this process's memory is (diagnostics, e.g. `bench/rss_epochs.ts`): this thread's V8 heap, external
+   * memory and FFmpeg objects, and the same for each decode Worker (each answers after its current task).
+   * With `gc` (and `--v8-flags=--expose-gc`), every heap is collected first.
+   */
+  async memoryReport(gc = false): Promise<LoaderMemory> {
+    const workers = await this.#decodePool.callEach<WorkerMemory>("memoryReport", [gc]);
+    if (gc) (globalThis as { gc?: () => void }).gc?.();
+    const { rss, heapTotal, heapUsed, external } = Deno.memoryUsage();
+    return { rss, main: { heapTotal, heapUsed, external, native: nativeObjectCounts() }, workers };
+  }
+
   /** Stops the pipeline, its Workers and the backend child. Idempotent. */
   async close(): Promise<void> {
     await this.#pipeline.stop();
@@ -165,6 +193,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
 export async function videoClassificationLoader(opts: LoaderOptions): Promise<VideoClassificationLoader> {
   const log = opts.log ?? ((m: string) => console.error(m));
   checkOptions(opts);
+  fixMmapThreshold();
   const dataset = typeof opts.dataset === "string" ? await openDataset(opts.dataset) : opts.dataset;
   const keyframes = opts.sampler?.keyframeAligned ?? false;
   const index = await indexDataset(dataset, { keyframes, fetch: opts.fetch });
@@ -237,7 +266,9 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     })
     .aggregate(opts.batchSize, { name: "aggregate", dropLast: opts.dropLast ?? false })
     .pipe(function collateBatch(clips: DecodedClip[]): Batch {
-      return collate(clips, numFrames, layout);
+      const batch = collate(clips, numFrames, layout);
+      releaseBuffers(clips); // copied into the batch: free the clips' buffers now, not at the next GC
+      return batch;
     }, { name: "collate" })
     .addSink({ bufferSize: opts.bufferSize ?? 3 })
     .build({ onReport: opts.onReport, reportInterval: opts.reportInterval, log });
@@ -251,6 +282,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     indexFailures: index.failures,
     pipeline,
     backendSource,
+    decodePool,
   });
 }
 

@@ -16,20 +16,45 @@ function freeThroughPointer(free: Freer, p: Ptr): void {
   free(new Uint8Array(pp.buffer));
 }
 
-const leaked = new FinalizationRegistry<{ free: Freer; ptr: Ptr }>(({ free, ptr }) => {
+/** Per class name: objects alive now, and objects the safety net freed because nobody disposed them. */
+const live = new Map<string, number>();
+const finalized = new Map<string, number>();
+
+const bump = (m: Map<string, number>, k: string, d: number) => m.set(k, (m.get(k) ?? 0) + d);
+
+const leaked = new FinalizationRegistry<{ free: Freer; ptr: Ptr; what: string }>(({ free, ptr, what }) => {
+  bump(live, what, -1);
+  bump(finalized, what, 1);
   freeThroughPointer(free, ptr);
 });
+
+/** Counts of this thread's owned FFmpeg objects, by class: alive now, and freed by the safety net (leaks). */
+export interface NativeObjectCounts {
+  live: Record<string, number>;
+  finalized: Record<string, number>;
+}
+
+/**
+ * How many owned FFmpeg objects this thread holds now, per class, and how many the FinalizationRegistry had to
+ * free because they were dropped without being disposed (a non-zero count there is a leak to fix).
+ */
+export function nativeObjectCounts(): NativeObjectCounts {
+  return { live: Object.fromEntries(live), finalized: Object.fromEntries(finalized) };
+}
 
 /** Base class: one native pointer, one free function, deterministic release. */
 abstract class Owned {
   #ptr: Ptr | null;
   readonly #free: Freer;
+  readonly #what: string;
 
   protected constructor(ptr: Deno.PointerValue, free: Freer, what: string) {
     if (ptr === null) throw new SluiceError(`out of memory allocating ${what}`);
     this.#ptr = ptr;
     this.#free = free;
-    leaked.register(this, { free, ptr }, this);
+    this.#what = what;
+    bump(live, what, 1);
+    leaked.register(this, { free, ptr, what }, this);
   }
 
   /** The native pointer; throws after release. */
@@ -47,6 +72,7 @@ abstract class Owned {
   [Symbol.dispose](): void {
     if (this.#ptr === null) return;
     leaked.unregister(this);
+    bump(live, this.#what, -1);
     freeThroughPointer(this.#free, this.#ptr);
     this.#ptr = null;
   }

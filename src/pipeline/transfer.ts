@@ -50,6 +50,22 @@ export function collectTransferables(value: unknown): Transferable[] {
   return found;
 }
 
+/**
+ * Frees now every `ArrayBuffer` {@link collectTransferables} finds in `value`, by detaching it
+ * (`ArrayBuffer.prototype.transfer(0)`): its memory goes back to the allocator at once instead of whenever V8
+ * next collects garbage, and every view of it reads as empty from then on. Only for buffers the caller owns
+ * alone (e.g. ones a Worker received by transfer and is done with). Returns the bytes released.
+ */
+export function releaseBuffers(value: unknown): number {
+  let bytes = 0;
+  for (const b of collectTransferables(value) as ArrayBuffer[]) {
+    if (b.detached) continue;
+    bytes += b.byteLength;
+    b.transfer(0);
+  }
+  return bytes;
+}
+
 function collect(x: unknown, depth: number, found: ArrayBuffer[]): void {
   if (x === null || typeof x !== "object") return;
   if (x instanceof ArrayBuffer) return addBuffer(x, found);

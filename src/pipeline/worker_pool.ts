@@ -31,6 +31,8 @@ interface Slot {
   worker: Worker;
   index: number;
   current: Call | undefined;
+  /** Calls for this Worker only ({@link WorkerPool.callEach}), run before the shared queue. */
+  pinned: Call[];
 }
 
 const ENTRY = new URL("./worker_entry.ts", import.meta.url);
@@ -84,6 +86,26 @@ export class WorkerPool implements Executor {
     });
   }
 
+  /**
+   * Calls export `name` with `args` once in every Worker running now (each after its current task), e.g. to
+   * read per-Worker diagnostics. Resolves with one result per Worker, in Worker order; no Workers, no results.
+   */
+  callEach<R = unknown>(name: string, args: unknown[] = []): Promise<R[]> {
+    return Promise.all(this.#slots.map((slot) =>
+      new Promise<R>((resolve, reject) => {
+        slot.pinned.push({
+          id: this.#nextId++,
+          name,
+          args,
+          transfer: [],
+          resolve: resolve as (v: unknown) => void,
+          reject,
+        });
+        if (slot.current === undefined) this.#dispatch(slot, slot.pinned.shift()!);
+      })
+    ));
+  }
+
   /** Executor entry: runs export `task` on `item`, transferring every buffer found in the item. */
   run(task: PipeFn | string, item: unknown, ctx: TaskContext): Promise<unknown> {
     if (typeof task !== "string") {
@@ -100,6 +122,7 @@ export class WorkerPool implements Executor {
     for (const slot of this.#slots.splice(0)) {
       slot.worker.terminate();
       slot.current?.reject(err);
+      for (const c of slot.pinned.splice(0)) c.reject(err);
     }
     for (const c of this.#pending.splice(0)) c.reject(err);
   }
@@ -113,22 +136,25 @@ export class WorkerPool implements Executor {
     while (this.#pending.length > 0) {
       const slot = this.#slots.find((s) => s.current === undefined) ?? this.#spawn();
       if (slot === undefined) return;
-      const c = this.#pending.shift()!;
-      slot.current = c;
-      const msg: ToWorker = { type: "call", id: c.id, name: c.name, args: c.args };
-      try {
-        slot.worker.postMessage(msg, c.transfer);
-      } catch (e) {
-        slot.current = undefined;
-        c.reject(e); // not cloneable / not transferable: the caller's fault, the worker is fine
-      }
+      this.#dispatch(slot, this.#pending.shift()!);
+    }
+  }
+
+  #dispatch(slot: Slot, c: Call): void {
+    slot.current = c;
+    const msg: ToWorker = { type: "call", id: c.id, name: c.name, args: c.args };
+    try {
+      slot.worker.postMessage(msg, c.transfer);
+    } catch (e) {
+      slot.current = undefined;
+      c.reject(e); // not cloneable / not transferable: the caller's fault, the worker is fine
     }
   }
 
   #spawn(): Slot | undefined {
     if (this.#slots.length >= this.size) return undefined;
     const worker = new Worker(ENTRY, { type: "module", name: `sluice-pool-${this.#nextIndex}` });
-    const slot: Slot = { worker, index: this.#nextIndex++, current: undefined };
+    const slot: Slot = { worker, index: this.#nextIndex++, current: undefined, pinned: [] };
     worker.onmessage = (e: MessageEvent<FromWorker>) => this.#onMessage(slot, e.data);
     worker.onerror = (e: ErrorEvent) => {
       e.preventDefault();
@@ -148,6 +174,8 @@ export class WorkerPool implements Executor {
     slot.current = undefined;
     if (msg.type === "result") c.resolve(msg.value);
     else c.reject(rebuildError(msg.error, c.name, this.moduleUrl));
+    const pinned = slot.pinned.shift();
+    if (pinned !== undefined) return this.#dispatch(slot, pinned);
     this.#pump();
   }
 
@@ -164,6 +192,14 @@ export class WorkerPool implements Executor {
           `WorkerPool ${this.moduleUrl}: worker ${slot.index} died while running "${c.name}": ${reason}; ` +
             `it was replaced`,
           c.name,
+        ),
+      );
+    }
+    for (const p of slot.pinned.splice(0)) {
+      p.reject(
+        new WorkerCrashedError(
+          `WorkerPool ${this.moduleUrl}: worker ${slot.index} died before running "${p.name}": ${reason}`,
+          p.name,
         ),
       );
     }
