@@ -3,14 +3,59 @@
  * and calls its default export, which builds the loader's front half (source → fetch → demux → disaggregate,
  * see `front.ts`) there. The child streams one item per clip (metadata + compressed packets) to the parent,
  * which decodes, batches and collates.
+ *
+ * The child's entry writes each item to its stdout synchronously (copying small parts, writing big ones
+ * straight from their memory) before it asks for the next one, so asking for the next item means the previous
+ * one is spent: its packet buffers are freed then (see {@link releasingSpent}) rather than whenever V8 next
+ * collects garbage, which keeps the child's memory at its working set.
  * @module
  */
 
-import type { Pipeline } from "../pipeline/pipeline.ts";
+import type { Pipeline, PipelineStats } from "../pipeline/pipeline.ts";
+import { releaseBuffers } from "../pipeline/transfer.ts";
 import type { ClipPackets } from "./clip_worker.ts";
 import { buildFront, type FrontArgs } from "./front.ts";
 
+/** What the child serves: each iteration is one epoch; `stats` and `stop` are the pipeline's. */
+export interface ServedFront extends AsyncIterable<ClipPackets> {
+  stats(): PipelineStats;
+  stop(): Promise<void>;
+}
+
 /** Builds the front half from the loader's JSON arguments. */
-export default function clipFront(args: FrontArgs): Pipeline<ClipPackets> {
-  return buildFront(args).addSink({ bufferSize: 4 }).build({ log: (m) => console.error(m) });
+export default function clipFront(args: FrontArgs): ServedFront {
+  return releasingSpent(buildFront(args).addSink({ bufferSize: 4 }).build({ log: (m) => console.error(m) }));
+}
+
+/**
+ * Wraps the front pipeline so that each `next()` (and the end of an epoch) frees the packet buffers of the item
+ * the previous `next()` returned. Only for a consumer that is done with an item when it asks for the next one,
+ * as the backend child's entry is.
+ */
+export function releasingSpent(pipeline: Pipeline<ClipPackets>): ServedFront {
+  return {
+    stats: () => pipeline.stats(),
+    stop: () => pipeline.stop(),
+    [Symbol.asyncIterator](): AsyncIterator<ClipPackets> {
+      const it = pipeline[Symbol.asyncIterator]();
+      let spent: ClipPackets | undefined;
+      const release = () => {
+        if (spent !== undefined) releaseBuffers(spent.packets);
+        spent = undefined;
+      };
+      return {
+        next: async () => {
+          release();
+          const r = await it.next();
+          if (!r.done) spent = r.value;
+          return r;
+        },
+        return: async (value?: unknown) => {
+          release();
+          await it.return?.(value);
+          return { done: true, value: undefined };
+        },
+      };
+    },
+  };
 }

@@ -19,7 +19,15 @@
  * - Failed items (missing file, HTTP 404, undecodable video) are counted per stage, logged and skipped; the epoch
  *   goes on, within the stages' `maxFailures` budget. Batches are then short of those clips.
  *
- * Iterate the loader (`for await (const batch of loader)`) once per epoch; `close()` it (or `await using`) at the
+ * - Memory: every clip's and packet's buffer is freed as soon as it has been copied into a batch or decoded (not
+ *   at V8's next GC), and the loader pins glibc's mmap threshold for the process (`mmap_threshold.ts`) so freed
+ *   big buffers go back to the system instead of fragmenting the malloc heaps. Batches are `Disposable`:
+ *   `for await (using batch of loader)` frees each batch's pixels when its step ends, which keeps RSS flat at the
+ *   working set; batches that are merely dropped wait for V8's next collection (a few tens of MiB at most).
+ *   `memoryReport()` shows where the memory is (V8 heaps of the main thread and each Worker, external memory,
+ *   live FFmpeg objects).
+ *
+ * Iterate the loader (`for await (using batch of loader)`) once per epoch; `close()` it (or `await using`) at the
  * end to stop Workers and the backend child.
  * @module
  */

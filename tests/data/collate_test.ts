@@ -60,3 +60,18 @@ Deno.test("BCTHW: planar clips regrouped as [B, 3, T, H, W]", () => {
     }
   }
 });
+
+Deno.test("a disposed batch frees its pixels and labels; shape and metadata stay", () => {
+  const b = collate([clip(0, 2, false), clip(1, 2, false)], 2, "BTHWC");
+  const pixels = b.data.buffer as ArrayBuffer;
+  assert.equal(b.data.length, 2 * 2 * 2 * 2 * 3);
+  {
+    using _ = b;
+  }
+  assert.equal(pixels.detached, true);
+  assert.equal(b.data.length, 0);
+  assert.equal(b.labels.length, 0);
+  assert.deepEqual(b.shape, [2, 2, 2, 2, 3]);
+  assert.equal(b.clips[1].path, "v1.mp4");
+  b[Symbol.dispose](); // twice is harmless
+});

@@ -1,5 +1,12 @@
 import assert from "node:assert/strict";
-import { CodecContext, Frame, Packet, pointerFromSlot, pointerSlot } from "../../src/media/av_objects.ts";
+import {
+  CodecContext,
+  Frame,
+  nativeObjectCounts,
+  Packet,
+  pointerFromSlot,
+  pointerSlot,
+} from "../../src/media/av_objects.ts";
 import { frame, packet } from "../../src/media/structs.ts";
 import { ffmpeg } from "../../src/media/ffmpeg.ts";
 import { SluiceError } from "../../src/errors.ts";
@@ -51,4 +58,22 @@ Deno.test("pointer slots round-trip a pointer value", () => {
   const p = Deno.UnsafePointer.create(0x1234_5678n);
   assert.equal(Deno.UnsafePointer.value(pointerFromSlot(pointerSlot(p))), 0x1234_5678n);
   assert.equal(pointerFromSlot(pointerSlot()), null);
+});
+
+Deno.test("owned objects: live counts per class follow allocation and release", () => {
+  const live = (k: string) => nativeObjectCounts().live[k] ?? 0;
+  const packets = live("AVPacket"), frames = live("AVFrame");
+  const p1 = new Packet(), p2 = new Packet();
+  {
+    using _f = new Frame();
+    assert.equal(live("AVFrame"), frames + 1);
+  }
+  assert.equal(live("AVFrame"), frames);
+  assert.equal(live("AVPacket"), packets + 2);
+  p1[Symbol.dispose]();
+  p1[Symbol.dispose]();
+  assert.equal(live("AVPacket"), packets + 1, "a second release is not counted twice");
+  p2[Symbol.dispose]();
+  assert.equal(live("AVPacket"), packets);
+  assert.equal(nativeObjectCounts().finalized.AVPacket ?? 0, 0, "nothing was left to the safety net");
 });

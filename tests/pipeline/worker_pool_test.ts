@@ -100,3 +100,17 @@ Deno.test("pipeline + WorkerPool: stop() mid-epoch terminates workers", async ()
   assert.equal(pool.workers, 0);
   assert.equal(p.stats().stages[1].inFlight, 0);
 });
+
+Deno.test("WorkerPool: callEach runs once in every Worker, after its current task", async () => {
+  const pool = new WorkerPool(MOD, { size: 2 });
+  try {
+    assert.deepEqual(await pool.callEach("workerName"), [], "no Workers yet: no calls");
+    const busy = [pool.call<number>("sleepThenDouble", [1]), pool.call<number>("sleepThenDouble", [2])];
+    const names = await pool.callEach<string>("workerName");
+    assert.deepEqual(names, ["sluice-pool-0", "sluice-pool-1"]);
+    assert.deepEqual(await Promise.all(busy), [2, 4]);
+    assert.deepEqual(await pool.callEach<number>("double", [21]), [42, 42]);
+  } finally {
+    pool.close();
+  }
+});
