@@ -57,6 +57,10 @@ interface ModeResult {
   mainHeapTotalMiB: number[];
   mainExternalMiB: number[];
   workerHeapTotalMiB: number[];
+  /** Per epoch, MiB: the backend child's main-thread V8 heap used / total and external memory (as last relayed). */
+  childHeapUsedMiB: number[];
+  childHeapTotalMiB: number[];
+  childExternalMiB: number[];
   /** Per epoch: live FFmpeg objects (all threads of this process), and objects freed by the safety net. */
   liveNativeObjects: number[];
   finalizedNativeObjects: number[];
@@ -112,6 +116,9 @@ async function runMode(backend: Backend, batches: BatchUse, epochs: number): Pro
     mainHeapTotalMiB: [],
     mainExternalMiB: [],
     workerHeapTotalMiB: [],
+    childHeapUsedMiB: [],
+    childHeapTotalMiB: [],
+    childExternalMiB: [],
     liveNativeObjects: [],
     finalizedNativeObjects: [],
     deviation: { total: 0, parent: 0, child: null, peakTotal: 0 },
@@ -138,6 +145,13 @@ async function runMode(backend: Backend, batches: BatchUse, epochs: number): Pro
     r.mainHeapTotalMiB.push(mem.main.heapTotal / MiB);
     r.mainExternalMiB.push(mem.main.external / MiB);
     r.workerHeapTotalMiB.push(sum(mem.workers.map((w) => w.heapTotal)) / MiB);
+    const childMem = (loader.stats().backend?.child?.pipeline as { memory?: Deno.MemoryUsage } | null)
+      ?.memory;
+    if (childMem !== undefined) {
+      r.childHeapUsedMiB.push(childMem.heapUsed / MiB);
+      r.childHeapTotalMiB.push(childMem.heapTotal / MiB);
+      r.childExternalMiB.push(childMem.external / MiB);
+    }
     const threads = [mem.main, ...mem.workers];
     r.liveNativeObjects.push(sum(threads.map((t) => count(t.native.live))));
     r.finalizedNativeObjects.push(sum(threads.map((t) => count(t.native.finalized))));

@@ -16,9 +16,15 @@ import { releaseBuffers } from "../pipeline/transfer.ts";
 import type { ClipPackets } from "./clip_worker.ts";
 import { buildFront, type FrontArgs } from "./front.ts";
 
-/** What the child serves: each iteration is one epoch; `stats` and `stop` are the pipeline's. */
+/** The child's pipeline stats, plus its memory (relayed to the parent in STATS frames). */
+export interface FrontStats extends PipelineStats {
+  /** `Deno.memoryUsage()` of the child's main thread (its RSS is the whole child process's). */
+  memory: Deno.MemoryUsage;
+}
+
+/** What the child serves: each iteration is one epoch; `stats` (plus memory) and `stop` are the pipeline's. */
 export interface ServedFront extends AsyncIterable<ClipPackets> {
-  stats(): PipelineStats;
+  stats(): FrontStats;
   stop(): Promise<void>;
 }
 
@@ -34,7 +40,7 @@ export default function clipFront(args: FrontArgs): ServedFront {
  */
 export function releasingSpent(pipeline: Pipeline<ClipPackets>): ServedFront {
   return {
-    stats: () => pipeline.stats(),
+    stats: () => ({ ...pipeline.stats(), memory: Deno.memoryUsage() }),
     stop: () => pipeline.stop(),
     [Symbol.asyncIterator](): AsyncIterator<ClipPackets> {
       const it = pipeline[Symbol.asyncIterator]();

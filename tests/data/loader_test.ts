@@ -184,3 +184,33 @@ Deno.test("HTTP dataset gives the same batches as the local copy; 404 and droppe
   assert.deepEqual(failed, { fetch: 2 });
   assert.equal(checkBatches(batches).length, 12, "every good clip still arrives");
 });
+
+Deno.test("disposing each batch in the loop changes no batch; memoryReport counts each Worker's FFmpeg objects", async () => {
+  const ds = await dataset();
+  const opts: LoaderOptions = {
+    dataset: ds,
+    batchSize: 4,
+    sampler: { seed: 5, clipsPerVideo: 2 },
+    clip: { numFrames: T, width: W, height: H },
+    concurrency: { decode: 2 },
+    log: () => {},
+  };
+  const kept = await runEpochs(opts, 1);
+  await using loader = await videoClassificationLoader(opts);
+  const seen: string[] = [];
+  let pixels: Uint8Array | undefined;
+  for await (using batch of loader) {
+    seen.push(...digest([batch]));
+    pixels = batch.data;
+  }
+  assert.deepEqual(seen, digest(kept.batches));
+  assert.equal(pixels!.length, 0, "the last batch was freed when its loop body ended");
+  const mem = await loader.memoryReport();
+  assert.equal(mem.workers.length, 2);
+  for (const w of mem.workers) {
+    assert.equal(w.native.live.AVCodecContext, 1, "one cached decoder per Worker");
+    assert.deepEqual(w.native.finalized, {}, "nothing left to the FinalizationRegistry");
+    assert.ok(w.heapUsed > 0 && w.heapUsed <= w.heapTotal);
+  }
+  assert.ok(mem.rss > mem.main.heapTotal);
+});
