@@ -141,7 +141,7 @@ let step = 0, samples = 0, waitMs = 0, stepTotalMs = 0;
 const t0 = performance.now();
 let last = t0;
 outer: while (step < steps) {
-  for await (const batch of source.it) {
+  for await (using batch of source.it) {
     const arrived = performance.now();
     const wait = arrived - last;
     await new Promise((r) => setTimeout(r, stepMs)); // the simulated training step

@@ -84,7 +84,7 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
   const timer = live?.active ? setInterval(draw, opts.refreshMs ?? 500) : undefined;
   try {
     outer: while (epochsRun < epochs) {
-      for await (const batch of loader) {
+      for await (using batch of loader) {
         if (opts.stepMs) await new Promise((r) => setTimeout(r, opts.stepMs));
         batches++;
         samples += batch.labels.length;
