@@ -7,9 +7,9 @@
  * @module
  */
 
-import { decodeVideoSync } from "../media/decode.ts";
+import { decodeVideoSync, releaseDecoder } from "../media/decode.ts";
 import { type NativeObjectCounts, nativeObjectCounts } from "../media/av_objects.ts";
-import { decodeVideoNvdecSync } from "../nvdec/decoder.ts";
+import { decodeVideoNvdecSync, releaseNvdecDecoder } from "../nvdec/decoder.ts";
 import { demuxVideoSync } from "../media/demux.ts";
 import { VideoPackets, type VideoPacketsInit } from "../media/packets.ts";
 import { releaseBuffers, transferable, type Transferring } from "../pipeline/transfer.ts";
@@ -166,4 +166,13 @@ export function memoryReport(gc = false): WorkerMemory {
   if (gc) (globalThis as { gc?: () => void }).gc?.();
   const { heapTotal, heapUsed, external } = Deno.memoryUsage();
   return { heapTotal, heapUsed, external, native: nativeObjectCounts() };
+}
+
+/** Frees this Worker's cached CPU decoder and scaler and its NVDEC decoder; the pool calls it before terminating. */
+export function release(): void {
+  try {
+    releaseDecoder();
+  } finally {
+    releaseNvdecDecoder();
+  }
 }

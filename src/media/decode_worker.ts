@@ -34,7 +34,7 @@ export function decodeFile(
   return transferable(frames, transferables(frames));
 }
 
-/** Frees this Worker's cached decoder and scaler. */
+/** Frees this Worker's cached decoder and scaler; the pool calls it before terminating the Worker. */
 export function release(): void {
   releaseDecoder();
 }

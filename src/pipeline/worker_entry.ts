@@ -11,13 +11,16 @@ import { unwrapResult } from "./transfer.ts";
 /** Messages the pool sends. */
 export type ToWorker =
   | { type: "init"; url: string }
-  | { type: "call"; id: number; name: string; args: unknown[] };
+  | { type: "call"; id: number; name: string; args: unknown[] }
+  /** The pool is closing: run the module's `release` export (if any), then say `released`. */
+  | { type: "release" };
 
 /** Messages a worker sends. */
 export type FromWorker =
   | { type: "result"; id: number; value: unknown }
   | { type: "error"; id: number; error: { name: string; message: string; stack?: string } }
-  | { type: "dying"; reason: string };
+  | { type: "dying"; reason: string }
+  | { type: "released"; error?: string };
 
 /**
  * The Worker's global scope, typed by hand: a `/// <reference lib="deno.worker" />` directive would do it, but
@@ -65,6 +68,17 @@ async function call(id: number, name: string, args: unknown[]): Promise<void> {
   }
 }
 
+/** Frees per-thread native caches (decoders, scalers) through the module's optional `release` export. */
+async function release(): Promise<void> {
+  try {
+    const m = await mod!;
+    if (typeof m.release === "function") await m.release();
+    post({ type: "released" });
+  } catch (e) {
+    post({ type: "released", error: e instanceof Error ? e.message : String(e) });
+  }
+}
+
 patchExits();
 scope.onmessage = (e: MessageEvent<ToWorker>) => {
   const msg = e.data;
@@ -74,5 +88,6 @@ scope.onmessage = (e: MessageEvent<ToWorker>) => {
     mod.catch(() => {}); // reported per call
     return;
   }
+  if (msg.type === "release") return void release();
   void call(msg.id, msg.name, msg.args);
 };

@@ -16,6 +16,11 @@ import type { FromWorker, ToWorker } from "./worker_entry.ts";
 export interface WorkerPoolOptions {
   /** Number of Workers (default: `navigator.hardwareConcurrency`). */
   size?: number;
+  /**
+   * How long `close()` waits for each Worker to finish its current task and run the module's `release` export
+   * before terminating it anyway (default 2000 ms).
+   */
+  releaseTimeoutMs?: number;
 }
 
 interface Call {
@@ -43,6 +48,7 @@ export class WorkerPool implements Executor {
   readonly size: number;
   /** The module each Worker imports. */
   readonly moduleUrl: string;
+  readonly #releaseTimeoutMs: number;
   readonly #slots: Slot[] = [];
   readonly #pending: Call[] = [];
   #nextId = 1;
@@ -53,6 +59,7 @@ export class WorkerPool implements Executor {
   constructor(moduleUrl: string | URL, opts: WorkerPoolOptions = {}) {
     this.moduleUrl = new URL(moduleUrl).href;
     this.size = opts.size ?? navigator.hardwareConcurrency ?? 1;
+    this.#releaseTimeoutMs = opts.releaseTimeoutMs ?? 2000;
     if (!Number.isInteger(this.size) || this.size < 1) {
       throw new InvalidArgumentError(`WorkerPool: size must be a positive integer, got ${opts.size}`);
     }
@@ -116,20 +123,46 @@ export class WorkerPool implements Executor {
     return this.call(task, [item], collectTransferables(item));
   }
 
-  /** Terminates every Worker; queued and running calls reject with `PipelineStoppedError`. */
-  close(): void {
+  /**
+   * Stops every Worker; queued and running calls reject with `PipelineStoppedError`. Terminating a Worker does
+   * not free what native code allocated in it, so each Worker first finishes its current synchronous task and
+   * calls the module's `release` export, if it has one (decoders, scalers, GPU contexts cached per thread),
+   * and is terminated when that returns or after `releaseTimeoutMs`.
+   */
+  async close(): Promise<void> {
     const err = new PipelineStoppedError(`WorkerPool ${this.moduleUrl} was closed`);
-    for (const slot of this.#slots.splice(0)) {
-      slot.worker.terminate();
+    const slots = this.#slots.splice(0);
+    for (const c of this.#pending.splice(0)) c.reject(err);
+    for (const slot of slots) {
       slot.current?.reject(err);
       for (const c of slot.pinned.splice(0)) c.reject(err);
     }
-    for (const c of this.#pending.splice(0)) c.reject(err);
+    await Promise.all(slots.map((slot) => this.#retire(slot)));
   }
 
   /** Same as {@link close}. */
-  [Symbol.dispose](): void {
-    this.close();
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  /** Asks a Worker to run its release hook, then terminates it (also when it does not answer in time). */
+  #retire(slot: Slot): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        slot.worker.terminate();
+        resolve();
+      };
+      const timer = setTimeout(done, this.#releaseTimeoutMs);
+      slot.worker.onmessage = (e: MessageEvent<FromWorker>) => {
+        if (e.data.type === "released" || e.data.type === "dying") done();
+      };
+      slot.worker.onerror = (e: ErrorEvent) => {
+        e.preventDefault();
+        done();
+      };
+      slot.worker.postMessage({ type: "release" } satisfies ToWorker);
+    });
   }
 
   #pump(): void {
@@ -169,6 +202,7 @@ export class WorkerPool implements Executor {
 
   #onMessage(slot: Slot, msg: FromWorker): void {
     if (msg.type === "dying") return this.#crash(slot, msg.reason);
+    if (msg.type === "released") return; // answered while retiring (see #retire), which installs its own handler
     const c = slot.current;
     if (c === undefined || c.id !== msg.id) return;
     slot.current = undefined;

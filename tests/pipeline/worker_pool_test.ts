@@ -12,7 +12,7 @@ Deno.test("WorkerPool: calls exports, results come back", async () => {
     assert.deepEqual(out, [2, 4, 6, 8, 10]);
     assert.equal(pool.workers, 2);
   } finally {
-    pool.close();
+    await pool.close();
   }
 });
 
@@ -28,7 +28,7 @@ Deno.test("WorkerPool: buffers move both ways without copies (sender's copy is d
     assert.equal(made.data.byteLength, 1024);
     assert.equal(made.data[0], 7);
   } finally {
-    pool.close();
+    await pool.close();
   }
 });
 
@@ -43,7 +43,7 @@ Deno.test("WorkerPool: an error thrown by the export rejects that call only", as
     assert.equal(await pool.call("double", [21]), 42);
     assert.equal(pool.crashes, 0);
   } finally {
-    pool.close();
+    await pool.close();
   }
 });
 
@@ -56,18 +56,40 @@ for (const name of ["crashAsync", "exitWorker", "closeWorker"]) {
       assert.equal(await pool.call("double", [4]), 8);
       assert.equal(pool.workers, 1);
     } finally {
-      pool.close();
+      await pool.close();
     }
   });
 }
 
 Deno.test("WorkerPool: close rejects queued calls and terminates workers", async () => {
   const pool = new WorkerPool(MOD, { size: 1 });
-  const a = pool.call("sleepThenDouble", [1]);
-  const b = pool.call("sleepThenDouble", [2]);
-  pool.close();
-  await assert.rejects(a, PipelineStoppedError);
-  await assert.rejects(b, PipelineStoppedError);
+  const a = assert.rejects(pool.call("sleepThenDouble", [1]), PipelineStoppedError);
+  const b = assert.rejects(pool.call("sleepThenDouble", [2]), PipelineStoppedError);
+  await pool.close();
+  await a;
+  await b;
+  assert.equal(pool.workers, 0);
+});
+
+Deno.test("WorkerPool: close runs the module's release export in every Worker before terminating it", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const pool = new WorkerPool(MOD, { size: 2 });
+    await Promise.all([pool.call("sleepThenDouble", [1]), pool.call("sleepThenDouble", [2])]); // start both
+    await pool.callEach("setReleaseMarker", [dir]);
+    await pool.close();
+    const names = [...Deno.readDirSync(dir)].map((e) => e.name).sort();
+    assert.deepEqual(names, ["sluice-pool-0", "sluice-pool-1"]);
+    assert.equal(pool.workers, 0);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("WorkerPool: a release export that never returns delays close only by releaseTimeoutMs", async () => {
+  const pool = new WorkerPool(MOD, { size: 1, releaseTimeoutMs: 50 });
+  await pool.call("setReleaseMarker", ["/nonexistent", true]);
+  await pool.close(); // resolves: the Worker is terminated when the timeout fires
   assert.equal(pool.workers, 0);
 });
 
@@ -111,6 +133,6 @@ Deno.test("WorkerPool: callEach runs once in every Worker, after its current tas
     assert.deepEqual(await Promise.all(busy), [2, 4]);
     assert.deepEqual(await pool.callEach<number>("double", [21]), [42, 42]);
   } finally {
-    pool.close();
+    await pool.close();
   }
 });
