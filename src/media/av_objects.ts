@@ -5,8 +5,8 @@
  * @module
  */
 import { ffmpeg } from "./ffmpeg.ts";
-import type { Ptr } from "./structs.ts";
-import { SluiceError } from "../errors.ts";
+import { codecpar, type CodecParamsInit, type Ptr } from "./structs.ts";
+import { MediaError, SluiceError } from "../errors.ts";
 
 type Freer = (pp: Uint8Array<ArrayBuffer>) => void;
 
@@ -155,4 +155,28 @@ export function pointerFromSlot(slot: Uint8Array<ArrayBuffer>): Deno.PointerValu
 /** A fresh 8-byte `T **` out-parameter slot holding NULL. */
 export function pointerSlot(initial: Deno.PointerValue = null): Uint8Array<ArrayBuffer> {
   return new Uint8Array(new BigUint64Array([BigInt(Deno.UnsafePointer.value(initial))]).buffer);
+}
+
+/** FFmpeg's `AV_INPUT_BUFFER_PADDING_SIZE` (64 since 4.0): bit readers read past the end of extradata. */
+export const INPUT_PADDING = 64;
+
+/**
+ * Writes video codec parameters into `par` (an `AVCodecParameters`), extradata copied into a zero-padded
+ * `av_malloc`ed buffer that `par` owns from then on (freed with it).
+ */
+export function writeCodecParameters(
+  par: Ptr,
+  p: CodecParamsInit & { extradata: Uint8Array; source: string },
+): void {
+  let ext: Deno.PointerValue = null;
+  if (p.extradata.length > 0) {
+    ext = ffmpeg().avutil.av_malloc(BigInt(p.extradata.length + INPUT_PADDING));
+    if (ext === null) throw new MediaError(p.source, "av_malloc", "out of memory for extradata");
+    const dst = new Uint8Array(
+      Deno.UnsafePointerView.getArrayBuffer(ext, p.extradata.length + INPUT_PADDING),
+    );
+    dst.set(p.extradata);
+    dst.fill(0, p.extradata.length);
+  }
+  codecpar.setVideo(par, p, ext, p.extradata.length);
 }

@@ -8,14 +8,11 @@
 import { cstr } from "../../ffi/cstring.ts";
 import { AVERROR_EAGAIN, AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";
 import { MediaError } from "../errors.ts";
-import { BsfContext, Packet, pointerFromSlot, pointerSlot } from "./av_objects.ts";
+import { BsfContext, Packet, pointerFromSlot, pointerSlot, writeCodecParameters } from "./av_objects.ts";
 import { check, ffmpeg } from "./ffmpeg.ts";
 import { NOPTS, VideoPackets } from "./packets.ts";
 import { codecInfoFromPar } from "./probe.ts";
-import { bsfContext, codecpar, packet, type Ptr, type Rational, stream } from "./structs.ts";
-
-/** FFmpeg's `AV_INPUT_BUFFER_PADDING_SIZE` (64 since 4.0): extradata is read past its end by bit readers. */
-const INPUT_PADDING = 64;
+import { bsfContext, packet, type Ptr, type Rational, stream } from "./structs.ts";
 
 /**
  * Opens bitstream filter `name`; `fillParIn` writes its input codec parameters (`par_in`), `timeBase` is the
@@ -55,22 +52,6 @@ export function openBsfForStream(name: string, st: Ptr, label: string): BsfConte
     stream.timeBase(st),
     label,
   );
-}
-
-/** Writes `p`'s codec parameters (extradata copied into an `av_malloc`ed, padded buffer `par` owns). */
-function writeCodecParameters(par: Ptr, p: VideoPackets): void {
-  const { avutil } = ffmpeg();
-  let ext: Deno.PointerValue = null;
-  if (p.extradata.length > 0) {
-    ext = avutil.av_malloc(BigInt(p.extradata.length + INPUT_PADDING));
-    if (ext === null) throw new MediaError(p.source, "av_malloc", "out of memory for extradata");
-    const dst = new Uint8Array(
-      Deno.UnsafePointerView.getArrayBuffer(ext, p.extradata.length + INPUT_PADDING),
-    );
-    dst.set(p.extradata);
-    dst.fill(0, p.extradata.length);
-  }
-  codecpar.setVideo(par, p, ext, p.extradata.length);
 }
 
 /** Output packets of a filter run, collected in decode order. */

@@ -14,8 +14,8 @@
  * @module
  */
 import { errorText, ffmpeg } from "./ffmpeg.ts";
-import { CodecContext, CodecParameters, Frame, Packet } from "./av_objects.ts";
-import { codecContext, codecpar, frame as avframe, packet as avpacket, type Ptr } from "./structs.ts";
+import { CodecContext, CodecParameters, Frame, Packet, writeCodecParameters } from "./av_objects.ts";
+import { codecContext, frame as avframe, packet as avpacket, type Ptr } from "./structs.ts";
 import { AVERROR_EAGAIN, AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";
 import { cstr } from "../../ffi/cstring.ts";
 import { InvalidArgumentError, MediaError } from "../errors.ts";
@@ -195,8 +195,6 @@ function estimateCapacity(p: VideoPackets, o: ResolvedOptions): number {
 /** `AVDISCARD_DEFAULT`, `AVDISCARD_NONREF`. */
 const AVDISCARD_DEFAULT = 0;
 const AVDISCARD_NONREF = 8;
-/** `AV_INPUT_BUFFER_PADDING_SIZE`. */
-const INPUT_PADDING = 64;
 
 /**
  * One opened libavcodec decoder for one set of codec parameters, with its packet and frame objects. Reusable:
@@ -253,17 +251,7 @@ export class Decoder {
   #open(p: VideoPackets, codec: Ptr, threads: number): void {
     const { avcodec, avutil } = ffmpeg();
     using par = new CodecParameters();
-    let ext: Deno.PointerValue = null;
-    if (p.extradata.length > 0) {
-      ext = avutil.av_malloc(BigInt(p.extradata.length + INPUT_PADDING));
-      if (ext === null) throw new MediaError(p.source, "av_malloc", "out of memory for extradata");
-      const dst = new Uint8Array(
-        Deno.UnsafePointerView.getArrayBuffer(ext, p.extradata.length + INPUT_PADDING),
-      );
-      dst.set(p.extradata);
-      dst.fill(0, p.extradata.length);
-    }
-    codecpar.setVideo(par.ptr, p, ext, p.extradata.length); // par owns ext from here on
+    writeCodecParameters(par.ptr, p);
     const ctx = this.#ctx.ptr;
     this.#check(avcodec.avcodec_parameters_to_context(ctx, par.ptr), "avcodec_parameters_to_context");
     codecContext.setPktTimebase(ctx, p.timeBase);
