@@ -35,7 +35,7 @@ export interface FrameReaderOptions {
   maxPayload?: number;
   /** What the stream is, for error messages (e.g. `"backend stdout"`). */
   source?: string;
-  /** Frame types allowed on this stream (default: all of protocol version 1). */
+  /** Frame types allowed on this stream (default: all of the protocol version). */
   allowedTypes?: ReadonlySet<number>;
 }
 

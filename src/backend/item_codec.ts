@@ -8,9 +8,11 @@
  * | 3 `JSON` | u32 JSON length, u32 blob count, one u32 size per blob, the JSON text (UTF-8), the blobs |
  *
  * In the JSON form every typed array (and `VideoPackets`) inside the value, at any depth, is replaced by a
- * placeholder `{"\u0000sluice": [kind, index]}` and its bytes travel as blob `index`, not as base64. Encoding
- * returns a list of parts so that big buffers are written without being copied; decoding never reads outside
- * the payload and reports damage as a ProtocolError.
+ * placeholder `{"\u0000sluice": [kind, index]}` and its bytes travel as blob `index`, not as base64. Each blob
+ * starts at a multiple of 8 bytes from the payload's start (zero padding before it, protocol version 2), so
+ * the decoder can return every typed array as a view of the payload instead of a copy. Encoding returns a list
+ * of parts so that big buffers are written without being copied; decoding never reads outside the payload and
+ * reports damage as a ProtocolError.
  * @module
  */
 
@@ -97,8 +99,26 @@ function encodeJson(item: unknown): Uint8Array[] {
   v.setUint8(0, ItemTag.JSON);
   v.setUint32(4, json.length, true);
   v.setUint32(8, blobs.length, true);
-  blobs.forEach((b, i) => v.setUint32(12 + 4 * i, b.length, true));
-  return [head, json, ...blobs];
+  const parts: Uint8Array[] = [head, json];
+  let at = head.length + json.length;
+  blobs.forEach((b, i) => {
+    v.setUint32(12 + 4 * i, b.length, true);
+    const pad = blobPadding(at);
+    if (pad > 0) parts.push(ZEROS[pad]);
+    parts.push(b);
+    at += pad + b.length;
+  });
+  return parts;
+}
+
+/** Blobs of the JSON form start at multiples of this many bytes from the payload's start. */
+export const BLOB_ALIGN = 8;
+/** `ZEROS[n]`: n zero bytes of padding (shared; never written to). */
+const ZEROS = Array.from({ length: BLOB_ALIGN }, (_, n) => new Uint8Array(n));
+
+/** Zero bytes to insert at payload position `at` so that the next blob starts aligned. */
+function blobPadding(at: number): number {
+  return (BLOB_ALIGN - (at % BLOB_ALIGN)) % BLOB_ALIGN;
 }
 
 function placeholder(kind: string, bytes: Uint8Array, blobs: Uint8Array[]): Record<string, unknown> {
@@ -115,7 +135,9 @@ export function partsLength(parts: readonly Uint8Array[]): number {
 
 /**
  * Decodes an ITEM payload. `offset` is the payload's position in the stream, for errors. The result may share
- * memory with `payload` (Uint8Array items and blobs are views; other typed arrays are aligned copies).
+ * memory with `payload`: Uint8Array items and blobs are views, and so are other typed arrays whose bytes lie
+ * aligned in memory (always, when `payload` starts at a multiple of 8 bytes of its buffer, as a FrameReader's
+ * payloads do); the others are aligned copies. Transferring one of them moves the whole payload buffer.
  */
 export function decodeItem(payload: Uint8Array, offset = 0): unknown {
   if (payload.length < 1) throw new ProtocolError("empty ITEM payload", offset);
@@ -154,6 +176,14 @@ function decodeJson(payload: Uint8Array, offset: number): unknown {
   const blobs: Uint8Array[] = [];
   for (let i = 0; i < count; i++) {
     const size = v.getUint32(12 + 4 * i, true);
+    const pad = blobPadding(at);
+    if (pad > payload.length - at) throw new ProtocolError(`blob ${i} padding truncated`, offset + at);
+    for (let k = 0; k < pad; k++) {
+      if (payload[at + k] !== 0) {
+        throw new ProtocolError(`non-zero padding before blob ${i}`, offset + at + k);
+      }
+    }
+    at += pad;
     if (size > payload.length - at) {
       throw new ProtocolError(`blob ${i} size ${size} too large`, offset + 12 + 4 * i);
     }
@@ -205,6 +235,10 @@ function blobFor(ref: unknown, blobs: Uint8Array[], offset: number): unknown {
   if (ctor === Uint8Array) return bytes;
   if (bytes.length % ctor.BYTES_PER_ELEMENT !== 0) {
     throw new ProtocolError(`blob of ${bytes.length} bytes is not a whole ${kind}`, offset);
+  }
+  const n = bytes.length / ctor.BYTES_PER_ELEMENT;
+  if (bytes.byteOffset % ctor.BYTES_PER_ELEMENT === 0) {
+    return new ctor(bytes.buffer as ArrayBuffer, bytes.byteOffset, n);
   }
   return new ctor(bytes.slice().buffer);
 }

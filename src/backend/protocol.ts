@@ -1,5 +1,5 @@
 /**
- * The sluice backend frame protocol, version 1 (see docs/protocol.md): how a child process and its parent talk
+ * The sluice backend frame protocol, version 2 (see docs/protocol.md): how a child process and its parent talk
  * over the child's stdout (child → parent) and stdin (parent → child).
  *
  * Every frame is a 24-byte little-endian header followed by `length` payload bytes:
@@ -17,8 +17,11 @@
  * @module
  */
 
-/** Version of the frame protocol this module speaks. */
-export const PROTOCOL_VERSION = 1;
+/**
+ * Version of the frame protocol this module speaks. 2: blobs of the JSON item form start 8-byte aligned
+ * (zero padding before each; see item_codec.ts). Parent and child always run the same build.
+ */
+export const PROTOCOL_VERSION = 2;
 /** `"SLBK"` read as a little-endian u32. */
 export const MAGIC = 0x4b424c53;
 /** Bytes in a frame header. */

@@ -1,6 +1,6 @@
 /**
  * `spawnBackend`: runs a pipeline in a child Deno process and streams its items back over the child's stdout
- * as framed binary (protocol version 1, see docs/protocol.md). The returned {@link BackendSource} is an
+ * as framed binary (protocol version 2, see docs/protocol.md). The returned {@link BackendSource} is an
  * `AsyncIterable` usable directly as `PipelineBuilder.addSource(source)`: each iteration is one epoch of the
  * child's pipeline, and the same child serves every epoch. The child sends an item only against a credit, and
  * the parent returns a credit only when its consumer takes an item, so at most `bufferSize` items are ever

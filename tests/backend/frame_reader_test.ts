@@ -2,7 +2,14 @@ import assert from "node:assert/strict";
 import { ProtocolError } from "../../src/errors.ts";
 import { FrameReader } from "../../src/backend/frame_reader.ts";
 import { FrameWriter } from "../../src/backend/frame_writer.ts";
-import { crc32, encodeFrame, FrameType, HEADER_SIZE, MAGIC } from "../../src/backend/protocol.ts";
+import {
+  crc32,
+  encodeFrame,
+  FrameType,
+  HEADER_SIZE,
+  MAGIC,
+  PROTOCOL_VERSION,
+} from "../../src/backend/protocol.ts";
 import { bytes } from "./fixtures/items.ts";
 
 /** A sink that records writes and accepts at most `max` bytes per call (partial writes). */
@@ -49,7 +56,8 @@ Deno.test("header layout: magic, version, type, length, sequence and header CRC 
   assert.equal(f.length, HEADER_SIZE + 3);
   assert.deepEqual([...f.subarray(0, 4)], [0x53, 0x4c, 0x42, 0x4b]); // "SLBK"
   assert.equal(v.getUint32(0, true), MAGIC);
-  assert.equal(f[4], 1);
+  assert.equal(f[4], PROTOCOL_VERSION);
+  assert.equal(PROTOCOL_VERSION, 2); // 2: aligned JSON blobs (docs/protocol.md)
   assert.equal(f[5], FrameType.LOG);
   assert.equal(v.getUint16(6, true), 1); // payload CRC flag
   assert.equal(v.getUint32(8, true), 3);

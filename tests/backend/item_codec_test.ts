@@ -96,3 +96,106 @@ Deno.test("malformed payloads are ProtocolErrors with offsets inside the payload
   new DataView(head.buffer).setUint32(4, forged.length, true);
   assert.throws(() => decodeItem(concat([head, forged])), /blob index 3 out of range/);
 });
+
+/** The decoded packet table of a demuxed clip as it crosses the pipe: a plain object of typed arrays. */
+function clipLike(seed: number) {
+  const vp = syntheticPackets(seed);
+  return {
+    meta: { path: "clip.mp4", label: seed },
+    packets: { ...vp, source: "clip.mp4", data: bytes(301, seed), extradata: bytes(13, seed) },
+  };
+}
+
+Deno.test("JSON blobs start at multiples of 8 bytes of the payload, with zero padding before them", () => {
+  const item = { a: bytes(3, 1), b: Float64Array.of(1.5, -2), c: BigInt64Array.of(-(2n ** 63n), 7n) };
+  const payload = concat(encodeItem(item));
+  const v = new DataView(payload.buffer);
+  const jsonLen = v.getUint32(4, true), count = v.getUint32(8, true);
+  assert.equal(count, 3);
+  // Hand-computed layout: header 12 + 4·3, the JSON text, then each blob at the next multiple of 8.
+  let at = 12 + 4 * count + jsonLen;
+  for (const [i, size] of [[0, 3], [1, 16], [2, 16]]) {
+    assert.equal(v.getUint32(12 + 4 * i, true), size);
+    const start = Math.ceil(at / 8) * 8;
+    assert.deepEqual([...payload.subarray(at, start)], new Array(start - at).fill(0));
+    at = start + size;
+  }
+  assert.equal(at, payload.length);
+  assert.deepEqual([...payload.subarray(payload.length - 16, payload.length - 8)], [
+    0,
+    0,
+    0,
+    0,
+    0,
+    0,
+    0,
+    0x80,
+  ]);
+});
+
+Deno.test("decoded typed arrays are views of the one payload buffer, not copies", () => {
+  const item = clipLike(3);
+  const payload = concat(encodeItem(item));
+  const back = decodeItem(payload) as ReturnType<typeof clipLike>;
+  for (const k of ["pts", "dts", "duration", "flags", "offsets", "sizes", "data", "extradata"] as const) {
+    assert.equal(back.packets[k].buffer, payload.buffer, k);
+    assert.deepEqual(back.packets[k], item.packets[k], k);
+  }
+});
+
+Deno.test("a payload that is not 8-aligned in its buffer still decodes (aligned copies)", () => {
+  const item = clipLike(4);
+  const encoded = concat(encodeItem(item));
+  const shifted = new Uint8Array(encoded.length + 3);
+  shifted.set(encoded, 3);
+  const back = decodeItem(shifted.subarray(3)) as ReturnType<typeof clipLike>;
+  assert.notEqual(back.packets.pts.buffer, shifted.buffer);
+  assert.deepEqual(back.packets.pts, item.packets.pts);
+  assert.deepEqual(back.packets.sizes, item.packets.sizes);
+  assert.deepEqual(back.packets.data, item.packets.data);
+});
+
+Deno.test("non-zero or missing padding before a blob is a ProtocolError", () => {
+  const payload = concat(encodeItem({ a: bytes(3, 1), b: Float64Array.of(1.5) }));
+  const v = new DataView(payload.buffer);
+  const firstBlobEnd = 12 + 8 + v.getUint32(4, true) + 3;
+  assert.ok(firstBlobEnd % 8 !== 0, "the test needs padding after blob 0");
+  const damaged = payload.slice();
+  damaged[firstBlobEnd] = 1;
+  assert.throws(() => decodeItem(damaged, 100), (e: unknown) => {
+    assert.ok(e instanceof ProtocolError && /padding/.test(e.message), String(e));
+    assert.equal(e.offset, 100 + firstBlobEnd);
+    return true;
+  });
+  const unpadded = concat([
+    payload.subarray(0, firstBlobEnd),
+    payload.subarray(Math.ceil(firstBlobEnd / 8) * 8),
+  ]);
+  assert.throws(() => decodeItem(unpadded), ProtocolError);
+});
+
+Deno.test("decoded views survive transfer to a Worker: one buffer moves, the Worker reads every field", async () => {
+  const item = clipLike(5);
+  const back = decodeItem(concat(encodeItem(item))) as ReturnType<typeof clipLike>;
+  const transfer = [
+    ...new Set(Object.values(back.packets).flatMap((x) => ArrayBuffer.isView(x) ? [x.buffer] : [])),
+  ];
+  assert.equal(transfer.length, 1);
+  const src = `self.onmessage = (e) => { const p = e.data.packets; self.postMessage({
+    n: p.sizes.length, pts: [...p.pts].map(String), sizes: [...p.sizes], data: [...p.data], extra: [...p.extradata],
+    shared: p.pts.buffer === p.data.buffer }); self.close(); };`;
+  const worker = new Worker(URL.createObjectURL(new Blob([src], { type: "text/javascript" })), {
+    type: "module",
+  });
+  const reply = new Promise<Record<string, unknown>>((resolve) => worker.onmessage = (e) => resolve(e.data));
+  worker.postMessage(back, transfer as ArrayBuffer[]);
+  const r = await reply;
+  worker.terminate();
+  assert.equal(back.packets.data.length, 0, "moved, not copied: the sender's views are detached");
+  assert.equal(r.n, item.packets.sizes.length);
+  assert.deepEqual(r.pts, [...item.packets.pts].map(String));
+  assert.deepEqual(r.sizes, [...item.packets.sizes]);
+  assert.deepEqual(r.data, [...item.packets.data]);
+  assert.deepEqual(r.extra, [...item.packets.extradata]);
+  assert.equal(r.shared, true);
+});
