@@ -108,10 +108,15 @@ const CHILD_ENTRY = new URL("./child.ts", import.meta.url).href;
  * glibc malloc settings for the child, unless the caller's `env` sets them. By default glibc raises its mmap
  * threshold each time a big block is freed (up to 32 MiB), after which frame payloads, packet buffers and pipe
  * read buffers come from the heap, where freed space fragments and is rarely given back: the child's RSS crept
- * up ~10% over 10 epochs of the loader. A fixed 128 KiB threshold keeps big blocks in their own mappings, which
- * go back to the system as soon as they are freed.
+ * up ~10% over 10 epochs of the loader. A fixed threshold keeps big blocks in their own mappings, which go back
+ * to the system as soon as they are freed. It is 32 KiB rather than glibc's initial 128 KiB because the child's
+ * typical blocks are smaller: a demuxed clip's packets (the loader's demo clips average ~54 KiB) are allocated in
+ * a demux Worker's malloc arena and freed on the main thread once written, and between 32 and 128 KiB they
+ * fragmented those arenas (child RSS +3–4.7 MiB over epochs 2–10 of bench/rss_epochs.ts at 128 KiB, +2.6 MiB at
+ * 32 KiB, +3.0–3.6 MiB at 64 KiB; 3 runs each). At the child's item rate the extra mmap/munmap pairs cost
+ * nothing measurable (bench/loader_vs_ffmpeg.ts within run-to-run noise).
  */
-const CHILD_MALLOC_ENV: Record<string, string> = { MALLOC_MMAP_THRESHOLD_: "131072" };
+const CHILD_MALLOC_ENV: Record<string, string> = { MALLOC_MMAP_THRESHOLD_: "32768" };
 const CHILD_TO_PARENT = new Set<number>([
   FrameType.ITEM,
   FrameType.ITEM_ERROR,

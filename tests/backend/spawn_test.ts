@@ -278,3 +278,18 @@ Deno.test("a BackendSource feeds a frontend pipeline as a continuous source, one
   }
   assert.ok(!alive(pid));
 });
+
+Deno.test("the child runs with glibc's mmap threshold pinned at 32 KiB unless the caller's env sets it", async () => {
+  const read = async (env?: Record<string, string>) => {
+    const { source } = spawn("envValue", { name: "MALLOC_MMAP_THRESHOLD_" }, env ? { env } : {});
+    try {
+      const items: unknown[] = [];
+      for await (const x of source) items.push(x);
+      return items;
+    } finally {
+      await source.close();
+    }
+  };
+  assert.deepEqual(await read(), [{ value: String(32 * 1024) }]);
+  assert.deepEqual(await read({ MALLOC_MMAP_THRESHOLD_: "262144" }), [{ value: "262144" }]);
+});
