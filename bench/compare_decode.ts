@@ -16,6 +16,7 @@ import { demuxVideo } from "../src/media/demux.ts";
 import { WorkerPool } from "../src/pipeline/worker_pool.ts";
 import type { VideoFrames } from "../src/media/frames.ts";
 import { generateClip, sharedMedia } from "../tests/helpers/media.ts";
+import { runFfmpegBaseline } from "./fixtures/ffmpeg_baseline.ts";
 
 const passesArg = Deno.args.indexOf("--passes");
 const PASSES = passesArg >= 0 ? Number(Deno.args[passesArg + 1]) : 3;
@@ -45,36 +46,7 @@ async function sluice(path: string): Promise<number> {
 }
 
 async function ffmpegCli(path: string, framesPerPass: number): Promise<number> {
-  const args = [
-    "-v",
-    "error",
-    "-nostdin",
-    "-threads",
-    "1",
-    "-stream_loop",
-    String(PASSES - 1),
-    "-i",
-    path,
-    "-map",
-    "0:v:0",
-  ];
-  args.push(
-    "-vf",
-    "scale=112:112:flags=bilinear",
-    "-vsync",
-    "passthrough",
-    "-f",
-    "rawvideo",
-    "-pix_fmt",
-    "rgb24",
-    "-y",
-    "/dev/null",
-  );
-  const t0 = performance.now();
-  const r = await new Deno.Command("ffmpeg", { args, stdout: "null", stderr: "piped" }).output();
-  const dt = (performance.now() - t0) / 1000;
-  if (r.code !== 0) throw new Error(`ffmpeg failed: ${new TextDecoder().decode(r.stderr)}`);
-  return (framesPerPass * PASSES) / dt;
+  return (framesPerPass * PASSES) / await runFfmpegBaseline(path, PASSES);
 }
 
 const PYAV = `

@@ -8,6 +8,7 @@
 import { decodeVideo } from "../src/media/decode.ts";
 import { demuxVideo } from "../src/media/demux.ts";
 import { generateClip } from "../tests/helpers/media.ts";
+import { runFfmpegBaseline } from "./fixtures/ffmpeg_baseline.ts";
 
 const clip = await generateClip({ width: 340, height: 256, durationSec: 10, bframes: 2, gop: 25 });
 const packets = await demuxVideo(clip);
@@ -19,21 +20,7 @@ Deno.bench({
   group: "decode 4×250 frames to 112x112",
   baseline: true,
   async fn() {
-    const args = ["-v", "error", "-nostdin", "-threads", "1", "-stream_loop", String(PASSES - 1), "-i", clip];
-    args.push(
-      "-vf",
-      "scale=112:112:flags=bilinear",
-      "-vsync",
-      "passthrough",
-      "-f",
-      "rawvideo",
-      "-pix_fmt",
-      "rgb24",
-      "-y",
-      "/dev/null",
-    );
-    const r = await new Deno.Command("ffmpeg", { args, stdout: "null", stderr: "null" }).output();
-    if (r.code !== 0) throw new Error("ffmpeg failed");
+    await runFfmpegBaseline(clip, PASSES);
   },
 });
 

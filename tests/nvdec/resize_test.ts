@@ -18,27 +18,20 @@ import { ffmpegDecodeRaw, hasFfmpegCliSync, sharedMedia } from "../helpers/media
 import { unbalanced } from "./double/build.ts";
 import { packedToPlanar, psnr, useDouble } from "./nvdec_helpers.ts";
 
-const ignore = !hasFfmpegCliSync();
+const NASA_PATH = sharedMedia("h264_nasa_bframes_aac.mp4");
+const ignore = !hasFfmpegCliSync() || NASA_PATH === null;
 const RESIZE_PSNR_DB = 35;
 
 /** The NASA clip's first video stream (real footage, 320x180 at 25 fps, B-frames), first second. */
-async function nasa(): Promise<{ path: string; packets: VideoPackets } | null> {
-  const path = sharedMedia("h264_nasa_bframes_aac.mp4");
-  if (!path) return null;
+async function nasa(): Promise<{ path: string; packets: VideoPackets }> {
+  const path = NASA_PATH!;
   return { path, packets: await demuxVideo(path, { window: [0, 1], streamIndex: 0 }) as VideoPackets };
 }
 
 Deno.test(
   { name: "nvdec: hardware resize (target size) is within 35 dB of the CPU resize", ignore },
-  async (t) => {
+  async () => {
     const clip = await nasa();
-    if (!clip) {
-      return void t.step({
-        name: "shared h264_nasa_bframes_aac.mp4 missing",
-        ignore: true,
-        fn: () => {},
-      });
-    }
     const dbl = await useDouble();
     dbl.configure();
     for (const [w, h] of [[160, 90], [224, 128], [480, 270]]) {
@@ -66,15 +59,8 @@ Deno.test(
 
 Deno.test(
   { name: "nvdec: crop (display area) is byte-identical in NV12 and within 45 dB in RGB", ignore },
-  async (t) => {
+  async () => {
     const clip = await nasa();
-    if (!clip) {
-      return void t.step({
-        name: "shared h264_nasa_bframes_aac.mp4 missing",
-        ignore: true,
-        fn: () => {},
-      });
-    }
     const dbl = await useDouble();
     dbl.configure();
     const crop = { left: 40, top: 20, width: 200, height: 120 };
@@ -129,15 +115,8 @@ Deno.test(
 
 Deno.test(
   { name: "nvdec: batch writes into the caller's CudaBuffer slot and leaves the rest alone", ignore },
-  async (t) => {
+  async () => {
     const clip = await nasa();
-    if (!clip) {
-      return void t.step({
-        name: "shared h264_nasa_bframes_aac.mp4 missing",
-        ignore: true,
-        fn: () => {},
-      });
-    }
     const dbl = await useDouble();
     dbl.configure();
     const w = 160, h = 90, frameSize = 3 * w * h, perClip = 25 * frameSize;
