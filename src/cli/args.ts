@@ -206,7 +206,7 @@ export async function runCommand(
     return 0;
   }
   if (parsed === "version") {
-    print(stdout, versionLine(ctx.program));
+    print(stdout, versionLine());
     return 0;
   }
   try {
@@ -235,7 +235,7 @@ export function runCli(
 ): Promise<number> {
   const stdout = ctx.stdout ?? Deno.stdout, stderr = ctx.stderr ?? Deno.stderr;
   const [first, ...rest] = args;
-  if (first === "--version") return Promise.resolve(printed(stdout, versionLine(ctx.program), 0));
+  if (first === "--version") return Promise.resolve(printed(stdout, versionLine(), 0));
   if (first === "--help" || first === "-h" || (first === "help" && rest.length === 0)) {
     return Promise.resolve(printed(stdout, programHelp(commands, ctx), 0));
   }
@@ -416,8 +416,8 @@ function editDistance(a: string, b: string): number {
 
 const HELP_WIDTH = 100;
 
-function versionLine(program: string): string {
-  return `${program} ${VERSION} (deno ${Deno.version.deno}, ${Deno.build.os} ${Deno.build.arch})`;
+function versionLine(): string {
+  return `sluice ${VERSION} (deno ${Deno.version.deno}, ${Deno.build.os} ${Deno.build.arch})`;
 }
 
 function usageArgs(command: Command): string {

@@ -221,8 +221,11 @@ function stopPromise(signal: AbortSignal | undefined): { promise: Promise<typeof
   return { promise, dispose: () => signal?.removeEventListener("abort", onAbort) };
 }
 
-/** A human-readable summary (the per-stage table is `formatStats`'s). */
-export function formatSummary(s: LoadSummary): string {
+/**
+ * A human-readable summary (the per-stage table is `formatStats`'s, fitted to `width` columns when given, e.g.
+ * a terminal's).
+ */
+export function formatSummary(s: LoadSummary, width?: number): string {
   const lines = [
     ...(s.interrupted ? ["interrupted: the figures cover the batches delivered before Ctrl-C"] : []),
     `dataset ${s.dataset}  backend ${s.backend}  decoder ${s.decoder}  batch ${s.batchSize} x ${s.framesPerClip} ` +
@@ -237,8 +240,8 @@ export function formatSummary(s: LoadSummary): string {
     `failures: ${Object.keys(s.failures).length === 0 ? "none" : JSON.stringify(s.failures)}`,
     "",
   ];
-  if (s.child !== null) lines.push("backend child:", formatStats(s.child), "", "this process:");
-  lines.push(formatStats(s.pipeline));
+  if (s.child !== null) lines.push("backend child:", formatStats(s.child, { width }), "", "this process:");
+  lines.push(formatStats(s.pipeline, { width }));
   return lines.join("\n");
 }
 

@@ -6,7 +6,7 @@
 
 import { defineCommand, UsageError } from "../args.ts";
 import { formatSummary, runLoad } from "../load.ts";
-import { print } from "../tty.ts";
+import { print, terminalSize, wrapLine } from "../tty.ts";
 
 const concurrency = (stage: string, dflt: number, defaultText?: string) => ({
   type: "integer" as const,
@@ -132,7 +132,15 @@ export const loadCommand = defineCommand({
         refreshMs: values.refresh,
         signal: ac.signal,
       });
-      print(Deno.stdout, values.json ? JSON.stringify(summary, null, 2) : formatSummary(summary));
+      if (values.json) print(Deno.stdout, JSON.stringify(summary, null, 2));
+      else if (!Deno.stdout.isTerminal()) print(Deno.stdout, formatSummary(summary));
+      else {
+        const width = terminalSize().columns - 1;
+        print(
+          Deno.stdout,
+          formatSummary(summary, width).split("\n").flatMap((l) => wrapLine(l, width)).join("\n"),
+        );
+      }
       return summary.interrupted ? 130 : 0;
     } finally {
       Deno.removeSignalListener("SIGINT", onSigint);
