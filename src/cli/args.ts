@@ -244,7 +244,9 @@ export function runCli(
   const words = helpFor ? rest : args;
   const command = findCommand(commands, words);
   if (command === undefined) {
-    const typed = words.filter((w) => !w.startsWith("-")).slice(0, 2).join(" ");
+    // A sub-command is named with its group ("manifest frob"), a command alone ("lod").
+    const group = commands.some((c) => c.name.startsWith(`${words[0]} `));
+    const typed = words.slice(0, group && words[1] !== undefined ? 2 : 1).join(" ");
     const near = nearest(typed, commands.map((c) => c.name));
     return Promise.resolve(printed(
       stderr,
@@ -277,22 +279,18 @@ export function parseCommandLine(
   command: Command,
   args: readonly string[],
 ): ParsedArgs<OptionSpecs> | "help" | "version" {
+  // --help and --version win wherever they stand (before `--`), even after a bad value.
+  const end = args.indexOf("--") < 0 ? args.length : args.indexOf("--");
+  const flags = args.slice(0, end);
+  if (flags.includes("-h") || flags.includes("--help")) return "help";
+  if (flags.includes("--version")) return "version";
   const values: Record<string, unknown> = {};
   const positionals: string[] = [];
-  let wantHelp = false, wantVersion = false;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
     if (arg === "--") {
       positionals.push(...args.slice(i + 1));
       break;
-    }
-    if (arg === "-h" || arg === "--help") {
-      wantHelp = true;
-      continue;
-    }
-    if (arg === "--version") {
-      wantVersion = true;
-      continue;
     }
     if (!arg.startsWith("-") || arg === "-" || /^-\d/.test(arg)) {
       positionals.push(arg);
@@ -316,8 +314,6 @@ export function parseCommandLine(
     if (bad !== null) throw new UsageError(bad);
     values[name] = spec.type === "number" || spec.type === "integer" ? Number(text) : text;
   }
-  if (wantHelp) return "help";
-  if (wantVersion) return "version";
   for (const [name, spec] of Object.entries(command.options)) {
     if (name in values) continue;
     if (spec.required && spec.type !== "boolean") {
