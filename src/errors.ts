@@ -6,6 +6,7 @@
 
 /** Root of every error sluice throws on purpose. */
 export class SluiceError extends Error {
+  /** `message` says what failed; `options.cause` keeps the underlying error. The name is the subclass's. */
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = new.target.name;

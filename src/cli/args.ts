@@ -61,7 +61,8 @@ export const VERSION: string = meta.version;
 /** A wrong command line: printed with a pointer to `--help`, exit status 2. */
 export class UsageError extends SluiceError {}
 
-interface OptionBase {
+/** What every option declares. */
+export interface OptionBase {
   /** One line (or a few) for `--help`. */
   help: string;
   /** How the value is shown in `--help` (default: `N` for numbers, `X` for numbers with a fraction, `S`). */
@@ -74,13 +75,17 @@ interface OptionBase {
 
 /** An option that takes any non-empty string. */
 export interface StringOption extends OptionBase {
+  /** The kind of value. */
   type: "string";
+  /** The value when the option is not given. */
   default?: string;
 }
 
 /** An option that takes a number (`"number"`) or a whole number (`"integer"`), within a range. */
 export interface NumberOption extends OptionBase {
+  /** The kind of value: any decimal number, or a whole one. */
   type: "number" | "integer";
+  /** The value when the option is not given; must be within the range. */
   default?: number;
   /** Smallest valid value, inclusive. */
   min?: number;
@@ -94,13 +99,17 @@ export interface NumberOption extends OptionBase {
 
 /** A flag: present means true. */
 export interface BooleanOption extends OptionBase {
+  /** The kind of option. */
   type: "boolean";
 }
 
 /** An option that takes one of a fixed list of words. */
 export interface EnumOption<V extends string = string> extends OptionBase {
+  /** The kind of value. */
   type: "enum";
+  /** The words accepted. */
   values: readonly V[];
+  /** The value when the option is not given. */
   default?: V;
 }
 
@@ -114,12 +123,14 @@ export type OptionSpecs = Record<string, OptionSpec>;
 export interface PositionalSpec {
   /** Upper case, as shown in the usage line (`FILE`, `DATASET`). */
   name: string;
+  /** What it is, for `--help`. */
   help: string;
   /** Takes one or more (`FILE...`). */
   variadic?: boolean;
 }
 
-type ValueOf<S> = S extends NumberOption ? number
+/** The type of an option's value, from its declaration. */
+export type ValueOf<S> = S extends NumberOption ? number
   : S extends BooleanOption ? boolean
   : S extends EnumOption<infer V> ? V
   : string;
@@ -133,7 +144,9 @@ export type OptionValues<O extends OptionSpecs> = {
 
 /** What a command's `run` receives. */
 export interface ParsedArgs<O extends OptionSpecs> {
+  /** Every declared option, keyed by its name, defaults filled in. */
   values: OptionValues<O>;
+  /** The arguments that are not options, in order. */
   positionals: string[];
 }
 
@@ -145,7 +158,9 @@ export interface CommandSpec<O extends OptionSpecs> {
   summary: string;
   /** Paragraphs for `sluice <name> --help`, after the summary. */
   description?: string;
+  /** Its positional arguments; the last may be variadic. */
   positionals: readonly PositionalSpec[];
+  /** Its options (`--help`, `--version` come with every command). */
   options: O;
   /** Command lines without the program name, at least one; shown by `--help`. */
   examples: readonly string[];
@@ -154,15 +169,7 @@ export interface CommandSpec<O extends OptionSpecs> {
 }
 
 /** A declared command with its option types erased, as `COMMANDS` holds it. */
-export interface Command {
-  readonly name: string;
-  readonly summary: string;
-  readonly description?: string;
-  readonly positionals: readonly PositionalSpec[];
-  readonly options: OptionSpecs;
-  readonly examples: readonly string[];
-  run(args: ParsedArgs<OptionSpecs>): number | Promise<number>;
-}
+export type Command = CommandSpec<OptionSpecs>;
 
 /** Declares a command; the option values `run` receives are typed from `options`. */
 export function defineCommand<const O extends OptionSpecs>(spec: CommandSpec<O>): Command {

@@ -27,18 +27,27 @@ import { makeDatasetCommand } from "./commands/make_dataset.ts";
 import { probeCommand } from "./commands/probe.ts";
 
 export {
+  type BooleanOption,
   type Command,
   type CommandSpec,
   defineCommand,
+  type EnumOption,
+  type NumberOption,
+  type OptionBase,
   type OptionSpec,
   type OptionSpecs,
+  type OptionValues,
   type ParsedArgs,
   type PositionalSpec,
   runCommand,
   type RunContext,
+  type StringOption,
   UsageError,
+  type ValueOf,
   VERSION,
 } from "./args.ts";
+export type { Out } from "./tty.ts";
+export { SluiceError } from "../errors.ts";
 
 /** Every `sluice` command, in the order `sluice --help` lists them. */
 export const COMMANDS: readonly Command[] = [

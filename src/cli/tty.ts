@@ -14,7 +14,9 @@ const encoder = new TextEncoder();
 
 /** A writable stream of the CLI (stdout or stderr). */
 export interface Out {
+  /** Writes some of `p`; returns how many bytes were written (as `Deno.stdout.writeSync`). */
   writeSync(p: Uint8Array): number;
+  /** True when the stream is a terminal (escapes are drawn only then). */
   isTerminal(): boolean;
 }
 

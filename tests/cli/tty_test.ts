@@ -20,6 +20,7 @@ class Screen implements Out {
     for (let i = 0; i < s.length; i++) {
       const ch = s[i];
       if (ch === "\x1b") {
+        // deno-lint-ignore no-control-regex -- the model reads the escapes LiveBlock writes
         const m = /^\x1b\[(\d*)([A-Za-z])/.exec(s.slice(i))!;
         const n = m[1] === "" ? 0 : Number(m[1]);
         if (m[2] === "K") this.rows[this.row] = "";
