@@ -5,33 +5,21 @@
 import assert from "node:assert/strict";
 import { assertFailureLine, MAIN, sluice, tinyDataset } from "./helpers.ts";
 
+/** Small clips, so that runs are quick. */
+const SMALL = "--batch-size 2 --frames 4 --width 32 --height 32";
+
+function words(s: string): string[] {
+  return s.split(" ");
+}
+
 Deno.test("sluice load --json reports throughput, stages, bottleneck, failures, RSS, the request and clip counts", async () => {
   const dir = await tinyDataset();
   try {
     const r = await sluice([
       "load",
       dir,
-      "--json",
-      "--batches",
-      "3",
-      "--batch-size",
-      "2",
-      "--frames",
-      "4",
-      "--width",
-      "32",
-      "--height",
-      "24",
-      "--layout",
-      "BCTHW",
-      "--seed",
-      "7",
-      "--frame-rate",
-      "10",
-      "--backend",
-      "subprocess",
-      "--decode-concurrency",
-      "1",
+      ...words("--json --batches 3 --batch-size 2 --frames 4 --width 32 --height 24 --layout BCTHW --seed 7"),
+      ...words("--frame-rate 10 --backend subprocess --decode-concurrency 1"),
     ]);
     assert.equal(r.code, 0, r.stderr);
     const s = JSON.parse(r.stdout);
@@ -114,23 +102,7 @@ for (const backend of ["inprocess", "subprocess"]) {
   Deno.test(`sluice load (${backend}): each failure line names the file once, no Worker URL, times to ms`, async () => {
     const dir = await tinyDataset({ broken: true });
     try {
-      const r = await sluice([
-        "load",
-        dir,
-        "--json",
-        "--epochs",
-        "3",
-        "--batch-size",
-        "2",
-        "--frames",
-        "4",
-        "--width",
-        "32",
-        "--height",
-        "32",
-        "--backend",
-        backend,
-      ]);
+      const r = await sluice(["load", dir, ...words(`--json --epochs 3 ${SMALL} --backend ${backend}`)]);
       assert.equal(r.code, 0, r.stderr);
       const failures = r.stderr.split("\n").filter((l) => / failed on |skipping /.test(l));
       assert.ok(failures.some((l) => l.includes("garbage.mp4")), r.stderr);
@@ -146,8 +118,14 @@ for (const backend of ["inprocess", "subprocess"]) {
     const dir = await tinyDataset({ broken: true });
     try {
       const child = new Deno.Command(Deno.execPath(), {
-        args: ["run", "--allow-all", MAIN, "load", dir, "--json", "--epochs", "1000000", "--batch-size", "2"]
-          .concat(["--frames", "4", "--width", "32", "--height", "32", "--backend", backend]),
+        args: [
+          "run",
+          "--allow-all",
+          MAIN,
+          "load",
+          dir,
+          ...words(`--json --epochs 1000000 ${SMALL} --backend ${backend}`),
+        ],
         stdout: "piped",
         stderr: "piped",
       }).spawn();
