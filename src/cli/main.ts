@@ -9,6 +9,7 @@
  * sluice make-dataset DIR --videos N --classes K
  * sluice load DATASET [options]
  * sluice bench-decode FILE...
+ * sluice tune MODULE [--budget 10m] [--out DIR | --resume DIR]
  * ```
  *
  * @example Run a command from code (as the tests do)
@@ -25,6 +26,7 @@ import { benchDecodeCommand } from "./commands/bench_decode.ts";
 import { loadCommand } from "./commands/load.ts";
 import { makeDatasetCommand } from "./commands/make_dataset.ts";
 import { probeCommand } from "./commands/probe.ts";
+import { tuneCommand } from "./commands/tune.ts";
 
 export {
   type BooleanOption,
@@ -55,6 +57,7 @@ export const COMMANDS: readonly Command[] = [
   makeDatasetCommand,
   loadCommand,
   benchDecodeCommand,
+  tuneCommand,
 ];
 
 /** Runs the CLI with `args` (the words after `sluice`); returns the exit status. */

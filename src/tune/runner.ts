@@ -58,6 +58,8 @@ export interface SubprocessRunnerOptions {
   memoryLimitBytes: number;
   /** Directory for each trial's full output (`trial-<id>.log`) and reply files. */
   logDir: string;
+  /** Aborting it kills the running trial (its outcome is then a failure the search discards). */
+  signal?: AbortSignal;
 }
 
 /** Runs each trial in a fresh `deno run --allow-all` subprocess of `trial_main.ts`. */
@@ -85,7 +87,7 @@ export class SubprocessRunner implements TrialRunner {
       measureSec: req.measureSec,
     }, limitSec);
     const base = { wallSec: r.wallSec, stderrTail: r.stderrTail, peakTreeRssBytes: r.peakRss };
-    if (r.reply?.ok && "metrics" in r.reply) {
+    if (r.failure === null && r.reply?.ok && "metrics" in r.reply) {
       return { status: "ok", metrics: r.reply.metrics, reason: null, ...base };
     }
     const reason = r.failure ?? (r.reply && !r.reply.ok ? `failed: ${r.reply.reason}` : "crashed: no result");
@@ -144,7 +146,14 @@ export class SubprocessRunner implements TrialRunner {
       failure = `hung: no result within ${limitSec.toFixed(0)} s (killed)`;
       killTree(child.pid);
     }, limitSec * 1000);
+    const onAbort = () => {
+      failure ??= "interrupted";
+      killTree(child.pid);
+    };
+    this.#opts.signal?.addEventListener("abort", onAbort);
+    if (this.#opts.signal?.aborted) onAbort();
     const status = await child.status;
+    this.#opts.signal?.removeEventListener("abort", onAbort);
     clearInterval(poll);
     clearTimeout(timer);
     await pumps;

@@ -42,6 +42,8 @@ export interface SearchOptions {
   curvePoints?: readonly number[];
   /** Run the headspace (ceiling) trial (default true). */
   ceiling?: boolean;
+  /** Aborting it stops the search; the trial it interrupts is not recorded. */
+  signal?: AbortSignal;
 }
 
 /** Why a trial ran. */
@@ -108,6 +110,7 @@ export interface Curve {
 
 /** What a search found. */
 export interface SearchResult {
+  space: SearchSpace;
   start: Evaluated;
   /** The best configuration measured (null when every trial failed). */
   best: Evaluated | null;
@@ -196,7 +199,8 @@ class Search {
       repeats: 2,
       curvePoints: DEFAULT_CURVE,
       ceiling: true,
-      ...opts,
+      signal: new AbortController().signal,
+      ...Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined)),
     };
     this.#onTrial = onTrial;
     this.#start = this.#entry(start);
@@ -217,6 +221,7 @@ class Search {
     }
     const c = this.#ceiling;
     return {
+      space: this.#space,
       start: this.#start,
       best: this.#best,
       ceiling: c?.metrics?.samplesPerSec ?? null,
@@ -250,6 +255,7 @@ class Search {
   }
 
   async #run(config: Config, kind: "measure" | "ceiling", phase: TrialPhase, note: string): Promise<TrialRecord> {
+    if (this.#opts.signal.aborted) throw new Stop("interrupted");
     if (this.#trials.length >= this.#opts.maxTrials) throw new Stop(`max trials (${this.#opts.maxTrials}) reached`);
     if (this.#spent + this.#estimatedCost() > this.#opts.budgetSec) {
       throw new Stop(`budget: the next trial would not fit in ${fmtDuration(this.#opts.budgetSec)}`);
@@ -261,7 +267,9 @@ class Search {
       warmupSec: this.#opts.warmupSec,
       measureSec: this.#opts.measureSec,
     };
+    if (this.#opts.signal.aborted) throw new Stop("interrupted");
     const outcome = await this.#runner.run(req);
+    if (this.#opts.signal.aborted) throw new Stop("interrupted");
     const record: TrialRecord = {
       ...outcome,
       id: req.id,
@@ -298,7 +306,7 @@ class Search {
   }
 
   async #runCeiling(): Promise<void> {
-    const r = await this.#run(this.#start.config, "ceiling", "ceiling", "ceiling: batches replayed from memory");
+    const r = await this.#run(this.#start.config, "ceiling", "ceiling", "ceiling (replayed batches)");
     this.#ceiling = r;
     this.#onTrial(r, { best: this.#best, spentSec: this.#spent });
   }

@@ -1,0 +1,50 @@
+/**
+ * Durations (`10m`, `90s`, `1h30m`) and sizes (`12GiB`, `512MiB`) on the command line. A bad value is a
+ * {@link UsageError} of the framework's one shape.
+ * @module
+ */
+
+import { UsageError } from "./args.ts";
+
+const DURATION_UNITS: Record<string, number> = { h: 3600, m: 60, s: 1, ms: 0.001 };
+const SIZE_UNITS: Record<string, number> = {
+  "": 1,
+  b: 1,
+  k: 1e3,
+  kb: 1e3,
+  kib: 2 ** 10,
+  m: 1e6,
+  mb: 1e6,
+  mib: 2 ** 20,
+  g: 1e9,
+  gb: 1e9,
+  gib: 2 ** 30,
+  t: 1e12,
+  tb: 1e12,
+  tib: 2 ** 40,
+};
+
+/** `10m`, `90s`, `1h30m`, `1.5h`, or plain seconds, as seconds (> 0). */
+export function parseDuration(option: string, text: string): number {
+  const t = text.trim().toLowerCase();
+  let total = 0;
+  if (/^\d+(\.\d+)?$/.test(t)) total = Number(t);
+  else {
+    const parts = [...t.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)];
+    if (parts.length === 0 || parts.map((p) => p[0]).join("") !== t) total = NaN;
+    else for (const p of parts) total += Number(p[1]) * DURATION_UNITS[p[2]];
+  }
+  if (!(total > 0) || !Number.isFinite(total)) {
+    throw new UsageError(`--${option} must be a duration like 10m, 90s or 1h30m, got "${text}"`);
+  }
+  return total;
+}
+
+/** `12GiB`, `512MiB`, `2G`, or plain bytes, as bytes (> 0). */
+export function parseSize(option: string, text: string): number {
+  const m = text.trim().match(/^(\d+(?:\.\d+)?)\s*([a-zA-Z]*)$/);
+  const unit = m ? SIZE_UNITS[m[2].toLowerCase()] : undefined;
+  const bytes = m && unit !== undefined ? Math.round(Number(m[1]) * unit) : NaN;
+  if (!(bytes > 0)) throw new UsageError(`--${option} must be a size like 12GiB or 512MiB, got "${text}"`);
+  return bytes;
+}
