@@ -201,7 +201,7 @@ class Search {
       ceiling: true,
       signal: new AbortController().signal,
       ...Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined)),
-    };
+    } as Required<SearchOptions>;
     this.#onTrial = onTrial;
     this.#start = this.#entry(start);
   }
