@@ -192,6 +192,7 @@ class Search {
   ) {
     this.#space = space;
     this.#runner = runner;
+    const given = Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined)) as SearchOptions;
     this.#opts = {
       maxTrials: 100,
       patience: 12,
@@ -200,8 +201,8 @@ class Search {
       curvePoints: DEFAULT_CURVE,
       ceiling: true,
       signal: new AbortController().signal,
-      ...Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined)),
-    } as Required<SearchOptions>;
+      ...given,
+    };
     this.#onTrial = onTrial;
     this.#start = this.#entry(start);
   }
