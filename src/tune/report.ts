@@ -84,8 +84,8 @@ export function reportMarkdown(r: SearchResult, ctx: ReportContext): string {
     }
     out.push(
       "",
-      `Differences under ${(r.threshold * 100).toFixed(1)}% count as noise (twice the median spread of ` +
-        "repeated configurations, at least 1%).",
+      `Differences under ${(r.threshold * 100).toFixed(1)}% count as noise (2.5 standard errors of the ` +
+        "difference of two means, from the spread of repeated configurations; at least 1%).",
       "",
     );
   }

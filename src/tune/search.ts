@@ -9,12 +9,14 @@
  *    throughput is within the noise threshold of the curve's best: equal speed with fewer tasks is better.
  * 3. **Coordinate descent**: each parameter in turn tries its neighbours (an int ±1, or ±1/8 of its value when
  *    large, climbing on while that helps; a choice's other values) around the best; a change is kept only when
- *    its mean beats the best's by more than the threshold. Stops when a full pass keeps nothing, after
+ *    its mean beats the best's by more than the threshold, or, for a stage's concurrency going down, when it is
+ *    as fast as the fastest best so far within the threshold. Stops when a full pass keeps nothing, after
  *    `patience` trials without a kept change, at `maxTrials`, or when the next trial would overrun the budget.
  *
- * A trial whose first measurement comes within the threshold of the best (or above it) is promising: it and the
- * best are repeated up to `repeats` measurements before the two means are compared. The threshold is the larger
- * of `minGain` and twice the median relative spread (max − min over mean) of the repeated configurations.
+ * A trial whose first measurement comes within the margin of the best (or above it) is promising: it and the
+ * best are repeated up to `repeats` measurements before the two means are compared. The margin of two means is
+ * the larger of `minGain` and 2.5 standard errors of their difference, from the measurement noise pooled over
+ * every repeated configuration.
  * @module
  */
 
@@ -122,7 +124,7 @@ export interface SearchResult {
   rejected: Move[];
   curves: Curve[];
   trials: TrialRecord[];
-  /** The relative gain a change needed at the end (noise threshold). */
+  /** The relative gain two configurations measured `repeats` times needed at the end (the noise margin). */
   threshold: number;
   /** Why it stopped. */
   stopReason: string;
@@ -146,11 +148,8 @@ class Stop {
 }
 
 const DEFAULT_CURVE = [1, 2, 4, 8, 16];
-/**
- * The threshold over the median spread: two measurements of one configuration differ by less than the noise's
- * full range, so a difference of one spread is still noise.
- */
-const NOISE_MARGIN = 2;
+/** Standard errors a difference of means must exceed to count (one-sided, about 1% false positives). */
+const NOISE_Z = 2.5;
 /** Cost guess of a trial before any finished: warm-up + window + this much start-up, seconds. */
 const STARTUP_GUESS_SEC = 5;
 
@@ -312,12 +311,28 @@ class Search {
     this.#onTrial(r, { best: this.#best, spentSec: this.#spent });
   }
 
+  /** Relative noise of one measurement: the pooled standard deviation over mean of repeated configurations. */
+  #noise(): number {
+    let ss = 0, df = 0;
+    for (const e of this.#evals.values()) {
+      if (e.samples.length < 2) continue;
+      const m = meanOf(e);
+      for (const x of e.samples) ss += ((x - m) / m) ** 2;
+      df += e.samples.length - 1;
+    }
+    return df === 0 ? 0 : Math.sqrt(ss / df);
+  }
+
+  /** The relative difference of the means of `a` and `b` that is more than noise. */
+  #margin(a: Evaluated, b: Evaluated): number {
+    const na = Math.max(1, a.samples.length), nb = Math.max(1, b.samples.length);
+    return Math.max(this.#opts.minGain, NOISE_Z * this.#noise() * Math.sqrt(1 / na + 1 / nb));
+  }
+
+  /** The margin between two configurations measured `repeats` times each (what the report quotes). */
   #threshold(): number {
-    const spreads = [...this.#evals.values()].filter((e) => e.samples.length >= 2).map(spreadOf).sort((a, b) =>
-      a - b
-    );
-    const median = spreads.length === 0 ? 0 : spreads[Math.floor((spreads.length - 1) / 2)];
-    return Math.max(this.#opts.minGain, NOISE_MARGIN * median);
+    const n = this.#opts.repeats;
+    return Math.max(this.#opts.minGain, NOISE_Z * this.#noise() * Math.sqrt(2 / n));
   }
 
   /**
@@ -328,16 +343,21 @@ class Search {
     const e = this.#entry(config);
     if (e.samples.length === 0 && e.failure === null) await this.#measure(e, phase, note);
     const best = this.#best;
-    if (best !== null && e !== best && e.samples.length > 0 && meanOf(e) >= meanOf(best) * (1 - this.#threshold())) {
+    if (best !== null && e !== best && e.samples.length > 0 && meanOf(e) >= meanOf(best) * (1 - this.#margin(e, best))) {
       await this.#repeat(e);
       await this.#repeat(best);
     }
     return e;
   }
 
+  /** The configuration with the highest mean of those that were the best. */
+  #peak(): Evaluated {
+    return [...this.#wasBest].map((k) => this.#evals.get(k)!).reduce((a, b) => meanOf(b) > meanOf(a) ? b : a);
+  }
+
   #beats(e: Evaluated, best: Evaluated | null): boolean {
     if (e.samples.length === 0) return false;
-    return best === null || meanOf(e) > meanOf(best) * (1 + this.#threshold());
+    return best === null || meanOf(e) > meanOf(best) * (1 + this.#margin(e, best));
   }
 
   #record(param: string, from: Evaluated, to: Evaluated, kept: boolean): void {
@@ -400,8 +420,8 @@ class Search {
   #chooseFromCurve(name: string, base: Evaluated, evaluated: Evaluated[]): void {
     const ok = evaluated.filter((e) => e.samples.length > 0);
     if (ok.length === 0) return;
-    const top = Math.max(...ok.map(meanOf));
-    const pick = ok.filter((e) => meanOf(e) >= top * (1 - this.#threshold()))
+    const top = ok.reduce((a, b) => meanOf(b) > meanOf(a) ? b : a);
+    const pick = ok.filter((e) => meanOf(e) >= meanOf(top) * (1 - this.#margin(e, top)))
       .sort((a, b) => (a.config[name] as number) - (b.config[name] as number))[0];
     const incumbent = this.#best ?? base;
     for (const e of evaluated) {
@@ -438,20 +458,28 @@ class Search {
       const v = best.config[name] as number;
       const next = Math.min(p.max, Math.max(p.min, v + dir * Math.max(1, Math.round(v / 8))));
       if (next === v) return moved;
-      if (!await this.#step(name, { ...best.config, [name]: next })) return moved;
+      // Fewer tasks of a stage at the same speed is better (less memory, less contention elsewhere).
+      const cheaper = dir === -1 && p.stage !== undefined;
+      if (!await this.#step(name, { ...best.config, [name]: next }, cheaper)) return moved;
       moved = true;
     }
   }
 
-  /** Tries one change against the best; keeps it when it beats the best. */
-  async #step(name: string, config: Config): Promise<boolean> {
+  /**
+   * Tries one change against the best; keeps it when it beats the best or, when `cheaper`, when it is as fast as
+   * the fastest best so far within the threshold (measured against that peak, so small losses cannot add up).
+   */
+  async #step(name: string, config: Config, cheaper = false): Promise<boolean> {
     const incumbent = this.#best ?? this.#start;
     const before = this.#trials.length;
     const label = this.#space[name].kind === "int" && (this.#space[name] as IntParam).stage !== undefined
       ? `${(this.#space[name] as IntParam).stage} concurrency ${config[name]}`
       : `${name} ${config[name]}`;
     const e = await this.#try(config, "descent", label);
-    const better = this.#beats(e, this.#best) && !this.#wasBest.has(e.key);
+    const peak = this.#wasBest.size > 0 ? this.#peak() : null;
+    const asFast = cheaper && peak !== null && e.samples.length > 0 &&
+      meanOf(e) >= meanOf(peak) * (1 - this.#margin(e, peak));
+    const better = (this.#beats(e, this.#best) || asFast) && !this.#wasBest.has(e.key);
     if (better || this.#trials.length > before) this.#record(name, incumbent, e, better);
     if (!better) {
       this.#sinceKept += this.#trials.length - before;

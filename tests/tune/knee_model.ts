@@ -2,8 +2,9 @@
  * The contention-knee harness: a simulated pipeline whose trials are computed, not run. Each stage has a per-item
  * latency as a function of its concurrency n (all n tasks in flight: the stages upstream of the bottleneck are
  * kept full by backpressure); the pipeline's throughput is the slowest stage's n / latency(n), times seeded
- * noise. A trial "takes" start-up + warm-up + window seconds of budget, so a 3-minute search runs in
- * milliseconds and gives the same answer every time.
+ * noise drawn from (seed, configuration, how many times it was measured): the same trial always measures the
+ * same, whatever ran before it (so a resumed search sees what an uninterrupted one saw). A trial "takes"
+ * start-up + warm-up + window seconds of budget, so a 3-minute search runs in milliseconds.
  * @module
  */
 
@@ -72,11 +73,20 @@ export interface ModelOptions {
 export class ModelRunner implements TrialRunner {
   readonly requests: TrialRequest[] = [];
   readonly #opts: ModelOptions;
-  readonly #random: () => number;
+  readonly #seen = new Map<string, number>();
 
   constructor(opts: ModelOptions) {
     this.#opts = opts;
-    this.#random = rng(opts.seed);
+  }
+
+  /** A uniform draw in [0, 1) for this measurement of this configuration. */
+  #draw(req: TrialRequest): number {
+    const key = `${req.kind}|${JSON.stringify(req.config)}`;
+    const n = this.#seen.get(key) ?? 0;
+    this.#seen.set(key, n + 1);
+    let h = this.#opts.seed ^ n * 0x9e3779b1;
+    for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+    return rng(h)();
   }
 
   /** Noise-free throughput of a configuration. */
@@ -99,7 +109,7 @@ export class ModelRunner implements TrialRunner {
       });
     }
     const x = (req.kind === "ceiling" ? this.#opts.ceiling : this.throughput(req.config)) *
-      (1 + this.#opts.noise * (2 * this.#random() - 1));
+      (1 + this.#opts.noise * (2 * this.#draw(req) - 1));
     const metrics: TrialMetrics = {
       samplesPerSec: x,
       startupSec: 0.5,
