@@ -110,6 +110,7 @@ export class SubprocessRunner implements TrialRunner {
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
+      env: { NO_COLOR: "1" }, // plain text in the kept stderr
     }).spawn();
     const log = await Deno.open(`${this.#opts.logDir}/${name}.log`, { write: true, create: true, truncate: true });
     let logged = 0, tail = "";
