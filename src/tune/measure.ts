@@ -102,6 +102,7 @@ async function runLoop(
       if (r.done) throw new InvalidArgumentError("the loader ended"); // epochs() never ends by itself
       const got = performance.now();
       const batch = r.value;
+      const n = samplesOf(batch); // before the batch is disposed
       try {
         await target.step?.(batch, config);
       } finally {
@@ -119,7 +120,7 @@ async function runLoop(
       steps.push(end - last);
       stepMs += end - last;
       waitMs += got - asked;
-      samples += samplesOf(batch);
+      samples += n;
       last = end;
       if (end - windowAt >= opts.measureSec * 1000) break;
     }

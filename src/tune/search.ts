@@ -74,6 +74,8 @@ export interface Evaluated {
   metrics: TrialMetrics | null;
   /** Why its latest trial failed, when none succeeded. */
   failure: string | null;
+  /** What its first trial tried (`demux concurrency 4`), for the repeats' notes. */
+  note: string;
 }
 
 /** One single-parameter change tried against the best configuration of its time. */
@@ -242,7 +244,7 @@ class Search {
     const key = configKey(this.#space, config);
     let e = this.#evals.get(key);
     if (e === undefined) {
-      e = { key, config: { ...config }, samples: [], metrics: null, failure: null };
+      e = { key, config: { ...config }, samples: [], metrics: null, failure: null, note: "" };
       this.#evals.set(key, e);
     }
     return e;
@@ -286,6 +288,7 @@ class Search {
 
   /** One more measurement of `e`. */
   async #measure(e: Evaluated, phase: TrialPhase, note: string): Promise<void> {
+    if (e.note === "") e.note = note;
     const r = await this.#run(e.config, "measure", phase, note);
     if (r.status === "ok" && r.metrics) {
       e.samples.push(r.metrics.samplesPerSec);
@@ -301,7 +304,7 @@ class Search {
   /** Measures `e` until it has `repeats` measurements (not when it failed). */
   async #repeat(e: Evaluated): Promise<void> {
     while (e.samples.length > 0 && e.samples.length < this.#opts.repeats) {
-      await this.#measure(e, "repeat", `repeat ${this.#describe(e.config)}`);
+      await this.#measure(e, "repeat", `repeat: ${e.note}`);
     }
   }
 
@@ -315,8 +318,8 @@ class Search {
   #noise(): number {
     let ss = 0, df = 0;
     for (const e of this.#evals.values()) {
-      if (e.samples.length < 2) continue;
       const m = meanOf(e);
+      if (e.samples.length < 2 || !(m > 0)) continue;
       for (const x of e.samples) ss += ((x - m) / m) ** 2;
       df += e.samples.length - 1;
     }
@@ -378,10 +381,6 @@ class Search {
     }
   }
 
-  #describe(config: Config): string {
-    return configKey(this.#space, config);
-  }
-
   // ---- phases ----------------------------------------------------------------------------------------------
 
   async #runCurves(): Promise<void> {
@@ -421,7 +420,7 @@ class Search {
     const ok = evaluated.filter((e) => e.samples.length > 0);
     if (ok.length === 0) return;
     const top = ok.reduce((a, b) => meanOf(b) > meanOf(a) ? b : a);
-    const pick = ok.filter((e) => meanOf(e) >= meanOf(top) * (1 - this.#margin(e, top)))
+    const pick = ok.filter((e) => e === top || meanOf(e) >= meanOf(top) * (1 - this.#margin(e, top)))
       .sort((a, b) => (a.config[name] as number) - (b.config[name] as number))[0];
     const incumbent = this.#best ?? base;
     for (const e of evaluated) {
