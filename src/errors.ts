@@ -129,6 +129,19 @@ export class BackendExitedError extends BackendError {
   }
 }
 
+/**
+ * A subprocess backend sent nothing, not even a heartbeat, for longer than its `stallTimeoutMs` (stopped with
+ * SIGSTOP, hung in uninterruptible I/O, or starved of CPU): it was killed rather than left to block the loop.
+ */
+export class BackendStalledError extends BackendError {
+  /** Milliseconds the child had been silent when it was given up. */
+  readonly silentMs: number;
+  constructor(message: string, backend: string, silentMs: number, options?: ErrorOptions) {
+    super(message, backend, options);
+    this.silentMs = silentMs;
+  }
+}
+
 /** A dataset item could not be fetched (missing file, HTTP 4xx, or 5xx/timeouts/dropped connections after retries). */
 export class FetchError extends SluiceError {
   /** The path or URL. */

@@ -7,7 +7,7 @@
 import { ffmpeg } from "./ffmpeg.ts";
 import { codecpar, type Ptr } from "./structs.ts";
 import { MediaError, SluiceError } from "../errors.ts";
-import { type CheckedParams, checkCodecParams } from "./codec_params.ts";
+import { checkCodecParams, type CheckedParams } from "./codec_params.ts";
 
 type Freer = (pp: Uint8Array<ArrayBuffer>) => void;
 

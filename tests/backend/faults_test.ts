@@ -1,0 +1,261 @@
+/**
+ * Fault tests of the subprocess backend, each bounded by its own deadline: a child killed (SIGKILL) or stopped
+ * (SIGSTOP) mid-stream, a hostile child whose frames break the protocol's rules, and a consumer that stalls
+ * (which must not look like a stalled child). Every test checks that no process is left behind.
+ */
+import assert from "node:assert/strict";
+import { BackendExitedError, BackendStalledError, PipelineFailure, ProtocolError } from "../../src/errors.ts";
+import { spawnBackend, type SpawnBackendOptions } from "../../src/backend/spawn.ts";
+import { FrameType } from "../../src/backend/protocol.ts";
+import { PipelineBuilder } from "../../src/pipeline/builder.ts";
+
+const FIXTURE = new URL("./fixtures/echo_backend.ts", import.meta.url);
+
+function spawn(exportName: string, args: unknown, opts: Partial<SpawnBackendOptions> = {}) {
+  const lines: string[] = [];
+  const source = spawnBackend({
+    module: FIXTURE,
+    export: exportName,
+    args,
+    log: (l) => lines.push(l),
+    ...opts,
+  });
+  return { source, lines };
+}
+
+function alive(pid: number): boolean {
+  try {
+    // A zombie (exited, not yet reaped) counts as gone.
+    return !/^\d+ \(.*\) Z/.test(Deno.readTextFileSync(`/proc/${pid}/stat`));
+  } catch {
+    return false;
+  }
+}
+
+/** Runs `fn`, failing the test if it takes longer than `ms` (the hang guard every fault test has). */
+async function deadline<T>(ms: number, what: string, fn: () => Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const guard = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no outcome within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([fn(), guard]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+Deno.test("SIGKILL of the child: a pipeline built with source.failure throws BackendExitedError itself", async () => {
+  const { source } = spawn("endless", { size: 64 });
+  const pid = source.pid;
+  const pipeline = new PipelineBuilder()
+    .addSource(source, { name: "backend", continuous: true })
+    .pipe((b: unknown) => (b as Uint8Array).length)
+    .build({ signal: source.failure });
+  let seen = 0;
+  try {
+    await deadline(10_000, "SIGKILL", async () => {
+      await assert.rejects(async () => {
+        for await (const _ of pipeline) if (++seen === 20) Deno.kill(pid, "SIGKILL");
+      }, (e: unknown) => {
+        assert.ok(e instanceof BackendExitedError, `got ${e}`);
+        assert.ok(!(e instanceof PipelineFailure));
+        assert.equal(e.signal, "SIGKILL");
+        return true;
+      });
+    });
+    assert.ok(source.failure.aborted);
+    assert.ok(source.failure.reason instanceof BackendExitedError);
+  } finally {
+    await pipeline.stop();
+    await source.close();
+  }
+  assert.ok(seen >= 20);
+  assert.ok(!alive(pid));
+});
+
+Deno.test("without source.failure the same death is a PipelineFailure whose cause is BackendExitedError", async () => {
+  const { source } = spawn("endless", { size: 64 });
+  const pipeline = new PipelineBuilder().addSource(source, { continuous: true }).build();
+  try {
+    await deadline(10_000, "SIGKILL", async () => {
+      let n = 0;
+      await assert.rejects(async () => {
+        for await (const _ of pipeline) if (++n === 5) Deno.kill(source.pid, "SIGKILL");
+      }, (e: unknown) => e instanceof PipelineFailure && e.cause instanceof BackendExitedError);
+    });
+  } finally {
+    await pipeline.stop();
+    await source.close();
+  }
+  assert.ok(!alive(source.pid));
+});
+
+Deno.test("SIGSTOP of the child: a warning within a second, BackendStalledError at stallTimeoutMs, no orphan", async () => {
+  const { source, lines } = spawn("endless", { size: 64 }, {
+    heartbeatIntervalMs: 50,
+    stallWarningMs: 400,
+    stallTimeoutMs: 1500,
+  });
+  const pid = source.pid;
+  const it = source[Symbol.asyncIterator]();
+  try {
+    for (let i = 0; i < 5; i++) await it.next();
+    Deno.kill(pid, "SIGSTOP");
+    const t0 = performance.now();
+    let warnedAt = 0;
+    const warned = (async () => {
+      while (!lines.some((l) => l.includes("warning: no frame"))) await new Promise((r) => setTimeout(r, 20));
+      warnedAt = performance.now() - t0;
+      assert.equal(source.stats().stalled, true);
+      assert.equal(source.stats().stalls, 1);
+    })();
+    await deadline(10_000, "SIGSTOP", async () => {
+      await assert.rejects(async () => {
+        for (;;) if ((await it.next()).done) break;
+      }, (e: unknown) => {
+        assert.ok(e instanceof BackendStalledError, `got ${e}`);
+        assert.ok(e.silentMs >= 1500);
+        assert.match(e.message, /not even a heartbeat.*stallTimeoutMs 1500/);
+        return true;
+      });
+      await warned;
+    });
+    const failedAt = performance.now() - t0;
+    console.log(
+      `  warning ${warnedAt.toFixed(0)} ms, BackendStalledError ${failedAt.toFixed(0)} ms after SIGSTOP`,
+    );
+    assert.ok(warnedAt < failedAt);
+  } finally {
+    await source.close();
+  }
+  assert.ok(!alive(pid), `stopped child ${pid} left behind`);
+});
+
+Deno.test("a child stopped and continued: warned, then 'responding again', and the stream goes on", async () => {
+  const { source, lines } = spawn("endless", { size: 64 }, {
+    heartbeatIntervalMs: 50,
+    stallWarningMs: 300,
+    stallTimeoutMs: 20_000,
+  });
+  const it = source[Symbol.asyncIterator]();
+  try {
+    await deadline(15_000, "SIGSTOP/SIGCONT", async () => {
+      for (let i = 0; i < 5; i++) await it.next();
+      Deno.kill(source.pid, "SIGSTOP");
+      while (!source.stats().stalled) await new Promise((r) => setTimeout(r, 20));
+      Deno.kill(source.pid, "SIGCONT");
+      for (let i = 0; i < 50; i++) assert.equal((await it.next()).done, false);
+    });
+    assert.ok(lines.some((l) => l.includes("responding again")));
+    assert.equal(source.stats().stalled, false);
+    assert.equal(source.stats().stalls, 1);
+  } finally {
+    await source.close();
+  }
+  assert.ok(!alive(source.pid));
+});
+
+Deno.test("a consumer that stalls is not a stalled child: heartbeats keep it alive", async () => {
+  const { source, lines } = spawn("counted", { count: 100, size: 16 }, {
+    heartbeatIntervalMs: 50,
+    stallWarningMs: 300,
+    stallTimeoutMs: 600,
+    bufferSize: 2,
+  });
+  const it = source[Symbol.asyncIterator]();
+  try {
+    await deadline(10_000, "consumer stall", async () => {
+      await it.next();
+      await new Promise((r) => setTimeout(r, 1500)); // 2.5 × stallTimeoutMs without taking an item
+      assert.equal(source.stats().stalls, 0, lines.join("\n"));
+      assert.ok(source.stats().silentMs < 300);
+      let n = 1;
+      for (;;) {
+        const r = await it.next();
+        if (r.done) break;
+        n++;
+      }
+      assert.equal(n, 100);
+    });
+  } finally {
+    await source.close();
+  }
+});
+
+Deno.test("a slow but live child (an item every 400 ms) is never warned about", async () => {
+  const { source, lines } = spawn("slow", { count: 4, intervalMs: 400 }, {
+    heartbeatIntervalMs: 50,
+    stallWarningMs: 300,
+  });
+  try {
+    const got = await deadline(10_000, "slow child", async () => {
+      const out: unknown[] = [];
+      for await (const x of source) out.push(x);
+      return out;
+    });
+    assert.deepEqual(got, [0, 1, 2, 3]);
+    assert.equal(source.stats().stalls, 0, lines.join("\n"));
+  } finally {
+    await source.close();
+  }
+});
+
+/** Frames a hostile child sends after READY, and what the parent must say about them. */
+const READY = { type: FrameType.READY, json: { pid: 1 } };
+const HOSTILE: [string, { type: number; json?: unknown; bytes?: number[]; item?: unknown }[], RegExp][] = [
+  ["an ITEM before READY", [{ type: FrameType.ITEM, item: 1 }], /ITEM frame before READY/],
+  [
+    "more ITEMs than credits",
+    [READY, ...Array(4).fill({ type: FrameType.ITEM, item: 1 })],
+    /without a credit/,
+  ],
+  ["END with the wrong count", [READY, { type: FrameType.ITEM, item: 1 }, {
+    type: FrameType.END,
+    json: { epoch: 1, items: 5, failures: 0 },
+  }], /END of epoch 1 with 5 items, expected epoch 1 with 1/],
+  [
+    "END of a later epoch",
+    [READY, { type: FrameType.END, json: { epoch: 2, items: 0, failures: 0 } }],
+    /END of epoch 2/,
+  ],
+  ["ITEM_ERROR with a non-numeric count", [READY, {
+    type: FrameType.ITEM_ERROR,
+    json: { stage: "x", count: "many", messages: [] },
+  }], /field "count"/],
+  ["ITEM_ERROR with messages that are not strings", [READY, {
+    type: FrameType.ITEM_ERROR,
+    json: { stage: "x", count: 1, messages: [{}] },
+  }], /field "messages"/],
+  ["STATS with an unknown field", [READY, {
+    type: FrameType.STATS,
+    json: { pipeline: null, epoch: 0, sent: 0, credits: 0, evil: 1 },
+  }], /unknown field "evil"/],
+  ["LOG that is not an object", [READY, { type: FrameType.LOG, json: ["x"] }], /not a JSON object/],
+  ["a HEARTBEAT with a payload", [READY, { type: FrameType.HEARTBEAT, bytes: [1, 2] }], /must be empty/],
+  ["a second READY", [READY, READY], /second READY/],
+  ["an item that does not decode", [READY, { type: FrameType.ITEM, bytes: [9, 9] }], /unknown ITEM tag 9/],
+];
+
+for (const [what, frames, message] of HOSTILE) {
+  Deno.test(`a hostile child: ${what} is a ProtocolError, and the child is killed`, async () => {
+    const { source } = spawn("hostile", { frames }, { heartbeatIntervalMs: 60_000, bufferSize: 3 });
+    try {
+      await deadline(10_000, what, async () => {
+        // Nothing is consumed (no credit goes back) until the parent has judged the stream.
+        await new Promise((resolve) => source.failure.addEventListener("abort", resolve));
+        await assert.rejects(async () => {
+          for await (const _ of source) { /* the forged items, if any */ }
+        }, (e: unknown) => {
+          assert.ok(e instanceof ProtocolError, `got ${e}`);
+          assert.match(e.message, message);
+          return true;
+        });
+      });
+      assert.ok(source.failure.reason instanceof ProtocolError);
+    } finally {
+      await source.close();
+    }
+    assert.ok(!alive(source.pid));
+  });
+}
