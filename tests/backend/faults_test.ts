@@ -259,3 +259,50 @@ for (const [what, frames, message] of HOSTILE) {
     assert.ok(!alive(source.pid));
   });
 }
+
+Deno.test("the child checks the parent's frames too: a bad control stream stops it with a message", async () => {
+  const { encodeFrame, creditPayload, jsonBytes } = await import("../../src/backend/protocol.ts");
+  const child = new URL("../../src/backend/child.ts", import.meta.url).href;
+  const init = jsonBytes({
+    module: FIXTURE.href,
+    export: "endless",
+    args: { size: 1 },
+    statsIntervalMs: 100,
+  });
+  const cases: [string, Uint8Array[], RegExp][] = [
+    [
+      "CREDIT before INIT",
+      [encodeFrame(FrameType.CREDIT, creditPayload(1), 0)],
+      /INIT must be the first frame/,
+    ],
+    [
+      "INIT without heartbeatIntervalMs",
+      [encodeFrame(FrameType.INIT, init, 0)],
+      /field "heartbeatIntervalMs"/,
+    ],
+    ["a zero CREDIT", [
+      encodeFrame(
+        FrameType.INIT,
+        jsonBytes({ ...JSON.parse(new TextDecoder().decode(init)), heartbeatIntervalMs: 50 }),
+        0,
+      ),
+      encodeFrame(FrameType.CREDIT, creditPayload(0), 1),
+    ], /grants 0 credits/],
+  ];
+  for (const [what, frames, message] of cases) {
+    const out = await deadline(10_000, what, async () => {
+      const p = new Deno.Command(Deno.execPath(), {
+        args: ["run", "--quiet", "--allow-read", "--allow-env", child],
+        stdin: "piped",
+        stdout: "null",
+        stderr: "piped",
+      }).spawn();
+      const w = p.stdin.getWriter();
+      for (const f of frames) await w.write(f);
+      const result = await p.output();
+      return { code: result.code, stderr: new TextDecoder().decode(result.stderr) };
+    });
+    assert.equal(out.code, 0, what);
+    assert.match(out.stderr, message, what);
+  }
+});
