@@ -142,6 +142,13 @@ export class BackendStalledError extends BackendError {
   }
 }
 
+/**
+ * Where a fetch failed: `"connect"` (before the response headers arrived: connection, request, the server's first
+ * answer), `"status"` (an HTTP error status), `"body"` (while the body arrived), `"deadline"` (the item's total
+ * time ran out between attempts), `"read"` (a local file).
+ */
+export type FetchPhase = "connect" | "status" | "body" | "deadline" | "read";
+
 /** A dataset item could not be fetched (missing file, HTTP 4xx, or 5xx/timeouts/dropped connections after retries). */
 export class FetchError extends SluiceError {
   /** The path or URL. */
@@ -150,11 +157,23 @@ export class FetchError extends SluiceError {
   readonly status: number;
   /** Attempts made. */
   readonly attempts: number;
-  constructor(source: string, status: number, attempts: number, reason: string, options?: ErrorOptions) {
+  /** Where the last attempt failed. */
+  readonly phase: FetchPhase;
+  /** The time limit that ended it, e.g. `{ name: "idleTimeoutMs", ms: 5000 }`; undefined when none did. */
+  readonly limit: { name: string; ms: number } | undefined;
+  constructor(
+    source: string,
+    status: number,
+    attempts: number,
+    reason: string,
+    options?: ErrorOptions & { phase?: FetchPhase; limit?: { name: string; ms: number } },
+  ) {
     super(`${source}: fetch failed after ${attempts} attempt(s): ${reason}`, options);
     this.source = source;
     this.status = status;
     this.attempts = attempts;
+    this.phase = options?.phase ?? "connect";
+    this.limit = options?.limit;
   }
 }
 
