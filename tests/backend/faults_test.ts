@@ -1,13 +1,16 @@
 /**
  * Fault tests of the subprocess backend, each bounded by its own deadline: a child killed (SIGKILL) or stopped
- * (SIGSTOP) mid-stream, a hostile child whose frames break the protocol's rules, and a consumer that stalls
- * (which must not look like a stalled child). Every test checks that no process is left behind.
+ * (SIGSTOP) mid-stream, a hostile child whose frames break the protocol's rules, a consumer that stalls (which
+ * must not look like a stalled child), and 10% broken inputs plus misbehaving HTTP servers through a backend
+ * and a decode stage. Every test checks that no process is left behind.
  */
 import assert from "node:assert/strict";
 import { BackendExitedError, BackendStalledError, PipelineFailure, ProtocolError } from "../../src/errors.ts";
 import { spawnBackend, type SpawnBackendOptions } from "../../src/backend/spawn.ts";
 import { FrameType } from "../../src/backend/protocol.ts";
 import { PipelineBuilder } from "../../src/pipeline/builder.ts";
+import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
+import { serveDir } from "../data/http_server.ts";
 
 const FIXTURE = new URL("./fixtures/echo_backend.ts", import.meta.url);
 
@@ -305,4 +308,92 @@ Deno.test("the child checks the parent's frames too: a bad control stream stops 
     assert.equal(out.code, 0, what);
     assert.match(out.stderr, message, what);
   }
+});
+
+Deno.test({
+  name:
+    "10% broken inputs and misbehaving HTTP through a backend and a decode stage: in = delivered + failed, each named",
+  ignore: !hasFfmpegCliSync(),
+  async fn() {
+    const { decodeVideo } = await import("../../src/media/decode.ts");
+    const { VideoPackets } = await import("../../src/media/packets.ts");
+    const dir = await Deno.makeTempDir({ prefix: "sluice-faults-" });
+    await using srv = serveDir(dir);
+    try {
+      const clip = await Deno.readFile(await generateClip({ width: 64, height: 48, durationSec: 0.4 }));
+      const good: string[] = [];
+      const broken: string[] = [];
+      for (let i = 0; i < 36; i++) {
+        await Deno.writeFile(`${dir}/good_${i}.mp4`, clip);
+        good.push(`${dir}/good_${i}.mp4`);
+      }
+      // A valid file under a wrong extension is delivered: FFmpeg goes by the content.
+      await Deno.writeFile(`${dir}/misnamed.mkv`, clip);
+      good.push(`${dir}/misnamed.mkv`);
+      const bad: [string, Uint8Array][] = [
+        ["truncated.mp4", clip.subarray(0, clip.length >> 2)],
+        ["garbage.mp4", Uint8Array.from({ length: 5000 }, (_, i) => (i * 7919) & 255)],
+        ["zero.mp4", new Uint8Array(0)],
+        ["text_named.mp4", new TextEncoder().encode("not a video at all\n".repeat(100))],
+      ];
+      for (const [name, bytes] of bad) {
+        await Deno.writeFile(`${dir}/${name}`, bytes);
+        broken.push(`${dir}/${name}`);
+      }
+      broken.push(`${dir}/missing.mp4`);
+      // Over HTTP: served, failing then recovering, never answering, lying about its length and hanging, 404.
+      good.push(`${srv.base}good_0.mp4`, `${srv.base}flaky/1/good_1.mp4`);
+      broken.push(
+        `${srv.dropBase}silent/good_2.mp4`,
+        `${srv.dropBase}hang/good_3.mp4`,
+        `${srv.base}nothere.mp4`,
+      );
+      const items = [...good, ...broken].sort(() => Math.random() - 0.5);
+      const { source, lines } = spawn("mediaFront", {
+        items,
+        fetch: { connectTimeoutMs: 300, idleTimeoutMs: 300, deadlineMs: 1500, retries: 2, backoffMs: 10 },
+        concurrency: 4,
+      }, { permissions: ["--allow-read", "--allow-env", "--allow-ffi", "--allow-net"] });
+      const pid = source.pid;
+      const decodeFailures: string[] = [];
+      const pipeline = new PipelineBuilder()
+        .addSource(source, { name: "backend" })
+        .pipe(async function decode(x: unknown) {
+          const { path, packets } = x as { path: string; packets: unknown };
+          const frames = await decodeVideo(VideoPackets.fromStructured(packets as never), {
+            width: 16,
+            height: 16,
+          });
+          return { path, frames: frames.shape[0] };
+        }, { maxFailures: 1000 })
+        .build({ signal: source.failure, log: (m) => decodeFailures.push(m) });
+      try {
+        const delivered = await deadline(60_000, "broken inputs", async () => {
+          const out: { path: string; frames: number }[] = [];
+          for await (const x of pipeline) out.push(x as { path: string; frames: number });
+          return out;
+        });
+        const s = source.stats();
+        assert.equal(delivered.length + s.failures + decodeFailures.length, items.length, lines.join("\n"));
+        assert.deepEqual(delivered.map((d) => d.path).sort(), [...good].sort());
+        for (const d of delivered) assert.equal(d.frames, 10, d.path);
+        for (const b of broken) {
+          const name = b.replace(/^.*\//, "");
+          assert.ok(
+            lines.some((l) => l.includes(name)),
+            `the loss of ${name} is not named:\n${lines.join("\n")}`,
+          );
+        }
+        assert.deepEqual(Object.keys(s.failuresByStage).sort(), ["demux", "fetch"]);
+        assert.ok(lines.some((l) => /silent\/good_2\.mp4.*connectTimeoutMs/.test(l)), lines.join("\n"));
+        assert.ok(lines.some((l) => /hang\/good_3\.mp4.*idleTimeoutMs/.test(l)), lines.join("\n"));
+      } finally {
+        await pipeline.stop();
+        await source.close();
+      }
+      assert.ok(!alive(pid));
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
 });
