@@ -9,7 +9,7 @@
  *
  * In the JSON form every typed array (and `VideoPackets`) inside the value, at any depth, is replaced by a
  * placeholder `{"\u0000sluice": [kind, index]}` and its bytes travel as blob `index`, not as base64. Each blob
- * starts at a multiple of 8 bytes from the payload's start (zero padding before it, protocol version 2), so
+ * starts at a multiple of 8 bytes from the payload's start (zero padding before it, since protocol version 2), so
  * the decoder can return every typed array as a view of the payload instead of a copy. Encoding returns a list
  * of parts so that big buffers are written without being copied; decoding never reads outside the payload and
  * reports damage as a ProtocolError.
