@@ -152,8 +152,8 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzSummary> {
     const before = slot.history.slice(-6, -1);
     const replay = `deno task fuzz --seed ${opts.seed} --case ${[...before, index].join(",")}` +
       (before.length > 0 ? ` (or --case ${index} alone)` : "");
-    const f: FuzzFailure = { index, kind, detail, replay };
-    const known = knownBug(detail);
+    const f: FuzzFailure = { index, kind, detail, replay, fuzzCase: rebuild(index) };
+    const known = knownBug(detail, kind, f.fuzzCase);
     if (known !== undefined) {
       summary.known.push({ ...f, issue: known.issue });
       log(`fuzz: case ${index} hit a known bug (${known.issue})\n  replay: ${replay}`);
@@ -164,12 +164,21 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzSummary> {
     saving.push(saveFailure(f));
   };
 
+  // The parent rebuilds a failed case (the same pure function of seed and index) to report and save it.
+  const bytesOf = (i: FuzzInput) => Deno.readFileSync(i.path);
+  const src = { inputs, bytesOf, packetsOf: packetsSource(bytesOf) };
+  const rebuild = (index: number): FuzzCase | undefined => {
+    try {
+      return makeCase(opts.seed, index, src);
+    } catch (e) {
+      log(`fuzz: could not rebuild case ${index}: ${e}`);
+      return undefined;
+    }
+  };
+
   const saveFailure = async (f: FuzzFailure) => {
     try {
-      const bytesOf = (i: FuzzInput) => Deno.readFileSync(i.path);
-      const src = { inputs, bytesOf, packetsOf: packetsSource(bytesOf) };
-      f.fuzzCase = makeCase(opts.seed, f.index, src);
-      if (save === null) return;
+      if (save === null || f.fuzzCase === undefined) return;
       await Deno.mkdir(save, { recursive: true });
       const input = inputs.find((i) => i.name === f.fuzzCase!.input)!;
       const clean = f.fuzzCase.kind === "packets" ? src.packetsOf(input, f.fuzzCase.demux!) : bytesOf(input);
@@ -288,11 +297,7 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzSummary> {
   const watchdog = setInterval(() => {
     for (const slot of slots) {
       if (slot.current === undefined || slot.current.failed) continue;
-      let rss = 0;
-      try {
-        const m = /VmRSS:\s+(\d+) kB/.exec(Deno.readTextFileSync(`/proc/${slot.proc.pid}/status`));
-        rss = m ? Number(m[1]) * 1024 : 0;
-      } catch { /* exited */ }
+      const rss = rssBytes(slot.proc.pid);
       if (rss > memoryBytes) {
         slot.current.failed = true;
         fail(
@@ -318,6 +323,16 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzSummary> {
   }
   summary.elapsedMs = performance.now() - t0;
   return summary;
+}
+
+/** The resident memory of process `pid` in bytes (0 once it is gone). */
+export function rssBytes(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(Deno.readTextFileSync(`/proc/${pid}/status`));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
 }
 
 /** The summary as a few lines of text. */
