@@ -136,6 +136,7 @@ export class BackendExitedError extends BackendError {
 export class BackendStalledError extends BackendError {
   /** Milliseconds the child had been silent when it was given up. */
   readonly silentMs: number;
+  /** `silentMs`: how long the child had been silent. */
   constructor(message: string, backend: string, silentMs: number, options?: ErrorOptions) {
     super(message, backend, options);
     this.silentMs = silentMs;
@@ -161,6 +162,7 @@ export class FetchError extends SluiceError {
   readonly phase: FetchPhase;
   /** The time limit that ended it, e.g. `{ name: "idleTimeoutMs", ms: 5000 }`; undefined when none did. */
   readonly limit: { name: string; ms: number } | undefined;
+  /** `reason` ends the message; `options.phase` (default "connect") and `options.limit` fill those fields. */
   constructor(
     source: string,
     status: number,

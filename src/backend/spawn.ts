@@ -84,17 +84,21 @@ export interface BackendStats {
   state: "running" | "exited";
   /** Epochs completed (END frames received). */
   epochs: number;
-  /** Items received, and their encoded bytes. */
+  /** Items received. */
   items: number;
+  /** Encoded bytes of the items received. */
   bytes: number;
-  /** Item failures reported by the child (counted, not thrown), in total and per stage. */
+  /** Item failures reported by the child (counted, not thrown). */
   failures: number;
+  /** The same, per stage of the child's pipeline. */
   failuresByStage: Record<string, number>;
-  /** Items (and their bytes) received but not yet taken by the consumer; never above `bufferSize`. */
+  /** Items received but not yet taken by the consumer; never above `bufferSize`. */
   buffered: number;
+  /** Their encoded bytes. */
   bufferedBytes: number;
-  /** The highest `buffered` / `bufferedBytes` seen. */
+  /** The highest `buffered` seen. */
   peakBuffered: number;
+  /** The highest `bufferedBytes` seen. */
   peakBufferedBytes: number;
   /** Bytes held for a frame still arriving. */
   partialFrameBytes: number;
