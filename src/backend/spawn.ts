@@ -134,6 +134,8 @@ const STDERR_TAIL = 20;
 const EXIT_GRACE_MS = 200;
 const CHILD_ENTRY = new URL("./child.ts", import.meta.url).href;
 const STREAM = "backend stdout";
+/** Silence before the child's first frame that is still start-up, not a stall (a loaded machine is slow). */
+const STARTUP_GRACE_MS = 10_000;
 /**
  * glibc malloc settings for the child, unless the caller's `env` sets them. By default glibc raises its mmap
  * threshold each time a big block is freed, after which frame payloads, packet buffers and pipe read buffers
@@ -201,6 +203,7 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
   #lastHeard = performance.now();
   #lastTick = performance.now();
   #stalled = false;
+  #heardAny = false;
   readonly #pumps: Promise<unknown>;
   readonly #stderrTail: string[] = [];
   readonly #stats: Omit<
@@ -608,6 +611,7 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
 
   #heard(): void {
     this.#lastHeard = performance.now();
+    this.#heardAny = true;
     if (!this.#stalled) return;
     this.#stalled = false;
     this.#log(`[backend ${this.pid}] the child is responding again`);
@@ -620,6 +624,8 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
     if (now - this.#lastTick > 2 * this.#tickMs + 100) this.#lastHeard = Math.max(this.#lastHeard, now);
     this.#lastTick = now;
     const silent = now - this.#lastHeard;
+    // Until its first frame the child is starting (Deno, its modules): no warning before STARTUP_GRACE_MS.
+    const warnAfter = this.#heardAny ? this.#stallWarningMs : Math.max(this.#stallWarningMs, STARTUP_GRACE_MS);
     if (silent >= this.#stallTimeoutMs) {
       clearInterval(this.#watchdog);
       this.#fail(
@@ -631,7 +637,7 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
         ),
       );
       this.#kill("SIGKILL");
-    } else if (silent >= this.#stallWarningMs && !this.#stalled) {
+    } else if (silent >= warnAfter && !this.#stalled) {
       this.#stalled = true;
       this.#stats.stalls++;
       const limit = Number.isFinite(this.#stallTimeoutMs)
