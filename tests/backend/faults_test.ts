@@ -6,47 +6,13 @@
  */
 import assert from "node:assert/strict";
 import { BackendExitedError, BackendStalledError, PipelineFailure, ProtocolError } from "../../src/errors.ts";
-import { spawnBackend, type SpawnBackendOptions } from "../../src/backend/spawn.ts";
 import { FrameType } from "../../src/backend/protocol.ts";
 import { PipelineBuilder } from "../../src/pipeline/builder.ts";
 import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
 import { serveDir } from "../data/http_server.ts";
+import { alive, deadline, FIXTURE, spawnFixture } from "./helpers.ts";
 
-const FIXTURE = new URL("./fixtures/echo_backend.ts", import.meta.url);
-
-function spawn(exportName: string, args: unknown, opts: Partial<SpawnBackendOptions> = {}) {
-  const lines: string[] = [];
-  const source = spawnBackend({
-    module: FIXTURE,
-    export: exportName,
-    args,
-    log: (l) => lines.push(l),
-    ...opts,
-  });
-  return { source, lines };
-}
-
-function alive(pid: number): boolean {
-  try {
-    // A zombie (exited, not yet reaped) counts as gone.
-    return !/^\d+ \(.*\) Z/.test(Deno.readTextFileSync(`/proc/${pid}/stat`));
-  } catch {
-    return false;
-  }
-}
-
-/** Runs `fn`, failing the test if it takes longer than `ms` (the hang guard every fault test has). */
-async function deadline<T>(ms: number, what: string, fn: () => Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const guard = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no outcome within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([fn(), guard]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const spawn = spawnFixture;
 
 Deno.test("SIGKILL of the child: a pipeline built with source.failure throws BackendExitedError itself", async () => {
   const { source } = spawn("endless", { size: 64 });

@@ -8,14 +8,7 @@ import assert from "node:assert/strict";
 import { videoClassificationLoader } from "../../src/data/loader.ts";
 import { makeSyntheticDataset } from "../../src/data/synthetic.ts";
 import { BackendExitedError } from "../../src/errors.ts";
-
-function alive(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z/.test(Deno.readTextFileSync(`/proc/${pid}/stat`));
-  } catch {
-    return false;
-  }
-}
+import { alive, deadline } from "../backend/helpers.ts";
 
 Deno.test("the loader's backend child killed mid-epoch: the loop throws BackendExitedError itself, promptly", async () => {
   const dir = await Deno.makeTempDir({ prefix: "sluice-loader-faults-" });
@@ -31,27 +24,18 @@ Deno.test("the loader's backend child killed mid-epoch: the loop throws BackendE
     });
     const pid = loader.stats().backend!.pid;
     let batches = 0;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const guard = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error("no outcome within 60 s")), 60_000);
+    await deadline(60_000, "SIGKILL of the loader's child", async () => {
+      await assert.rejects(async () => {
+        for await (const b of loader) {
+          b[Symbol.dispose]();
+          if (++batches === 1) Deno.kill(pid, "SIGKILL");
+        }
+      }, (e: unknown) => {
+        assert.ok(e instanceof BackendExitedError, `got ${e}`);
+        assert.equal(e.signal, "SIGKILL");
+        return true;
+      });
     });
-    try {
-      await Promise.race([
-        assert.rejects(async () => {
-          for await (const b of loader) {
-            b[Symbol.dispose]();
-            if (++batches === 1) Deno.kill(pid, "SIGKILL");
-          }
-        }, (e: unknown) => {
-          assert.ok(e instanceof BackendExitedError, `got ${e}`);
-          assert.equal(e.signal, "SIGKILL");
-          return true;
-        }),
-        guard,
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
     assert.ok(batches >= 1);
     await loader.close();
     assert.ok(!alive(pid));
