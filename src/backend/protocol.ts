@@ -202,6 +202,27 @@ export function parseJson(bytes: Uint8Array): { value: unknown } | undefined {
   }
 }
 
+/** Deepest nesting of JSON the protocol carries (items, control payloads): far beyond any real one. */
+export const MAX_JSON_DEPTH = 256;
+
+/**
+ * Whether `value` nests objects and arrays deeper than `max` levels, found without recursion (a hostile depth
+ * must not overflow the stack). Typed arrays and other non-plain objects are leaves.
+ */
+export function nestedDeeper(value: unknown, max: number = MAX_JSON_DEPTH): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== "object" || ArrayBuffer.isView(v)) continue;
+    if (!Array.isArray(v) && Object.getPrototypeOf(v) !== Object.prototype && Object.getPrototypeOf(v) !== null) {
+      continue;
+    }
+    if (depth >= max) return true;
+    for (const x of Array.isArray(v) ? v : Object.values(v)) stack.push([x, depth + 1]);
+  }
+  return false;
+}
+
 /** What a JSON control field must hold: a string, a count (integer >= 0), milliseconds (> 0), ... */
 type FieldKind = "string" | "string?" | "strings" | "count" | "ms" | "object?" | "any";
 
@@ -272,6 +293,7 @@ export function controlPayload(
   if (parsed === undefined) throw fail("payload is not UTF-8 JSON");
   const v = parsed.value;
   if (v === null || typeof v !== "object" || Array.isArray(v)) throw fail("payload is not a JSON object");
+  if (nestedDeeper(v)) throw fail(`payload nests deeper than ${MAX_JSON_DEPTH} levels`);
   for (const key of Object.keys(v)) if (!(key in shape)) throw fail(`payload has an unknown field "${key}"`);
   for (const [key, kind] of Object.entries(shape)) {
     if (!fits(kind, (v as Record<string, unknown>)[key])) throw fail(`field "${key}" is not a valid ${kind}`);
