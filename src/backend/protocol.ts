@@ -214,7 +214,9 @@ export function nestedDeeper(value: unknown, max: number = MAX_JSON_DEPTH): bool
   while (stack.length > 0) {
     const [v, depth] = stack.pop()!;
     if (v === null || typeof v !== "object" || ArrayBuffer.isView(v)) continue;
-    if (!Array.isArray(v) && Object.getPrototypeOf(v) !== Object.prototype && Object.getPrototypeOf(v) !== null) {
+    if (
+      !Array.isArray(v) && Object.getPrototypeOf(v) !== Object.prototype && Object.getPrototypeOf(v) !== null
+    ) {
       continue;
     }
     if (depth >= max) return true;

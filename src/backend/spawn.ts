@@ -625,7 +625,9 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
     this.#lastTick = now;
     const silent = now - this.#lastHeard;
     // Until its first frame the child is starting (Deno, its modules): no warning before STARTUP_GRACE_MS.
-    const warnAfter = this.#heardAny ? this.#stallWarningMs : Math.max(this.#stallWarningMs, STARTUP_GRACE_MS);
+    const warnAfter = this.#heardAny
+      ? this.#stallWarningMs
+      : Math.max(this.#stallWarningMs, STARTUP_GRACE_MS);
     if (silent >= this.#stallTimeoutMs) {
       clearInterval(this.#watchdog);
       this.#fail(
