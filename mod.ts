@@ -136,3 +136,38 @@ export {
   type WorkerPoolOptions,
 } from "./src/pipeline/mod.ts";
 export { PipelineFailure, PipelineStoppedError, type StageError, WorkerCrashedError } from "./src/errors.ts";
+
+// Tuning (`sluice tune`)
+export {
+  choice,
+  type ChoiceParam,
+  type ChoiceValue,
+  type Config,
+  type ConfigOf,
+  type Curve,
+  type CurvePoint,
+  defineTuning,
+  type Evaluated,
+  int,
+  type IntParam,
+  type Move,
+  type Param,
+  type ParamOptions,
+  type SearchOptions,
+  type SearchResult,
+  type SearchSpace,
+  type StageWindow,
+  type TrialContext,
+  type TrialLoader,
+  type TrialMetrics,
+  type TrialOutcome,
+  type TrialPhase,
+  type TrialRecord,
+  type TrialRequest,
+  type TrialRunner,
+  tune,
+  type TuneOptions,
+  type TuneResult,
+  type TuneTarget,
+  type ValueOfParam,
+} from "./src/tune/mod.ts";

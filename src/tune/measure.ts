@@ -18,6 +18,7 @@ import type { TrialLoader, TuneTarget } from "./target.ts";
 
 /** One stage over the measured window. */
 export interface StageWindow {
+  /** The stage's name. */
   name: string;
   /** Its concurrency at the end of the window. */
   concurrency: number;
@@ -27,6 +28,7 @@ export interface StageWindow {
   meanMs: number | null;
   /** Compute time percentiles since the loader started, ms. */
   p50Ms: number;
+  /** The 90th percentile of the same. */
   p90Ms: number;
   /** Compute time over the slot time it had in the window (0..1; null when unknown). */
   busy: number | null;
@@ -38,11 +40,15 @@ export interface TrialMetrics {
   samplesPerSec: number;
   /** Seconds from the start of the trial to the first batch (loader start-up). */
   startupSec: number;
+  /** Length of the measured window, seconds. */
   windowSec: number;
+  /** Batches in the window. */
   batches: number;
+  /** Samples in the window. */
   samples: number;
   /** Time from one step's end to the next's (data wait + step), ms. */
   stepP50Ms: number;
+  /** The 90th percentile of the same. */
   stepP90Ms: number;
   /** Time waiting for batches over the window's step time (0..1). */
   dataWaitFraction: number;
@@ -68,7 +74,11 @@ export interface MeasureOptions {
 const CEILING_BATCHES = 8;
 
 /** Builds the loader for `config`, runs the loop, measures; closes the loader. */
-export async function measureTrial(target: TuneTarget, config: Config, opts: MeasureOptions): Promise<TrialMetrics> {
+export async function measureTrial(
+  target: TuneTarget,
+  config: Config,
+  opts: MeasureOptions,
+): Promise<TrialMetrics> {
   const t0 = performance.now();
   const loader = await target.create(config, { args: opts.args, kind: opts.kind });
   try {
@@ -193,7 +203,9 @@ function windowRows(before: StageStats[], after: StageStats[], windowSec: number
       meanMs: done > 0 ? computeMs / done : null,
       p50Ms: a.p50Ms,
       p90Ms: a.p90Ms,
-      busy: a.kind === "consumer" || !(a.concurrency > 0) ? null : Math.min(1, computeMs / (windowSec * 1000 * a.concurrency)),
+      busy: a.kind === "consumer" || !(a.concurrency > 0)
+        ? null
+        : Math.min(1, computeMs / (windowSec * 1000 * a.concurrency)),
     };
   });
 }

@@ -5,9 +5,9 @@
  */
 
 export {
+  choice,
   type ChoiceParam,
   type ChoiceValue,
-  choice,
   type Config,
   type ConfigOf,
   int,

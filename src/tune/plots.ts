@@ -55,7 +55,11 @@ export function trialsChart(result: SearchResult): ChartSpec {
   const top = Math.max(0, ...points.map((p) => p.samplesPerSec));
   const offChart = result.ceiling !== null && result.ceiling > OFF_CHART * top;
   if (result.ceiling !== null && !offChart) {
-    const ceiling = [{ trial: 0, samplesPerSec: result.ceiling, label: `ceiling ${Math.round(result.ceiling)}` }];
+    const ceiling = [{
+      trial: 0,
+      samplesPerSec: result.ceiling,
+      label: `ceiling ${Math.round(result.ceiling)}`,
+    }];
     layers.push(
       {
         data: { values: ceiling },
@@ -114,7 +118,12 @@ export function curveChart(curve: Curve): ChartSpec {
         mark: { type: "line", point: true, color: "#c03030" },
         encoding: {
           x,
-          y: { field: "ms", type: "quantitative", title: "per-item latency (ms, log scale)", scale: { type: "log" } },
+          y: {
+            field: "ms",
+            type: "quantitative",
+            title: "per-item latency (ms, log scale)",
+            scale: { type: "log" },
+          },
           tooltip: [{ field: "concurrency" }, { field: "ms", format: ",.2f" }],
         },
       },
@@ -136,7 +145,7 @@ export function curveChart(curve: Curve): ChartSpec {
 
 /** Renders a Vega-Lite spec to SVG text (imports Vega on first use). */
 export async function renderSvg(spec: ChartSpec): Promise<string> {
-  const [vega, vl] = await Promise.all([import("npm:vega@^6.4.0"), import("npm:vega-lite@^6.5.0")]);
+  const [vega, vl] = await Promise.all([import("vega"), import("vega-lite")]);
   const compiled = vl.compile(spec as unknown as Parameters<typeof vl.compile>[0]).spec;
   const view = new vega.View(vega.parse(compiled), { renderer: "none" });
   try {

@@ -30,7 +30,7 @@ export function processTree(pid: number): number[] {
     }
     for (const t of tasks) {
       const kids = read(`/proc/${p}/task/${t}/children`);
-      if (kids) for (const k of kids.trim().split(/\s+/)) if (k !== "") todo.push(Number(k));
+      if (kids) { for (const k of kids.trim().split(/\s+/)) if (k !== "") todo.push(Number(k)); }
     }
   }
   return out;

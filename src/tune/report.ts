@@ -50,7 +50,9 @@ export function reportMarkdown(r: SearchResult, ctx: ReportContext): string {
   out.push(`# sluice tune: ${ctx.module}`, "");
   out.push(
     `${ctx.startedAt} · ${r.trials.length} trials (${failed.length} failed) in ${fmtMin(r.spentSec)} of a ` +
-      `${fmtMin(ctx.budgetSec)} budget · each trial: ${ctx.warmupSec} s warm-up, ${ctx.measureSec} s measured · ` +
+      `${
+        fmtMin(ctx.budgetSec)
+      } budget · each trial: ${ctx.warmupSec} s warm-up, ${ctx.measureSec} s measured · ` +
       `${navigator.hardwareConcurrency ?? "?"} cores · stopped: ${r.stopReason}.`,
     "",
   );
@@ -63,7 +65,9 @@ export function reportMarkdown(r: SearchResult, ctx: ReportContext): string {
     out.push("| parameter | start | best |", "| --- | --- | --- |");
     for (const [name, p] of Object.entries(space)) {
       const a = r.start.config[name], b = best.config[name];
-      out.push(`| ${paramLabel(name, p)} | ${fmtValue(a)} | ${a === b ? fmtValue(b) : `**${fmtValue(b)}**`} |`);
+      out.push(
+        `| ${paramLabel(name, p)} | ${fmtValue(a)} | ${a === b ? fmtValue(b) : `**${fmtValue(b)}**`} |`,
+      );
     }
     out.push("");
     const start = r.start.samples.length > 0 ? meanOf(r.start) : null;
@@ -93,7 +97,9 @@ export function reportMarkdown(r: SearchResult, ctx: ReportContext): string {
   out.push("## Kept changes, in order", "");
   if (r.kept.length === 0) out.push("None: the start configuration stayed the best.");
   for (const m of r.kept) {
-    const note = m.after !== null && m.after < m.before * (1 + r.threshold) ? " (as fast within noise, fewer tasks)" : "";
+    const note = m.after !== null && m.after < m.before * (1 + r.threshold)
+      ? " (as fast within noise, fewer tasks)"
+      : "";
     out.push(`- + ${moveText(space, m)}${note}`);
   }
   out.push("", "## What did not help", "");
@@ -104,14 +110,18 @@ export function reportMarkdown(r: SearchResult, ctx: ReportContext): string {
     const items = moves.map((m) =>
       m.after === null
         ? `${fmtValue(m.to)} failed`
-        : `${fmtValue(m.to)} (${fmtRate(m.after)}, ${pct(m.after / m.before - 1)} vs ${fmtValue(m.from)})`
+        : `${fmtValue(m.to)} (${fmtRate(m.after)}, ${pct(m.after / m.before - 1)} vs ${fmtValue(m.from)}${
+          m.after > m.before ? ", within noise" : ""
+        })`
     );
     out.push(`- ${paramLabel(param, space[param])}: ${items.join("; ")}`);
   }
 
   out.push("", "## Headroom", "");
   if (r.ceiling === null) {
-    out.push(r.ceilingFailure ? `The ceiling trial failed: ${r.ceilingFailure}` : "No ceiling trial was run.");
+    out.push(
+      r.ceilingFailure ? `The ceiling trial failed: ${r.ceilingFailure}` : "No ceiling trial was run.",
+    );
   } else {
     out.push(
       `Ceiling: **${fmtRate(r.ceiling)} samples/s**, the training loop on batches replayed from memory ` +
@@ -121,9 +131,13 @@ export function reportMarkdown(r: SearchResult, ctx: ReportContext): string {
       const share = meanOf(best) / r.ceiling;
       out.push(
         share >= 0.95
-          ? `The best configuration reaches ${(share * 100).toFixed(0)}% of it: data loading is no longer the limit.`
+          ? `The best configuration reaches ${
+            (share * 100).toFixed(0)
+          }% of it: data loading is no longer the limit.`
           : share < 0.05
-          ? `The best configuration reaches ${(share * 100).toFixed(1)}% of it: the loop does next to nothing ` +
+          ? `The best configuration reaches ${
+            (share * 100).toFixed(1)
+          }% of it: the loop does next to nothing ` +
             "without loading (a module with no `step` measures the loader flat out), so all of its time is loading."
           : `The best configuration reaches ${(share * 100).toFixed(0)}% of it: ${
             fmtRate(r.ceiling - meanOf(best))
@@ -140,7 +154,9 @@ export function reportMarkdown(r: SearchResult, ctx: ReportContext): string {
     const wait = bm.dataWaitFraction;
     out.push(
       `The pipeline's verdict in the best configuration's last trial: ${verdict}. The loop waited for data ` +
-        `${(wait * 100).toFixed(0)}% of its time${wait < 0.05 ? " (the training step itself is the limit)" : ""}.`,
+        `${(wait * 100).toFixed(0)}% of its time${
+          wait < 0.05 ? " (the training step itself is the limit)" : ""
+        }.`,
       "",
     );
     if (bm.stages.length > 0) {
@@ -167,7 +183,9 @@ export function reportMarkdown(r: SearchResult, ctx: ReportContext): string {
     for (const p of c.points) {
       out.push(
         `| ${p.concurrency} | ${p.samplesPerSec === null ? "failed" : fmtRate(p.samplesPerSec)} | ` +
-          `${p.stageMeanMs?.toFixed(2) ?? "–"} | ${p.stageItemsPerSec === null ? "–" : fmtRate(p.stageItemsPerSec)} | ` +
+          `${p.stageMeanMs?.toFixed(2) ?? "–"} | ${
+            p.stageItemsPerSec === null ? "–" : fmtRate(p.stageItemsPerSec)
+          } | ` +
           `${p.stageBusy === null ? "–" : `${(p.stageBusy * 100).toFixed(0)}%`} |`,
       );
     }

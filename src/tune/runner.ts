@@ -16,15 +16,21 @@ import type { TrialJob, TrialReply } from "./trial_main.ts";
 export interface TrialRequest {
   /** Sequence number in the search (names its log file). */
   id: number;
+  /** `"ceiling"`: the headspace trial (batches replayed from memory). */
   kind: "measure" | "ceiling";
+  /** The configuration to measure. */
   config: Config;
+  /** Warm-up from the first batch, seconds. */
   warmupSec: number;
+  /** Measured window, seconds. */
   measureSec: number;
 }
 
 /** What came of a trial. */
 export interface TrialOutcome {
+  /** Whether it measured. */
   status: "ok" | "failed";
+  /** What it measured (null when it failed). */
   metrics: TrialMetrics | null;
   /** Why it failed: "crashed: …", "hung: …", "exceeded the memory limit …", or the module's error. */
   reason: string | null;
@@ -38,6 +44,7 @@ export interface TrialOutcome {
 
 /** Runs trials for the search. */
 export interface TrialRunner {
+  /** Runs one trial; a failure is an outcome, never a rejection. */
   run(req: TrialRequest): Promise<TrialOutcome>;
 }
 
@@ -75,7 +82,9 @@ export class SubprocessRunner implements TrialRunner {
     const r = await this.#spawn("describe", { kind: "describe" }, 120);
     if (r.reply?.ok && "space" in r.reply) return r.reply;
     const why = r.reply && !r.reply.ok ? r.reply.reason : r.failure ?? "no answer";
-    throw new InvalidArgumentError(`${this.#opts.module}: ${why}${r.stderrTail ? `\n${r.stderrTail.trimEnd()}` : ""}`);
+    throw new InvalidArgumentError(
+      `${this.#opts.module}: ${why}${r.stderrTail ? `\n${r.stderrTail.trimEnd()}` : ""}`,
+    );
   }
 
   async run(req: TrialRequest): Promise<TrialOutcome> {
@@ -112,7 +121,11 @@ export class SubprocessRunner implements TrialRunner {
       stderr: "piped",
       env: { NO_COLOR: "1" }, // plain text in the kept stderr
     }).spawn();
-    const log = await Deno.open(`${this.#opts.logDir}/${name}.log`, { write: true, create: true, truncate: true });
+    const log = await Deno.open(`${this.#opts.logDir}/${name}.log`, {
+      write: true,
+      create: true,
+      truncate: true,
+    });
     let logged = 0, tail = "";
     const pump = async (stream: ReadableStream<Uint8Array>, keepTail: boolean) => {
       const dec = new TextDecoder();
@@ -171,7 +184,13 @@ export class SubprocessRunner implements TrialRunner {
       const last = lastErrorLine(tail);
       failure = `crashed: ${how}${last ? `: ${last}` : ""}`;
     }
-    return { reply, failure: failure as string | null, wallSec, stderrTail: tail, peakRss: peakRss as number | null };
+    return {
+      reply,
+      failure: failure as string | null,
+      wallSec,
+      stderrTail: tail,
+      peakRss: peakRss as number | null,
+    };
   }
 }
 

@@ -22,7 +22,14 @@
 
 import type { TrialMetrics } from "./measure.ts";
 import type { TrialOutcome, TrialRequest, TrialRunner } from "./runner.ts";
-import { type ChoiceValue, type Config, configKey, type IntParam, type SearchSpace, stageParams } from "./space.ts";
+import {
+  type ChoiceValue,
+  type Config,
+  configKey,
+  type IntParam,
+  type SearchSpace,
+  stageParams,
+} from "./space.ts";
 
 /** Options of {@link search}. */
 export interface SearchOptions {
@@ -55,8 +62,11 @@ export type TrialPhase = "start" | "ceiling" | "curve" | "descent" | "repeat";
 export interface TrialRecord extends TrialOutcome {
   /** 1, 2, … in the order run. */
   id: number;
+  /** Why it ran. */
   phase: TrialPhase;
+  /** A measurement, or the headspace trial. */
   kind: "measure" | "ceiling";
+  /** The configuration it ran. */
   config: Config;
   /** `configKey` of the configuration. */
   key: string;
@@ -66,7 +76,9 @@ export interface TrialRecord extends TrialOutcome {
 
 /** Everything measured for one configuration. */
 export interface Evaluated {
+  /** `configKey` of the configuration. */
   key: string;
+  /** The configuration. */
   config: Config;
   /** samples/s of each successful measurement. */
   samples: number[];
@@ -80,12 +92,17 @@ export interface Evaluated {
 
 /** One single-parameter change tried against the best configuration of its time. */
 export interface Move {
+  /** The parameter changed. */
   param: string;
+  /** Its value in the best configuration. */
   from: ChoiceValue;
+  /** The value tried. */
   to: ChoiceValue;
-  /** Mean samples/s of the best before the change, and of the changed configuration (null: it failed). */
+  /** Mean samples/s of the best before the change. */
   before: number;
+  /** Mean samples/s of the changed configuration (null: it failed). */
   after: number | null;
+  /** Whether it became the best. */
   kept: boolean;
   /** The failure reason when it failed. */
   failure: string | null;
@@ -93,6 +110,7 @@ export interface Move {
 
 /** One point of a stage's contention curve. */
 export interface CurvePoint {
+  /** The stage's concurrency. */
   concurrency: number;
   /** Mean samples/s of the pipeline (null: the trial failed). */
   samplesPerSec: number | null;
@@ -106,25 +124,35 @@ export interface CurvePoint {
 
 /** A stage's contention curve: its concurrency varied, the other parameters fixed at `fixed`. */
 export interface Curve {
+  /** The parameter that is the stage's concurrency. */
   param: string;
+  /** The stage. */
   stage: string;
+  /** The configuration the other parameters kept. */
   fixed: Config;
+  /** One point per concurrency tried, in increasing order. */
   points: CurvePoint[];
 }
 
 /** What a search found. */
 export interface SearchResult {
+  /** The space searched. */
   space: SearchSpace;
+  /** The start configuration and its measurements. */
   start: Evaluated;
   /** The best configuration measured (null when every trial failed). */
   best: Evaluated | null;
   /** samples/s of the headspace trial (null when not run or failed). */
   ceiling: number | null;
+  /** Why the ceiling trial failed (null when it did not). */
   ceilingFailure: string | null;
-  /** Changes kept, in order, and changes that did not help. */
+  /** Changes kept, in order. */
   kept: Move[];
+  /** Changes that did not help (or failed), in order. */
   rejected: Move[];
+  /** One contention curve per stage-concurrency parameter, in the order measured. */
   curves: Curve[];
+  /** Every trial, in order. */
   trials: TrialRecord[];
   /** The relative gain two configurations measured `repeats` times needed at the end (the noise margin). */
   threshold: number;
@@ -193,7 +221,9 @@ class Search {
   ) {
     this.#space = space;
     this.#runner = runner;
-    const given = Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined)) as SearchOptions;
+    const given = Object.fromEntries(
+      Object.entries(opts).filter(([, v]) => v !== undefined),
+    ) as SearchOptions;
     this.#opts = {
       maxTrials: 100,
       patience: 12,
@@ -256,9 +286,16 @@ class Search {
     return ok.reduce((a, t) => a + t.wallSec, 0) / ok.length;
   }
 
-  async #run(config: Config, kind: "measure" | "ceiling", phase: TrialPhase, note: string): Promise<TrialRecord> {
+  async #run(
+    config: Config,
+    kind: "measure" | "ceiling",
+    phase: TrialPhase,
+    note: string,
+  ): Promise<TrialRecord> {
     if (this.#opts.signal.aborted) throw new Stop("interrupted");
-    if (this.#trials.length >= this.#opts.maxTrials) throw new Stop(`max trials (${this.#opts.maxTrials}) reached`);
+    if (this.#trials.length >= this.#opts.maxTrials) {
+      throw new Stop(`max trials (${this.#opts.maxTrials}) reached`);
+    }
     if (this.#spent + this.#estimatedCost() > this.#opts.budgetSec) {
       throw new Stop(`budget: the next trial would not fit in ${fmtDuration(this.#opts.budgetSec)}`);
     }
@@ -346,7 +383,10 @@ class Search {
     const e = this.#entry(config);
     if (e.samples.length === 0 && e.failure === null) await this.#measure(e, phase, note);
     const best = this.#best;
-    if (best !== null && e !== best && e.samples.length > 0 && meanOf(e) >= meanOf(best) * (1 - this.#margin(e, best))) {
+    if (
+      best !== null && e !== best && e.samples.length > 0 &&
+      meanOf(e) >= meanOf(best) * (1 - this.#margin(e, best))
+    ) {
       await this.#repeat(e);
       await this.#repeat(best);
     }

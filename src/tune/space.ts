@@ -29,8 +29,11 @@ export interface ParamOptions<T> {
 
 /** An integer from `min` to `max`, inclusive. */
 export interface IntParam extends ParamOptions<number> {
+  /** Discriminates the parameter kinds. */
   readonly kind: "int";
+  /** Smallest value (inclusive). */
   readonly min: number;
+  /** Largest value (inclusive). */
   readonly max: number;
   /** The pipeline stage whose concurrency this is (its contention curve is measured). */
   readonly stage?: string;
@@ -41,7 +44,9 @@ export type ChoiceValue = number | string | boolean;
 
 /** One of a list of values. */
 export interface ChoiceParam<T extends ChoiceValue = ChoiceValue> extends ParamOptions<T> {
+  /** Discriminates the parameter kinds. */
   readonly kind: "choice";
+  /** The values, in the order the search tries them. */
   readonly values: readonly T[];
 }
 
@@ -61,7 +66,11 @@ export type ConfigOf<S extends SearchSpace> = { [K in keyof S]: ValueOfParam<S[K
 export type Config = Record<string, ChoiceValue>;
 
 /** An integer parameter from `min` to `max` (inclusive); `stage` marks it as that stage's concurrency. */
-export function int(min: number, max: number, opts: ParamOptions<number> & { stage?: string } = {}): IntParam {
+export function int(
+  min: number,
+  max: number,
+  opts: ParamOptions<number> & { stage?: string } = {},
+): IntParam {
   if (!Number.isSafeInteger(min) || !Number.isSafeInteger(max) || min > max) {
     throw new InvalidArgumentError(`int(${min}, ${max}): need integers with min <= max`);
   }
@@ -71,11 +80,18 @@ export function int(min: number, max: number, opts: ParamOptions<number> & { sta
 }
 
 /** A parameter taking one of `values` (numbers, strings or booleans). */
-export function choice<const T extends ChoiceValue>(values: readonly T[], opts: ParamOptions<T> = {}): ChoiceParam<T> {
+export function choice<const T extends ChoiceValue>(
+  values: readonly T[],
+  opts: ParamOptions<T> = {},
+): ChoiceParam<T> {
   if (values.length === 0) throw new InvalidArgumentError("choice([]): need at least one value");
   for (const v of values) {
-    if (!["number", "string", "boolean"].includes(typeof v) || (typeof v === "number" && !Number.isFinite(v))) {
-      throw new InvalidArgumentError(`choice(): ${JSON.stringify(v)} is not a finite number, a string or a boolean`);
+    if (
+      !["number", "string", "boolean"].includes(typeof v) || (typeof v === "number" && !Number.isFinite(v))
+    ) {
+      throw new InvalidArgumentError(
+        `choice(): ${JSON.stringify(v)} is not a finite number, a string or a boolean`,
+      );
     }
   }
   if (new Set(values).size !== values.length) throw new InvalidArgumentError("choice(): values repeat");
@@ -121,7 +137,9 @@ export function checkValue(what: string, p: Param, v: unknown): void {
     ? Number.isSafeInteger(v) && (v as number) >= p.min && (v as number) <= p.max
     : (p.values as readonly unknown[]).includes(v);
   if (!ok) {
-    const range = p.kind === "int" ? `an integer from ${p.min} to ${p.max}` : `one of ${JSON.stringify(p.values)}`;
+    const range = p.kind === "int"
+      ? `an integer from ${p.min} to ${p.max}`
+      : `one of ${JSON.stringify(p.values)}`;
     throw new InvalidArgumentError(`${what} must be ${range}, got ${JSON.stringify(v)}`);
   }
 }

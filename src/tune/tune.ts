@@ -13,8 +13,15 @@
 import { InvalidArgumentError } from "../errors.ts";
 import { writePlots } from "./plots.ts";
 import { reportMarkdown } from "./report.ts";
-import { type TrialOutcome, type TrialRequest, type TrialRunner, SubprocessRunner } from "./runner.ts";
-import { type Evaluated, meanOf, search, type SearchOptions, type SearchResult, type TrialRecord } from "./search.ts";
+import { SubprocessRunner, type TrialOutcome, type TrialRequest, type TrialRunner } from "./runner.ts";
+import {
+  type Evaluated,
+  meanOf,
+  search,
+  type SearchOptions,
+  type SearchResult,
+  type TrialRecord,
+} from "./search.ts";
 import { checkSpace, type Config, configKey, type SearchSpace, startConfig } from "./space.ts";
 
 /**
@@ -43,15 +50,19 @@ export interface TuneOptions extends Partial<SearchOptions> {
    * the module is not imported.
    */
   runner?: TrialRunner;
+  /** The search space (with `runner` only). */
   space?: SearchSpace;
+  /** Where the search starts (with `runner` only). */
   start?: Partial<Config>;
 }
 
 /** What {@link tune} produced. */
 export interface TuneResult {
+  /** What the search found. */
   result: SearchResult;
   /** The output directory and the files written there. */
   dir: string;
+  /** The files written, relative to `dir`. */
   files: string[];
 }
 
@@ -95,7 +106,9 @@ export async function tune(opts: TuneOptions): Promise<TuneResult> {
     log(`resuming: ${previous.length} trial(s) recorded in ${trialsPath}`);
   } else {
     if (await exists(trialsPath) && (await Deno.readTextFile(trialsPath)).trim() !== "") {
-      throw new InvalidArgumentError(`${dir} already holds a search (trials.jsonl): resume it or choose another --out`);
+      throw new InvalidArgumentError(
+        `${dir} already holds a search (trials.jsonl): resume it or choose another --out`,
+      );
     }
     let space: SearchSpace, start: Config;
     if (subprocess !== null) {
@@ -107,16 +120,29 @@ export async function tune(opts: TuneOptions): Promise<TuneResult> {
       start = startConfig(space, opts.start);
     }
     checkSpace(space);
-    const { budgetSec, measureSec, warmupSec, maxTrials, patience, minGain, repeats, curvePoints, ceiling } = opts;
+    const { budgetSec, measureSec, warmupSec, maxTrials, patience, minGain, repeats, curvePoints, ceiling } =
+      opts;
     if (budgetSec === undefined || measureSec === undefined || warmupSec === undefined) {
-      throw new InvalidArgumentError("tune: budgetSec, measureSec and warmupSec are required for a new search");
+      throw new InvalidArgumentError(
+        "tune: budgetSec, measureSec and warmupSec are required for a new search",
+      );
     }
     file = {
       module,
       args: [...(opts.args ?? [])],
       space,
       start,
-      options: { budgetSec, measureSec, warmupSec, maxTrials, patience, minGain, repeats, curvePoints, ceiling },
+      options: {
+        budgetSec,
+        measureSec,
+        warmupSec,
+        maxTrials,
+        patience,
+        minGain,
+        repeats,
+        curvePoints,
+        ceiling,
+      },
       startedAt: new Date().toISOString(),
     };
     await Deno.writeTextFile(searchPath, JSON.stringify(file, null, 2) + "\n");
@@ -124,10 +150,20 @@ export async function tune(opts: TuneOptions): Promise<TuneResult> {
   }
 
   const runner = new ReplayRunner(previous, opts.runner ?? subprocess!, file.space);
-  const result = await search(file.space, file.start, runner, { ...file.options, signal: opts.signal }, (r, s) => {
-    if (!runner.replayed(r.id)) Deno.writeTextFileSync(trialsPath, JSON.stringify(r) + "\n", { append: true });
-    log(progressLine(r, s.best, s.spentSec, file.options.budgetSec, runner.replayed(r.id)));
-  });
+  const result = await search(
+    file.space,
+    file.start,
+    runner,
+    { ...file.options, signal: opts.signal },
+    (r, s) => {
+      if (!runner.replayed(r.id)) {
+        Deno.writeTextFileSync(trialsPath, JSON.stringify(r) + "\n", {
+          append: true,
+        });
+      }
+      log(progressLine(r, s.best, s.spentSec, file.options.budgetSec, runner.replayed(r.id)));
+    },
+  );
 
   const files = ["search.json", "trials.jsonl"];
   const plots = opts.plots === false ? [] : await writePlots(dir, result);
@@ -194,7 +230,9 @@ async function readSearchFile(path: string): Promise<SearchFile> {
   try {
     return JSON.parse(await Deno.readTextFile(path)) as SearchFile;
   } catch (e) {
-    throw new InvalidArgumentError(`cannot resume: ${path} is missing or unreadable (${(e as Error).message})`);
+    throw new InvalidArgumentError(
+      `cannot resume: ${path} is missing or unreadable (${(e as Error).message})`,
+    );
   }
 }
 
@@ -225,13 +263,21 @@ function defaultMemoryLimit(): number {
   return 8 * 2 ** 30;
 }
 
-function progressLine(r: TrialRecord, best: Evaluated | null, spent: number, budget: number, replayed: boolean) {
+function progressLine(
+  r: TrialRecord,
+  best: Evaluated | null,
+  spent: number,
+  budget: number,
+  replayed: boolean,
+) {
   const what = `${String(r.id).padStart(3)} ${r.phase.padEnd(7)} ${r.note.padEnd(28)}`;
   const clock = `${fmtClock(spent)}/${fmtClock(budget)}`;
   const tag = replayed ? " (recorded)" : "";
   if (r.status !== "ok") return `trial ${what} FAILED ${r.reason}  ${clock}${tag}`;
   const bestText = best === null ? "" : `  best ${Math.round(meanOf(best))}`;
-  return `trial ${what} ${r.metrics!.samplesPerSec.toFixed(1).padStart(9)} samples/s${bestText}  ${clock}${tag}`;
+  return `trial ${what} ${
+    r.metrics!.samplesPerSec.toFixed(1).padStart(9)
+  } samples/s${bestText}  ${clock}${tag}`;
 }
 
 function fmtClock(sec: number): string {

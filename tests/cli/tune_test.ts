@@ -34,7 +34,11 @@ Deno.test("sluice tune: a short real search, then --resume carries on without re
 Deno.test("sluice tune: bad budget, size and option combinations are usage errors", async () => {
   const bad = await sluice(["tune", FIXTURE, "--budget", "ten minutes"]);
   assertEquals(bad.code, 2);
-  assert(bad.stderr.startsWith('sluice tune: --budget must be a duration like 10m, 90s or 1h30m, got "ten minutes"'));
+  assert(
+    bad.stderr.startsWith(
+      'sluice tune: --budget must be a duration like 10m, 90s or 1h30m, got "ten minutes"',
+    ),
+  );
   const size = await sluice(["tune", FIXTURE, "--memory-limit", "lots"]);
   assertEquals(size.code, 2);
   assert(size.stderr.includes('--memory-limit must be a size like 12GiB or 512MiB, got "lots"'), size.stderr);
@@ -49,10 +53,14 @@ Deno.test("durations and sizes", () => {
   assertEquals(parseDuration("budget", "90s"), 90);
   assertEquals(parseDuration("budget", "45"), 45);
   assertEquals(parseDuration("budget", "1.5h"), 5400);
-  for (const t of ["", "0", "10x", "m10", "10m foo", "-5m"]) assert.throws(() => parseDuration("budget", t), /--budget/);
+  for (const t of ["", "0", "10x", "m10", "10m foo", "-5m"]) {
+    assert.throws(() => parseDuration("budget", t), /--budget/);
+  }
   assertEquals(parseSize("memory-limit", "12GiB"), 12 * 2 ** 30);
   assertEquals(parseSize("memory-limit", "512MiB"), 512 * 2 ** 20);
   assertEquals(parseSize("memory-limit", "2G"), 2e9);
   assertEquals(parseSize("memory-limit", "1000"), 1000);
-  for (const t of ["", "0", "12 parsecs", "GiB"]) assert.throws(() => parseSize("memory-limit", t), /--memory-limit/);
+  for (const t of ["", "0", "12 parsecs", "GiB"]) {
+    assert.throws(() => parseSize("memory-limit", t), /--memory-limit/);
+  }
 });

@@ -20,7 +20,14 @@ export interface ModelStage {
 }
 
 /** base·(1 + a·(n−1) + k^max(0, n−knee) − 1): flat-ish up to the knee, exponential past it (FFmpeg's lock). */
-export function kneeStage(name: string, param: string, base: number, a: number, k: number, knee: number): ModelStage {
+export function kneeStage(
+  name: string,
+  param: string,
+  base: number,
+  a: number,
+  k: number,
+  knee: number,
+): ModelStage {
   return { name, param, latencyMs: (n) => base * (1 + a * (n - 1) + k ** Math.max(0, n - knee) - 1) };
 }
 
@@ -30,7 +37,13 @@ export function ioStage(name: string, param: string, base: number, wants: number
 }
 
 /** Computes: past `cores` tasks share the cores (latency ∝ n/cores) plus `overhead` per extra task (switching). */
-export function cpuStage(name: string, param: string, base: number, cores: number, overhead: number): ModelStage {
+export function cpuStage(
+  name: string,
+  param: string,
+  base: number,
+  cores: number,
+  overhead: number,
+): ModelStage {
   return {
     name,
     param,
@@ -135,7 +148,14 @@ export class ModelRunner implements TrialRunner {
       cpuCores: 1.5,
       peakRssBytes: 100 << 20,
     };
-    return Promise.resolve({ status: "ok", metrics, reason: null, wallSec, stderrTail: "", peakTreeRssBytes: null });
+    return Promise.resolve({
+      status: "ok",
+      metrics,
+      reason: null,
+      wallSec,
+      stderrTail: "",
+      peakTreeRssBytes: null,
+    });
   }
 }
 

@@ -11,7 +11,10 @@ const MODULE = moduleUrl(new URL("./fixtures/tiny_target.ts", import.meta.url).p
 async function withRunner(args: string[], f: (r: SubprocessRunner, dir: string) => Promise<void>) {
   const dir = await Deno.makeTempDir();
   try {
-    await f(new SubprocessRunner({ module: MODULE, args, graceSec: 8, memoryLimitBytes: 400 << 20, logDir: dir }), dir);
+    await f(
+      new SubprocessRunner({ module: MODULE, args, graceSec: 8, memoryLimitBytes: 400 << 20, logDir: dir }),
+      dir,
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -87,7 +90,13 @@ Deno.test("a module without a tuning target is refused by name", async () => {
   const dir = await Deno.makeTempDir();
   try {
     const module = moduleUrl(new URL("../../src/tune/space.ts", import.meta.url).pathname);
-    const runner = new SubprocessRunner({ module, args: [], graceSec: 5, memoryLimitBytes: 1 << 30, logDir: dir });
+    const runner = new SubprocessRunner({
+      module,
+      args: [],
+      graceSec: 5,
+      memoryLimitBytes: 1 << 30,
+      logDir: dir,
+    });
     await assert.rejects(runner.describe(), /space\.ts: InvalidArgumentError: .*exports no tuning target/);
   } finally {
     await Deno.remove(dir, { recursive: true });

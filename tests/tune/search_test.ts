@@ -24,7 +24,10 @@ Deno.test("the harness: each model stage's optimum is where the test says (hand-
   assertEquals(best(cpu, 16), 4);
   // in series at (3, 16, 4) every stage is within 7% of the slowest, so each must sit at its optimum (±1)
   const runner = new ModelRunner({ stages: harnessStages(), noise: 0, seed: 0, ceiling: 1 });
-  assertEquals(Math.round(runner.throughput({ demuxConcurrency: 3, fetchConcurrency: 16, decodeConcurrency: 4 })), 267);
+  assertEquals(
+    Math.round(runner.throughput({ demuxConcurrency: 3, fetchConcurrency: 16, decodeConcurrency: 4 })),
+    267,
+  );
   assert(runner.throughput({ demuxConcurrency: 3, fetchConcurrency: 15, decodeConcurrency: 4 }) < 255);
   assert(runner.throughput({ demuxConcurrency: 2, fetchConcurrency: 16, decodeConcurrency: 4 }) < 200);
   assert(runner.throughput({ demuxConcurrency: 3, fetchConcurrency: 16, decodeConcurrency: 3 }) < 220);
@@ -42,7 +45,13 @@ for (const seed of [1, 2, 3, 4, 5]) {
     assertEquals(runner.requests.length, r.trials.length);
     // a curve per stage, over 1, 2, 4, 8, 16
     assertEquals(r.curves.map((c) => c.stage).sort(), ["decode", "demux", "fetch"]);
-    assertEquals(r.curves.find((c) => c.stage === "fetch")!.points.map((p) => p.concurrency), [1, 2, 4, 8, 16]);
+    assertEquals(r.curves.find((c) => c.stage === "fetch")!.points.map((p) => p.concurrency), [
+      1,
+      2,
+      4,
+      8,
+      16,
+    ]);
     assertEquals(r.ceiling !== null && Math.abs(r.ceiling - 400) < 10, true);
     // the kept changes start from the start and end at the best
     assertEquals(r.kept.at(-1)!.after, r.best!.samples.reduce((a, x) => a + x, 0) / r.best!.samples.length);
@@ -76,7 +85,8 @@ Deno.test("failed trials are recorded with their reason and the search goes on a
     noise: 0.02,
     seed: 3,
     ceiling: 400,
-    fail: (c) => (c.decodeConcurrency as number) >= 16 ? "crashed: exit status 1: out of file descriptors" : null,
+    fail: (c) =>
+      (c.decodeConcurrency as number) >= 16 ? "crashed: exit status 1: out of file descriptors" : null,
   });
   const r = await search(space, start, runner, BUDGET);
   const failed = r.trials.filter((t) => t.status === "failed");

@@ -1,5 +1,13 @@
 import assert, { deepStrictEqual as assertEquals } from "node:assert/strict";
-import { checkSpace, choice, configKey, int, paramLabel, startConfig, stageParams } from "../../src/tune/space.ts";
+import {
+  checkSpace,
+  choice,
+  configKey,
+  int,
+  paramLabel,
+  stageParams,
+  startConfig,
+} from "../../src/tune/space.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
 
 const space = {
@@ -10,7 +18,12 @@ const space = {
 };
 
 Deno.test("int and choice describe themselves as JSON and refuse bad ranges, values and defaults", () => {
-  assertEquals(JSON.parse(JSON.stringify(space.demuxConcurrency)), { kind: "int", min: 1, max: 16, stage: "demux" });
+  assertEquals(JSON.parse(JSON.stringify(space.demuxConcurrency)), {
+    kind: "int",
+    min: 1,
+    max: 16,
+    stage: "demux",
+  });
   assertEquals(space.subclipSec, { kind: "choice", values: [0.5, 1, 2], default: 1 });
   assert.throws(() => int(4, 2), InvalidArgumentError);
   assert.throws(() => int(1.5, 2), /need integers/);
@@ -28,7 +41,10 @@ Deno.test("startConfig: start values, then defaults, then an int's min and a cho
     bufferSize: 1,
     backend: "inprocess",
   });
-  assert.throws(() => startConfig(space, { demuxConcurrency: 17 }), /start\.demuxConcurrency must be an integer from 1 to 16/);
+  assert.throws(
+    () => startConfig(space, { demuxConcurrency: 17 }),
+    /start\.demuxConcurrency must be an integer from 1 to 16/,
+  );
   assert.throws(() => startConfig(space, { nope: 1 }), /"nope" is not a parameter/);
 });
 

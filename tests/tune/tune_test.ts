@@ -1,5 +1,5 @@
 import assert, { deepStrictEqual as assertEquals } from "node:assert/strict";
-import { XMLParser, XMLValidator } from "npm:fast-xml-parser@^5.12.1";
+import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { readTrials, tune, type TuneOptions } from "../../src/tune/tune.ts";
 import type { TrialRequest } from "../../src/tune/runner.ts";
 import { int } from "../../src/tune/space.ts";
@@ -13,7 +13,10 @@ const space = {
 const start = { demuxConcurrency: 8, fetchConcurrency: 8, decodeConcurrency: 8 };
 const model = () => new ModelRunner({ stages: harnessStages(), noise: 0.02, seed: 4, ceiling: 400 });
 
-function options(out: string, runner: ModelRunner | { run(r: TrialRequest): ReturnType<ModelRunner["run"]> }) {
+function options(
+  out: string,
+  runner: ModelRunner | { run(r: TrialRequest): ReturnType<ModelRunner["run"]> },
+) {
   return {
     module: "knee_model.ts",
     out,
@@ -27,11 +30,15 @@ function options(out: string, runner: ModelRunner | { run(r: TrialRequest): Retu
 }
 
 /** Every element of a parsed XML tree with `name`, depth first. */
-function elements(node: unknown, name: string, out: Record<string, unknown>[] = []): Record<string, unknown>[] {
-  if (Array.isArray(node)) for (const n of node) elements(n, name, out);
+function elements(
+  node: unknown,
+  name: string,
+  out: Record<string, unknown>[] = [],
+): Record<string, unknown>[] {
+  if (Array.isArray(node)) { for (const n of node) elements(n, name, out); }
   else if (node !== null && typeof node === "object") {
     for (const [k, v] of Object.entries(node)) {
-      if (k === name) for (const x of [v].flat()) out.push(x as Record<string, unknown>);
+      if (k === name) { for (const x of [v].flat()) out.push(x as Record<string, unknown>); }
       elements(v, name, out);
     }
   }
@@ -47,7 +54,9 @@ function parseSvg(text: string): unknown {
 
 /** The data labels Vega gives each point mark (the `aria-label` of its symbol). */
 function pointLabels(doc: unknown): string[] {
-  return elements(doc, "path").flatMap((p) => p["@aria-roledescription"] === "point" ? [String(p["@aria-label"])] : []);
+  return elements(doc, "path").flatMap((p) =>
+    p["@aria-roledescription"] === "point" ? [String(p["@aria-label"])] : []
+  );
 }
 
 Deno.test("tune writes trials.jsonl, report.md and SVG plots that parse and hold every series", async () => {
@@ -89,8 +98,14 @@ Deno.test("tune writes trials.jsonl, report.md and SVG plots that parse and hold
       for (const p of c.points) {
         const at = (l: string) => l.startsWith(`${c.stage} concurrency: ${p.concurrency};`);
         assert(labels.some((l) => at(l) && l.includes("per-item latency")), `${c.stage} ${p.concurrency}`);
-        assert(labels.some((l) => at(l) && l.includes("series: pipeline samples/s")), `${c.stage} ${p.concurrency}`);
-        assert(labels.some((l) => at(l) && l.includes(`series: ${c.stage} items/s`)), `${c.stage} ${p.concurrency}`);
+        assert(
+          labels.some((l) => at(l) && l.includes("series: pipeline samples/s")),
+          `${c.stage} ${p.concurrency}`,
+        );
+        assert(
+          labels.some((l) => at(l) && l.includes(`series: ${c.stage} items/s`)),
+          `${c.stage} ${p.concurrency}`,
+        );
       }
     }
 
@@ -98,13 +113,21 @@ Deno.test("tune writes trials.jsonl, report.md and SVG plots that parse and hold
     const best = result.best!;
     assert(report.includes("| demux concurrency | 8 | **3** |"), report);
     for (const m of result.kept) {
-      const line = report.split("\n").find((l) => l.startsWith(`- + ${m.param === "demuxConcurrency" ? "demux" : m.param === "fetchConcurrency" ? "fetch" : "decode"} concurrency ${m.to} (from ${m.from}): `));
+      const line = report.split("\n").find((l) =>
+        l.startsWith(
+          `- + ${
+            m.param === "demuxConcurrency" ? "demux" : m.param === "fetchConcurrency" ? "fetch" : "decode"
+          } concurrency ${m.to} (from ${m.from}): `,
+        )
+      );
       assert(line, `kept change ${m.param} ${m.from} → ${m.to}`);
       assert(/: [\d,]+(\.\d)? → [\d,]+(\.\d)? samples\/s/.test(line), line);
     }
     assert(report.includes("## What did not help"));
     assert(report.includes(`Ceiling: **${Math.round(result.ceiling!)} samples/s**`), report);
-    const share = Math.round(best.samples.reduce((a, b) => a + b) / best.samples.length / result.ceiling! * 100);
+    const share = Math.round(
+      best.samples.reduce((a, b) => a + b) / best.samples.length / result.ceiling! * 100,
+    );
     assert(report.includes(`reaches ${share}% of it`), report);
     assert(report.includes("![contention curve of demux](curve-demux.svg)"));
     assert(report.includes("![throughput per trial](trials.svg)"));
@@ -121,7 +144,9 @@ Deno.test("--resume continues a killed search without rerunning finished trials,
     // "kill" the search during its 12th trial: the runner throws, as a dead process would stop everything
     const first = model();
     let calls = 0;
-    const dying = { run: (r: TrialRequest) => ++calls === 12 ? Promise.reject(new Error("killed")) : first.run(r) };
+    const dying = {
+      run: (r: TrialRequest) => ++calls === 12 ? Promise.reject(new Error("killed")) : first.run(r),
+    };
     await assert.rejects(tune(options(killed, dying)), /killed/);
     assertEquals((await readTrials(`${killed}/trials.jsonl`)).length, 11);
     // a kill during a write leaves half a line: it is dropped

@@ -18,7 +18,8 @@ const TRIALS_IN_BUDGET = 24;
 export const tuneCommand = defineCommand({
   name: "tune",
   summary: "find the pipeline configuration with the most samples/s; report, contention curves and plots",
-  description: "MODULE exports `tune = defineTuning({ space, create, ... })` (see the README, 'Tuning'). Each " +
+  description:
+    "MODULE exports `tune = defineTuning({ space, create, ... })` (see the README, 'Tuning'). Each " +
     "trial runs in a fresh subprocess: warm-up, then a measured window. The search measures the start, the " +
     "ceiling (batches replayed from memory), each stage's contention curve (concurrency 1, 2, 4, 8, 16), then " +
     "descends coordinate by coordinate. Writes DIR/trials.jsonl as it goes, and DIR/report.md, DIR/trials.svg " +
@@ -39,7 +40,8 @@ export const tuneCommand = defineCommand({
       type: "number",
       above: 0,
       max: 3600,
-      defaultText: `${MAX_TRIAL_SEC}, shorter so about ${TRIALS_IN_BUDGET} trials fit the budget (at least 3)`,
+      defaultText:
+        `${MAX_TRIAL_SEC}, shorter so about ${TRIALS_IN_BUDGET} trials fit the budget (at least 3)`,
       help: "measured window of each trial",
     },
     "warmup-seconds": {
@@ -49,7 +51,12 @@ export const tuneCommand = defineCommand({
       defaultText: "a quarter of the trial, 1 to 5",
       help: "warm-up before each window (from the first batch)",
     },
-    out: { type: "string", placeholder: "DIR", defaultText: "tune-<module>-<time>", help: "output directory" },
+    out: {
+      type: "string",
+      placeholder: "DIR",
+      defaultText: "tune-<module>-<time>",
+      help: "output directory",
+    },
     resume: { type: "string", placeholder: "DIR", help: "continue the search recorded in DIR" },
     "max-trials": {
       type: "integer",
@@ -144,7 +151,9 @@ export const tuneCommand = defineCommand({
           ? "no trial succeeded"
           : `best: ${configText(result.space, best.config)}: ${meanOf(best).toFixed(1)} samples/s` +
             (result.start.samples.length > 0
-              ? ` (start ${meanOf(result.start).toFixed(1)}: ${(meanOf(best) / meanOf(result.start)).toFixed(2)}×)`
+              ? ` (start ${meanOf(result.start).toFixed(1)}: ${
+                (meanOf(best) / meanOf(result.start)).toFixed(2)
+              }×)`
               : ""),
         `stopped: ${result.stopReason}`,
         `wrote ${files.map((f) => `${out}/${f}`).join(", ")}`,
