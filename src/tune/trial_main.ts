@@ -61,7 +61,20 @@ async function run(job: TrialJob): Promise<TrialReply> {
   return { ok: true, metrics };
 }
 
+/** The parent's pid now (0 when /proc cannot say): a trial whose tuner died is re-parented. */
+function parentPid(): number {
+  try {
+    const stat = Deno.readTextFileSync("/proc/self/stat");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return 0;
+  }
+}
+
 if (import.meta.main) {
+  // A killed tuner leaves no trial behind to compete with the next one (or with a resumed search).
+  const parent = parentPid();
+  Deno.unrefTimer(setInterval(() => parent !== parentPid() && Deno.exit(1), 1000));
   const job = JSON.parse(await new Response(Deno.stdin.readable).text()) as TrialJob;
   let reply: TrialReply;
   try {
