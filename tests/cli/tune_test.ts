@@ -1,5 +1,6 @@
 import assert, { deepStrictEqual as assertEquals } from "node:assert/strict";
-import { sluice } from "./helpers.ts";
+import { MAIN, sluice } from "./helpers.ts";
+import { processTree } from "../../src/tune/proc.ts";
 import { readTrials } from "../../src/tune/tune.ts";
 import { parseDuration, parseSize } from "../../src/cli/units.ts";
 
@@ -64,3 +65,51 @@ Deno.test("durations and sizes", () => {
     assert.throws(() => parseSize("memory-limit", t), /--memory-limit/);
   }
 });
+
+Deno.test("a killed tuner leaves no trial running (the trial notices it was orphaned)", async () => {
+  const dir = await Deno.makeTempDir();
+  const tuner = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", MAIN, "tune", FIXTURE, "--trial-seconds", "1", "--out", `${dir}/run`, "--", "hang"],
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  let trials: number[] = [];
+  try {
+    for (let i = 0; i < 100 && trials.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      trials = processTree(tuner.pid).slice(1); // the describe subprocess, then the hanging trial
+      if (
+        trials.length > 0 && !(await Deno.readTextFile(`/proc/${trials[0]}/cmdline`)).includes("trial_main")
+      ) {
+        trials = [];
+      }
+    }
+    await new Promise((r) => setTimeout(r, 1500)); // past describe: the trial itself
+    trials = processTree(tuner.pid).slice(1);
+    assert(trials.length > 0, "no trial started");
+    tuner.kill("SIGKILL");
+    await tuner.status;
+    await new Promise((r) => setTimeout(r, 2500));
+    for (const pid of trials) assert(!running(pid), `trial ${pid} still running`);
+  } finally {
+    for (const pid of [...processTree(tuner.pid), ...trials]) {
+      try {
+        Deno.kill(pid, "SIGKILL");
+      } catch {
+        // gone
+      }
+    }
+    await tuner.status.catch(() => {});
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** Alive and not a zombie (an exited orphan waits for init to reap it). */
+function running(pid: number): boolean {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
+}
