@@ -13,6 +13,8 @@ const DEFAULT_BUDGET_SEC = 600;
 const MAX_TRIAL_SEC = 20;
 /** Trials the default trial length leaves room for: the contention curves and a descent. */
 const TRIALS_IN_BUDGET = 24;
+/** A trial's cost besides its window: start-up and warm-up, seconds (a guess for the default window). */
+const TRIAL_OVERHEAD_SEC = 4;
 
 /** The `tune` command. */
 export const tuneCommand = defineCommand({
@@ -107,7 +109,7 @@ export const tuneCommand = defineCommand({
     const given = values.budget === undefined ? undefined : parseDuration("budget", values.budget);
     const budgetSec = given ?? DEFAULT_BUDGET_SEC;
     const measureSec = values["trial-seconds"] ??
-      Math.round(Math.min(MAX_TRIAL_SEC, Math.max(3, budgetSec / TRIALS_IN_BUDGET)));
+      Math.round(Math.min(MAX_TRIAL_SEC, Math.max(3, budgetSec / TRIALS_IN_BUDGET - TRIAL_OVERHEAD_SEC)));
     const warmupSec = values["warmup-seconds"] ?? Math.min(5, Math.max(1, Math.round(measureSec / 4)));
     const memoryLimitBytes = values["memory-limit"] === undefined
       ? undefined
