@@ -51,7 +51,12 @@ export function isFailedClip(x: unknown): x is FailedClip {
 }
 
 /** The failure record of `clip`, which failed in `stage` with `error`. */
-export function clipFailure(clip: FailedClipIdentity, stage: string, error: unknown, attempt = 0): ClipFailure {
+export function clipFailure(
+  clip: FailedClipIdentity,
+  stage: string,
+  error: unknown,
+  attempt = 0,
+): ClipFailure {
   const e = error instanceof Error ? error : new Error(String(error));
   const named = (e as { stage?: unknown }).stage;
   return {
@@ -72,7 +77,9 @@ export function clipFailure(clip: FailedClipIdentity, stage: string, error: unkn
 /** One line for a log: file, window, stage and error. */
 export function formatClipFailure(f: ClipFailure): string {
   const what = f.attempt === 0 ? "clip" : `substitute ${f.attempt} for position ${f.position}`;
-  return `${f.path} [${f.start.toFixed(3)}, ${f.end.toFixed(3)}) ${what}: ${f.stage} failed: ${f.errorName}: ${f.error}`;
+  return `${f.path} [${f.start.toFixed(3)}, ${
+    f.end.toFixed(3)
+  }) ${what}: ${f.stage} failed: ${f.errorName}: ${f.error}`;
 }
 
 /** The error `onClipError: "fail"` stops the epoch with. */

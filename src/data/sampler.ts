@@ -185,7 +185,10 @@ export class ClipSampler {
       }
     } else if (clip < keys.length) {
       // A draw without replacement: clip c of the video takes the c-th keyframe of a seeded permutation.
-      const order = shuffleInPlace(keys.map((_, i) => i), mulberry32(hashSeed(o.seed, epoch, video, KEYFRAME_DRAW)));
+      const order = shuffleInPlace(
+        keys.map((_, i) => i),
+        mulberry32(hashSeed(o.seed, epoch, video, KEYFRAME_DRAW)),
+      );
       start = keys[order[clip]];
     } else {
       start = v.start + slack * mulberry32(hashSeed(o.seed, epoch, video, clip))();
