@@ -46,7 +46,7 @@ export function completeClip(clip: DecodedClip, spec: ClipSpec): FilledClip {
     outcome: {
       pts,
       padded,
-      span: [src[0], Math.min(meta.end, src[have - 1] + step)],
+      span: [src[0], src[have - 1] + step],
       rotation: 0,
       rotated: false,
       crop: [0, 0, 0, 0],
