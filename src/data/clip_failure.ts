@@ -68,8 +68,8 @@ export function clipFailure(
     end: clip.end,
     stage: typeof named === "string" && named !== "" ? named : stage,
     errorName: e.name,
-    // A Worker's error message ends with where it ran; the record names the stage and file already.
-    error: e.message.replace(/ \(in worker, export "[^"]*" of [^)]*\)$/, ""),
+    // The record names the file, and a Worker's message ends with where it ran: keep the cause only.
+    error: e.message.replace(/ \(in worker, export "[^"]*" of [^)]*\)$/, "").replace(`${clip.path}: `, ""),
     attempt,
   };
 }

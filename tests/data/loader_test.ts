@@ -526,7 +526,10 @@ Deno.test("clip metadata: plan position, seed, manifest columns, and the time it
     assert.deepEqual(c.fields, { caption: `clip ${i}`, score: i / 2 });
     // Default window: T frames at 25 fps (before: the whole 2 s video for 6 frames).
     assert.ok(Math.abs(c.end - c.start - T / FPS) < 1e-9, `window ${c.start}..${c.end}`);
-    assert.ok(c.span[0] >= c.start - 1e-9 && c.span[0] < c.start + 1 / FPS, `span ${c.span} starts with the window`);
+    assert.ok(
+      c.span[0] >= c.start - 1e-9 && c.span[0] < c.start + 1 / FPS,
+      `span ${c.span} starts with the window`,
+    );
     assert.ok(Math.abs(c.span[1] - c.span[0] - T / FPS) < 1e-6, `span ${c.span} covers ${T} frames`);
   }
   checkBatches(batches);
