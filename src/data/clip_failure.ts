@@ -14,11 +14,13 @@ export interface ClipFailure {
   path: string;
   /** Index of the video in the dataset. */
   video: number;
-  /** The epoch of the plan (0-based) and the clip's position in it. */
+  /** The epoch of the plan (0-based). */
   epoch: number;
+  /** The clip's position in the rank's plan of the epoch (a substitute's: the position it was to fill). */
   position: number;
-  /** The window that was asked for, seconds. */
+  /** The window that was asked for, seconds: its start... */
   start: number;
+  /** ...and its end. */
   end: number;
   /** Where it failed: `"fetch"`, `"demux"` or `"decode"` (or the stage the error itself names). */
   stage: string;

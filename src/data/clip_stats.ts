@@ -41,8 +41,9 @@ export interface ClipCounts {
   pending: number;
   /** Substitutes that failed too (listed in `failures` with their attempt number). */
   substitutesFailed: number;
-  /** Frames padded (repeats of a clip's last frame) in the clips of batches, and clips with any. */
+  /** Frames padded (repeats of a clip's last frame) in the clips of batches. */
   paddedFrames: number;
+  /** Clips of batches with any padded frame. */
   paddedClips: number;
   /** Failed positions per stage (`fetch`, `demux`, `decode`, …). */
   failedByStage: Record<string, number>;
@@ -62,7 +63,9 @@ export interface ClipEpochStats extends ClipCounts {
 
 /** `loader.stats().clips`: cumulative counts and one entry per epoch started. */
 export interface ClipStats {
+  /** Sums over every epoch started. */
   total: ClipCounts;
+  /** One entry per epoch started, in order. */
   epochs: ClipEpochStats[];
 }
 

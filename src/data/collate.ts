@@ -28,11 +28,13 @@ export interface ClipMeta extends ClipOutcome {
   video: number;
   /** Class index (-1 when the dataset has no labels). */
   label: number;
-  /** The window the sampler asked for, seconds; the frames cover `span` (see the README). */
+  /** The window the sampler asked for, seconds (the frames cover `span`, see the README): its start... */
   start: number;
+  /** ...and its end. */
   end: number;
-  /** The epoch of the plan (0-based) and the clip's position in this rank's plan of it. */
+  /** The epoch of the plan (0-based). */
   epoch: number;
+  /** The clip's position in this rank's plan of the epoch (a substitute keeps the failed clip's). */
   position: number;
   /** Seed of the clip's random transforms (crop, flip): the sampler's `clipSeed`. */
   seed: number;
@@ -50,10 +52,13 @@ export type ClipBase = Omit<ClipMeta, keyof ClipOutcome>;
 
 /** One decoded clip, as the decode stage hands it on. */
 export interface DecodedClip {
+  /** What the loader planned for it. */
   meta: ClipBase;
   /** `numFrames × frameSize` samples: packed RGB (`[T, H, W, 3]`) or planar RGB (`[T, 3, H, W]`). */
   data: Uint8Array | Float32Array;
+  /** Frame width in pixels. */
   width: number;
+  /** Frame height in pixels. */
   height: number;
   /** What the clip holds (see `clip_spec.ts`). */
   outcome?: ClipOutcome;
@@ -73,12 +78,15 @@ export type FilledClip = DecodedClip & { outcome: ClipOutcome };
 export interface Batch extends Disposable {
   /** Samples: bytes for `dtype` `"uint8"`, normalised floats for `"float32"`; see `shape`. */
   data: Uint8Array | Float32Array;
+  /** The sample type of `data`. */
   dtype: ClipDtype;
   /** `[B, T, H, W, 3]` or `[B, 3, T, H, W]`. */
   shape: number[];
+  /** Which of the two `shape` is. */
   layout: BatchLayout;
   /** `labels[b]` is the class of clip `b`. */
   labels: Int32Array;
+  /** `clips[b]` says what clip `b` is. */
   clips: ClipMeta[];
 }
 

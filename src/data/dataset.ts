@@ -29,8 +29,9 @@ export interface VideoItem {
   path: string;
   /** Class index into `VideoDataset.classes`; -1 when the dataset has no labels. */
   label: number;
-  /** Optional range of the video to sample from, seconds. */
+  /** Optional range of the video to sample from, seconds: its start... */
   start?: number;
+  /** ...and its end. */
   end?: number;
   /** A manifest's other columns (captions, multi-label ids, targets), carried to each clip's metadata. */
   fields?: Record<string, unknown>;
@@ -38,7 +39,9 @@ export interface VideoItem {
 
 /** A file a directory tree left out, and why. */
 export interface SkippedFile {
+  /** The file (or link) under the dataset's root. */
   path: string;
+  /** Why it was left out. */
   reason: string;
 }
 
@@ -48,6 +51,7 @@ export interface VideoDataset {
   root: string;
   /** Class names; a label is an index into this list. */
   classes: string[];
+  /** The videos, in the dataset's order. */
   items: VideoItem[];
   /** Files a directory tree left out, with the reason (empty for manifests). */
   skipped?: SkippedFile[];

@@ -33,15 +33,19 @@ import { ShuffleBuffer } from "./shuffle_buffer.ts";
 export interface FrontArgs {
   /** The videos the sampler plans over (indexed ones only) and their ranges. */
   items: VideoItem[];
+  /** The range (and keyframes) of each entry of `items`. */
   ranges: SampledVideo[];
   /** Dataset index of each entry of `items` (reported as `ClipMeta.video`). */
   datasetIndex: number[];
+  /** The sampler's options, resolved (the child plans with the same ones). */
   sampler: ResolvedSamplerOptions;
   /** The epoch the first iteration plans. */
   firstEpoch: number;
   /** What each clip becomes (travels with each clip to the decode stage). */
   spec: ClipSpec;
+  /** Tasks at once in the fetch and demux stages. */
   concurrency: { fetch: number; demux: number };
+  /** How URLs are fetched. */
   fetch: Omit<FetchOptions, "signal" | "range">;
   /** Keep the sampler's order through the concurrent stages (default true): same seed, same batches. */
   ordered?: boolean;

@@ -74,8 +74,11 @@ export type { ClipOptions, LoaderOptions, OnClipError } from "./loader_options.t
 export interface LoaderStats {
   /** Every planned clip accounted for, per epoch and in total (see `clip_stats.ts`). */
   clips: ClipStats;
+  /** The loader pipeline's per-stage rows (this process). */
   pipeline: PipelineStats;
+  /** The backend child's transport and pipeline stats (`backend: "subprocess"`), else null. */
   backend: BackendStats | null;
+  /** Videos that could not be indexed (left out of every epoch). */
   indexFailures: IndexFailure[];
 }
 
@@ -95,10 +98,13 @@ export interface LoaderMemory {
  * `examples/video_classification.ts`) start from it.
  */
 export interface LoaderPlan {
+  /** The dataset, opened. */
   dataset: VideoDataset;
   /** Videos that could not be indexed (left out of every epoch). */
   indexFailures: IndexFailure[];
+  /** The sampler planning the epochs over the indexed videos. */
   sampler: ClipSampler;
+  /** What each clip becomes, defaults applied. */
   spec: ClipSpec;
   /** The front half's arguments (in this process, or for the backend child). */
   front: FrontArgs;

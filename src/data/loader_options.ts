@@ -18,8 +18,9 @@ import type { SamplerOptions } from "./sampler.ts";
 export interface ClipOptions {
   /** Frames per clip, `[1, 10000]`. */
   numFrames: number;
-  /** Output size in pixels, `[1, 16384]` each. */
+  /** Output width in pixels, `[1, 16384]`. */
   width: number;
+  /** Output height in pixels, `[1, 16384]`. */
   height: number;
   /**
    * How the frames are chosen inside the clip's window: `"consecutive"` (the video's own frames, one after
@@ -32,7 +33,7 @@ export interface ClipOptions {
   frameRate?: number;
   /** `"stride"` only: take every `stride`-th frame, `[1, 1000]`. */
   stride?: number;
-  /** @default {"stretch"} */
+  /** How a frame becomes `width`×`height` (see `ResizeMode`). @default {"stretch"} */
   resize?: ResizeMode;
   /** `"random-resized-crop"`: fraction of the frame's area, `0 < min <= max <= 1`. @default {[0.08, 1]} */
   scale?: [number, number];
@@ -40,9 +41,9 @@ export interface ClipOptions {
   ratio?: [number, number];
   /** Probability of mirroring a clip, `[0, 1]`. @default {0} */
   flipProbability?: number;
-  /** @default {"bilinear"} */
+  /** The resize filter. @default {"bilinear"} */
   interpolation?: Interpolation;
-  /** @default {"uint8"} */
+  /** Sample type: bytes, or floats normalised with `mean` and `std`. @default {"uint8"} */
   dtype?: ClipDtype;
   /**
    * `"float32"` only: per-channel (R, G, B) mean and standard deviation on the `[0, 1]` scale; samples are
@@ -50,6 +51,7 @@ export interface ClipOptions {
    * @default {[0, 0, 0] and [1, 1, 1]}
    */
   mean?: [number, number, number];
+  /** See `mean`. */
   std?: [number, number, number];
   /** Apply the video's display rotation. @default {true} */
   rotate?: boolean;
@@ -107,6 +109,7 @@ export interface LoaderOptions {
   maxFailures?: MaxFailures;
   /** Called with stats every `reportInterval` ms while an epoch runs. */
   onReport?: (stats: PipelineStats) => void;
+  /** Milliseconds between `onReport` calls (the pipeline's default when omitted). */
   reportInterval?: number;
   /** Where failure and info lines go (default `console.error`). */
   log?: (line: string) => void;

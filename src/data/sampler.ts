@@ -34,8 +34,9 @@ import { InvalidArgumentError } from "../errors.ts";
 
 /** What the sampler needs to know about one video. */
 export interface SampledVideo {
-  /** Usable range of the video in seconds: `[start, end)`. */
+  /** Usable range of the video in seconds, `[start, end)`: its start... */
   start: number;
+  /** ...and its end. */
   end: number;
   /** Keyframe times in seconds, ascending (needed only for `keyframeAligned`). */
   keyframes?: readonly number[];
@@ -85,8 +86,9 @@ export interface ClipRequest {
   video: number;
   /** Which of the video's `clipsPerVideo` clips this is. */
   clip: number;
-  /** Time window in seconds, `[start, end)`. */
+  /** Time window in seconds, `[start, end)`: its start... */
   start: number;
+  /** ...and its end. */
   end: number;
   /** The clip's own seed for random transforms: {@link clipSeed}`(seed, epoch, position)`. */
   seed: number;
@@ -94,16 +96,27 @@ export interface ClipRequest {
 
 /** Sampler state resolved from options and environment. */
 export interface ResolvedSamplerOptions {
+  /** See {@link SamplerOptions.seed}. */
   seed: number;
+  /** See {@link SamplerOptions.shuffle}. */
   shuffle: boolean;
+  /** See {@link SamplerOptions.groupByVideo}. */
   groupByVideo: boolean;
+  /** See {@link SamplerOptions.clipsPerVideo}. */
   clipsPerVideo: number;
+  /** See {@link SamplerOptions.clipDurationSec}. */
   clipDurationSec: number;
+  /** See {@link SamplerOptions.placement}. */
   placement: ClipPlacement;
+  /** See {@link SamplerOptions.keyframeAligned}. */
   keyframeAligned: boolean;
+  /** See {@link SamplerOptions.rank}. */
   rank: number;
+  /** See {@link SamplerOptions.worldSize}. */
   worldSize: number;
+  /** See {@link SamplerOptions.remainder}. */
   remainder: ShardRemainder;
+  /** See {@link SamplerOptions.shuffleBuffer}. */
   shuffleBuffer: number;
 }
 
@@ -113,6 +126,11 @@ export class ClipSampler {
   readonly options: Readonly<ResolvedSamplerOptions>;
   readonly #videos: readonly SampledVideo[];
 
+  /**
+   * Resolves the options (defaults, `RANK` and `WORLD_SIZE`) and checks the videos' ranges.
+   * @param videos what the sampler needs to know of each video (range, keyframes)
+   * @param opts sampling, shuffling and sharding
+   */
   constructor(videos: readonly SampledVideo[], opts: SamplerOptions = {}) {
     this.options = resolveOptions(opts);
     for (const [i, v] of videos.entries()) {

@@ -67,7 +67,7 @@ Deno.test({
           [...x.pts],
         ]),
       );
-      worst = Math.min(worst, psnr(g.data, c.data));
+      worst = Math.min(worst, psnr(g.data as Uint8Array, c.data as Uint8Array));
       let near = 0, max = 0;
       for (let k = 0; k < g.data.length; k++) {
         const d = Math.abs(g.data[k] - c.data[k]);
