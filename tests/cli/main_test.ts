@@ -55,14 +55,16 @@ Deno.test("sluice load --json reports throughput, stages, bottleneck, failures a
     assert.deepEqual(s.pipeline.stages.map((x: { name: string }) => x.name), [
       "backend",
       "decode",
+      "replace",
       "aggregate",
       "collate",
       "(consumer)",
     ]);
-    assert.deepEqual(s.child.stages.map((x: { name: string }) => x.name).slice(0, 4), [
+    assert.deepEqual(s.child.stages.map((x: { name: string }) => x.name).slice(0, 5), [
       "sample",
       "fetch",
       "demux",
+      "shuffle",
       "disaggregate",
     ]);
     assert.ok("bottleneck" in s);

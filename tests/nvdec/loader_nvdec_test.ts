@@ -25,6 +25,9 @@ async function load(opts: LoaderOptions): Promise<Batch[]> {
   const batches: Batch[] = [];
   for await (const b of loader) batches.push(b);
   for (const s of loader.stats().pipeline.stages) assert.equal(s.failed, 0, `${s.name} failures`);
+  const clips = loader.stats().clips.total;
+  assert.equal(clips.planned, clips.delivered, "every planned clip delivered");
+  assert.equal(clips.failed + clips.pending + clips.dropped, 0);
   assert.equal(loader.decoder, opts.decode ?? "cpu");
   return batches;
 }
