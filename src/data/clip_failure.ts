@@ -38,14 +38,7 @@ export interface FailedClip {
 }
 
 /** The clip fields a failure record is made from. */
-export interface FailedClipIdentity {
-  path: string;
-  video: number;
-  epoch: number;
-  position: number;
-  start: number;
-  end: number;
-}
+export type FailedClipIdentity = Pick<ClipFailure, "path" | "video" | "epoch" | "position" | "start" | "end">;
 
 /** Whether a pipeline item is a {@link FailedClip}. */
 export function isFailedClip(x: unknown): x is FailedClip {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { type LoaderOptions, videoClassificationLoader } from "../../src/data/loader.ts";
 import type { Batch } from "../../src/data/collate.ts";
 import type { ClipStats } from "../../src/data/clip_stats.ts";
-import { clipSeed } from "../../src/data/sampler.ts";
+import { clipSeed, type SamplerOptions } from "../../src/data/sampler.ts";
 import { encodeSyntheticVideo, makeSyntheticDataset, readPattern } from "../../src/data/synthetic.ts";
 import { InvalidArgumentError, MediaError, PipelineFailure } from "../../src/errors.ts";
 import { hasFfmpegCliSync, runCli, sharedMedia } from "../helpers/media.ts";
@@ -20,6 +20,23 @@ function dataset(): Promise<string> {
     return dir;
   })();
   return datasetDir;
+}
+
+/** Options of a loader over `dataset`: batches of `batchSize` clips of T frames of W×H, one decode Worker. */
+function options(
+  dataset: string,
+  batchSize: number,
+  sampler: SamplerOptions,
+  o: Partial<LoaderOptions> = {},
+): LoaderOptions {
+  return {
+    dataset,
+    batchSize,
+    sampler: { rank: 0, worldSize: 1, ...sampler },
+    clip: { numFrames: T, width: W, height: H },
+    concurrency: { decode: 1 },
+    ...o,
+  };
 }
 
 interface Run {
@@ -125,13 +142,7 @@ function sum(a: Uint8Array): number {
 
 Deno.test("every batch element holds the label and time range the sampler asked for (packed and planar)", async () => {
   const ds = await dataset();
-  const base: LoaderOptions = {
-    dataset: ds,
-    batchSize: 4,
-    sampler: { seed: 3, clipsPerVideo: 2, rank: 0, worldSize: 1 },
-    clip: { numFrames: T, width: W, height: H },
-    concurrency: { decode: 1 },
-  };
+  const base: LoaderOptions = options(ds, 4, { seed: 3, clipsPerVideo: 2 });
   const { batches } = await runEpochs(base);
   const seen = checkBatches(batches);
   assert.equal(seen.length, 12);
@@ -417,13 +428,7 @@ Deno.test('onClipError: "skip" leaves the batch short; "fail" ends the epoch wit
     manifest,
     ["path,label,start,end", ...files.map((f) => `${f},0,,`), `${ds}/nope.mp4,0,0,2`].join("\n"),
   );
-  const opts: LoaderOptions = {
-    dataset: manifest,
-    batchSize: 3,
-    sampler: { seed: 4, clipsPerVideo: 1, shuffle: false, rank: 0, worldSize: 1 },
-    clip: { numFrames: T, width: W, height: H },
-    concurrency: { decode: 1 },
-  };
+  const opts: LoaderOptions = options(manifest, 3, { seed: 4, clipsPerVideo: 1, shuffle: false });
   const skip = await runEpochs({ ...opts, onClipError: "skip" });
   assert.deepEqual(skip.batches.map((b) => b.labels.length), [2]);
   assert.equal(skip.clips.total.failed, 1);
@@ -481,13 +486,7 @@ Deno.test("padding is counted per clip; a clip that would be mostly padding fail
 
 Deno.test("batches mix videos through the shuffle buffer, though each video is demuxed once for all its clips", async () => {
   const ds = await dataset();
-  const base: LoaderOptions = {
-    dataset: ds,
-    batchSize: 4,
-    sampler: { seed: 8, clipsPerVideo: 4, rank: 0, worldSize: 1 },
-    clip: { numFrames: T, width: W, height: H },
-    concurrency: { decode: 1 },
-  };
+  const base: LoaderOptions = options(ds, 4, { seed: 8, clipsPerVideo: 4 });
   const videosPerBatch = (r: Run) => r.batches.map((b) => new Set(b.clips.map((c) => c.video)).size);
   // Before (and with shuffleBuffer 0): clipsPerVideo = batchSize made every batch one video, one label.
   const grouped = await runEpochs({ ...base, sampler: { ...base.sampler, shuffleBuffer: 0 } });
@@ -511,13 +510,7 @@ Deno.test("clip metadata: plan position, seed, manifest columns, and the time it
     manifest,
     ["path,label,caption,score", ...files.map((f, i) => `${f},1,"clip ${i}",${i / 2}`)].join("\n"),
   );
-  const { batches } = await runEpochs({
-    dataset: manifest,
-    batchSize: 2,
-    sampler: { seed: 6, clipsPerVideo: 2, rank: 0, worldSize: 1 },
-    clip: { numFrames: T, width: W, height: H },
-    concurrency: { decode: 1 },
-  });
+  const { batches } = await runEpochs(options(manifest, 2, { seed: 6, clipsPerVideo: 2 }));
   const clips = batches.flatMap((b) => b.clips);
   assert.deepEqual(clips.map((c) => c.position).sort(), [0, 1, 2, 3]);
   assert.deepEqual(clips.map((c) => c.seed), clips.map((c) => clipSeed(6, 0, c.position)));
