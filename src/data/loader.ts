@@ -319,7 +319,11 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     if (!isFailedClip(x)) return { clip: x, failures: [] };
     if (onClipError === "replace") return await replacer.replace(x.failed, signal);
     if (onClipError === "skip") return { clip: null, failures: [x.failed] };
-    accounting.record(x.failed.epoch, [{ clip: null, failures: [x.failed] }]);
+    try {
+      accounting.record(x.failed.epoch, [{ clip: null, failures: [x.failed] }]);
+    } catch (e) {
+      throw clipError(e);
+    }
     throw clipError(clipFailureError(x.failed));
   };
   const collateBatch = (slots: PlacedClip[]): Batch | undefined => {
