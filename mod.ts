@@ -151,6 +151,7 @@ export {
   CONSUMER,
   type Executor,
   formatStats,
+  type FormatStatsOptions,
   LatencySketch,
   mainThread,
   type MaxFailures,

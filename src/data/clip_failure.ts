@@ -6,7 +6,7 @@
  * @module
  */
 
-import { MediaError, type SluiceError } from "../errors.ts";
+import { errorText, MediaError, type SluiceError } from "../errors.ts";
 
 /** Why one clip failed. */
 export interface ClipFailure {
@@ -26,7 +26,7 @@ export interface ClipFailure {
   stage: string;
   /** The error's class name, e.g. `"MediaError"`. */
   errorName: string;
-  /** The error's message. */
+  /** The error as one line, `Name: message`, the file left out (it is `path`). */
   error: string;
   /** 0 for the planned clip; `k` for the `k`-th substitute tried in its position (see the loader's docs). */
   attempt: number;
@@ -63,18 +63,15 @@ export function clipFailure(
     end: clip.end,
     stage: typeof named === "string" && named !== "" ? named : stage,
     errorName: e.name,
-    // The record names the file, and a Worker's message ends with where it ran: keep the cause only.
-    error: e.message.replace(/ \(in worker, export "[^"]*" of [^)]*\)$/, "").replace(`${clip.path}: `, ""),
+    error: errorText(e, clip.path),
     attempt,
   };
 }
 
-/** One line for a log: file, window, stage and error. */
+/** One line for a log: stage, file, error and window (the file named once, times to the millisecond). */
 export function formatClipFailure(f: ClipFailure): string {
-  const what = f.attempt === 0 ? "clip" : `substitute ${f.attempt} for position ${f.position}`;
-  return `${f.path} [${f.start.toFixed(3)}, ${
-    f.end.toFixed(3)
-  }) ${what}: ${f.stage} failed: ${f.errorName}: ${f.error}`;
+  const what = f.attempt === 0 ? "clip" : `substitute ${f.attempt} for position ${f.position}, clip`;
+  return `${f.stage} failed on ${f.path}: ${f.error} (${what} [${f.start.toFixed(3)}, ${f.end.toFixed(3)}))`;
 }
 
 /** The error `onClipError: "fail"` stops the epoch with. */
@@ -82,6 +79,6 @@ export function clipFailureError(f: ClipFailure): SluiceError {
   return new MediaError(
     f.path,
     `${f.stage} of clip [${f.start.toFixed(3)}, ${f.end.toFixed(3)})`,
-    `${f.errorName}: ${f.error}`,
+    f.error,
   );
 }

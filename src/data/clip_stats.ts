@@ -7,15 +7,17 @@
  * clips in batches = `delivered + replaced`. Padded frames (a window with fewer frames than the clip asks for)
  * are counted too.
  *
- * The loader records each batch's positions in batch order (see {@link ClipAccounting.record}); the counts are
- * kept per epoch and in total.
+ * The loader counts failures and dropped positions as it closes each batch, in batch order
+ * ({@link ClipAccounting.collated}), and delivered clips as it hands each batch to the consumer
+ * ({@link ClipAccounting.delivered}): a batch still buffered when an epoch is stopped early is not delivered,
+ * and its clips stay `pending`. The counts are kept per epoch and in total.
  * @module
  */
 
 import { InvalidArgumentError, PipelineFailure } from "../errors.ts";
 import type { MaxFailures } from "../pipeline/stage.ts";
 import { type ClipFailure, formatClipFailure } from "./clip_failure.ts";
-import type { FilledClip } from "./collate.ts";
+import type { ClipMeta, FilledClip } from "./collate.ts";
 
 /** One position of the plan after the replacement step: the clip for its batch, or none, and what failed. */
 export interface PlacedClip {
@@ -29,11 +31,11 @@ export interface PlacedClip {
 export interface ClipCounts {
   /** Positions in the plan. */
   planned: number;
-  /** Positions whose own clip is in a batch. */
+  /** Positions whose own clip is in a batch handed to the consumer. */
   delivered: number;
   /** Positions whose clip failed (replaced or not). */
   failed: number;
-  /** Failed positions filled with a substitute clip. */
+  /** Failed positions filled with a substitute clip that was handed to the consumer. */
   replaced: number;
   /** Positions left out with a short last batch (`dropLast`). */
   dropped: number;
@@ -71,7 +73,7 @@ export interface ClipStats {
 
 /** Failures listed per epoch (the rest are counted). */
 export const LISTED_FAILURES = 100;
-/** Failure lines logged per epoch (the rest are counted). */
+/** Failure lines logged per run (the rest are counted). */
 const LOGGED_FAILURES = 10;
 
 function zero(planned: number): ClipCounts {
@@ -95,11 +97,14 @@ export class ClipAccounting {
   readonly #maxFailures: MaxFailures;
   readonly #log: (line: string) => void;
   readonly #epochs = new Map<number, ClipEpochStats>();
+  /** Positions collated per epoch (the failure budget's denominator: delivery lags behind by the buffers). */
+  readonly #seen = new Map<number, number>();
+  #logged = 0;
 
   /**
    * @param planned positions per epoch (the sampler's length)
    * @param maxFailures failed positions an epoch tolerates (see `LoaderOptions.maxFailures`)
-   * @param log where failure lines go (the first few per epoch)
+   * @param log where failure lines go (the first few of the run)
    */
   constructor(planned: number, maxFailures: MaxFailures, log: (line: string) => void) {
     this.#planned = planned;
@@ -128,10 +133,11 @@ export class ClipAccounting {
   }
 
   /**
-   * Counts the positions of one batch (or one position stopping the epoch), in batch order: `dropped` when the
-   * batch is a short last one left out. Throws `PipelineFailure` once the epoch's failures exceed `maxFailures`.
+   * Counts the positions of a batch as the pipeline closes it, in batch order (or one position stopping the
+   * epoch): their failures, and, with `dropped` (a short last batch left out), the positions whose own clip
+   * is lost with it. Throws `PipelineFailure` once the epoch's failures exceed `maxFailures`.
    */
-  record(epoch: number, slots: readonly PlacedClip[], dropped = false): void {
+  collated(epoch: number, slots: readonly PlacedClip[], dropped = false): void {
     const e = this.#epoch(epoch);
     for (const s of slots) {
       const own = s.failures.length === 0; // the position's own clip was loaded
@@ -139,41 +145,47 @@ export class ClipAccounting {
         throw new InvalidArgumentError(`clip accounting: a position with neither a clip nor a failure`);
       }
       for (const f of s.failures) this.#failure(e, f);
-      e.pending--;
       if (!own) {
         e.failed++;
+        e.pending--;
         const stage = s.failures[0].stage;
         e.failedByStage[stage] = (e.failedByStage[stage] ?? 0) + 1;
+      } else if (dropped) {
+        e.dropped++;
+        e.pending--;
       }
-      if (s.clip === null) continue;
-      if (dropped) {
-        if (own) e.dropped++;
-        continue;
-      }
-      if (own) e.delivered++;
-      else e.replaced++;
-      if (s.clip.outcome.padded > 0) {
-        e.paddedFrames += s.clip.outcome.padded;
+    }
+    this.#seen.set(epoch, (this.#seen.get(epoch) ?? 0) + slots.length);
+    this.#checkBudget(e);
+  }
+
+  /** Counts the clips of a batch handed to the consumer: delivered, or substitutes, and their padding. */
+  delivered(clips: readonly Pick<ClipMeta, "epoch" | "padded" | "replaces">[]): void {
+    for (const c of clips) {
+      const e = this.#epoch(c.epoch);
+      if (c.replaces === undefined) {
+        e.delivered++;
+        e.pending--;
+      } else e.replaced++;
+      if (c.padded > 0) {
+        e.paddedFrames += c.padded;
         e.paddedClips++;
       }
     }
-    this.#checkBudget(e);
   }
 
   #failure(e: ClipEpochStats, f: ClipFailure): void {
     if (f.attempt > 0) e.substitutesFailed++;
-    const n = e.failures.length + e.unlisted;
     if (e.failures.length < LISTED_FAILURES) e.failures.push(f);
     else e.unlisted++;
+    const n = this.#logged++;
     if (n < LOGGED_FAILURES) this.#log(`sluice loader: epoch ${e.epoch}: ${formatClipFailure(f)}`);
-    else if (n === LOGGED_FAILURES) {
-      this.#log(`sluice loader: epoch ${e.epoch}: further clip failures are counted in stats().clips`);
-    }
+    else if (n === LOGGED_FAILURES) this.#log(`sluice loader: further failures are counted in stats().clips`);
   }
 
   #checkBudget(e: ClipEpochStats): void {
     const max = this.#maxFailures;
-    const finished = e.delivered + e.failed + e.dropped;
+    const finished = this.#seen.get(e.epoch) ?? 0;
     const over = typeof max === "number"
       ? e.failed > max
       : finished >= max.after && e.failed / finished > max.rate;
@@ -187,7 +199,7 @@ export class ClipAccounting {
       e.failures.slice(0, 3).map((f) => ({
         stage: f.stage,
         item: f.path,
-        error: `${f.errorName}: ${f.error}`,
+        error: f.error,
       })),
     );
   }

@@ -39,7 +39,7 @@
  * @module
  */
 
-import { InvalidArgumentError, PipelineFailure } from "../errors.ts";
+import { errorText, InvalidArgumentError, PipelineFailure } from "../errors.ts";
 import { PipelineBuilder } from "../pipeline/builder.ts";
 import type { Pipeline, PipelineStats } from "../pipeline/pipeline.ts";
 import { DEFAULT_MAX_FAILURES } from "../pipeline/stage.ts";
@@ -127,7 +127,7 @@ export async function planLoader(opts: LoaderOptions): Promise<LoaderPlan> {
   }
   const keyframes = opts.sampler?.keyframeAligned ?? false;
   const index = await indexDataset(dataset, { keyframes, fetch: opts.fetch });
-  for (const f of index.failures) log(`sluice: skipping ${f.path}: ${f.error}`);
+  for (const f of index.failures) log(`sluice: skipping ${f.path}: ${errorText(f.error, f.path)}`);
   const kept = index.videos.flatMap((v, i) => v === null ? [] : [i]);
   if (kept.length === 0) {
     throw new InvalidArgumentError(`${dataset.root}: no video of the dataset could be indexed`);
@@ -229,6 +229,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
         try {
           const r = await it.next();
           if (r.done) this.#accounting.complete(epoch);
+          else this.#accounting.delivered(r.value.clips);
           return r;
         } catch (e) {
           // A clip's own error ("fail") or the clip budget's: more useful than the stage that relayed it.
@@ -320,7 +321,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     if (onClipError === "replace") return await replacer.replace(x.failed, signal);
     if (onClipError === "skip") return { clip: null, failures: [x.failed] };
     try {
-      accounting.record(x.failed.epoch, [{ clip: null, failures: [x.failed] }]);
+      accounting.collated(x.failed.epoch, [{ clip: null, failures: [x.failed] }]);
     } catch (e) {
       throw clipError(e);
     }
@@ -332,7 +333,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     const clips = slots.flatMap((s) => s.clip === null ? [] : [s.clip]);
     const drop = dropLast && slots.length < batchSize;
     try {
-      accounting.record(epoch, slots, drop);
+      accounting.collated(epoch, slots, drop);
     } catch (e) {
       releaseBuffers(clips.map((c) => c.data));
       throw clipError(e);
