@@ -198,14 +198,18 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
   };
 }
 
-/** `clips: planned …, delivered …, failed … (replaced …; per stage), dropped, pending, padded frames`. */
-function clipLine(c: LoadClipCounts): string {
-  const stages = Object.entries(c.failedByStage).map(([k, n]) => `${k} ${n}`).join(", ");
-  return `clips: planned ${c.planned}, delivered ${c.delivered}, failed ${c.failed}` +
-    (c.failed > 0 ? ` (replaced ${c.replaced}; ${stages})` : "") +
-    (c.dropped > 0 ? `, dropped ${c.dropped}` : "") +
-    (c.pending > 0 ? `, not reached ${c.pending}` : "") +
-    `, padded frames ${c.paddedFrames} in ${c.paddedClips} clips`;
+/** `clips: planned …, delivered …, failed …` and, when any failed, how they were replaced and where they failed. */
+function clipLines(c: LoadClipCounts): string[] {
+  const lines = [
+    `clips: planned ${c.planned}, delivered ${c.delivered}, failed ${c.failed}` +
+    (c.dropped > 0 ? `, dropped ${c.dropped}` : "") + (c.pending > 0 ? `, not reached ${c.pending}` : "") +
+    `; padded frames ${c.paddedFrames}`,
+  ];
+  if (c.failed > 0) {
+    const stages = Object.entries(c.failedByStage).map(([k, n]) => `${k} ${n}`).join(", ");
+    lines.push(`  failed clips: ${c.replaced} replaced; by stage: ${stages}`);
+  }
+  return lines;
 }
 
 const STOPPED = Symbol("stopped");
@@ -236,8 +240,8 @@ export function formatSummary(s: LoadSummary, width?: number): string {
     `samples/s ${s.samplesPerSec.toFixed(1)}   frames/s ${s.framesPerSec.toFixed(0)}`,
     `peak RSS ${mib(s.peakRssBytes)} MiB` +
     (s.childPeakRssBytes !== null ? `, backend child ${mib(s.childPeakRssBytes)} MiB` : ""),
-    clipLine(s.clips),
-    `failures: ${Object.keys(s.failures).length === 0 ? "none" : JSON.stringify(s.failures)}`,
+    ...clipLines(s.clips),
+    `index and stage failures: ${Object.keys(s.failures).length === 0 ? "none" : JSON.stringify(s.failures)}`,
     "",
   ];
   if (s.child !== null) lines.push("backend child:", formatStats(s.child, { width }), "", "this process:");
