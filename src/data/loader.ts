@@ -362,7 +362,13 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     .aggregate(batchSize, { name: "aggregate" })
     .pipe(collateBatch, { name: "collate", maxFailures: 0 })
     .addSink({ bufferSize: opts.bufferSize ?? 3 })
-    .build({ onReport: opts.onReport, reportInterval: opts.reportInterval, log });
+    // A dead, stalled or broken backend child ends the loop with its own error (BackendExitedError, ...).
+    .build({
+      onReport: opts.onReport,
+      reportInterval: opts.reportInterval,
+      log,
+      signal: backendSource?.failure,
+    });
   return new VideoClassificationLoader({
     plan,
     batchSize,
