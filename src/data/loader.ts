@@ -41,7 +41,7 @@
 
 import { errorText, InvalidArgumentError, PipelineFailure } from "../errors.ts";
 import { PipelineBuilder } from "../pipeline/builder.ts";
-import type { Pipeline, PipelineStats } from "../pipeline/pipeline.ts";
+import type { Pipeline, PipelineStats, StageControl } from "../pipeline/pipeline.ts";
 import { DEFAULT_MAX_FAILURES } from "../pipeline/stage.ts";
 import { WorkerPool } from "../pipeline/worker_pool.ts";
 import { type BackendSource, type BackendStats, spawnBackend } from "../backend/spawn.ts";
@@ -239,6 +239,28 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
       },
       return: (value?: unknown) => it.return!(value),
     };
+  }
+
+  /** The stages of its pipeline in this process, source first (with the subprocess backend: from `backend` on). */
+  get stages(): readonly StageControl[] {
+    return this.#pipeline.stages;
+  }
+
+  /**
+   * The stage called `name`, to read or change its concurrency while the loader runs
+   * (`loader.stage("decode").setConcurrency(4)`). With the subprocess backend, sample → fetch → demux run in the
+   * child: their concurrency is set when the loader is made (`concurrency`).
+   */
+  stage(name: string): StageControl {
+    try {
+      return this.#pipeline.stage(name);
+    } catch (e) {
+      if (this.backend !== "subprocess" || !(e instanceof InvalidArgumentError)) throw e;
+      throw new InvalidArgumentError(
+        `${e.message}; with the subprocess backend, sample, fetch and demux run in the child process: set their ` +
+          "concurrency with the loader's `concurrency` option",
+      );
+    }
   }
 
   /** Current statistics. */
