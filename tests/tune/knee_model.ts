@@ -11,6 +11,7 @@
 import type { TrialOutcome, TrialRequest, TrialRunner } from "../../src/tune/runner.ts";
 import type { TrialMetrics } from "../../src/tune/measure.ts";
 import type { Config } from "../../src/tune/space.ts";
+import { mulberry32 } from "../../src/data/sampler.ts";
 
 /** A simulated stage: its name, the parameter that is its concurrency, and latency(n) in ms. */
 export interface ModelStage {
@@ -56,18 +57,6 @@ export function capacity(s: ModelStage, n: number): number {
   return n / (s.latencyMs(n) / 1000);
 }
 
-/** mulberry32: a small seeded PRNG. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Options of {@link ModelRunner}. */
 export interface ModelOptions {
   stages: ModelStage[];
@@ -99,7 +88,7 @@ export class ModelRunner implements TrialRunner {
     this.#seen.set(key, n + 1);
     let h = this.#opts.seed ^ n * 0x9e3779b1;
     for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
-    return rng(h)();
+    return mulberry32(h)();
   }
 
   /** Noise-free throughput of a configuration. */
