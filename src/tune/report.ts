@@ -27,6 +27,9 @@ export function fmtRate(x: number): string {
   return x.toLocaleString("en-US", { maximumFractionDigits: x < 100 ? 1 : 0, minimumFractionDigits: 0 });
 }
 
+/** A noise margin above this is worth a warning. */
+const NOISY = 0.1;
+
 function pct(x: number): string {
   return `${x >= 0 ? "+" : "−"}${Math.abs(x * 100).toFixed(Math.abs(x) < 0.1 ? 1 : 0)}%`;
 }
@@ -90,8 +93,16 @@ export function reportMarkdown(r: SearchResult, ctx: ReportContext): string {
       "",
       `Differences under ${(r.threshold * 100).toFixed(1)}% count as noise (2.5 standard errors of the ` +
         "difference of two means, from the spread of repeated configurations; at least 1%).",
-      "",
     );
+    if (r.threshold > NOISY) {
+      out.push(
+        "",
+        `**The measurements were noisy**: changes smaller than ${(r.threshold * 100).toFixed(0)}% could not be ` +
+          "told from noise, so values within it were taken as equal (the smaller concurrency kept). On a busy or " +
+          "shared machine, give trials longer windows (`--trial-seconds`) or more repeats (`--repeats`).",
+      );
+    }
+    out.push("");
   }
 
   out.push("## Kept changes, in order", "");
