@@ -180,3 +180,18 @@ Deno.test("a directory that holds a search is not overwritten; resume needs one"
     await Deno.remove(out, { recursive: true });
   }
 });
+
+Deno.test("the report says when noise hid differences, and only then", async () => {
+  for (const [noise, warned] of [[0.3, true], [0.02, false]] as const) {
+    const out = await Deno.makeTempDir();
+    try {
+      const runner = new ModelRunner({ stages: harnessStages(), noise, seed: 4, ceiling: 400 });
+      const { result } = await tune({ ...options(out, runner), plots: false });
+      const report = await Deno.readTextFile(`${out}/report.md`);
+      assertEquals(report.includes("**The measurements were noisy**"), warned);
+      assertEquals(result.threshold > 0.1, warned);
+    } finally {
+      await Deno.remove(out, { recursive: true });
+    }
+  }
+});
