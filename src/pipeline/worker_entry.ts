@@ -6,6 +6,7 @@
  * @module
  */
 
+import { type SerializedError, serializeError } from "../errors.ts";
 import { unwrapResult } from "./transfer.ts";
 
 /** Messages the pool sends. */
@@ -18,7 +19,8 @@ export type ToWorker =
 /** Messages a worker sends. */
 export type FromWorker =
   | { type: "result"; id: number; value: unknown }
-  | { type: "error"; id: number; error: { name: string; message: string; stack?: string } }
+  /** The export threw: the error keeps its class, fields and cause chain (`deserializeError`). */
+  | { type: "error"; id: number; error: SerializedError }
   | { type: "dying"; reason: string }
   | { type: "released"; error?: string };
 
@@ -63,8 +65,7 @@ async function call(id: number, name: string, args: unknown[]): Promise<void> {
     const { value, transfer } = unwrapResult(await fn(...args));
     post({ type: "result", id, value }, transfer);
   } catch (e) {
-    const err = e instanceof Error ? e : new Error(String(e));
-    post({ type: "error", id, error: { name: err.name, message: err.message, stack: err.stack } });
+    post({ type: "error", id, error: serializeError(e) });
   }
 }
 
