@@ -137,30 +137,31 @@ class PipeRun {
     const stage = this.#stage;
     const ctx = this.#ctx;
     const lane = ctx.tracer === undefined ? 0 : this.#takeLane();
-    const t0 = stage.now();
-    let computeMs = 0;
+    const t0 = stage.workStarted();
     let working = true;
-    stage.workStarted();
+    let computeMs = -1; // set when known before the work ends (streamed outputs)
     try {
       let r = this.#spec.executor.run(this.#fn, item, this.#taskCtx);
       if (isThenable(r)) r = await r;
-      computeMs = stage.now() - t0;
       if (r === undefined) {
         stage.dropped++;
       } else if (isAsyncIterable(r)) {
+        computeMs = stage.now() - t0;
         computeMs += await this.#emitStream(r);
         stage.done++;
       } else {
         working = false;
-        stage.workEnded();
+        computeMs = stage.workEnded() - t0;
         await stage.put(this.#output, r);
         stage.done++;
       }
     } catch (e) {
-      if (computeMs === 0) computeMs = stage.now() - t0;
       stage.taskFailed(e, item, ctx);
     } finally {
-      if (working) stage.workEnded();
+      if (working) {
+        const t1 = stage.workEnded();
+        if (computeMs < 0) computeMs = t1 - t0;
+      }
       this.#finishTask(t0, lane, computeMs);
     }
   }
@@ -208,30 +209,30 @@ class PipeRun {
     const stage = this.#stage;
     const ctx = this.#ctx;
     const lane = ctx.tracer === undefined ? 0 : this.#takeLane();
-    const t0 = stage.now();
+    const t0 = stage.workStarted();
     let result: unknown = SKIP;
-    let computeMs = 0;
-    stage.workStarted();
     try {
       let r = this.#spec.executor.run(this.#fn, item, this.#taskCtx);
       if (isThenable(r)) r = await r;
-      computeMs = stage.now() - t0;
       if (r === undefined) {
         stage.dropped++;
       } else if (isAsyncIterable(r)) {
-        result = new Pending(r, item, t0, lane, computeMs);
+        result = r;
       } else {
         result = r;
         stage.held++;
       }
     } catch (e) {
-      computeMs = stage.now() - t0;
       stage.taskFailed(e, item, ctx);
     }
-    stage.workEnded();
-    this.#results.set(seq, result);
+    const computeMs = stage.workEnded() - t0;
     // A streamed output keeps its slot until the emitter has drained it; any other result frees it now.
-    if (!(result instanceof Pending)) this.#finishTask(t0, lane, computeMs);
+    if (isAsyncIterable(result)) {
+      this.#results.set(seq, new Pending(result, item, t0, lane, computeMs));
+    } else {
+      this.#results.set(seq, result);
+      this.#finishTask(t0, lane, computeMs);
+    }
     if (seq === this.#next && !this.#emitting) void this.#emit();
   }
 

@@ -22,8 +22,7 @@ export async function runSource(
   let finished = false;
   try {
     while (!ctx.signal.aborted) {
-      const t0 = stage.now();
-      stage.workStarted();
+      const t0 = stage.workStarted();
       let r: IteratorResult<unknown> | Promise<IteratorResult<unknown>>;
       try {
         r = it.next();
@@ -33,9 +32,8 @@ export async function runSource(
           r = raced;
         }
       } finally {
-        stage.workEnded();
+        stage.record(stage.workEnded() - t0);
       }
-      stage.record(stage.now() - t0);
       if (r.done) {
         finished = true;
         break;

@@ -254,21 +254,23 @@ export class Stage {
     return this.#clock.now();
   }
 
-  /** Work started (a task's compute, the source waiting on its iterator). */
-  workStarted(): void {
+  /** Work started (a task's compute, the source waiting on its iterator); returns the clock time. */
+  workStarted(): number {
     const now = this.#clock.now();
     this.#workMs += this.#working * (now - this.#workT);
     this.#workT = now;
     if (this.#working++ === 0) this.#progressAt = now;
+    return now;
   }
 
-  /** Work ended (its output is ready, or it failed): progress. */
-  workEnded(): void {
+  /** Work ended (its output is ready, or it failed): progress. Returns the clock time. */
+  workEnded(): number {
     const now = this.#clock.now();
     this.#workMs += this.#working * (now - this.#workT);
     this.#workT = now;
     this.#working--;
     this.#progressAt = now;
+    return now;
   }
 
   /** Records one task's compute time. */

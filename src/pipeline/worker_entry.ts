@@ -1,8 +1,11 @@
 /**
  * The script each `WorkerPool` Worker runs: imports the user's module (URL sent in the `init` message) and runs
  * its exported functions on `call` messages, one at a time, posting results back with their buffers transferred
- * (see `transfer.ts`). A worker that is about to die (`self.close()`, `Deno.exit()`) says so first, so the pool
- * can fail the running task with `WorkerCrashedError` instead of waiting forever.
+ * (see `transfer.ts`). A worker that is about to die (`self.close()`, `Deno.exit()`, an uncaught exception or
+ * unhandled rejection) says so first, so the pool can fail the running task with `WorkerCrashedError` (the
+ * uncaught error as its `cause`) and replace the Worker, instead of waiting forever. Uncaught errors are handled
+ * here rather than left to Deno, which would print them to stderr as "Uncaught (in worker …)" although the pool
+ * reports them.
  * @module
  */
 
@@ -21,7 +24,8 @@ export type FromWorker =
   | { type: "result"; id: number; value: unknown }
   /** The export threw: the error keeps its class, fields and cause chain (`deserializeError`). */
   | { type: "error"; id: number; error: SerializedError }
-  | { type: "dying"; reason: string }
+  /** The worker is about to die (or must be replaced): `error` is the uncaught error, if that is why. */
+  | { type: "dying"; reason: string; error?: SerializedError }
   | { type: "released"; error?: string };
 
 /**
@@ -32,6 +36,8 @@ interface WorkerScope {
   postMessage(message: unknown, transfer: Transferable[]): void;
   onmessage: ((e: MessageEvent<ToWorker>) => void) | null;
   close(): void;
+  addEventListener(type: "error", listener: (e: ErrorEvent) => void): void;
+  addEventListener(type: "unhandledrejection", listener: (e: PromiseRejectionEvent) => void): void;
 }
 const scope = globalThis as unknown as WorkerScope;
 
@@ -80,7 +86,24 @@ async function release(): Promise<void> {
   }
 }
 
+/** An uncaught error or unhandled rejection: report it as the Worker's death; the pool terminates it. */
+function catchUncaught(): void {
+  const dying = (what: string, e: unknown) => {
+    const err = serializeError(e);
+    post({ type: "dying", reason: `${what} ${err.name}: ${err.message}`, error: err });
+  };
+  scope.addEventListener("error", (e) => {
+    e.preventDefault();
+    dying("uncaught", e.error ?? e.message);
+  });
+  scope.addEventListener("unhandledrejection", (e) => {
+    e.preventDefault();
+    dying("unhandled rejection", e.reason);
+  });
+}
+
 patchExits();
+catchUncaught();
 scope.onmessage = (e: MessageEvent<ToWorker>) => {
   const msg = e.data;
   if (msg.type === "init") {

@@ -268,7 +268,7 @@ export class WorkerPool implements Executor {
   }
 
   #onMessage(slot: Slot, msg: FromWorker): void {
-    if (msg.type === "dying") return this.#crash(slot, msg.reason);
+    if (msg.type === "dying") return this.#crash(slot, msg.reason, msg.error);
     if (msg.type === "released") return; // answered while retiring (see #retire), which installs its own handler
     const c = slot.current;
     if (c === undefined || c.id !== msg.id) return;
@@ -281,12 +281,13 @@ export class WorkerPool implements Executor {
     this.#pump();
   }
 
-  #crash(slot: Slot, reason: string): void {
+  #crash(slot: Slot, reason: string, error?: SerializedError): void {
     const i = this.#slots.indexOf(slot);
     if (i < 0) return; // already replaced or closed
     this.#slots.splice(i, 1);
     slot.worker.terminate();
     this.#crashes++;
+    const options = error === undefined ? undefined : { cause: deserializeError(error) };
     const c = slot.current;
     if (c !== undefined) {
       c.reject(
@@ -294,6 +295,7 @@ export class WorkerPool implements Executor {
           `WorkerPool ${this.moduleUrl}: worker ${slot.index} died while running "${c.name}": ${reason}; ` +
             `it was replaced`,
           c.name,
+          options,
         ),
       );
     }
@@ -302,6 +304,7 @@ export class WorkerPool implements Executor {
         new WorkerCrashedError(
           `WorkerPool ${this.moduleUrl}: worker ${slot.index} died before running "${p.name}": ${reason}`,
           p.name,
+          options,
         ),
       );
     }
