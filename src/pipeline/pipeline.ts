@@ -408,6 +408,7 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
     if (epoch.aborted || !this.#continuous) await this.#closeExecutors();
     this.#activeMs += this.#clock.now() - epoch.t0;
     this.#epoch = undefined;
+    this.#watchStalls(); // stalled stages that ended with the epoch made progress
     this.#stalled.clear();
     this.#tracer?.write();
     this.#hooks.report(() => this.stats(), true);

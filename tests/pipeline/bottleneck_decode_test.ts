@@ -38,6 +38,6 @@ Deno.test({
     // Frames sit at k/25 s: [0, 0.5) holds k = 0..12 (13), [0.5, 1) holds k = 13..24 (12), and so on.
     assert.equal(frames, 4 * 3 * (13 + 12), "every frame of every window arrived");
     assert.equal(stats.bottleneck, "augment", formatStats(stats));
-    assert.match(formatStats(stats), /^bottleneck: augment \(input queue full/m);
+    assert.match(formatStats(stats), /^bottleneck: augment \(busy \d+%, input queue full/m);
   },
 });

@@ -24,7 +24,7 @@ Deno.test("stats: a throttled stage is named the bottleneck", async () => {
   const stats = await runThrottled();
   assert.equal(stats.bottleneck, "decode");
   const table = formatStats(stats);
-  assert.match(table, /bottleneck: decode \(input queue full/);
+  assert.match(table, /bottleneck: decode \(busy \d+%, input queue full/);
   const lines = table.split("\n");
   assert.match(lines[0], /^stage\s+conc\s+in\s+out/);
   assert.equal(lines.filter((l) => /^(source|demux|decode|resize|\(consumer\))\s/.test(l)).length, 5);

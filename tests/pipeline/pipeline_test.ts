@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { PipelineBuilder } from "../../src/pipeline/builder.ts";
 import type { Pipeline, PipelineStats } from "../../src/pipeline/pipeline.ts";
 import { InvalidArgumentError, PipelineFailure } from "../../src/errors.ts";
+import { formatStats } from "../../src/pipeline/format_stats.ts";
+import type { PipelineEvent } from "../../src/pipeline/hooks.ts";
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
@@ -406,4 +408,84 @@ Deno.test("ordered: bounded memory with a slow ordered stage (queues + running +
   const bound = (conc + 2) + (2 * conc + 2) + 3 + 2;
   assert.ok(maxAlive <= bound, `max alive ${maxAlive} > bound ${bound}`);
   assertAccounting(p.stats());
+});
+
+/** Polls until `cond` holds (the stall watch runs on a timer); fails after 10 s. */
+async function until(cond: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(5);
+  }
+}
+
+Deno.test("stalls: a stage with work running and no progress is reported once, in stats, formatStats, log and events", async () => {
+  const logs: string[] = [];
+  const events: PipelineEvent[] = [];
+  let release!: () => void;
+  const gate = new Promise<void>((r) => release = r);
+  const p = new PipelineBuilder()
+    .addSource(range(5))
+    .pipe(async (x: number) => {
+      if (x === 2) await gate; // blocks, like a read from a hung mount
+      return x;
+    }, { name: "fetch", concurrency: 1 })
+    .build({ stallThresholdMs: 100, log: (m) => logs.push(m), hooks: [{ event: (e) => events.push(e) }] });
+  const it = p[Symbol.asyncIterator]();
+  assert.equal((await it.next()).value, 0);
+  assert.equal((await it.next()).value, 1);
+  const third = it.next();
+  await until(() => events.some((e) => e.type === "stall"), "the stall event");
+  const stats = p.stats();
+  assert.deepEqual(stats.stalled, ["fetch"]);
+  const row = stats.stages.find((s) => s.name === "fetch")!;
+  assert.ok(row.stalledMs >= 100, `stalledMs ${row.stalledMs}`);
+  assert.equal(row.stalls, 1);
+  assert.match(formatStats(stats), /^STALLED: fetch: no progress for \d+\.\d s \(1 task\(s\) running\)$/m);
+  await sleep(120); // still stalled: no second report
+  assert.equal(logs.filter((l) => /stalled/.test(l)).length, 1, logs.join("\n"));
+  assert.match(logs[0], /stage "fetch" stalled: no progress for/);
+  release();
+  assert.equal((await third).value, 2);
+  for (let r = await it.next(); !r.done; r = await it.next()) { /* drain */ }
+  const resume = events.find((e) => e.type === "resume");
+  assert.ok(resume !== undefined && resume.stage === "fetch" && resume.stalledMs > 0, JSON.stringify(events));
+  assert.match(logs.at(-1)!, /stage "fetch" made progress again after/);
+  const after = p.stats();
+  assert.deepEqual(after.stalled, []);
+  assert.equal(after.stages[1].stalledMs, 0);
+  assert.equal(after.stages[1].stalls, 1);
+});
+
+Deno.test("stalls: a source waiting on its iterator is reported; a stage blocked by a slow consumer is not", async () => {
+  const logs: string[] = [];
+  let release!: () => void;
+  const gate = new Promise<void>((r) => release = r);
+  const p = new PipelineBuilder()
+    .addSource(
+      (async function* () {
+        yield 0;
+        await gate; // a backend child that stopped answering
+        yield 1;
+      })(),
+      { name: "backend" },
+    )
+    .pipe((x: number) => x, { name: "work" })
+    .build({ stallThresholdMs: 50, log: (m) => logs.push(m) });
+  const it = p[Symbol.asyncIterator]();
+  await it.next();
+  const next = it.next();
+  await until(() => logs.length > 0, "the stall log line");
+  assert.match(logs[0], /stage "backend" stalled: no progress for .* \(waiting on its iterator\)/);
+  assert.deepEqual(p.stats().stalled, ["backend"]);
+  release();
+  await next;
+  await it.return!();
+
+  const quiet: string[] = [];
+  const q = new PipelineBuilder().addSource(range(50)).pipe((x: number) => x, { name: "fast" })
+    .build({ stallThresholdMs: 50, log: (m) => quiet.push(m) });
+  for await (const _ of q) await sleep(75); // the consumer is slow: "fast" waits on a full sink
+  assert.deepEqual(quiet, []);
+  assert.equal(q.stats().stages[1].stalls, 0);
 });
