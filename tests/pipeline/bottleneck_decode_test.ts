@@ -1,14 +1,87 @@
-// The stats table on a real decode pipeline (demux on the main thread, decode in a WorkerPool) names the stage
-// that is deliberately throttled, and not the genuinely expensive decode stage beside it.
+// The bottleneck verdict on real pipelines: windows → fetch (instant, as with local files) → demux → decode (both
+// in one WorkerPool, as the loader runs them in-process) → consumer, on a generated clip, configured so that
+// decode, demux or the consumer is the limit; and the throttled-stage case with demux on the main thread.
 import assert from "node:assert/strict";
 import { PipelineBuilder } from "../../src/pipeline/builder.ts";
 import { WorkerPool } from "../../src/pipeline/worker_pool.ts";
 import { formatStats } from "../../src/pipeline/format_stats.ts";
+import type { PipelineStats } from "../../src/pipeline/pipeline.ts";
 import { demuxVideo } from "../../src/media/demux.ts";
+import type { DecodeOptions } from "../../src/media/decode.ts";
 import type { VideoFrames } from "../../src/media/frames.ts";
 import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
 
 const CLI = hasFfmpegCliSync();
+const WORKER = new URL("./fixtures/media_worker.ts", import.meta.url);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Runs the loader-shaped pipeline over `n` windows of `len` s (of a `dur` s clip) and returns its stats. */
+async function runReal(
+  clip: string,
+  dur: number,
+  len: number,
+  opts: DecodeOptions,
+  consumerMs: number,
+  n = 48,
+): Promise<PipelineStats> {
+  const pool = new WorkerPool(WORKER, { size: 2 });
+  try {
+    // Start both Workers and their FFmpeg first: under `deno test` a Worker's start-up (type-checking its module)
+    // takes seconds, which would make whichever stage runs first look like the limit of this short run.
+    await Promise.all([pool.call("release"), pool.call("release")]); // two calls at once: two Workers
+    // Then open FFmpeg, the demuxer, the decoder and the scaler for these options in both.
+    const warm = { path: clip, window: [0, len] as [number, number], opts };
+    for (const d of await pool.callEach("demux", [warm])) await pool.callEach("decodePackets", [d]);
+    const tasks = Array.from({ length: n }, (_, i) => {
+      const start = (i % 2) * (dur - len);
+      return { path: clip, window: [start, start + len] as [number, number], opts };
+    });
+    const p = new PipelineBuilder()
+      .addSource(tasks, { name: "sample" })
+      // Local files: fetch is instant and admits every task at once, so the source's queue is always empty.
+      .pipe(async (t: (typeof tasks)[number]) => t, { name: "fetch", concurrency: 64 })
+      .pipe("demux", { executor: pool, name: "demux", concurrency: 1 })
+      .pipe("decodePackets", { executor: pool, name: "decode", concurrency: 1 })
+      .build();
+    for await (const _ of p) if (consumerMs > 0) await sleep(consumerMs);
+    return p.stats();
+  } finally {
+    await pool.close();
+  }
+}
+
+Deno.test({
+  name:
+    "bottleneck on a real pipeline: decode is the limit (and not the source before an always-empty fetch queue)",
+  ignore: !CLI,
+  fn: async () => {
+    const clip = await generateClip({ width: 320, height: 240, durationSec: 4, gop: 25 });
+    const stats = await runReal(clip, 4, 0.5, {}, 0); // 13 full-size RGB frames per window: decode is the work
+    assert.equal(stats.bottleneck, "decode", formatStats(stats));
+  },
+});
+
+Deno.test({
+  name: "bottleneck on a real pipeline: demux is the limit",
+  ignore: !CLI,
+  fn: async () => {
+    const clip = await generateClip({ width: 320, height: 240, durationSec: 8, gop: 25 });
+    // 7 s windows (~175 packets to read) of which decode makes only the first frame, at 32×32.
+    const stats = await runReal(clip, 8, 7, { numFrames: 1, width: 32, height: 32 }, 0, 120);
+    assert.equal(stats.bottleneck, "demux", formatStats(stats));
+  },
+});
+
+Deno.test({
+  name: "bottleneck on a real pipeline: the consumer is the limit",
+  ignore: !CLI,
+  fn: async () => {
+    const clip = await generateClip({ width: 320, height: 240, durationSec: 4, gop: 25 });
+    const stats = await runReal(clip, 4, 0.5, { width: 32, height: 32 }, 150, 24);
+    assert.equal(stats.bottleneck, "(consumer)", formatStats(stats));
+    assert.match(formatStats(stats), /^bottleneck: the consumer \(busy \d+%/m);
+  },
+});
 
 Deno.test({
   name: "stats: on a real demux → decode (WorkerPool) pipeline, a throttled stage is named the bottleneck",
@@ -20,8 +93,6 @@ Deno.test({
       (_, i): [number, number] => [(i % 6) * 0.5, (i % 6) * 0.5 + 0.5],
     );
     const pool = new WorkerPool(new URL("../../src/media/decode_worker.ts", import.meta.url), { size: 2 });
-    // Start both Workers first: under `deno test` a Worker's start-up (type-checking its module) takes seconds,
-    // which would make decode the bottleneck of this short run for reasons that have nothing to do with decoding.
     await Promise.all([pool.call("release"), pool.call("release")]);
     let frames = 0;
     const p = new PipelineBuilder()
@@ -29,7 +100,7 @@ Deno.test({
       .pipe((w: [number, number]) => demuxVideo(clip, { window: w }), { name: "demux", concurrency: 1 })
       .pipe<VideoFrames>("decode", { name: "decode", executor: pool })
       .pipe(async (f: VideoFrames) => {
-        await new Promise((r) => setTimeout(r, 40)); // the deliberate throttle
+        await sleep(120); // the deliberate throttle, well above decode's time per window even on a loaded machine
         return f.shape[0];
       }, { name: "augment", concurrency: 1 })
       .build();
