@@ -5,10 +5,10 @@
  * the sample that opened the current window, so all it reads are counter deltas. Per window it finds the
  * bottleneck (the verdict of `bottleneck.ts`). When the bottleneck is a stage under the controller, it probes:
  * one more task at once, one window to settle, one window to measure. A step is kept only if the stage's
- * throughput rose by more than `threshold`; otherwise it is reverted and, on the first probe of a cycle, one task
- * less is tried (the contention knee: past it, per-item latency grows faster than throughput, and fewer tasks give
- * more). A step down is kept when it raises throughput, or costs less than half the threshold (the same work
- * with fewer resources). When neither direction helps the stage settles, and is probed again after `reprobeMs`,
+ * throughput rose by more than `threshold`; otherwise it is reverted, and when that first step of a cycle made
+ * per-item latency grow faster than the tasks added (the contention knee: past it, latency grows faster than
+ * throughput, and fewer tasks give more) one task less is tried. A step down is kept when it raises throughput,
+ * or costs less than half the threshold (the same work with fewer resources). When neither direction helps the stage settles, and is probed again after `reprobeMs`,
  * or at once when its throughput drifts by more than `drift` from what it settled at (downwards first when its
  * per-item latency grew faster than its throughput).
  *
@@ -29,7 +29,7 @@ export interface AutoConcurrencyOptions {
   threshold?: number;
   /** Tasks that `"cpu"` stages may run at once, summed over them (default: `navigator.hardwareConcurrency`). */
   cpuBudget?: number;
-  /** A settled stage is probed again after this many ms (default 30000). */
+  /** A settled stage is probed again (one step up) after this many ms (default 60000). */
   reprobeMs?: number;
   /** A settled stage is probed again at once when its throughput moves by more than this fraction (default 0.25). */
   drift?: number;
@@ -46,7 +46,7 @@ export function autoConfig(opts: AutoConcurrencyOptions = {}): AutoConfig {
     intervalMs: opts.intervalMs ?? 1000,
     threshold: opts.threshold ?? 0.05,
     cpuBudget: opts.cpuBudget ?? navigator.hardwareConcurrency ?? 1,
-    reprobeMs: opts.reprobeMs ?? 30_000,
+    reprobeMs: opts.reprobeMs ?? 60_000,
     drift: opts.drift ?? 0.25,
     minTasks: opts.minTasks ?? 8,
   };
@@ -119,8 +119,11 @@ interface Settled {
 interface StageMemory {
   /** Direction of the last kept step (or of the probe cycle under way). */
   direction: 1 | -1;
-  /** Whether a step was kept in the current probe cycle (then a failed step up is not followed by one down). */
-  keptInCycle: boolean;
+  /**
+   * Whether this probe cycle may still try one task less (after a contended step up, or when it cannot go up):
+   * not after a kept step, nor in a periodic re-probe, whose cycle already found the step down worse.
+   */
+  mayTryDown: boolean;
   settled: Settled | undefined;
 }
 
@@ -251,6 +254,7 @@ class Decider {
     const m = this.#measures[b];
     const settled = mem.settled;
     let dir = mem.direction;
+    mem.mayTryDown = true;
     if (settled !== undefined && settled.at === st.concurrency) {
       const thrRatio = settled.thr > 0 ? m.thr / settled.thr : 1;
       const drifted = Math.abs(thrRatio - 1) > this.#cfg.drift;
@@ -259,6 +263,7 @@ class Decider {
       const latRatio = settled.lat > 0 ? m.lat / settled.lat : 1;
       const contended = drifted && latRatio > thrRatio * (1 + this.#cfg.threshold);
       dir = contended ? -1 : 1;
+      mem.mayTryDown = drifted;
       this.#note(
         st.name,
         "reprobe",
@@ -271,7 +276,6 @@ class Decider {
       );
     }
     mem.settled = undefined;
-    mem.keptInCycle = false;
     this.#probe(b, dir, m, `${st.name} is the bottleneck (busy ${pct(m.busy)}, input ${pct(m.fill)} full)`);
   }
 
@@ -283,7 +287,8 @@ class Decider {
     let to = from + dir;
     if (dir > 0 && !this.#canRaise(i, from)) {
       if (this.#yieldTo(i)) return;
-      if (mem.keptInCycle) return this.#settle(i, from, before, "at its limit");
+      if (!mem.mayTryDown) return this.#settle(i, from, before, "at its limit");
+      mem.mayTryDown = false;
       to = from - 1; // cannot go up: see whether going down costs nothing
       dir = -1;
     }
@@ -310,7 +315,7 @@ class Decider {
     const theta = this.#cfg.threshold;
     if (gain > 1 + theta) {
       this.#note(st.name, "keep", phase.to, phase.to, what);
-      mem.keptInCycle = true;
+      mem.mayTryDown = false;
       const loads: Load[] = this.#measures.map(toLoad);
       if (bottleneckIndex(loads) === i) this.#probe(i, up ? 1 : -1, m, `still the bottleneck after ${what}`);
       return;
@@ -319,11 +324,14 @@ class Decider {
       this.#note(st.name, "keep", phase.to, phase.to, `${what}: as fast with fewer tasks`);
       return this.#settle(i, phase.to, m, "fewer tasks do as well");
     }
-    // Not worth it: undo. After a first step up that failed, try one down from where it started.
+    // Not worth it: undo. When the first step up of a cycle made per-item latency grow faster than the tasks
+    // added (more than (n+1)/n: contention, not just a saturated resource), the stage may already be past the
+    // knee: try one task less.
     this.#change(st.name, phase.from);
     this.#note(st.name, "revert", phase.to, phase.from, `${what}: below the ${pct(theta)} threshold`);
-    if (up && !mem.keptInCycle && phase.from > 1) {
-      mem.keptInCycle = true; // this cycle has tried up; the down probe is its last step
+    const contended = latRatio > (phase.to / phase.from) * (1 + theta);
+    if (up && contended && mem.mayTryDown && phase.from > 1) {
+      mem.mayTryDown = false; // the down probe is this cycle's last step
       this.#change(st.name, phase.from - 1);
       mem.direction = -1;
       this.#note(st.name, "probe", phase.from, phase.from - 1, "one task less, in case it is past the knee");
@@ -401,7 +409,7 @@ class Decider {
   }
 
   #mem(name: string): StageMemory {
-    return this.#memory[name] ??= { direction: 1, keptInCycle: false, settled: undefined };
+    return this.#memory[name] ??= { direction: 1, mayTryDown: true, settled: undefined };
   }
 }
 

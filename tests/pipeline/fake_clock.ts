@@ -1,7 +1,12 @@
 // A virtual clock for pipeline tests: time moves only when the test advances it, timers fire in time order, and
-// between two timers every promise chain the last one started runs to completion. A pipeline built with it
-// (`build({ clock })`) whose stage functions wait with `clock.sleep` runs the same way every time.
+// between two timers the promise chains the last one started run to completion (up to SETTLE_HOPS promise
+// reactions deep, all within microtasks: no real timer or message is involved, so nothing depends on how fast
+// the machine is). A pipeline built with it (`build({ clock })`) whose stage functions wait with `clock.sleep`
+// runs the same way every time.
 import type { Clock } from "../../src/pipeline/clock.ts";
+
+/** Microtask turns given to promise chains after each timer: far more than any pipeline step takes. */
+const SETTLE_HOPS = 400;
 
 interface Timer {
   at: number;
@@ -13,16 +18,6 @@ export class FakeClock implements Clock {
   #now = 0;
   #seq = 0;
   #timers: Timer[] = [];
-  readonly #channel = new MessageChannel();
-  #wake: (() => void) | undefined;
-
-  constructor() {
-    this.#channel.port1.onmessage = () => {
-      const w = this.#wake;
-      this.#wake = undefined;
-      w?.();
-    };
-  }
 
   now(): number {
     return this.#now;
@@ -46,12 +41,9 @@ export class FakeClock implements Clock {
     return new Promise((resolve) => this.setTimer(resolve, ms));
   }
 
-  /** Lets every pending promise chain run (one real macrotask turn, after all microtasks). */
-  settle(): Promise<void> {
-    return new Promise((resolve) => {
-      this.#wake = resolve;
-      this.#channel.port2.postMessage(null);
-    });
+  /** Lets pending promise chains run: {@link SETTLE_HOPS} microtask turns. */
+  async settle(): Promise<void> {
+    for (let i = 0; i < SETTLE_HOPS; i++) await null;
   }
 
   /** Advances to `t`, firing due timers in order and settling after each. */
@@ -71,9 +63,8 @@ export class FakeClock implements Clock {
     return this.#timers.length;
   }
 
-  /** Closes the message channel (test sanitizers check that resources are closed). */
+  /** Drops the timers left (nothing else to release). */
   close(): void {
-    this.#channel.port1.close();
-    this.#channel.port2.close();
+    this.#timers = [];
   }
 }
