@@ -39,7 +39,7 @@ async function runReal(
     const p = new PipelineBuilder()
       .addSource(tasks, { name: "sample" })
       // Local files: fetch is instant and admits every task at once, so the source's queue is always empty.
-      .pipe(async (t: (typeof tasks)[number]) => t, { name: "fetch", concurrency: 64 })
+      .pipe((t: (typeof tasks)[number]) => t, { name: "fetch", concurrency: 64 })
       .pipe("demux", { executor: pool, name: "demux", concurrency: 1 })
       .pipe("decodePackets", { executor: pool, name: "decode", concurrency: 1 })
       .build();
