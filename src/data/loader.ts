@@ -32,7 +32,7 @@
  * @module
  */
 
-import { InvalidArgumentError } from "../errors.ts";
+import { errorText, InvalidArgumentError } from "../errors.ts";
 import { PipelineBuilder } from "../pipeline/builder.ts";
 import type { Pipeline, PipelineStats } from "../pipeline/pipeline.ts";
 import type { MaxFailures } from "../pipeline/stage.ts";
@@ -205,7 +205,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
   const dataset = typeof opts.dataset === "string" ? await openDataset(opts.dataset) : opts.dataset;
   const keyframes = opts.sampler?.keyframeAligned ?? false;
   const index = await indexDataset(dataset, { keyframes, fetch: opts.fetch });
-  for (const f of index.failures) log(`sluice: skipping ${f.path}: ${f.error}`);
+  for (const f of index.failures) log(`sluice: skipping ${f.path}: ${errorText(f.error, f.path)}`);
   const kept = index.videos.flatMap((v, i) => v === null ? [] : [i]);
   if (kept.length === 0) {
     throw new InvalidArgumentError(`${dataset.root}: no video of the dataset could be indexed`);
@@ -279,7 +279,13 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
       return batch;
     }, { name: "collate" })
     .addSink({ bufferSize: opts.bufferSize ?? 3 })
-    .build({ onReport: opts.onReport, reportInterval: opts.reportInterval, log });
+    // A dead, stalled or broken backend child ends the loop with its own error (BackendExitedError, ...).
+    .build({
+      onReport: opts.onReport,
+      reportInterval: opts.reportInterval,
+      log,
+      signal: backendSource?.failure,
+    });
   return new VideoClassificationLoader({
     dataset,
     sampler,

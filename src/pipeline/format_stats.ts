@@ -26,30 +26,62 @@ const COLUMNS: [string, (s: StageStats) => string][] = [
   ["items/s", (s) => s.itemsPerSec.toFixed(1)],
 ];
 
-/** An aligned table of the stats, followed by a line naming the likely bottleneck. */
-export function formatStats(stats: PipelineStats): string {
-  const rows = [COLUMNS.map(([h]) => h), ...stats.stages.map((s) => COLUMNS.map(([, f]) => f(s)))];
-  const widths = COLUMNS.map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  const lines = rows.map((r) =>
+/** Columns given up, in this order, to fit a narrow terminal; the others (stage, out, fail, util...) stay. */
+const DROP_ORDER = [
+  "q mean",
+  "p99 ms",
+  "drop",
+  "run",
+  "put-wait s",
+  "p90 ms",
+  "starved s",
+  "in",
+  "queue",
+  "conc",
+  "p50 ms",
+];
+
+/** Options of {@link formatStats}. */
+export interface FormatStatsOptions {
+  /** Fit the table's rows into this many columns by leaving out its least telling columns (default: all). */
+  width?: number;
+}
+
+/**
+ * An aligned table of the stats, then a line per stalled stage, the auto-concurrency controller's last decision
+ * (when a stage is under it; `*` marks such stages' concurrency), and a line naming the likely bottleneck.
+ */
+export function formatStats(stats: PipelineStats, opts: FormatStatsOptions = {}): string {
+  let columns = COLUMNS;
+  const cells = [columns.map(([h]) => h), ...stats.stages.map((s) => columns.map(([, f]) => f(s)))];
+  let widths = columns.map((_, c) => Math.max(...cells.map((r) => r[c].length)));
+  for (const name of DROP_ORDER) {
+    if (opts.width === undefined || widths.reduce((a, w) => a + w + 2, -2) <= opts.width) break;
+    const c = columns.findIndex(([h]) => h === name);
+    columns = columns.filter((_, i) => i !== c);
+    widths = widths.filter((_, i) => i !== c);
+    for (const r of cells) r.splice(c, 1);
+  }
+  const lines = cells.map((r) =>
     r.map((cell, c) => c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c])).join("  ").trimEnd()
   );
   lines.splice(1, 0, widths.map((w) => "-".repeat(w)).join("  "));
   const secs = (stats.elapsedMs / 1000).toFixed(1);
   lines.push(`${stats.consumed} items consumed in ${secs} s over ${stats.epochs} epoch(s)`);
+  const fit = (line: string) =>
+    opts.width === undefined || line.length <= opts.width ? line : line.slice(0, opts.width - 1) + "…";
   for (const s of stats.stages) {
     if (s.stalledMs <= 0) continue;
     const running = s.kind === "source" ? "waiting on its iterator" : `${s.inFlight} task(s) running`;
-    lines.push(`STALLED: ${s.name}: no progress for ${(s.stalledMs / 1000).toFixed(1)} s (${running})`);
+    lines.push(fit(`STALLED: ${s.name}: no progress for ${(s.stalledMs / 1000).toFixed(1)} s (${running})`));
   }
   const c = stats.controller;
   if (c.stages.length > 0) {
     const last = c.log.at(-1);
-    lines.push(
-      `* auto concurrency (${c.state})` +
-        (last === undefined
-          ? ""
-          : `: last ${last.action} ${last.stage} ${last.from} → ${last.to}: ${last.reason}`),
-    );
+    const what = last === undefined
+      ? ""
+      : `: last ${last.action} ${last.stage} ${last.from} → ${last.to}: ${last.reason}`;
+    lines.push(fit(`* auto concurrency (${c.state})${what}`));
   }
   lines.push(bottleneckLine(stats));
   return lines.join("\n");
@@ -60,10 +92,8 @@ function bottleneckLine(stats: PipelineStats): string {
   const s = stats.stages.find((x) => x.name === stats.bottleneck)!;
   const busy = pct(s.utilization);
   if (s.kind === "consumer") {
-    return `bottleneck: the consumer (busy ${busy} between items, the sink full ${
-      pct(s.input!.fullFraction)
-    } ` +
-      `of the time)`;
+    const full = pct(s.input!.fullFraction);
+    return `bottleneck: the consumer (busy ${busy} between items, the sink full ${full} of the time)`;
   }
   if (s.kind === "source") return `bottleneck: ${s.name} (the source, busy ${busy} producing items)`;
   return `bottleneck: ${s.name} (busy ${busy}, input queue full ${pct(s.input?.fullFraction ?? 0)} of the ` +

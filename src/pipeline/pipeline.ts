@@ -7,7 +7,7 @@
  * @module
  */
 
-import { InvalidArgumentError, PipelineFailure, PipelineStoppedError } from "../errors.ts";
+import { errorText, InvalidArgumentError, PipelineFailure, PipelineStoppedError } from "../errors.ts";
 import { AutoController, type ControllerStats } from "./auto_controller.ts";
 import { type AutoConcurrencyOptions, autoConfig, type Sample, type StageSample } from "./auto_policy.ts";
 import { bottleneckIndex, type Load, loadScore } from "./bottleneck.ts";
@@ -16,7 +16,6 @@ import type { Executor } from "./executor.ts";
 import { envStatsJsonl, HookSet, jsonlStatsHook, type PipelineHook } from "./hooks.ts";
 import { BoundedQueue, CLOSED, EMPTY, type QueueCounters } from "./queue.ts";
 import {
-  errorText,
   QUEUE_SLACK,
   type RunContext,
   Stage,

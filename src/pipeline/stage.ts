@@ -6,7 +6,7 @@
  * @module
  */
 
-import { InvalidArgumentError, type StageError } from "../errors.ts";
+import { errorText, InvalidArgumentError, type StageError } from "../errors.ts";
 import { type Clock, realClock } from "./clock.ts";
 import { describeItem } from "./describe.ts";
 import type { Executor, PipeFn } from "./executor.ts";
@@ -294,7 +294,7 @@ export class Stage {
     const what = describeItem(item);
     this.remember(e, what);
     if (this.failed <= LOGGED_FAILURES) {
-      ctx.log(`sluice pipeline: stage "${this.name}" failed on ${what}: ${errorText(e)}`);
+      ctx.log(`sluice pipeline: stage "${this.name}" failed on ${what}: ${errorText(e, what)}`);
     } else if (this.failed === LOGGED_FAILURES + 1) {
       ctx.log(`sluice pipeline: stage "${this.name}": further failures are counted but not logged`);
     }
@@ -335,12 +335,6 @@ export class Stage {
     return this.tasksIn -
       (this.done + this.dropped + this.failed + this.cancelled + this.inFlight + this.held);
   }
-}
-
-/** Text of a thrown value for a log line. */
-export function errorText(e: unknown): string {
-  if (e instanceof Error) return `${e.name}: ${e.message}`;
-  return String(e);
 }
 
 /** Whether `x` is a promise or another thenable. */
