@@ -103,17 +103,22 @@ export {
 export { type Batch, type BatchLayout, type ClipMeta, collate } from "./src/data/collate.ts";
 export { cacheLoader, type CacheLoaderOptions } from "./src/data/cache_loader.ts";
 export { encodeSyntheticVideo, makeSyntheticDataset, readPattern } from "./src/data/synthetic.ts";
-export { DatasetError, FetchError } from "./src/errors.ts";
+export { DatasetError, FetchError, type FetchPhase } from "./src/errors.ts";
 
 // Pipelines
 export {
   type AggregateOptions,
+  type AutoConcurrencyOptions,
   type BuildOptions,
+  type Clock,
   collectTransferables,
   CONSUMER,
+  type ControllerDecision,
+  type ControllerStats,
   type Executor,
   formatStats,
   type FormatStatsOptions,
+  jsonlStatsHook,
   LatencySketch,
   mainThread,
   type MaxFailures,
@@ -121,18 +126,35 @@ export {
   type PipeFn,
   Pipeline,
   PipelineBuilder,
+  type PipelineEvent,
+  type PipelineHook,
   type PipelineStats,
   type PipeOptions,
   type QueueCounters,
+  realClock,
   SinkBuilder,
   type SinkOptions,
   type SourceOptions,
+  type StageBound,
   type StageControl,
+  type StageKind,
   type StageStats,
   type TaskContext,
+  TRANSFER,
   transferable,
   type Transferring,
   WorkerPool,
   type WorkerPoolOptions,
 } from "./src/pipeline/mod.ts";
-export { PipelineFailure, PipelineStoppedError, type StageError, WorkerCrashedError } from "./src/errors.ts";
+export {
+  deserializeError,
+  type ErrorClass,
+  PipelineFailure,
+  PipelineStoppedError,
+  registerErrorClass,
+  type SerializedError,
+  type SerializedValue,
+  serializeError,
+  type StageError,
+  WorkerCrashedError,
+} from "./src/errors.ts";

@@ -17,6 +17,7 @@ export class SluiceError extends Error {
 export class LibraryNotFoundError extends SluiceError {
   /** Every path that was tried, in order. */
   readonly tried: string[];
+  /** `tried`: the paths tried, in order. */
   constructor(message: string, tried: string[], options?: ErrorOptions) {
     super(message, options);
     this.tried = tried;
@@ -36,6 +37,7 @@ export class MediaError extends SluiceError {
   readonly code: number | undefined;
   /** FFmpeg's description of `code` (from `av_strerror`), or sluice's own reason. */
   readonly reason: string;
+  /** The message is built as `<source>: <operation> failed: <reason>`. */
   constructor(source: string, operation: string, reason: string, code?: number, options?: ErrorOptions) {
     super(`${source}: ${operation} failed: ${reason}`, options);
     this.source = source;
@@ -49,6 +51,7 @@ export class MediaError extends SluiceError {
 export class ProtocolError extends SluiceError {
   /** Byte offset in the stream or buffer where the problem was found. */
   readonly offset: number;
+  /** The message gets ` (at byte <offset>)` appended. */
   constructor(message: string, offset: number, options?: ErrorOptions) {
     super(`${message} (at byte ${offset})`, options);
     this.offset = offset;
@@ -74,6 +77,7 @@ export class PipelineFailure extends SluiceError {
   readonly counts: { stage: string; tasksIn: number; failed: number }[];
   /** The first errors seen (a few per stage), in the order they happened. */
   readonly errors: StageError[];
+  /** `counts` and `errors` as the pipeline collected them; `options.cause` is the error that ended it. */
   constructor(
     message: string,
     counts: { stage: string; tasksIn: number; failed: number }[],
@@ -90,6 +94,7 @@ export class PipelineFailure extends SluiceError {
 export class WorkerCrashedError extends SluiceError {
   /** The export the task was calling. */
   readonly exportName: string;
+  /** `options.cause` is the Worker's uncaught error, when that is what killed it. */
   constructor(message: string, exportName: string, options?: ErrorOptions) {
     super(message, options);
     this.exportName = exportName;
@@ -103,6 +108,7 @@ export class PipelineStoppedError extends SluiceError {}
 export class BackendError extends SluiceError {
   /** The backend module and export, e.g. `file:///…/my_backend.ts#buildBackend`. */
   readonly backend: string;
+  /** `backend`: the backend module and export. */
   constructor(message: string, backend: string, options?: ErrorOptions) {
     super(message, options);
     this.backend = backend;
@@ -117,6 +123,7 @@ export class BackendExitedError extends BackendError {
   readonly signal: string | null;
   /** The last lines the child wrote to stderr (oldest first). */
   readonly stderrTail: string[];
+  /** `exit`: how the child ended and what it last wrote to stderr. */
   constructor(
     message: string,
     backend: string,
@@ -191,6 +198,7 @@ export class CudaError extends SluiceError {
   readonly code: number;
   /** The driver's name for the code, e.g. `"CUDA_ERROR_OUT_OF_MEMORY"`. */
   readonly errorName: string;
+  /** The message is built as `[<context>: ]<call> failed: <errorName> (<code>): <description>`. */
   constructor(
     call: string,
     code: number,
@@ -210,6 +218,7 @@ export class CudaError extends SluiceError {
 export class NvdecUnsupportedError extends SluiceError {
   /** The limit that was exceeded, e.g. `"max coded width 4096"` or `"bit depth 10"`. */
   readonly limit: string;
+  /** `limit`: the limit that was exceeded. */
   constructor(message: string, limit: string, options?: ErrorOptions) {
     super(message, options);
     this.limit = limit;
@@ -249,7 +258,9 @@ export type SerializedValue =
 export interface SerializedError {
   /** The class name, e.g. `"MediaError"` (also `"TypeError"`, `"AbortError"`, or any other `name`). */
   name: string;
+  /** The message, as thrown. */
   message: string;
+  /** The stack, as captured where it was thrown. */
   stack?: string;
   /** The error's own fields (`source`, `operation`, `code`, …), nested errors serialized the same way. */
   fields?: { [key: string]: SerializedValue };
@@ -257,7 +268,8 @@ export interface SerializedError {
   cause?: SerializedValue;
 }
 
-type ErrorClass = abstract new (...args: never[]) => Error;
+/** A class {@link registerErrorClass} accepts: any `Error` subclass (its constructor is never called). */
+export type ErrorClass = abstract new (...args: never[]) => Error;
 
 /** Classes {@link deserializeError} rebuilds by name: every `SluiceError` subclass and the built-in errors. */
 const ERROR_CLASSES = new Map<string, ErrorClass>();

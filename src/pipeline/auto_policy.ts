@@ -98,14 +98,18 @@ export interface Measure {
 export interface ControllerDecision {
   /** Clock time of the decision, ms. */
   t: number;
+  /** The stage decided about. */
   stage: string;
   /**
    * `probe`: a step to measure; `keep`: the step stays; `revert`: the step is undone; `settle`: no step helps, the
    * stage holds; `yield`: a stage gives a CPU slot to the bottleneck; `reprobe`: a settled stage is probed again.
    */
   action: "probe" | "keep" | "revert" | "settle" | "yield" | "reprobe";
+  /** Its concurrency before the decision. */
   from: number;
+  /** Its concurrency after the decision (equal to `from` for `keep`, `settle`, `reprobe`). */
   to: number;
+  /** Why, with the measurements behind it. */
   reason: string;
 }
 

@@ -61,6 +61,7 @@ export interface PipeOptions {
 
 /** Options of `aggregate`. */
 export interface AggregateOptions {
+  /** Stage name in stats (default `aggregate<N>`). */
   name?: string;
   /** Drop a last batch shorter than `n` (counted as dropped) instead of emitting it. Default false. */
   dropLast?: boolean;
@@ -99,7 +100,9 @@ export class PipelineBuilder<T = never> {
    * `undefined` drops the item). With a `WorkerPool` executor, `fn` is the name of an export of the pool's module.
    */
   pipe<R>(fn: (item: T, ctx: TaskContext) => R, opts?: PipeOptions): PipelineBuilder<Output<R>>;
+  /** A stage that runs export `exportName` of the module of `opts.executor` (a `WorkerPool`) on each item. */
   pipe<U = unknown>(exportName: string, opts: PipeOptions & { executor: Executor }): PipelineBuilder<U>;
+  /** Implementation of the two overloads above. */
   pipe(
     fn: ((item: T, ctx: TaskContext) => unknown) | string,
     opts: PipeOptions = {},

@@ -27,7 +27,9 @@ import { Tracer } from "./trace.ts";
 
 /** Statistics of one stage (cumulative over epochs; queue figures are for the current or last epoch). */
 export interface StageStats {
+  /** The stage's name (`"(consumer)"` for the code iterating the pipeline). */
   name: string;
+  /** What kind of stage it is; `"consumer"` for the last row. */
   kind: StageKind | "consumer";
   /** Tasks it may run at once now. */
   concurrency: number;
@@ -35,13 +37,19 @@ export interface StageStats {
   auto: boolean;
   /** `"cpu"` or `"io"` for pipe stages (what limits useful concurrency), `null` for the others. */
   bound: StageBound | null;
+  /** Whether it emits outputs in input order. */
   ordered: boolean;
   /** Tasks admitted. Invariant: `tasksIn = done + dropped + failed + cancelled + inFlight + held`. */
   tasksIn: number;
+  /** Tasks that finished and produced their output(s). */
   done: number;
+  /** Tasks whose function returned `undefined` (and an aggregate's short last batch under `dropLast`). */
   dropped: number;
+  /** Tasks whose function threw. */
   failed: number;
+  /** Tasks cut short because the pipeline stopped. */
   cancelled: number;
+  /** Tasks running now. */
   inFlight: number;
   /** Items held inside the stage: an aggregate's partial batch, an ordered stage's outputs awaiting their turn. */
   held: number;
@@ -49,8 +57,11 @@ export interface StageStats {
   itemsOut: number;
   /** Task compute time percentiles and mean, milliseconds (time blocked on a full output queue excluded). */
   p50Ms: number;
+  /** See `p50Ms`. */
   p90Ms: number;
+  /** See `p50Ms`. */
   p99Ms: number;
+  /** See `p50Ms`. */
   meanMs: number;
   /**
    * Busy fraction (0..1): compute time over the slot time it had (concurrency × running time); for the source the
@@ -135,7 +146,9 @@ export interface BuildOptions {
 
 /** What a running stage lets a controller (a tuner) do. */
 export interface StageControl {
+  /** The stage's name. */
   readonly name: string;
+  /** What kind of stage it is (only `pipe` stages change concurrency). */
   readonly kind: StageKind;
   /** Tasks the stage may run at once. */
   readonly concurrency: number;

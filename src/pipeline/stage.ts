@@ -81,9 +81,16 @@ export interface DisaggregateSpec {
 
 /** Everything the builder knows about a stage: one shape per kind. */
 export type StageSpec = SourceSpec | PipeSpec | AggregateSpec | DisaggregateSpec;
+// Every kind has a spec, and every spec a kind.
+const _kinds: Record<StageKind, StageSpec["kind"]> & Record<StageSpec["kind"], StageKind> = {
+  source: "source",
+  pipe: "pipe",
+  aggregate: "aggregate",
+  disaggregate: "disaggregate",
+};
 
-/** The kinds of stage a pipeline is made of. */
-export type StageKind = StageSpec["kind"];
+/** The kinds of stage a pipeline is made of (one {@link StageSpec} shape and one runner each). */
+export type StageKind = "source" | "pipe" | "aggregate" | "disaggregate";
 
 /** What a running epoch gives its stages. */
 export interface RunContext {

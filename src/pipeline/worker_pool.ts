@@ -73,7 +73,10 @@ export class WorkerPool implements Executor {
   #nextIndex = 0;
   #crashes = 0;
 
-  /** @param moduleUrl the module whose exports tasks call (resolve relative paths with `import.meta.resolve`) */
+  /**
+   * A pool for the exports of one module; no Worker starts until a call needs one.
+   * @param moduleUrl the module whose exports tasks call (resolve relative paths with `import.meta.resolve`)
+   */
   constructor(moduleUrl: string | URL, opts: WorkerPoolOptions = {}) {
     this.moduleUrl = new URL(moduleUrl).href;
     this.#base = checkSize(opts.size ?? navigator.hardwareConcurrency ?? 1, "size");
