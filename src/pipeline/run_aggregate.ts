@@ -4,7 +4,7 @@
  * @module
  */
 
-import { type BoundedQueue, CLOSED, EMPTY } from "./queue.ts";
+import { type BoundedQueue, CLOSED } from "./queue.ts";
 import type { AggregateSpec, RunContext, Stage } from "./stage.ts";
 
 /** Runs the aggregate stage for one epoch; closes `output` when its input is drained or the epoch stops. */
@@ -18,14 +18,8 @@ export async function runAggregate(
   let batch: unknown[] = [];
   try {
     for (;;) {
-      let item = input.tryGet();
-      if (item === EMPTY) item = await input.get();
+      const item = await stage.take(input, ctx);
       if (item === CLOSED) break;
-      stage.tasksIn++;
-      if (ctx.signal.aborted) {
-        stage.cancelled++;
-        break;
-      }
       stage.held++;
       batch.push(item);
       if (batch.length < spec.size) continue;

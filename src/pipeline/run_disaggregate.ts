@@ -5,7 +5,7 @@
 
 import { InvalidArgumentError } from "../errors.ts";
 import { describeItem } from "./describe.ts";
-import { type BoundedQueue, CLOSED, EMPTY } from "./queue.ts";
+import { type BoundedQueue, CLOSED } from "./queue.ts";
 import type { DisaggregateSpec, RunContext, Stage } from "./stage.ts";
 
 /** Runs the disaggregate stage for one epoch; closes `output` when its input is drained or the epoch stops. */
@@ -18,14 +18,8 @@ export async function runDisaggregate(
 ): Promise<void> {
   try {
     for (;;) {
-      let item = input.tryGet();
-      if (item === EMPTY) item = await input.get();
+      const item = await stage.take(input, ctx);
       if (item === CLOSED) break;
-      stage.tasksIn++;
-      if (ctx.signal.aborted) {
-        stage.cancelled++;
-        break;
-      }
       if (item === null || typeof item !== "object" || !(Symbol.iterator in item)) {
         const e = new InvalidArgumentError(
           `stage "${stage.name}": disaggregate needs an array or iterable, got ${describeItem(item)}`,

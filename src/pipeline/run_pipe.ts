@@ -104,17 +104,11 @@ class PipeRun {
       for (;;) {
         while (!this.#canAdmit() && !signal.aborted) await new Promise<void>((r) => this.#wake = r);
         if (signal.aborted) break;
-        let item = input.tryGet();
-        if (item === EMPTY) item = await input.get();
+        let item = stage.takeNow(input, this.#ctx);
+        if (item === EMPTY) item = await stage.take(input, this.#ctx);
         if (item === CLOSED) break;
-        stage.tasksIn++;
-        if (signal.aborted) {
-          stage.cancelled++;
-          break;
-        }
         stage.inFlight++;
-        if (this.#spec.ordered) this.#orderedTask(item, this.#seq++);
-        else this.#task(item);
+        this.#task(item, this.#spec.ordered ? this.#seq++ : -1);
       }
       if (!this.#isIdle()) await new Promise<void>((r) => this.#idle = r);
     } finally {
@@ -131,20 +125,29 @@ class PipeRun {
     return !this.#spec.ordered || this.#seq - this.#next < reorderWindow(stage.concurrency);
   }
 
-  // ---- unordered ------------------------------------------------------------------------------------------
+  // ---- tasks ----------------------------------------------------------------------------------------------
 
-  async #task(item: unknown): Promise<void> {
+  /**
+   * Runs one task. Unordered (`seq` < 0), it puts its output(s) on the output queue itself. Ordered, it leaves its
+   * result in the reorder buffer under `seq`, frees its slot (unless the result is a stream, which keeps it until
+   * emitted) and starts the emitter when its turn has come.
+   */
+  async #task(item: unknown, seq: number): Promise<void> {
     const stage = this.#stage;
     const ctx = this.#ctx;
     const lane = ctx.tracer === undefined ? 0 : this.#takeLane();
     const t0 = stage.workStarted();
     let working = true;
     let computeMs = -1; // set when known before the work ends (streamed outputs)
+    let result: unknown = SKIP;
     try {
       let r = this.#spec.executor.run(this.#fn, item, this.#taskCtx);
       if (isThenable(r)) r = await r;
       if (r === undefined) {
         stage.dropped++;
+      } else if (seq >= 0) {
+        result = r;
+        if (!isAsyncIterable(r)) stage.held++;
       } else if (isAsyncIterable(r)) {
         computeMs = stage.now() - t0;
         computeMs += await this.#emitStream(r);
@@ -157,13 +160,19 @@ class PipeRun {
       }
     } catch (e) {
       stage.taskFailed(e, item, ctx);
-    } finally {
-      if (working) {
-        const t1 = stage.workEnded();
-        if (computeMs < 0) computeMs = t1 - t0;
-      }
+    }
+    if (working) {
+      const t1 = stage.workEnded();
+      if (computeMs < 0) computeMs = t1 - t0;
+    }
+    if (seq < 0) return this.#finishTask(t0, lane, computeMs);
+    if (isAsyncIterable(result)) {
+      this.#results.set(seq, new Pending(result, item, t0, lane, computeMs));
+    } else {
+      this.#results.set(seq, result);
       this.#finishTask(t0, lane, computeMs);
     }
+    if (seq === this.#next && !this.#emitting) void this.#emit();
   }
 
   /**
@@ -203,38 +212,7 @@ class PipeRun {
     this.#checkIdle();
   }
 
-  // ---- ordered --------------------------------------------------------------------------------------------
-
-  async #orderedTask(item: unknown, seq: number): Promise<void> {
-    const stage = this.#stage;
-    const ctx = this.#ctx;
-    const lane = ctx.tracer === undefined ? 0 : this.#takeLane();
-    const t0 = stage.workStarted();
-    let result: unknown = SKIP;
-    try {
-      let r = this.#spec.executor.run(this.#fn, item, this.#taskCtx);
-      if (isThenable(r)) r = await r;
-      if (r === undefined) {
-        stage.dropped++;
-      } else if (isAsyncIterable(r)) {
-        result = r;
-      } else {
-        result = r;
-        stage.held++;
-      }
-    } catch (e) {
-      stage.taskFailed(e, item, ctx);
-    }
-    const computeMs = stage.workEnded() - t0;
-    // A streamed output keeps its slot until the emitter has drained it; any other result frees it now.
-    if (isAsyncIterable(result)) {
-      this.#results.set(seq, new Pending(result, item, t0, lane, computeMs));
-    } else {
-      this.#results.set(seq, result);
-      this.#finishTask(t0, lane, computeMs);
-    }
-    if (seq === this.#next && !this.#emitting) void this.#emit();
-  }
+  // ---- ordered: the emitter ----------------------------------------------------------------------------
 
   /** Emits finished results in input order, as long as the next one is ready. One emitter runs at a time. */
   async #emit(): Promise<void> {

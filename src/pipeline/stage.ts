@@ -10,7 +10,7 @@ import { errorText, InvalidArgumentError, type StageError } from "../errors.ts";
 import { type Clock, realClock } from "./clock.ts";
 import { describeItem } from "./describe.ts";
 import type { Executor, PipeFn } from "./executor.ts";
-import type { BoundedQueue } from "./queue.ts";
+import { type BoundedQueue, CLOSED, EMPTY } from "./queue.ts";
 import { runAggregate } from "./run_aggregate.ts";
 import { runDisaggregate } from "./run_disaggregate.ts";
 import { runPipe } from "./run_pipe.ts";
@@ -283,6 +283,30 @@ export class Stage {
   /** Records one task's compute time. */
   record(ms: number): void {
     this.latency.record(ms);
+  }
+
+  /**
+   * Takes the next item from the input queue without waiting, and counts it in: the item, {@link EMPTY} when none
+   * is buffered, or {@link CLOSED} once the input is drained or the epoch stopped (an item taken then is counted
+   * as cancelled).
+   */
+  takeNow(input: BoundedQueue<unknown>, ctx: RunContext): unknown {
+    const item = input.tryGet();
+    return item === EMPTY ? EMPTY : this.#admit(item, ctx);
+  }
+
+  /** Like {@link takeNow}, waiting while the input is empty (never {@link EMPTY}). */
+  async take(input: BoundedQueue<unknown>, ctx: RunContext): Promise<unknown> {
+    const item = this.takeNow(input, ctx);
+    return item !== EMPTY ? item : this.#admit(await input.get(), ctx);
+  }
+
+  #admit(item: unknown, ctx: RunContext): unknown {
+    if (item === CLOSED) return CLOSED;
+    this.tasksIn++;
+    if (!ctx.signal.aborted) return item;
+    this.cancelled++;
+    return CLOSED;
   }
 
   /** Puts a value on the output queue, waiting while it is full. */

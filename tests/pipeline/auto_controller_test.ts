@@ -3,7 +3,8 @@
 // run and the assertions are about what it decides, not about how fast this machine is.
 import assert from "node:assert/strict";
 import { PipelineBuilder } from "../../src/pipeline/builder.ts";
-import type { Pipeline } from "../../src/pipeline/pipeline.ts";
+import type { BuildOptions, Pipeline } from "../../src/pipeline/pipeline.ts";
+import type { PipeOptions } from "../../src/pipeline/builder.ts";
 import type { PipelineEvent } from "../../src/pipeline/hooks.ts";
 import { formatStats } from "../../src/pipeline/format_stats.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
@@ -69,14 +70,38 @@ function steady(p: Pipeline<unknown>, stage: string, from: number) {
 
 const AUTO = { intervalMs: 1000, threshold: 0.05, reprobeMs: 30_000, minTasks: 8, cpuBudget: 4 };
 
-Deno.test("auto concurrency: a stage with a contention knee at 3 settles at 3 ± 1 and stays", async () => {
-  const clock = new FakeClock();
-  try {
+/** Runs `fn` with a fresh virtual clock. */
+function withClock(fn: (clock: FakeClock) => Promise<void>): () => Promise<void> {
+  return async () => {
+    const clock = new FakeClock();
+    try {
+      await fn(clock);
+    } finally {
+      clock.close();
+    }
+  };
+}
+
+/** source (endless) → one synthetic stage on `clock`, with the pipe options and build options given. */
+function onePipeline(
+  clock: FakeClock,
+  latency: (n: number) => number,
+  pipe: PipeOptions,
+  build: BuildOptions = {},
+): Pipeline<number> {
+  return new PipelineBuilder()
+    .addSource(forever())
+    .pipe(synthetic(clock, latency), pipe)
+    .build({ clock, autoConcurrency: AUTO, log: () => {}, ...build });
+}
+
+Deno.test(
+  "auto concurrency: a stage with a contention knee at 3 settles at 3 ± 1 and stays",
+  withClock(async (clock) => {
     const events: PipelineEvent[] = [];
-    const p = new PipelineBuilder()
-      .addSource(forever())
-      .pipe(synthetic(clock, kneeLatency(10, 0.1, 3, 3)), { name: "demux", concurrency: "auto" })
-      .build({ clock, autoConcurrency: AUTO, hooks: [{ event: (e) => events.push(e) }], log: () => {} });
+    const p = onePipeline(clock, kneeLatency(10, 0.1, 3, 3), { name: "demux", concurrency: "auto" }, {
+      hooks: [{ event: (e) => events.push(e) }],
+    });
     assert.equal(p.stats().stages[1].concurrency, 1, "auto starts at 1");
     assert.equal(p.stats().stages[1].auto, true);
     const consumed = await drive(p, clock, 150_000);
@@ -99,56 +124,41 @@ Deno.test("auto concurrency: a stage with a contention knee at 3 settles at 3 ±
     assert.equal(last.type === "concurrency" && last.to, p.stats().stages[1].concurrency);
     assert.match(formatStats(p.stats()), /^demux\s+\d\*/m);
     assert.match(formatStats(p.stats()), /^\* auto concurrency/m);
-  } finally {
-    clock.close();
-  }
-});
+  }),
+);
 
-Deno.test("auto concurrency: an I/O-bound stage that wants 16 gets 16 ± 1, beyond the CPU budget", async () => {
-  const clock = new FakeClock();
-  try {
-    const p = new PipelineBuilder()
-      .addSource(forever())
-      .pipe(synthetic(clock, (n) => 50 * Math.max(1, n / 16)), { name: "fetch", concurrency: "auto" })
-      .build({ clock, autoConcurrency: AUTO, log: () => {} });
+Deno.test(
+  "auto concurrency: an I/O-bound stage that wants 16 gets 16 ± 1, beyond the CPU budget",
+  withClock(async (clock) => {
+    const p = onePipeline(clock, (n) => 50 * Math.max(1, n / 16), { name: "fetch", concurrency: "auto" });
     await drive(p, clock, 150_000);
     const s = steady(p, "fetch", 90_000);
     assert.ok(s.settled !== undefined && Math.abs(s.settled - 16) <= 1, JSON.stringify(s.log, null, 1));
     assert.equal(s.kept, 0);
     assert.equal(p.stats().stages[1].bound, "io");
-  } finally {
-    clock.close();
-  }
-});
+  }),
+);
 
-Deno.test("auto concurrency: a CPU-bound stage stops at the cores (CPU budget 4)", async () => {
-  const clock = new FakeClock();
-  try {
-    const p = new PipelineBuilder()
-      .addSource(forever())
-      .pipe(synthetic(clock, (n) => 20 * Math.max(1, n / 4)), {
-        name: "decode",
-        concurrency: "auto",
-        bound: "cpu",
-      })
-      .build({ clock, autoConcurrency: AUTO, log: () => {} });
+Deno.test(
+  "auto concurrency: a CPU-bound stage stops at the cores (CPU budget 4)",
+  withClock(async (clock) => {
+    const p = onePipeline(clock, (n) => 20 * Math.max(1, n / 4), {
+      name: "decode",
+      concurrency: "auto",
+      bound: "cpu",
+    });
     await drive(p, clock, 120_000);
     const s = steady(p, "decode", 60_000);
     assert.equal(s.settled, 4, JSON.stringify(s.log, null, 1));
     assert.ok(s.log.every((d) => d.to <= 4), "never above the budget");
     assert.equal(s.kept, 0);
-  } finally {
-    clock.close();
-  }
-});
+  }),
+);
 
-Deno.test("auto concurrency: handed over at 8 while running (past the knee), it backs off to 3; a number pins it", async () => {
-  const clock = new FakeClock();
-  try {
-    const p = new PipelineBuilder()
-      .addSource(forever())
-      .pipe(synthetic(clock, kneeLatency(10, 0.1, 3, 3)), { name: "demux", concurrency: 8 })
-      .build({ clock, autoConcurrency: AUTO, log: () => {} });
+Deno.test(
+  "auto concurrency: handed over at 8 while running (past the knee), it backs off to 3; a number pins it",
+  withClock(async (clock) => {
+    const p = onePipeline(clock, kneeLatency(10, 0.1, 3, 3), { name: "demux", concurrency: 8 });
     assert.equal(p.stats().controller.state, "idle");
     await drive(p, clock, 120_000, [5_000, () => p.stage("demux").setConcurrency("auto")]);
     const s = steady(p, "demux", 90_000);
@@ -158,19 +168,14 @@ Deno.test("auto concurrency: handed over at 8 while running (past the knee), it 
     assert.equal(p.stage("demux").auto, false);
     assert.equal(p.stats().controller.state, "idle");
     assert.throws(() => p.stage("demux").setConcurrency(0), InvalidArgumentError);
-  } finally {
-    clock.close();
-  }
-});
+  }),
+);
 
 Deno.test("auto concurrency: the same pipeline on the same clock makes the same decisions", async () => {
   const run = async () => {
     const clock = new FakeClock();
     try {
-      const p = new PipelineBuilder()
-        .addSource(forever())
-        .pipe(synthetic(clock, kneeLatency(5, 0.2, 2, 4)), { name: "x", concurrency: "auto" })
-        .build({ clock, autoConcurrency: AUTO, log: () => {} });
+      const p = onePipeline(clock, kneeLatency(5, 0.2, 2, 4), { name: "x", concurrency: "auto" });
       await drive(p, clock, 40_000);
       return p.stats().controller.log;
     } finally {

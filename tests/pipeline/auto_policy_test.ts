@@ -110,6 +110,11 @@ function row(
   };
 }
 
+/** The demux-like stage with its knee at 3 (latency 10 ms, +10% per task, ×3 per task past the knee). */
+function kneeStage(concurrency = 1): SimStage {
+  return { name: "demux", bound: "io", auto: true, concurrency, latency: kneeLatency(10, 0.1, 3, 3) };
+}
+
 const CFG = autoConfig({ intervalMs: 1000, threshold: 0.05, cpuBudget: 4, reprobeMs: 30_000, minTasks: 8 });
 
 /** Concurrency of stage `i` after `t` ms. */
@@ -143,14 +148,7 @@ function stays(run: ReturnType<typeof simulate>, i: number, from: number, to: nu
 }
 
 Deno.test("auto policy: a contention knee at 3 (latency grows with tasks in flight) settles at 3 and stays", () => {
-  const stage: SimStage = {
-    name: "demux",
-    bound: "io",
-    auto: true,
-    concurrency: 1,
-    latency: kneeLatency(10, 0.1, 3, 3),
-  };
-  const run = simulate([stage], CFG, 180);
+  const run = simulate([kneeStage()], CFG, 180);
   const settled = settledAt(run, 0, 60_000);
   assert.ok(Math.abs(settled - 3) <= 1, `settled at ${settled}: ${JSON.stringify(run.log, null, 1)}`);
   // Steady window: 60 s to 180 s. Re-probes come and go; no step is kept, and the value it returns to is 3.
@@ -162,14 +160,7 @@ Deno.test("auto policy: a contention knee at 3 (latency grows with tasks in flig
 });
 
 Deno.test("auto policy: started past the knee (8, as the field study found demux), it backs off to 3", () => {
-  const stage: SimStage = {
-    name: "demux",
-    bound: "io",
-    auto: true,
-    concurrency: 8,
-    latency: kneeLatency(10, 0.1, 3, 3),
-  };
-  const run = simulate([stage], CFG, 120);
+  const run = simulate([kneeStage(8)], CFG, 120);
   assert.equal(
     settledAt(run, 0, 90_000),
     3,
@@ -233,14 +224,7 @@ Deno.test("auto policy: CPU stages share the budget: an over-provisioned stage y
 });
 
 Deno.test("auto policy: when the workload drifts (the knee moves from 3 to 6) it probes again and follows", () => {
-  const stage: SimStage = {
-    name: "demux",
-    bound: "io",
-    auto: true,
-    concurrency: 1,
-    latency: kneeLatency(10, 0.1, 3, 3),
-  };
-  const run = simulate([stage], { ...CFG, reprobeMs: 1e9 }, 240, (t, s) => {
+  const run = simulate([kneeStage()], { ...CFG, reprobeMs: 1e9 }, 240, (t, s) => {
     if (t === 100_000) s[0].latency = kneeLatency(6, 0.02, 3, 6); // e.g. files moved to a faster disk
   });
   assert.equal(settledAt(run, 0, 90_000), 3);
