@@ -6,13 +6,19 @@
  * @module
  */
 
-// Errors
+// Errors, and how they keep their class across Workers and processes
 export {
+  deserializeError,
+  type ErrorClass,
   InvalidArgumentError,
   LibraryNotFoundError,
   LibraryVersionError,
   MediaError,
   ProtocolError,
+  registerErrorClass,
+  type SerializedError,
+  type SerializedValue,
+  serializeError,
   SluiceError,
 } from "./src/errors.ts";
 
@@ -184,15 +190,4 @@ export {
   WorkerPool,
   type WorkerPoolOptions,
 } from "./src/pipeline/mod.ts";
-export {
-  deserializeError,
-  type ErrorClass,
-  PipelineFailure,
-  PipelineStoppedError,
-  registerErrorClass,
-  type SerializedError,
-  type SerializedValue,
-  serializeError,
-  type StageError,
-  WorkerCrashedError,
-} from "./src/errors.ts";
+export { PipelineFailure, PipelineStoppedError, type StageError, WorkerCrashedError } from "./src/errors.ts";
