@@ -117,7 +117,12 @@ export {
   VideoClassificationLoader,
   videoClassificationLoader,
 } from "./src/data/loader.ts";
-export { type ClipOptions, type LoaderOptions, type OnClipError } from "./src/data/loader_options.ts";
+export {
+  type ClipOptions,
+  type LoaderOptions,
+  type OnClipError,
+  type StageConcurrency,
+} from "./src/data/loader_options.ts";
 export type {
   ClipDtype,
   ClipOutcome,

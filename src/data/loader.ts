@@ -62,13 +62,14 @@ import {
   type LoaderOptions,
   type OnClipError,
   resolveClipSpec,
+  startSize,
 } from "./loader_options.ts";
 import { Replacer } from "./replace.ts";
 import { ClipSampler, type SampledVideo } from "./sampler.ts";
 import { indexDataset, type IndexFailure } from "./video_index.ts";
 import { nvdecAvailable, nvdecConcurrency, selectDecoder } from "../nvdec/available.ts";
 
-export type { ClipOptions, LoaderOptions, OnClipError } from "./loader_options.ts";
+export type { ClipOptions, LoaderOptions, OnClipError, StageConcurrency } from "./loader_options.ts";
 
 /** Loader statistics: in clips, the pipeline's per stage, the backend child's (subprocess), indexing failures. */
 export interface LoaderStats {
@@ -315,8 +316,9 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
   const onClipError = opts.onClipError ?? "replace";
   const batchSize = opts.batchSize, dropLast = opts.dropLast ?? false;
   const decodeConcurrency = opts.concurrency?.decode ?? (decoder === "nvdec" ? nvdecConcurrency() : cores);
+  const decodeSize = startSize(decodeConcurrency); // an "auto" stage's pool grows as it claims more
   const decodePool = new WorkerPool(CLIP_WORKER, {
-    size: backend === "subprocess" ? decodeConcurrency : Math.max(decodeConcurrency, args.concurrency.demux),
+    size: backend === "subprocess" ? decodeSize : Math.max(decodeSize, startSize(args.concurrency.demux)),
   });
   const accounting = new ClipAccounting(plan.sampler.length, opts.maxFailures ?? DEFAULT_MAX_FAILURES, log);
   let front: PipelineBuilder<ClipItem>;
@@ -326,7 +328,10 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
       module: new URL("./backend_module.ts", import.meta.url),
       export: "default",
       args,
-      bufferSize: Math.max(opts.bufferSize ?? 3, 2 * (opts.concurrency?.decode ?? cores)),
+      bufferSize: Math.max(
+        opts.bufferSize ?? 3,
+        2 * (decodeConcurrency === "auto" ? cores : decodeConcurrency),
+      ),
       permissions: ["--allow-read", "--allow-env", "--allow-ffi", "--allow-net"],
       log,
     });
@@ -386,6 +391,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     .addSink({ bufferSize: opts.bufferSize ?? 3 })
     // A dead, stalled or broken backend child ends the loop with its own error (BackendExitedError, ...).
     .build({
+      autoConcurrency: opts.autoConcurrency,
       onReport: opts.onReport,
       reportInterval: opts.reportInterval,
       log,

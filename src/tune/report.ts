@@ -97,7 +97,9 @@ export function reportMarkdown(r: SearchResult, ctx: ReportContext): string {
     if (r.threshold > NOISY) {
       out.push(
         "",
-        `**The measurements were noisy**: changes smaller than ${(r.threshold * 100).toFixed(0)}% could not be ` +
+        `**The measurements were noisy**: changes smaller than ${
+          (r.threshold * 100).toFixed(0)
+        }% could not be ` +
           "told from noise, so values within it were taken as equal (the smaller concurrency kept). On a busy or " +
           "shared machine, give trials longer windows (`--trial-seconds`) or more repeats (`--repeats`).",
       );

@@ -2,7 +2,7 @@ import assert, { deepStrictEqual as assertEquals } from "node:assert/strict";
 import { MAIN, sluice } from "./helpers.ts";
 import { processTree } from "../../src/tune/proc.ts";
 import { readTrials } from "../../src/tune/tune.ts";
-import { parseDuration, parseSize } from "../../src/cli/units.ts";
+import { parseDuration, parseSize } from "../../src/cli/values.ts";
 
 const FIXTURE = new URL("../tune/fixtures/tiny_target.ts", import.meta.url).pathname;
 

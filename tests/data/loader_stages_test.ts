@@ -57,3 +57,46 @@ Deno.test("with the subprocess backend, the child's stages are named as the chil
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test('concurrency "auto": the controller owns demux and decode, the decode pool grows with it, the epoch stays whole', async () => {
+  const dir = await dataset();
+  try {
+    await using loader = await videoClassificationLoader({
+      ...base,
+      dataset: dir,
+      sampler: { seed: 1, clipsPerVideo: 6 },
+      concurrency: { demux: "auto", decode: "auto" },
+      autoConcurrency: { intervalMs: 100 },
+    });
+    const row = (name: string) => loader.stats().pipeline.stages.find((s) => s.name === name)!;
+    assertEquals([row("demux").auto, row("decode").auto, row("fetch").auto], [true, true, false]);
+    assertEquals(row("decode").concurrency, 1); // the controller starts at 1
+    let clips = 0;
+    for (let e = 0; e < 3; e++) for await (using batch of loader) clips += batch.labels.length;
+    assertEquals(clips, 3 * loader.clipsPerEpoch);
+    const s = loader.stats().pipeline;
+    assert(
+      s.controller.stages.includes("decode") && s.controller.stages.includes("demux"),
+      s.controller.stages.join(),
+    );
+    for (const d of s.controller.log) assert(typeof d.reason === "string" && d.reason !== ""); // each with its why
+    // a number pins a stage again, and the decode pool (started at 1 Worker) grows to serve it
+    loader.stage("decode").setConcurrency(3);
+    assertEquals([row("decode").auto, row("decode").concurrency], [false, 3]);
+    for await (using batch of loader) clips += batch.labels.length;
+    assert((await loader.memoryReport()).workers.length >= 3);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test('concurrency: a value other than an integer in [1, 256] or "auto" is refused by name', async () => {
+  for (const bad of [0, 2.5, 300, "fast"]) {
+    await assert.rejects(
+      videoClassificationLoader({ ...base, dataset: "unused", concurrency: { decode: bad as number } }),
+      (e) =>
+        e instanceof InvalidArgumentError &&
+        /concurrency\.decode must be an integer in \[1, 256\] or "auto"/.test(e.message),
+    );
+  }
+});

@@ -7,14 +7,15 @@
 import { defineCommand, UsageError } from "../args.ts";
 import { formatSummary, runLoad } from "../load.ts";
 import { print, terminalSize, wrapLine } from "../tty.ts";
+import { MAX_CONCURRENCY, parseConcurrency } from "../values.ts";
 
-const concurrency = (stage: string, dflt: number, defaultText?: string) => ({
-  type: "integer" as const,
+const concurrency = (stage: string, dflt: string, defaultText?: string) => ({
+  type: "string" as const,
   default: dflt,
-  min: 1,
-  max: 256,
+  placeholder: "N|auto",
   defaultText,
-  help: `${stage} tasks at once`,
+  help:
+    `${stage} tasks at once (1 to ${MAX_CONCURRENCY}), or auto: the pipeline's controller sets it while it runs`,
 });
 
 /** The `load` command. */
@@ -66,11 +67,11 @@ export const loadCommand = defineCommand({
       help: "where sample, fetch and demux run: this process or a Deno child",
     },
     decode: { type: "enum", values: ["cpu", "nvdec", "auto"], default: "cpu", help: "decoder" },
-    "fetch-concurrency": concurrency("fetch", 8),
-    "demux-concurrency": concurrency("demux", 1),
+    "fetch-concurrency": concurrency("fetch", "8"),
+    "demux-concurrency": concurrency("demux", "1"),
     "decode-concurrency": concurrency(
       "decode",
-      navigator.hardwareConcurrency ?? 1,
+      String(navigator.hardwareConcurrency ?? 1),
       `the number of cores (${navigator.hardwareConcurrency ?? 1} here)`,
     ),
     layout: {
@@ -124,9 +125,9 @@ export const loadCommand = defineCommand({
         decode: values.decode,
         layout: values.layout,
         concurrency: {
-          fetch: values["fetch-concurrency"],
-          demux: values["demux-concurrency"],
-          decode: values["decode-concurrency"],
+          fetch: parseConcurrency("fetch-concurrency", values["fetch-concurrency"]),
+          demux: parseConcurrency("demux-concurrency", values["demux-concurrency"]),
+          decode: parseConcurrency("decode-concurrency", values["decode-concurrency"]),
         },
         live: values.json ? undefined : Deno.stderr,
         refreshMs: values.refresh,

@@ -7,7 +7,7 @@
 
 import { defineCommand, UsageError } from "../args.ts";
 import { print } from "../tty.ts";
-import { parseDuration, parseSize } from "../units.ts";
+import { parseDuration, parseSize } from "../values.ts";
 
 const DEFAULT_BUDGET_SEC = 600;
 const MAX_TRIAL_SEC = 20;
