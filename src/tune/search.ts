@@ -6,11 +6,11 @@
  *    the **ceiling**: the headspace trial (batches replayed from memory) at the start configuration.
  * 2. **Contention curves**: for each stage-concurrency parameter, busiest stage first, the values 1, 2, 4, 8, 16
  *    (within its range) with the others fixed at the best so far. The stage takes the smallest value whose
- *    throughput is within the noise threshold of the curve's best: equal speed with fewer tasks is better.
+ *    throughput is within 1.5 standard errors of the curve's best: equal speed with fewer tasks is better.
  * 3. **Coordinate descent**: each parameter in turn tries its neighbours (an int ±1, or ±1/8 of its value when
  *    large, climbing on while that helps; a choice's other values) around the best; a change is kept only when
- *    its mean beats the best's by more than the threshold, or, for a stage's concurrency going down, when it is
- *    as fast as the fastest best so far within the threshold. Stops when a full pass keeps nothing, after
+ *    its mean beats the best's by more than the margin, or, for a stage's concurrency going down, when it is as
+ *    fast as the best within the margin. Stops when a full pass keeps nothing, after
  *    `patience` trials without a kept change, at `maxTrials`, or when the next trial would overrun the budget.
  *
  * A trial whose first measurement comes within the margin of the best (or above it) is promising: it and the
@@ -180,6 +180,11 @@ class Stop {
 const DEFAULT_CURVE = [1, 2, 4, 8, 16];
 /** Standard errors a difference of means must exceed to count (one-sided, about 1% false positives). */
 const NOISE_Z = 2.5;
+/**
+ * Standard errors within which a curve's points count as equally fast (the smallest is taken). Narrower than
+ * {@link NOISE_Z}: on a noisy machine a wide tie would give away real throughput for fewer tasks.
+ */
+const TIE_Z = 1.5;
 /** Cost guess of a trial before any finished: warm-up + window + this much start-up, seconds. */
 const STARTUP_GUESS_SEC = 5;
 
@@ -364,9 +369,9 @@ class Search {
   }
 
   /** The relative difference of the means of `a` and `b` that is more than noise. */
-  #margin(a: Evaluated, b: Evaluated): number {
+  #margin(a: Evaluated, b: Evaluated, z = NOISE_Z): number {
     const na = Math.max(1, a.samples.length), nb = Math.max(1, b.samples.length);
-    return Math.max(this.#opts.minGain, NOISE_Z * this.#noise() * Math.sqrt(1 / na + 1 / nb));
+    return Math.max(this.#opts.minGain, z * this.#noise() * Math.sqrt(1 / na + 1 / nb));
   }
 
   /** The margin between two configurations measured `repeats` times each (what the report quotes). */
@@ -460,7 +465,7 @@ class Search {
     const ok = evaluated.filter((e) => e.samples.length > 0);
     if (ok.length === 0) return;
     const top = ok.reduce((a, b) => meanOf(b) > meanOf(a) ? b : a);
-    const pick = ok.filter((e) => e === top || meanOf(e) >= meanOf(top) * (1 - this.#margin(e, top)))
+    const pick = ok.filter((e) => e === top || meanOf(e) >= meanOf(top) * (1 - this.#margin(e, top, TIE_Z)))
       .sort((a, b) => (a.config[name] as number) - (b.config[name] as number))[0];
     const incumbent = this.#best ?? base;
     for (const e of evaluated) {
@@ -506,7 +511,7 @@ class Search {
 
   /**
    * Tries one change against the best; keeps it when it beats the best or, when `cheaper`, when it is as fast as
-   * the fastest best so far within the threshold (measured against that peak, so small losses cannot add up).
+   * the best within the margin (and within twice the margin of the fastest best so far).
    */
   async #step(name: string, config: Config, cheaper = false): Promise<boolean> {
     const incumbent = this.#best ?? this.#start;
@@ -515,9 +520,12 @@ class Search {
       ? `${(this.#space[name] as IntParam).stage} concurrency ${config[name]}`
       : `${name} ${config[name]}`;
     const e = await this.#try(config, "descent", label);
+    // As fast as the best within noise; and, so that small losses cannot add up step after step, within twice
+    // that of the fastest best so far (whose mean, the maximum of noisy means, runs high).
     const peak = this.#wasBest.size > 0 ? this.#peak() : null;
     const asFast = cheaper && peak !== null && e.samples.length > 0 &&
-      meanOf(e) >= meanOf(peak) * (1 - this.#margin(e, peak));
+      meanOf(e) >= meanOf(incumbent) * (1 - this.#margin(e, incumbent)) &&
+      meanOf(e) >= meanOf(peak) * (1 - 2 * this.#margin(e, peak));
     const better = (this.#beats(e, this.#best) || asFast) && !this.#wasBest.has(e.key);
     if (better || this.#trials.length > before) this.#record(name, incumbent, e, better);
     if (!better) {
