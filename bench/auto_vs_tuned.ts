@@ -1,6 +1,6 @@
 /**
  * `concurrency: "auto"` against the best fixed configuration `sluice tune` found, on the same loader, in the same
- * run: reads a tune output directory, runs the loader with the best configuration (warm-up, then a window), then
+ * run: reads a tune output directory's `best.json`, runs the loader with the best configuration (warm-up, then a window), then
  * with every stage concurrency the search tuned set to `"auto"` (the other parameters as found), and reports the
  * auto run's samples/s over time: when its trailing window first reaches 95% of the fixed configuration's, and
  * its rate over its last half. Rounds alternate fixed and auto, so drift on a shared machine hits both.
@@ -16,7 +16,6 @@
 import { parseArgs } from "node:util";
 import { videoClassificationLoader } from "../src/data/loader.ts";
 import { ensureDemoDataset } from "../examples/demo.ts";
-import { readTrials } from "../src/tune/tune.ts";
 
 const { values, positionals } = parseArgs({
   args: Deno.args,
@@ -31,18 +30,16 @@ const dir = positionals[0];
 if (dir === undefined) throw new Error("usage: auto_vs_tuned.ts TUNE_DIR [--seconds 60] [--rounds 2]");
 const seconds = Number(values.seconds), rounds = Number(values.rounds), windowSec = Number(values.window);
 
-// The best configuration: the highest mean samples/s over the measured trials of a configuration.
-const byKey = new Map<string, { config: Record<string, number | string>; xs: number[] }>();
-for (const t of await readTrials(`${dir}/trials.jsonl`)) {
-  if (t.kind !== "measure" || t.status !== "ok") continue;
-  const e = byKey.get(t.key) ?? { config: t.config as Record<string, number | string>, xs: [] };
-  e.xs.push(t.metrics!.samplesPerSec);
-  byKey.set(t.key, e);
-}
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-const best = [...byKey.values()].reduce((a, b) => mean(b.xs) > mean(a.xs) ? b : a);
+const best = JSON.parse(await Deno.readTextFile(`${dir}/best.json`)) as {
+  config: Record<string, number | string>;
+  samplesPerSec: number;
+};
 const c = best.config;
-console.log(`best fixed (from ${dir}): ${JSON.stringify(c)} — ${mean(best.xs).toFixed(1)} samples/s in the search`);
+console.log(
+  `best fixed (${dir}/best.json): ${JSON.stringify(c)}, ${
+    best.samplesPerSec.toFixed(1)
+  } samples/s in the search`,
+);
 
 const dataset = ensureDemoDataset();
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -103,7 +100,9 @@ for (let r = 1; r <= rounds; r++) {
   const autoLate = rate(autoPts, seconds / 2, seconds);
   console.log(
     `round ${r}: fixed ${fixed.toFixed(1)} samples/s (after ${seconds / 4} s); auto ${autoLate.toFixed(1)} ` +
-      `over its last ${seconds / 2} s (${(autoLate / fixed * 100).toFixed(0)}%); its ${windowSec} s window first ` +
+      `over its last ${seconds / 2} s (${
+        (autoLate / fixed * 100).toFixed(0)
+      }%); its ${windowSec} s window first ` +
       `reached 95% of fixed at ${reached === null ? "never" : `${reached.toFixed(1)} s`}`,
   );
 }

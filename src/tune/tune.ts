@@ -1,7 +1,8 @@
 /**
  * `tune()`: the whole of `sluice tune` as a function. It reads the module's search space (in a subprocess),
  * runs the search (`search.ts`) with each trial in a fresh subprocess (`runner.ts`), appends every trial to
- * `DIR/trials.jsonl` as it finishes, and at the end writes `DIR/report.md` and the SVG plots.
+ * `DIR/trials.jsonl` as it finishes, and at the end writes `DIR/report.md`, the SVG plots and `DIR/best.json`
+ * (the best configuration, its mean samples/s and its measurements, for scripts).
  *
  * `resume: true` continues a search that was killed: the search is deterministic given its measurements, so it
  * is run again from the start, taking each trial it asks for from `trials.jsonl` when that trial was recorded
@@ -178,6 +179,15 @@ export async function tune(opts: TuneOptions): Promise<TuneResult> {
   });
   await Deno.writeTextFile(`${dir}/report.md`, report);
   files.push("report.md", ...plots);
+  if (result.best !== null) {
+    const best = {
+      config: result.best.config,
+      samplesPerSec: meanOf(result.best),
+      measurements: result.best.samples,
+    };
+    await Deno.writeTextFile(`${dir}/best.json`, JSON.stringify(best, null, 2) + "\n");
+    files.push("best.json");
+  }
   return { result, dir, files };
 }
 

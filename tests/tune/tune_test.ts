@@ -64,6 +64,7 @@ Deno.test("tune writes trials.jsonl, report.md and SVG plots that parse and hold
   try {
     const { result, files } = await tune(options(out, model()));
     assertEquals(files.sort(), [
+      "best.json",
       "curve-decode.svg",
       "curve-demux.svg",
       "curve-fetch.svg",
@@ -72,6 +73,9 @@ Deno.test("tune writes trials.jsonl, report.md and SVG plots that parse and hold
       "trials.jsonl",
       "trials.svg",
     ]);
+    const best = JSON.parse(await Deno.readTextFile(`${out}/best.json`));
+    assertEquals(best.config, result.best!.config);
+    assertEquals(best.measurements, result.best!.samples);
     const records = await readTrials(`${out}/trials.jsonl`);
     assertEquals(records.length, result.trials.length);
     for (const r of records) {
@@ -110,7 +114,6 @@ Deno.test("tune writes trials.jsonl, report.md and SVG plots that parse and hold
     }
 
     const report = await Deno.readTextFile(`${out}/report.md`);
-    const best = result.best!;
     assert(report.includes("| demux concurrency | 8 | **3** |"), report);
     for (const m of result.kept) {
       const line = report.split("\n").find((l) =>
@@ -125,9 +128,7 @@ Deno.test("tune writes trials.jsonl, report.md and SVG plots that parse and hold
     }
     assert(report.includes("## What did not help"));
     assert(report.includes(`Ceiling: **${Math.round(result.ceiling!)} samples/s**`), report);
-    const share = Math.round(
-      best.samples.reduce((a, b) => a + b) / best.samples.length / result.ceiling! * 100,
-    );
+    const share = Math.round(best.samplesPerSec / result.ceiling! * 100);
     assert(report.includes(`reaches ${share}% of it`), report);
     assert(report.includes("![contention curve of demux](curve-demux.svg)"));
     assert(report.includes("![throughput per trial](trials.svg)"));
