@@ -180,3 +180,16 @@ export class NvdecUnsupportedError extends SluiceError {
     this.limit = limit;
   }
 }
+
+/**
+ * Serving batches to another process (`sluice serve`, `serveLoader`) failed: shared memory could not be
+ * created, a peer broke the protocol or speaks another version, or the server is busy.
+ */
+export class ServeError extends SluiceError {
+  /** What went wrong, one of the codes of docs/serve_protocol.md (e.g. `"protocol-version"`, `"busy"`). */
+  readonly code: string;
+  constructor(code: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+  }
+}

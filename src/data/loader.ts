@@ -76,6 +76,8 @@ export interface LoaderOptions {
   ordered?: boolean;
   /** Drop a last short batch of an epoch (default false). */
   dropLast?: boolean;
+  /** The epoch the first iteration runs (default 0), e.g. to resume a job where it stopped. */
+  firstEpoch?: number;
   /** HTTP retries, backoff and timeout. */
   fetch?: Omit<FetchOptions, "signal" | "range">;
   /** Failure budget of the fetch, demux and decode stages (the pipeline's default when omitted). */
@@ -114,6 +116,8 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   readonly clipsPerEpoch: number;
   /** Batches per epoch (fewer when items fail). */
   readonly batchesPerEpoch: number;
+  /** Clips per batch (the last batch of an epoch may have fewer). */
+  readonly batchSize: number;
   /** The decoder in use after resolving "auto". */
   readonly decoder: "cpu" | "nvdec";
   readonly backend: "inprocess" | "subprocess";
@@ -137,11 +141,14 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
       pipeline: Pipeline<Batch>;
       backendSource: BackendSource | null;
       decodePool: WorkerPool;
+      firstEpoch: number;
     },
   ) {
     this.dataset = init.dataset;
     this.sampler = init.sampler;
     this.clipsPerEpoch = init.sampler.length;
+    this.batchSize = init.batchSize;
+    this.#epoch = init.firstEpoch;
     this.batchesPerEpoch = init.dropLast
       ? Math.floor(this.clipsPerEpoch / init.batchSize)
       : Math.ceil(this.clipsPerEpoch / init.batchSize);
@@ -233,7 +240,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     ranges,
     datasetIndex: kept,
     sampler: { ...sampler.options },
-    firstEpoch: 0,
+    firstEpoch: opts.firstEpoch ?? 0,
     decode,
     concurrency: { fetch: opts.concurrency?.fetch ?? 8, demux: opts.concurrency?.demux ?? 1 },
     fetch: opts.fetch ?? {},
@@ -291,6 +298,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     pipeline,
     backendSource,
     decodePool,
+    firstEpoch: opts.firstEpoch ?? 0,
   });
 }
 
@@ -302,6 +310,9 @@ function checkOptions(opts: LoaderOptions): void {
   const c = opts.clip;
   if (!c || !posInt(c.numFrames) || !posInt(c.width) || !posInt(c.height)) {
     throw new InvalidArgumentError("loader: clip needs positive integer numFrames, width and height");
+  }
+  if (opts.firstEpoch !== undefined && !(Number.isInteger(opts.firstEpoch) && opts.firstEpoch >= 0)) {
+    throw new InvalidArgumentError(`loader: firstEpoch must be an integer >= 0, got ${opts.firstEpoch}`);
   }
   if (c.frameRate !== undefined && !(c.frameRate > 0)) {
     throw new InvalidArgumentError(`loader: clip.frameRate must be > 0, got ${c.frameRate}`);
