@@ -555,6 +555,7 @@ class Session {
     } finally {
       if (!finished) await iterator.return?.();
     }
+    if (this.#run === run) this.#run = null;
     await this.#send({ type: "epoch-end", epoch, batches: index, clips, cancelled: !finished });
   }
 
