@@ -169,7 +169,8 @@ class Loader:
             raise ValueError("give either a dataset (to start a server) or socket= (to connect to one), not both")
         self.socket_path = socket
         self._frames = proto.FrameReader()
-        self._pending: Deque[Dict[str, Any]] = collections.deque()
+        self._pending: Deque[Dict[str, Any]] = collections.deque()  # the stream, in order
+        self._stats: Deque[Dict[str, Any]] = collections.deque()  # replies to stats requests
         self._held: Deque[Batch] = collections.deque()
         self._mem: Any = None  # mmap (host) or CudaMapping (GPU)
         self._slots = 0
@@ -297,10 +298,7 @@ class Loader:
         with ``bottleneck``, per-stage failures, backend child)."""
         self._check_open()
         self._send({"type": "stats"})
-        while True:
-            m = self._recv(self.timeout, want_stats=True)
-            if m["type"] == "stats":
-                return m["stats"]
+        return self._recv(self.timeout, want_stats=True)["stats"]
 
     def close(self) -> None:
         """Releases every slot, closes the connection and stops a server this loader started. Idempotent."""
@@ -463,19 +461,23 @@ class Loader:
         return ServerDiedError(f"{what}: the sluice server at {self.socket_path} went away")
 
     def _recv(self, timeout: Optional[float], want_stats: bool = False) -> Dict[str, Any]:
-        """The next message for the caller (a stats reply, or anything else), in arrival order. Raises on server
-        death, protocol damage, an error message, or when ``timeout`` passes without one."""
+        """The next message of the stream (welcome, batches, epoch ends; ``memory`` is mapped on the way, in
+        order), or with ``want_stats`` the next stats reply. Raises on server death, protocol damage, an error
+        message, or when ``timeout`` passes without a message."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        queue = self._stats if want_stats else self._pending
         while True:
-            for i, m in enumerate(self._pending):
-                if (m["type"] == "stats") == want_stats:
-                    del self._pending[i]
-                    return m
+            while queue:
+                m = queue.popleft()
+                if m["type"] == "memory":
+                    self._map(m)
+                    continue
+                return m
             self._fill(deadline, timeout)
 
     def _fill(self, deadline: Optional[float], timeout: Optional[float]) -> None:
-        """Waits for bytes and takes in the messages they complete: ``memory`` is mapped and ``error`` raised at
-        once, the rest queued."""
+        """Waits for bytes and queues the messages they complete; an ``error`` message is raised at once (the
+        server hangs up after it)."""
         assert self._sock is not None
         while True:
             wait = _POLL_S if deadline is None else max(0.0, min(_POLL_S, deadline - time.monotonic()))
@@ -491,10 +493,7 @@ class Loader:
                     m = proto.check_message(raw)
                     if m["type"] == "error":
                         raise ServeError(m["code"], m["message"])
-                    if m["type"] == "memory":
-                        self._map(m)
-                    else:
-                        self._pending.append(m)
+                    (self._stats if m["type"] == "stats" else self._pending).append(m)
                 return
             if self._server is not None and not self._server.alive():
                 raise self._died("the server stopped")
