@@ -19,7 +19,7 @@ def test_frames_split_and_joined_across_reads():
 
 
 def test_frame_limit_and_bad_json():
-    with pytest.raises(ProtocolError, match="frame of 17 bytes"):
+    with pytest.raises(ProtocolError, match="frame of 23 bytes"):
         proto.FrameReader(max_bytes=16).push(proto.encode({"type": "x", "y": "zzzz"}))
     with pytest.raises(ProtocolError, match="not UTF-8 JSON"):
         proto.FrameReader().push(b"\x02\x00\x00\x00\xc3(")
