@@ -105,6 +105,20 @@ export { cacheLoader, type CacheLoaderOptions } from "./src/data/cache_loader.ts
 export { encodeSyntheticVideo, makeSyntheticDataset, readPattern } from "./src/data/synthetic.ts";
 export { DatasetError, FetchError } from "./src/errors.ts";
 
+// Serving batches to trainers in other processes (PyTorch: python/)
+export {
+  BatchServer,
+  type LoaderFactory,
+  type LoaderRequest,
+  serveLoader,
+  type ServeOptions,
+  type ServeStats,
+  type SessionStats,
+} from "./src/serve/server.ts";
+export { SERVE_PROTOCOL_VERSION } from "./src/serve/protocol.ts";
+export type { SlotRingStats } from "./src/serve/slot_ring.ts";
+export { ServeError } from "./src/errors.ts";
+
 // Pipelines
 export {
   type AggregateOptions,

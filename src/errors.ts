@@ -188,6 +188,7 @@ export class NvdecUnsupportedError extends SluiceError {
 export class ServeError extends SluiceError {
   /** What went wrong, one of the codes of docs/serve_protocol.md (e.g. `"protocol-version"`, `"busy"`). */
   readonly code: string;
+  /** An error with `code` and `message`. */
   constructor(code: string, message: string, options?: ErrorOptions) {
     super(message, options);
     this.code = code;

@@ -40,8 +40,9 @@ import { HostSlots, SlotRing, type SlotRingStats } from "./slot_ring.ts";
 
 /** What a session asks a {@link LoaderFactory} for. */
 export interface LoaderRequest {
-  /** The client's shard (undefined: the factory's default). */
+  /** The client's rank (undefined: the factory's default shard). */
   rank?: number;
+  /** The client's world size (given with `rank`). */
   worldSize?: number;
   /** The epoch the loader must run first. */
   firstEpoch: number;
@@ -68,12 +69,17 @@ export interface ServeOptions {
 
 /** Counters of one session. */
 export interface SessionStats {
+  /** The client's name from its hello. */
   client: string;
+  /** The shard served: rank … */
   rank: number;
+  /** … of this many. */
   worldSize: number;
   /** The epoch streaming now, or null. */
   epoch: number | null;
+  /** Batches sent so far. */
   batches: number;
+  /** Clips sent so far. */
   clips: number;
   /** Pixel bytes written into slots. */
   bytes: number;
@@ -85,7 +91,9 @@ export interface SessionStats {
 
 /** Counters of a server. */
 export interface ServeStats {
+  /** The socket path. */
   socket: string;
+  /** One entry per connected client. */
   sessions: SessionStats[];
   /** Sessions accepted so far. */
   accepted: number;
@@ -148,14 +156,10 @@ export class BatchServer implements AsyncDisposable {
   /** Settles when the server has closed. */
   readonly finished: Promise<void>;
   readonly #listener: Deno.Listener<Deno.UnixConn, Deno.UnixAddr>;
-  readonly #source: VideoClassificationLoader | LoaderFactory;
+  readonly #host: SessionHost;
   readonly #opts: ServeOptions & { slots: number };
   readonly #log: (line: string) => void;
   readonly #sessions = new Set<Session>();
-  /** Fixed loader: the session holding it, and its ring (kept across sessions). */
-  #holder: Session | null = null;
-  #holderGone: Promise<void> = Promise.resolve();
-  #sharedRing: SlotRing | null = null;
   #accepted = 0;
   #closing: Promise<void> | undefined;
 
@@ -167,7 +171,7 @@ export class BatchServer implements AsyncDisposable {
   ) {
     this.socket = opts.socket;
     this.#listener = listener;
-    this.#source = source;
+    this.#host = new SessionHost(source, opts);
     this.#opts = opts;
     this.#log = opts.log ?? ((l) => console.error(l));
     this.finished = this.#acceptLoop();
@@ -190,7 +194,7 @@ export class BatchServer implements AsyncDisposable {
       } catch { /* already closed */ }
       await Promise.all([...this.#sessions].map((s) => s.close()));
       await this.finished;
-      this.#sharedRing?.close();
+      this.#host.close();
       try {
         Deno.removeSync(this.socket);
       } catch { /* gone already */ }
@@ -212,8 +216,8 @@ export class BatchServer implements AsyncDisposable {
         break; // closed
       }
       this.#accepted++;
-      const limit = typeof this.#source === "function" ? this.#opts.maxClients ?? 16 : Infinity;
-      const session = new Session(conn, this, this.#opts, this.#log);
+      const limit = this.#host.factory ? this.#opts.maxClients ?? 16 : Infinity;
+      const session = new Session(conn, this.#host, this.#opts, this.#log);
       if (this.#sessions.size >= limit) {
         void session.refuse("busy", `the server already serves ${limit} clients`);
         continue;
@@ -222,8 +226,29 @@ export class BatchServer implements AsyncDisposable {
       session.done.finally(() => this.#sessions.delete(session));
     }
   }
+}
 
-  // ---- used by sessions -------------------------------------------------------------------------------
+/** What sessions share: the loader source, the fixed loader's holder and ring. */
+class SessionHost {
+  readonly #source: VideoClassificationLoader | LoaderFactory;
+  readonly #opts: ServeOptions & { slots: number };
+  #holder: Session | null = null;
+  #holderGone: Promise<void> = Promise.resolve();
+  #sharedRing: SlotRing | null = null;
+
+  constructor(source: VideoClassificationLoader | LoaderFactory, opts: ServeOptions & { slots: number }) {
+    this.#source = source;
+    this.#opts = opts;
+  }
+
+  /** Whether loaders (and rings) are built per session. */
+  get factory(): boolean {
+    return typeof this.#source === "function";
+  }
+
+  get defaultDevice(): number {
+    return this.#opts.device ?? 0;
+  }
 
   /** The loader for a session: built by the factory, or the fixed one once no other session holds it. */
   async loaderFor(
@@ -256,7 +281,7 @@ export class BatchServer implements AsyncDisposable {
             ? new CudaSlots(size, device)
             : new HostSlots(`sluice-serve-${Deno.pid}`, size),
       );
-    if (typeof this.#source === "function") return make();
+    if (this.factory) return make();
     if (this.#sharedRing !== null && this.#sharedRing.slotBytes < batchBytes) {
       this.#sharedRing.close();
       this.#sharedRing = null;
@@ -265,13 +290,9 @@ export class BatchServer implements AsyncDisposable {
     return this.#sharedRing;
   }
 
-  /** Whether sessions own their rings (factory) or share the fixed loader's. */
-  get ringsOwned(): boolean {
-    return typeof this.#source === "function";
-  }
-
-  get deviceDefault(): number {
-    return this.#opts.device ?? 0;
+  close(): void {
+    this.#sharedRing?.close();
+    this.#sharedRing = null;
   }
 }
 
@@ -288,7 +309,7 @@ class Session {
   readonly done: Promise<void>;
   #resolveDone!: () => void;
   readonly #conn: Deno.UnixConn;
-  readonly #server: BatchServer;
+  readonly #host: SessionHost;
   readonly #opts: ServeOptions & { slots: number };
   readonly #log: (line: string) => void;
   readonly #frames = new FrameDecoder(MAX_CLIENT_MESSAGE);
@@ -311,12 +332,12 @@ class Session {
 
   constructor(
     conn: Deno.UnixConn,
-    server: BatchServer,
+    host: SessionHost,
     opts: ServeOptions & { slots: number },
     log: (l: string) => void,
   ) {
     this.#conn = conn;
-    this.#server = server;
+    this.#host = host;
     this.#opts = opts;
     this.#log = log;
     this.done = new Promise((r) => this.#resolveDone = r);
@@ -362,7 +383,7 @@ class Session {
         this.#conn.close();
       } catch { /* closed */ }
       if (this.#ring !== null) {
-        if (this.#server.ringsOwned) this.#ring.close();
+        if (this.#host.factory) this.#ring.close();
         else this.#ring.releaseAll();
       }
       this.#out.clear();
@@ -452,7 +473,7 @@ class Session {
       request.rank = msg.rank;
       request.worldSize = msg.worldSize;
     }
-    const { loader, owned } = await this.#server.loaderFor(this, request);
+    const { loader, owned } = await this.#host.loaderFor(this, request);
     this.#loader = loader;
     this.#ownsLoader = owned;
     const o = loader.sampler.options;
@@ -494,7 +515,7 @@ class Session {
       const o = old.sampler.options;
       this.#loader = null;
       await old.close();
-      this.#loader = (await this.#server.loaderFor(this, {
+      this.#loader = (await this.#host.loaderFor(this, {
         rank: o.rank,
         worldSize: o.worldSize,
         firstEpoch: epoch,
@@ -565,10 +586,10 @@ class Session {
     const nbytes = batch.data.byteLength;
     if (this.#ring === null) {
       const batchBytes = (nbytes / B) * this.#loader!.batchSize;
-      this.#ring = this.#server.ringFor(
+      this.#ring = this.#host.ringFor(
         this.#loader!,
         batchBytes,
-        this.#hello?.device ?? this.#server.deviceDefault,
+        this.#hello?.device ?? this.#host.defaultDevice,
       );
       await this.#send({
         type: "memory",

@@ -59,7 +59,9 @@ export class HostSlots implements SlotMemory {
 
 /** Counters of a ring. */
 export interface SlotRingStats {
+  /** Slots in the ring. */
   slots: number;
+  /** Bytes per slot. */
   slotBytes: number;
   /** Slots handed out and not released. */
   inUse: number;
@@ -67,7 +69,9 @@ export interface SlotRingStats {
   waiting: number;
   /** Total time producers waited for a slot, ms (a stalled or slow consumer). */
   waitedMs: number;
+  /** Slots handed out so far. */
   acquired: number;
+  /** Slots given back so far. */
   released: number;
 }
 
