@@ -74,7 +74,7 @@ class ServerProcess:
         deno = find_deno(root)
         self.dir = tempfile.mkdtemp(prefix="sluice-")
         self.socket = os.path.join(self.dir, "serve.sock")
-        cfg = dict(config, socket=self.socket, exitOnStdinEof=True, removeDir=self.dir)
+        cfg = dict(config, socket=self.socket, exitOnStdinEof=True, removeDir=self.dir, logConnections=False)
         self._tail: Deque[str] = collections.deque(maxlen=40)
         self._forward = forward_stderr
         self._prefix = log_prefix

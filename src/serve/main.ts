@@ -24,6 +24,8 @@ export interface ServerConfig {
   exitOnStdinEof?: boolean;
   /** Remove this directory (the socket's, made by the spawning client) on exit. */
   removeDir?: string;
+  /** Log each client's connection (default true; a spawning client turns it off). */
+  logConnections?: boolean;
 }
 
 /** A factory building a loader per session from `options`, with the client's shard and first epoch. */
@@ -54,6 +56,7 @@ export async function runServer(
   const server = await serveLoader(loaderFactory(config.loader), {
     socket: config.socket,
     slots: config.slots,
+    logConnections: config.logConnections,
   });
   const stop = () => void server.close();
   const signals: Deno.Signal[] = ["SIGTERM", "SIGINT"];

@@ -65,6 +65,8 @@ export interface ServeOptions {
   helloTimeoutMs?: number;
   /** Where connection and failure lines go (default `console.error`). */
   log?: (line: string) => void;
+  /** Log each client's connection and disconnection (default true; failures are always logged). */
+  logConnections?: boolean;
 }
 
 /** Counters of one session. */
@@ -432,7 +434,9 @@ class Session {
     } finally {
       clearTimeout(helloTimer);
       await this.#queue;
-      if (!this.#closing) this.#log(`sluice serve: ${this.#client} disconnected`);
+      if (!this.#closing && (this.#opts.logConnections ?? true)) {
+        this.#log(`sluice serve: ${this.#client} disconnected`);
+      }
       await this.close();
     }
   }
@@ -484,7 +488,9 @@ class Session {
           `${o.rank} of ${o.worldSize} (start one server per rank, or serve a loader factory)`,
       );
     }
-    this.#log(`sluice serve: ${this.#client} connected (rank ${o.rank} of ${o.worldSize})`);
+    if (this.#opts.logConnections ?? true) {
+      this.#log(`sluice serve: ${this.#client} connected (rank ${o.rank} of ${o.worldSize})`);
+    }
     await this.#send({
       type: "welcome",
       protocol: SERVE_PROTOCOL_VERSION,
