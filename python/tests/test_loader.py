@@ -209,5 +209,5 @@ def test_options_are_checked_before_starting(dataset):
         sluice.Loader(dataset, batch_size=2, width=8, height=8)
     with pytest.raises(ValueError, match="dataset"):
         sluice.Loader(batch_size=2)
-    with pytest.raises(sluice.ServeError, match="batchSize must be >= 1"):
+    with pytest.raises(sluice.ServeError, match=r"batchSize must be an integer in \[1, 65536\], got 0"):
         loader(dataset, batch_size=0)
