@@ -48,6 +48,19 @@ export function pageAlign(n: number): number {
   return Math.ceil(n / PAGE_SIZE) * PAGE_SIZE;
 }
 
+/**
+ * A view of `length` bytes at `address` of this process: how a Deno Worker reaches a {@link SharedMemory} that
+ * another thread mapped (Workers share the address space; pass `shm.address + offset`, a bigint, in a
+ * message). The caller keeps the mapping alive while the view is used.
+ */
+export function viewAt(address: bigint, length: number): Uint8Array<ArrayBuffer> {
+  const p = Deno.UnsafePointer.create(address);
+  if (p === null || !Number.isSafeInteger(length) || length <= 0) {
+    throw new InvalidArgumentError(`shared memory: no view of ${length} bytes at address ${address}`);
+  }
+  return new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(p, length));
+}
+
 /** One memfd and its mapping in this process; see the module docs. Dispose (or `close()`) to unmap. */
 export class SharedMemory implements Disposable {
   /** The descriptor in this process (another process opens `/proc/<pid>/fd/<fd>`). */
