@@ -83,8 +83,11 @@ export interface SessionStats {
   batches: number;
   /** Clips sent so far. */
   clips: number;
-  /** Pixel bytes written into slots. */
-  bytes: number;
+  /**
+   * Pixel bytes the server copied into slots: every batch's today (one copy, from the loader's batch); 0 once
+   * the decode Workers write into the slots themselves.
+   */
+  copiedBytes: number;
   /** Clips per second since the session's first epoch started. */
   clipsPerSec: number;
   /** The slot ring (null before the first batch). */
@@ -327,7 +330,7 @@ class Session {
   #seq = 0;
   #batches = 0;
   #clips = 0;
-  #bytes = 0;
+  #copiedBytes = 0;
   #t0 = 0;
   #closing = false;
   #queue: Promise<void> = Promise.resolve();
@@ -359,7 +362,7 @@ class Session {
       epoch: this.#run?.epoch ?? null,
       batches: this.#batches,
       clips: this.#clips,
-      bytes: this.#bytes,
+      copiedBytes: this.#copiedBytes,
       clipsPerSec: secs > 0 ? this.#clips / secs : 0,
       ring: this.#ring?.stats() ?? null,
     };
@@ -637,7 +640,7 @@ class Session {
     };
     this.#batches++;
     this.#clips += B;
-    this.#bytes += nbytes;
+    this.#copiedBytes += nbytes;
     await this.#send(msg);
   }
 
