@@ -141,6 +141,8 @@ def test_stats_from_python(dataset):
             pass
         s = l.stats()
     assert s["session"]["clips"] == 12 and s["session"]["batches"] == 3
+    # pixels copied by the server: one copy per batch (from the loader's batch into its slot), nothing else
+    assert s["session"]["copiedBytes"] == 12 * CLIP["numFrames"] * CLIP["height"] * CLIP["width"] * 3
     assert s["session"]["clipsPerSec"] > 0
     p = s["loader"]["pipeline"]
     assert "bottleneck" in p
