@@ -330,3 +330,18 @@ def test_bad_batch_descriptors_are_refused(tmp_path, batch, match):
         with sluice.Loader(socket=str(tmp_path / "fake.sock")) as l:
             next(iter(l))
     os.close(fd)
+
+
+def test_the_server_stops_when_the_interpreter_exits_without_close(dataset):
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(PY)!r})
+        import sluice
+        l = sluice.Loader({dataset!r}, batch_size=4, num_frames=8, width=64, height=48)
+        next(iter(l))
+        print(l._server.pid, l._server.dir, flush=True)
+    """)  # no close(): the loader's finalizer stops the server at exit
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    pid, sock_dir = out.stdout.split()
+    assert wait_gone(int(pid), 10)
+    assert not os.path.exists(sock_dir)
