@@ -22,7 +22,7 @@ Deno.test("CUDA slots: written here, read by another process through the IPC han
   const payload = new Uint8Array(300).map((_, i) => (i * 7) & 0xff);
   ring.memory.write(ring.offset(1) + 5, payload);
   assert.deepEqual(ring.memory.read(ring.offset(1) + 5, 300), payload);
-  assert.throws(() => ring.memory.write(d.size - 1, payload), RangeError);
+  assert.throws(() => ring.memory.write(d.size - 1, payload), /runs past the end/);
   const out = new Deno.Command("/usr/bin/python3", {
     args: [
       "-c",
