@@ -102,7 +102,8 @@ def evaluate(model: nn.Module, loader: sluice.Loader, args, device: torch.device
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", choices=["r3d18", "tiny"], default="r3d18")
     p.add_argument("--train", help="training dataset (directory tree or manifest); default: synthetic")
     p.add_argument("--val", help="held-out dataset; default: synthetic")

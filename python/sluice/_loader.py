@@ -370,8 +370,8 @@ class Loader:
         if self.decoder == "nvdec":
             video = self._cuda_video(start, shape, dtype)
         else:
-            arr = np.frombuffer(self._mem, dtype=np.dtype(proto.DTYPES[dtype][1]), count=nbytes // proto.DTYPES[dtype][0],
-                                offset=start).reshape(shape)
+            size, typestr = proto.DTYPES[dtype]
+            arr = np.frombuffer(self._mem, dtype=np.dtype(typestr), count=nbytes // size, offset=start).reshape(shape)
             video = arr if _torch is None else _torch.from_numpy(arr)
             if self.copy:
                 video = self._copied(video)

@@ -52,7 +52,8 @@ def reference(options: Dict[str, Any], epochs: int, env: Dict[str, str] | None =
 def nvdouble() -> str:
     """Path of the NVDEC/CUDA test double (built with cc by tests/nvdec/double/build.ts)."""
     try:
-        out = deno("eval", "import { buildDouble } from './tests/nvdec/double/build.ts'; console.log(await buildDouble());")
+        out = deno("eval", "import { buildDouble } from './tests/nvdec/double/build.ts';"
+                   "console.log(await buildDouble());")
     except RuntimeError as e:
         pytest.skip(f"the NVDEC test double could not be built (needs cc and FFmpeg headers): {e}")
     return out.strip()

@@ -3,7 +3,6 @@ server serves the next client), a stalled trainer (the server stops at `slots` b
 of another protocol version, and broken messages."""
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
