@@ -314,6 +314,7 @@ for (
     DatasetError,
     CudaError,
     NvdecUnsupportedError,
+    ServeError,
     Error,
     TypeError,
     RangeError,
