@@ -149,6 +149,20 @@ export {
 } from "./src/data/synthetic.ts";
 export { DatasetError, FetchError, type FetchPhase } from "./src/errors.ts";
 
+// Serving batches to trainers in other processes (PyTorch: python/)
+export {
+  BatchServer,
+  type LoaderFactory,
+  type LoaderRequest,
+  serveLoader,
+  type ServeOptions,
+  type ServeStats,
+  type SessionStats,
+} from "./src/serve/server.ts";
+export { SERVE_PROTOCOL_VERSION } from "./src/serve/protocol.ts";
+export type { SlotRingStats } from "./src/serve/slot_ring.ts";
+export { ServeError } from "./src/errors.ts";
+
 // Pipelines
 export {
   type AggregateOptions,

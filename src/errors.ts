@@ -226,6 +226,20 @@ export class NvdecUnsupportedError extends SluiceError {
 }
 
 /**
+ * Serving batches to another process (`sluice serve`, `serveLoader`) failed: shared memory could not be
+ * created, a peer broke the protocol or speaks another version, or the server is busy.
+ */
+export class ServeError extends SluiceError {
+  /** What went wrong, one of the codes of docs/serve_protocol.md (e.g. `"protocol-version"`, `"busy"`). */
+  readonly code: string;
+  /** An error with `code` and `message`. */
+  constructor(code: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/**
  * A thrown value as one line of a log: `Name: message`, line breaks folded to "; ". When the caller prints
  * `subject` (the file or item) in front of it and the message starts with that same subject, the message's copy
  * is left out, so the line names it once.
@@ -300,6 +314,7 @@ for (
     DatasetError,
     CudaError,
     NvdecUnsupportedError,
+    ServeError,
     Error,
     TypeError,
     RangeError,
