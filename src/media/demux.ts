@@ -69,6 +69,10 @@ export const REORDER_MARGIN = 16;
 const MAX_SEEK_RETRIES = 8;
 const AVSEEK_FLAG_BACKWARD = 1;
 const AVSEEK_FLAG_BYTE = 2;
+/** Packets after a keyframe without pts that bound when it is presented (see `PacketRun.keyframeSeconds`). */
+const LEADING_LOOKAHEAD = 4;
+/** How far before the stream's start time a rewind seeks (dts run ahead of the start time's pts). */
+const REWIND_MARGIN_SEC = 10;
 
 // ------------------------------------------------------------------------------------------ packet run
 
@@ -111,6 +115,21 @@ class PacketRun {
   seconds(i: number, tb: Rational): number {
     const t = this.pts[i] !== NOPTS ? this.pts[i] : this.dts[i];
     return t === NOPTS ? NaN : ptsToSeconds(t, tb);
+  }
+
+  /**
+   * When keyframe `i` is presented, for choosing where a window's decode starts. A keyframe without a pts
+   * (MPEG-PS) is presented after its dts, and after the leading B-frames that follow it in decode order
+   * (open GOP: they need the previous GOP): the latest time among the next {@link LEADING_LOOKAHEAD} packets
+   * bounds it from above, so a window is never started at a keyframe whose leading frames it holds.
+   */
+  keyframeSeconds(i: number, tb: Rational): number {
+    if (this.pts[i] !== NOPTS) return ptsToSeconds(this.pts[i], tb);
+    let t = this.seconds(i, tb);
+    for (let j = i + 1; j < Math.min(this.length, i + 1 + LEADING_LOOKAHEAD); j++) {
+      if (this.pts[j] !== NOPTS) t = Math.max(t, ptsToSeconds(this.pts[j], tb));
+    }
+    return t;
   }
 
   isKey(i: number): boolean {
@@ -181,13 +200,15 @@ class StreamReader implements Disposable {
   fromStart = true;
   readonly #src: MediaSource;
   readonly #index: number;
+  readonly #tb: Rational;
   readonly #pkt = new Packet();
   readonly #out: Packet | null;
   readonly #bsf: BsfContext | null;
 
-  constructor(src: MediaSource, index: number, bsf: BsfContext | null) {
+  constructor(src: MediaSource, index: number, tb: Rational, bsf: BsfContext | null) {
     this.#src = src;
     this.#index = index;
+    this.#tb = tb;
     this.#bsf = bsf;
     this.#out = bsf ? new Packet() : null;
   }
@@ -237,20 +258,38 @@ class StreamReader implements Disposable {
   }
 
   /** Seeks to the keyframe at or before `ts` (stream time base) and empties the run. */
-  seek(ts: bigint, toStart: boolean): void {
-    const { avformat, avcodec } = ffmpeg();
-    const rc = avformat.av_seek_frame(this.#src.fmt, this.#index, ts, AVSEEK_FLAG_BACKWARD);
+  seek(ts: bigint): void {
+    const rc = ffmpeg().avformat.av_seek_frame(this.#src.fmt, this.#index, ts, AVSEEK_FLAG_BACKWARD);
     if (rc < 0) {
-      // No index to seek with (e.g. Matroska without cues): rewind to byte 0 and read forward instead.
-      if (avformat.av_seek_frame(this.#src.fmt, -1, 0n, AVSEEK_FLAG_BYTE) < 0) {
-        check(rc, this.#src.label, "av_seek_frame");
-      }
-      toStart = true;
+      // No index to seek with (e.g. Matroska without cues): read forward from the start instead.
+      this.rewind(ts);
+      return;
     }
-    if (this.#bsf) avcodec.av_bsf_flush(this.#bsf.ptr);
+    this.#reset(false);
+  }
+
+  /**
+   * Goes back to the first packet of the stream. A seek to the stream's start time is not enough where seeks go
+   * by dts (MPEG-TS lands on the last packet *decoded* at or before the target, and the first keyframe is decoded
+   * before the start time, which is its pts): seek well before it first, then to it (index-based demuxers refuse
+   * a time before their first entry), then to byte 0.
+   */
+  rewind(startTs: bigint): void {
+    const { avformat } = ffmpeg();
+    const fmt = this.#src.fmt;
+    const early = startTs - BigInt(Math.ceil(REWIND_MARGIN_SEC / ptsToSeconds(1, this.#tb)));
+    let rc = avformat.av_seek_frame(fmt, this.#index, early, AVSEEK_FLAG_BACKWARD);
+    if (rc < 0) rc = avformat.av_seek_frame(fmt, this.#index, startTs, AVSEEK_FLAG_BACKWARD);
+    if (rc < 0) rc = avformat.av_seek_frame(fmt, -1, 0n, AVSEEK_FLAG_BYTE);
+    check(rc, this.#src.label, "av_seek_frame");
+    this.#reset(true);
+  }
+
+  #reset(fromStart: boolean): void {
+    if (this.#bsf) ffmpeg().avcodec.av_bsf_flush(this.#bsf.ptr);
     this.run.clear();
     this.eof = false;
-    this.fromStart = toStart;
+    this.fromStart = fromStart;
   }
 
   [Symbol.dispose](): void {
@@ -281,8 +320,8 @@ function validateWindow(w: unknown, label: string, facts: StreamFacts): TimeWind
     throw new MediaError(
       label,
       "demux window",
-      `window [${s}, ${e}) starts at or after the end of stream ${facts.index} ` +
-        `(${facts.startSec}s + duration ${(facts.endSec - facts.startSec).toFixed(6)}s = ${facts.endSec}s)`,
+      `file ends at ${fmtSec(facts.endSec)} s (stream ${facts.index}: start ${fmtSec(facts.startSec)} s + ` +
+        `duration ${fmtSec(facts.endSec - facts.startSec)} s), before the window [${s}, ${e})`,
     );
   }
   if (e <= facts.startSec) {
@@ -304,7 +343,7 @@ function secondsToTs(sec: number, tb: Rational): bigint {
 function startKeyframe(run: PacketRun, s: number, tb: Rational): number {
   let k = -1;
   for (let i = 0; i < run.length; i++) {
-    if (run.isKey(i) && run.seconds(i, tb) <= s) k = i;
+    if (run.isKey(i) && run.keyframeSeconds(i, tb) <= s) k = i;
   }
   return k;
 }
@@ -312,6 +351,11 @@ function startKeyframe(run: PacketRun, s: number, tb: Rational): number {
 function firstKeyframe(run: PacketRun): number {
   for (let i = 0; i < run.length; i++) if (run.isKey(i)) return i;
   return -1;
+}
+
+/** Decode time of packet `i` in seconds (its pts when it has no dts), NaN when it has neither. */
+function decodeSeconds(run: PacketRun, i: number, tb: Rational): number {
+  return run.dts[i] !== NOPTS ? ptsToSeconds(run.dts[i], tb) : run.seconds(i, tb);
 }
 
 /** Whether the run can serve a window starting at `s` without a seek. */
@@ -326,23 +370,49 @@ function runCovers(reader: StreamReader, s: number, facts: StreamFacts): boolean
   return startKeyframe(run, s, facts.tb) >= 0 || (reader.fromStart && firstKeyframe(run) >= 0);
 }
 
-/** Seeks so that the run starts at a keyframe presented at or before `s` (or at the stream's start). */
+/**
+ * After a seek, reads until it is known whether the run reaches a keyframe presented at or before `s`: true at
+ * the first keyframe when it is, false when it is presented after `s`, when a packet decoded after `s` comes
+ * first (every keyframe after it is decoded, so presented, after `s` too), or at the end of the file.
+ */
+function landedBefore(reader: StreamReader, s: number, tb: Rational): boolean {
+  const run = reader.run;
+  for (let i = 0;; i++) {
+    if (i >= run.length && !reader.next()) return false;
+    if (run.isKey(i)) {
+      while (run.length <= i + LEADING_LOOKAHEAD && reader.next()) { /* what keyframeSeconds looks at */ }
+      return !(run.keyframeSeconds(i, tb) > s); // no timestamp: nothing better to try
+    }
+    if (decodeSeconds(run, i, tb) > s) return false;
+  }
+}
+
+/**
+ * Seeks so that the run holds a keyframe presented at or before `s` (or starts at the stream's start).
+ *
+ * A seek may land past that keyframe in any container: MPEG-TS seeks by dts and lands on the last packet decoded
+ * at or before the target, keyframe or not, so with B-frames (a keyframe decoded before it is presented) or a long
+ * GOP the packets after the landing point start mid-GOP; an index can point anywhere a muxer put it. Whatever the
+ * container, what is read after the landing point decides ({@link landedBefore}); when it shows the landing was
+ * too late, the seek goes back further (1 s, 2 s, 4 s, ... before where it landed), and after
+ * {@link MAX_SEEK_RETRIES} tries to the start of the stream, where the first keyframe is always right.
+ */
 function seekFor(reader: StreamReader, s: number, facts: StreamFacts): void {
   const { tb } = facts;
   let target = s;
   for (let attempt = 0;; attempt++) {
-    const toStart = target <= facts.startSec || attempt >= MAX_SEEK_RETRIES;
-    reader.seek(secondsToTs(toStart ? facts.startSec : target, tb), toStart);
-    while (firstKeyframe(reader.run) < 0 && reader.next()) { /* find the first keyframe after the seek */ }
-    const k = firstKeyframe(reader.run);
-    if (k < 0 || reader.fromStart) return;
-    const t = reader.run.seconds(k, tb);
-    if (!(t > s)) return; // at or before s (or no timestamp: nothing better to try)
-    target = Math.min(target, t) - Math.pow(2, attempt); // landed after s: go further back
+    if (target <= facts.startSec || attempt >= MAX_SEEK_RETRIES) reader.rewind(secondsToTs(facts.startSec, tb));
+    else reader.seek(secondsToTs(target, tb));
+    if (reader.fromStart || landedBefore(reader, s, tb)) return;
+    const landed = reader.run.length > 0 ? decodeSeconds(reader.run, 0, tb) : NaN;
+    target = (landed < target ? landed : target) - Math.pow(2, attempt);
   }
 }
 
-/** Positions the reader so that its run holds the keyframe a window starting at `s` needs. Returns its index. */
+/**
+ * Positions the reader so that its run holds the keyframe a window starting at `s` needs. Returns its index,
+ * or -1 when the stream has no keyframe at or before `s` and the run is not at the stream's start.
+ */
 function positionFor(reader: StreamReader, s: number, facts: StreamFacts): number {
   const { tb } = facts;
   if (!runCovers(reader, s, facts)) seekFor(reader, s, facts);
@@ -374,6 +444,21 @@ function readThrough(reader: StreamReader, k: number, e: number, tb: Rational): 
   }
 }
 
+/** End of the last frame in the run: the latest `pts + duration` (`fallback` seconds when no duration). */
+function runEnd(run: PacketRun, tb: Rational, fallback: number): number {
+  let end = -Infinity;
+  for (let i = 0; i < run.length; i++) {
+    const d = run.duration[i] > 0n ? ptsToSeconds(run.duration[i], tb) : Number.isFinite(fallback) ? fallback : 0;
+    end = Math.max(end, run.seconds(i, tb) + d);
+  }
+  return end;
+}
+
+/** Seconds for messages: three decimals, no trailing zeros. */
+function fmtSec(t: number): string {
+  return String(Math.round(t * 1000) / 1000);
+}
+
 /** Index one past the last packet (decode order, from `k`) presented before `e`. */
 function windowEnd(run: PacketRun, k: number, e: number, tb: Rational): number {
   let end = k + 1;
@@ -391,9 +476,13 @@ export function demuxVideoSync(src: MediaInput, opts: DemuxOptions = {}): VideoP
   using source = MediaSource.open(src);
   const label = source.label;
   const fmt = source.fmt;
+  const mode = opts.streamInfo ?? "auto";
+  // FLV and MPEG-PS have no header: their streams appear only once packets are read.
+  if (mode !== "never" && formatContext.nbStreams(fmt) === 0) {
+    source.findStreamInfo({ probesize: 1_000_000, maxAnalyzeDurationUs: 1_000_000 });
+  }
   const index = selectVideoStream(source, opts.streamIndex, "demux");
   const st = formatContext.stream(fmt, index);
-  const mode = opts.streamInfo ?? "auto";
   if (mode === "always" || (mode === "auto" && headerIncomplete(st, false))) {
     source.findStreamInfo({ probesize: 1_000_000, maxAnalyzeDurationUs: 1_000_000 });
   }
@@ -417,7 +506,7 @@ export function demuxVideoSync(src: MediaInput, opts: DemuxOptions = {}): VideoP
     rotation: streamRotation(st),
     startTimeSec: startSec,
   };
-  using reader = new StreamReader(source, index, bsf);
+  using reader = new StreamReader(source, index, tb, bsf);
 
   const wanted = opts.windows ?? (opts.window ? [opts.window] : null);
   if (wanted === null) {
@@ -433,10 +522,23 @@ export function demuxVideoSync(src: MediaInput, opts: DemuxOptions = {}): VideoP
   for (const wi of order) {
     const [s, e] = windows[wi];
     const k = positionFor(reader, s, facts);
+    if (k >= 0) readThrough(reader, k, e, tb);
+    if (reader.eof) {
+      const last = runEnd(reader.run, tb, rate[1] / rate[0]);
+      if (!(last > s)) {
+        const header = facts.endSec === null ? "" : ` (the header says it lasts until ${fmtSec(facts.endSec)} s)`;
+        throw new MediaError(
+          label,
+          "demux window",
+          reader.run.length === 0
+            ? `stream ${index} has no packets${header}`
+            : `file ends at ${fmtSec(last)} s, before the window [${s}, ${e})${header}`,
+        );
+      }
+    }
     if (k < 0) {
       throw new MediaError(label, "demux window", `no keyframe found at or before ${s}s in stream ${index}`);
     }
-    readThrough(reader, k, e, tb);
     const end = windowEnd(reader.run, k, e, tb);
     // Each window owns its buffers (extradata included): windows travel to Workers one by one, and a
     // transferred buffer is detached for every object that shares it.
