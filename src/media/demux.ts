@@ -12,8 +12,13 @@
  * Several windows are cut from one open of the file: they are visited in start order, packets already read are
  * reused when windows overlap or follow closely, and results come back in the caller's order.
  *
+ * A window finds its keyframe the same way in every container: seek, then read what follows the landing point
+ * (see `seekFor`); a seek that landed past the keyframe (MPEG-TS seeks by dts) goes further back. A window past
+ * the last packet fails with "file ends at X s, before the window [s, e)".
+ *
  * `avformat_find_stream_info` (decoder init behind FFmpeg's process-wide lock) runs only when the container
- * header lacks the codec or frame size (e.g. MPEG-TS); MP4/MOV/MKV/WebM headers have them.
+ * header lacks the codec or frame size (e.g. MPEG-TS) or has no streams at all (FLV, MPEG-PS);
+ * MP4/MOV/MKV/WebM headers have them.
  * @module
  */
 import { AVERROR_EAGAIN, AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";
