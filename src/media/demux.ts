@@ -47,6 +47,7 @@ import {
   type Rational,
   stream,
 } from "./structs.ts";
+import { settle } from "../settle.ts";
 
 /** A time window `[start, end)` in seconds. */
 export type TimeWindow = [number, number];
@@ -406,8 +407,9 @@ function seekFor(reader: StreamReader, s: number, facts: StreamFacts): void {
   const { tb } = facts;
   let target = s;
   for (let attempt = 0;; attempt++) {
-    if (target <= facts.startSec || attempt >= MAX_SEEK_RETRIES) reader.rewind(secondsToTs(facts.startSec, tb));
-    else reader.seek(secondsToTs(target, tb));
+    if (target <= facts.startSec || attempt >= MAX_SEEK_RETRIES) {
+      reader.rewind(secondsToTs(facts.startSec, tb));
+    } else reader.seek(secondsToTs(target, tb));
     if (reader.fromStart || landedBefore(reader, s, tb)) return;
     const landed = reader.run.length > 0 ? decodeSeconds(reader.run, 0, tb) : NaN;
     target = (landed < target ? landed : target) - Math.pow(2, attempt);
@@ -453,7 +455,11 @@ function readThrough(reader: StreamReader, k: number, e: number, tb: Rational): 
 function runEnd(run: PacketRun, tb: Rational, fallback: number): number {
   let end = -Infinity;
   for (let i = 0; i < run.length; i++) {
-    const d = run.duration[i] > 0n ? ptsToSeconds(run.duration[i], tb) : Number.isFinite(fallback) ? fallback : 0;
+    const d = run.duration[i] > 0n
+      ? ptsToSeconds(run.duration[i], tb)
+      : Number.isFinite(fallback)
+      ? fallback
+      : 0;
     end = Math.max(end, run.seconds(i, tb) + d);
   }
   return end;
@@ -531,7 +537,9 @@ export function demuxVideoSync(src: MediaInput, opts: DemuxOptions = {}): VideoP
     if (reader.eof) {
       const last = runEnd(reader.run, tb, rate[1] / rate[0]);
       if (!(last > s)) {
-        const header = facts.endSec === null ? "" : ` (the header says it lasts until ${fmtSec(facts.endSec)} s)`;
+        const header = facts.endSec === null
+          ? ""
+          : ` (the header says it lasts until ${fmtSec(facts.endSec)} s)`;
         throw new MediaError(
           label,
           "demux window",
@@ -570,10 +578,8 @@ export function demuxVideo(
  * is synchronous FFI (meant to run inside a Worker); the Promise is for API symmetry.
  */
 export function demuxVideo(src: MediaInput, opts: DemuxOptions = {}): Promise<VideoPackets | VideoPackets[]> {
-  try {
+  return settle(() => {
     const out = demuxVideoSync(src, opts);
-    return Promise.resolve(opts.windows !== undefined ? out : out[0]);
-  } catch (e) {
-    return Promise.reject(e);
-  }
+    return opts.windows !== undefined ? out : out[0];
+  });
 }

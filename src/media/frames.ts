@@ -47,11 +47,10 @@ export interface VideoFrames {
   frameSize: number;
   /** The planes of one frame (one entry for packed formats). */
   planes: PlaneLayout[];
-  /**
-   * Display rotation in degrees, counter-clockwise, as ffprobe reports it (0, 90, 180, -90). It is reported,
-   * not applied: the pixels are in coded orientation.
-   */
+  /** Display rotation of the stream in degrees, counter-clockwise, as ffprobe reports it (0, 90, 180, -90). */
   rotation: number;
+  /** True when `rotation` was applied (`rotate: true`): the pixels are as displayed; else in coded orientation. */
+  rotated: boolean;
   /** Packets the decoder rejected or failed on (corrupt bitstream); their frames are missing. */
   failedPackets: number;
   /** Frames the decoder produced in total, including those outside the window and those resampling dropped. */

@@ -10,13 +10,19 @@
 
 import { InvalidArgumentError } from "../errors.ts";
 
-/** A plane of `width`×`height` pixels, `bytesPerPixel` interleaved bytes each, rows `stride` bytes apart. */
-export interface Plane {
-  data: Uint8Array;
+/**
+ * A plane of `width`×`height` pixels, `bytesPerPixel` interleaved samples each, rows `stride` elements apart and
+ * pixels `pixelStride` elements apart (default `bytesPerPixel`: a larger one reads or writes one channel of a
+ * packed image, e.g. plane G of RGB24 is `{ data: rgb.subarray(1), bytesPerPixel: 1, pixelStride: 3 }`).
+ * Destinations may hold `float32` samples (see {@link orientPlane}'s `lut`).
+ */
+export interface Plane<T extends Uint8Array | Float32Array = Uint8Array> {
+  data: T;
   width: number;
   height: number;
   stride: number;
   bytesPerPixel: number;
+  pixelStride?: number;
 }
 
 /** A multiple of 90° normalised to 0, 90, 180 or 270 (counter-clockwise); anything else is an error. */
@@ -35,16 +41,50 @@ export function orientedSize(width: number, height: number, degrees: number): [n
 }
 
 /**
- * Writes `src` turned counter-clockwise by `degrees` (then mirrored left–right when `mirror`) into `dst`, whose
- * size must be {@link orientedSize} of `src`'s. `src` and `dst` must not overlap.
+ * The coded-image rectangle `[x, y, width, height]` whose pixels {@link orientPlane} turns (and mirrors) into the
+ * rectangle `rect` of the oriented image, for an image coded `width`×`height`.
  */
-export function orientPlane(src: Plane, dst: Plane, degrees: number, mirror = false): void {
+export function codedRect(
+  rect: readonly [number, number, number, number],
+  width: number,
+  height: number,
+  degrees: number,
+  mirror = false,
+): [number, number, number, number] {
+  const d = quarterTurns(degrees);
+  const [ow] = orientedSize(width, height, d);
+  let [x, y, w, h] = rect;
+  if (mirror) x = ow - x - w;
+  if (d === 90) return [width - y - h, x, h, w];
+  if (d === 180) return [width - x - w, height - y - h, w, h];
+  if (d === 270) return [y, height - x - w, h, w];
+  return [x, y, w, h];
+}
+
+/**
+ * Writes `src` turned counter-clockwise by `degrees` (then mirrored left–right when `mirror`) into `dst`, whose
+ * size must be {@link orientedSize} of `src`'s. `src` and `dst` must not overlap. With `lut` (and a `Float32Array`
+ * destination), sample `b` of a pixel with value `v` is written as `lut[b·256 + v]`: normalisation in the same
+ * pass.
+ */
+export function orientPlane<T extends Uint8Array | Float32Array>(
+  src: Plane,
+  dst: Plane<T>,
+  degrees: number,
+  mirror = false,
+  lut?: Float32Array,
+): void {
   const d = quarterTurns(degrees);
   const [w, h] = orientedSize(src.width, src.height, d);
   const bpp = src.bytesPerPixel;
   if (dst.width !== w || dst.height !== h || dst.bytesPerPixel !== bpp) {
     throw new InvalidArgumentError(
       `orient: destination is ${dst.width}x${dst.height}x${dst.bytesPerPixel}, needs ${w}x${h}x${bpp}`,
+    );
+  }
+  if ((lut !== undefined) !== (dst.data instanceof Float32Array) || (lut && lut.length < 256 * bpp)) {
+    throw new InvalidArgumentError(
+      "orient: a float32 destination needs a lookup table of 256 values a sample",
     );
   }
   // For each destination pixel (x, y), the source pixel is sx0 + x·dxX + y·dxY, sy0 + x·dyX + y·dyY.
@@ -61,18 +101,29 @@ export function orientPlane(src: Plane, dst: Plane, degrees: number, mirror = fa
     dyX = -dyX;
   }
   const s = src.data, o = dst.data, ss = src.stride;
-  const stepX = dxX * bpp + dyX * ss; // source byte step per destination pixel along a row
+  const sp = src.pixelStride ?? bpp, dp = dst.pixelStride ?? bpp;
+  const stepX = dxX * sp + dyX * ss; // source element step per destination pixel along a row
   for (let y = 0; y < h; y++) {
-    let si = (sx0 + y * dxY) * bpp + (sy0 + y * dyY) * ss;
+    let si = (sx0 + y * dxY) * sp + (sy0 + y * dyY) * ss;
     let di = y * dst.stride;
-    if (bpp === 3) {
-      for (let x = 0; x < w; x++, si += stepX, di += 3) {
+    if (lut !== undefined) {
+      if (bpp === 1) {
+        for (let x = 0; x < w; x++, si += stepX, di += dp) o[di] = lut[s[si]];
+      } else {
+        for (let x = 0; x < w; x++, si += stepX, di += dp) {
+          for (let b = 0; b < bpp; b++) o[di + b] = lut[(b << 8) + s[si + b]];
+        }
+      }
+    } else if (bpp === 3) {
+      for (let x = 0; x < w; x++, si += stepX, di += dp) {
         o[di] = s[si];
         o[di + 1] = s[si + 1];
         o[di + 2] = s[si + 2];
       }
+    } else if (bpp === 1) {
+      for (let x = 0; x < w; x++, si += stepX, di += dp) o[di] = s[si];
     } else {
-      for (let x = 0; x < w; x++, si += stepX, di += bpp) {
+      for (let x = 0; x < w; x++, si += stepX, di += dp) {
         for (let b = 0; b < bpp; b++) o[di + b] = s[si + b];
       }
     }

@@ -23,6 +23,7 @@ import {
   stream,
 } from "./structs.ts";
 import { type CodecInfo, ptsToSeconds } from "./packets.ts";
+import { settle } from "../settle.ts";
 
 /** `AVMediaType` values. */
 const MEDIA_TYPES = ["video", "audio", "data", "subtitle", "attachment"] as const;
@@ -343,9 +344,5 @@ export function probeSync(src: MediaInput, opts: ProbeOptions = {}): MediaInfo {
  * for missing, empty or unreadable input. The work is synchronous FFI; the Promise is for API symmetry.
  */
 export function probe(src: MediaInput, opts: ProbeOptions = {}): Promise<MediaInfo> {
-  try {
-    return Promise.resolve(probeSync(src, opts));
-  } catch (e) {
-    return Promise.reject(e);
-  }
+  return settle(() => probeSync(src, opts));
 }

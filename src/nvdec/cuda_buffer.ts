@@ -3,19 +3,13 @@
  * Each holds a reference to its device's context until disposed (`using`, or `[Symbol.dispose]()`).
  * @module
  */
+import { OutSlot } from "../../ffi/out_slot.ts";
 import { CUDA_MEMCPY2D } from "../../ffi/cuda/layouts.ts";
 import { CU_MEMORYTYPE } from "../../ffi/cuda/symbols.ts";
 import { SluiceError } from "../errors.ts";
-import {
-  acquireContext,
-  check,
-  cuda,
-  type DeviceContext,
-  outSlot,
-  releaseContext,
-  withContext,
-} from "./driver.ts";
+import { acquireContext, checkCu, cuda, type DeviceContext, releaseContext, withContext } from "./driver.ts";
 import { StructBuffer } from "./struct_buffer.ts";
+import { settle } from "../settle.ts";
 
 /** A block of device memory on one GPU. */
 export class CudaBuffer {
@@ -54,11 +48,15 @@ export class CudaBuffer {
   static alloc(byteLength: number, device = 0): CudaBuffer {
     const dc = acquireContext(device);
     try {
-      const slot = outSlot();
+      const slot = new OutSlot();
       withContext(
         dc,
         () =>
-          check(cuda().cuMemAlloc_v2(slot.bytes, BigInt(byteLength)), "cuMemAlloc_v2", `${byteLength} bytes`),
+          checkCu(
+            cuda().cuMemAlloc_v2(slot.bytes, BigInt(byteLength)),
+            `${byteLength} bytes`,
+            "cuMemAlloc_v2",
+          ),
       );
       return new CudaBuffer(dc, slot.u64[0], byteLength);
     } catch (e) {
@@ -89,7 +87,7 @@ export class CudaBuffer {
       )
       .u32("dstMemoryType", CU_MEMORYTYPE.HOST).ptr("dstHost", Deno.UnsafePointer.of(out))
       .u64("dstPitch", rowBytes).u64("WidthInBytes", rowBytes).u64("Height", rows);
-    withContext(this.#dc, () => check(cuda().cuMemcpy2D_v2(c.bytes), "cuMemcpy2D_v2", "device to host"));
+    withContext(this.#dc, () => checkCu(cuda().cuMemcpy2D_v2(c.bytes), "device to host", "cuMemcpy2D_v2"));
   }
 
   /** Frees the memory and drops the context reference (a view: nothing). Safe to call twice. */
@@ -98,7 +96,7 @@ export class CudaBuffer {
     const p = this.#ptr;
     this.#ptr = 0n;
     try {
-      withContext(this.#dc, () => check(cuda().cuMemFree_v2(p), "cuMemFree_v2"));
+      withContext(this.#dc, () => checkCu(cuda().cuMemFree_v2(p), "", "cuMemFree_v2"));
     } finally {
       releaseContext(this.#dc);
     }
@@ -154,14 +152,12 @@ export class CudaFrames {
 
   /** Copies every frame to host memory, tight rows (nv12: W·H·3/2 bytes per frame, luma then interleaved UV). */
   toHost(): Promise<Uint8Array> {
-    try {
+    return settle(() => {
       const rows = (this.frameSize / this.width) * this.pts.length;
       const out = new Uint8Array(this.frameSize * this.pts.length);
       if (rows > 0) this.#buffer.copyToHost(0, this.pitch, this.width, rows, out);
-      return Promise.resolve(out);
-    } catch (e) {
-      return Promise.reject(e);
-    }
+      return out;
+    });
   }
 
   /** Frees the device memory (when this object allocated it). */

@@ -21,6 +21,7 @@
  *   it fits; {@link releaseNvdecDecoder} destroys it. Any failure destroys it and releases everything taken.
  * @module
  */
+import { OutSlot } from "../../ffi/out_slot.ts";
 import {
   CUVIDDECODECAPS,
   CUVIDDECODECREATEINFO,
@@ -47,19 +48,18 @@ import { inWindow, NOPTS, ptsToSeconds, VideoPackets } from "../media/packets.ts
 import { filterPackets } from "../media/bsf.ts";
 import {
   acquireContext,
-  check,
+  checkCu,
   cuda,
   cudaError,
   type DeviceContext,
   nvcuvid,
-  outSlot,
   releaseContext,
-  slotPointer,
   withContext,
 } from "./driver.ts";
 import { CudaBuffer, CudaFrames, type NvdecPixelFormat } from "./cuda_buffer.ts";
 import { type ColorMatrix, launchNv12ToRgb } from "./convert.ts";
 import { StructBuffer, StructView } from "./struct_buffer.ts";
+import { settle } from "../settle.ts";
 
 /** A crop rectangle in coded-frame pixels (applied before resizing). */
 export interface CropRect {
@@ -111,7 +111,7 @@ export function releaseNvdecDecoder(): void {
   if (!c) return;
   cached = undefined;
   try {
-    withContext(c.dc, () => check(nvcuvid().cuvidDestroyDecoder(c.handle), "cuvidDestroyDecoder"));
+    withContext(c.dc, () => checkCu(nvcuvid().cuvidDestroyDecoder(c.handle), "", "cuvidDestroyDecoder"));
   } finally {
     releaseContext(c.dc);
   }
@@ -203,7 +203,7 @@ class Session {
           `${this.#p.source}: NVDEC parser sent a picture before any sequence header`,
         );
       }
-      check(nvcuvid().cuvidDecodePicture(cached.handle, pic), "cuvidDecodePicture", this.#p.source);
+      checkCu(nvcuvid().cuvidDecodePicture(cached.handle, pic), this.#p.source, "cuvidDecodePicture");
       return 1;
     });
   }
@@ -227,10 +227,10 @@ class Session {
           "top_field_first",
           info.i32("top_field_first"),
         );
-      const dptr = outSlot();
+      const dptr = new OutSlot();
       const pitch = new Uint32Array(1);
       const nv = nvcuvid();
-      check(
+      checkCu(
         nv.cuvidMapVideoFrame64(
           cached!.handle,
           info.i32("picture_index"),
@@ -238,16 +238,16 @@ class Session {
           new Uint8Array(pitch.buffer),
           vpp.bytes,
         ),
-        "cuvidMapVideoFrame64",
         this.#p.source,
+        "cuvidMapVideoFrame64",
       );
       try {
         this.#writeSlot(dptr.u64[0], pitch[0], slot);
       } finally {
-        check(
+        checkCu(
           nv.cuvidUnmapVideoFrame64(cached!.handle, dptr.u64[0]),
-          "cuvidUnmapVideoFrame64",
           this.#p.source,
+          "cuvidUnmapVideoFrame64",
         );
       }
       this.pts.push(t);
@@ -283,7 +283,7 @@ class Session {
       .u32("srcMemoryType", CU_MEMORYTYPE.DEVICE).u64("srcDevice", src).u64("srcPitch", srcPitch)
       .u32("dstMemoryType", CU_MEMORYTYPE.DEVICE).u64("dstDevice", dst).u64("dstPitch", width)
       .u64("WidthInBytes", width).u64("Height", rows);
-    check(cuda().cuMemcpy2DAsync_v2(c.bytes, null), "cuMemcpy2DAsync_v2", "NV12 surface to output");
+    checkCu(cuda().cuMemcpy2DAsync_v2(c.bytes, null), "NV12 surface to output", "cuMemcpy2DAsync_v2");
   }
 
   #guard(fn: () => number): number {
@@ -312,7 +312,7 @@ class Session {
     }
     const caps = new StructBuffer(CUVIDDECODECAPS)
       .i32("eCodecType", f.codec).i32("eChromaFormat", f.chroma).u32("nBitDepthMinus8", f.bitDepth - 8);
-    check(nvcuvid().cuvidGetDecoderCaps(caps.bytes), "cuvidGetDecoderCaps", src);
+    checkCu(nvcuvid().cuvidGetDecoderCaps(caps.bytes), src, "cuvidGetDecoderCaps");
     const limit = (what: string, msg: string) =>
       new NvdecUnsupportedError(`${src}: the GPU's decoder ${msg}`, what);
     if (!caps.getU8("bIsSupported")) {
@@ -401,7 +401,11 @@ class Session {
           "displayBottom",
           area.bottom,
         );
-      check(nvcuvid().cuvidReconfigureDecoder(c.handle, r.bytes), "cuvidReconfigureDecoder", this.#p.source);
+      checkCu(
+        nvcuvid().cuvidReconfigureDecoder(c.handle, r.bytes),
+        this.#p.source,
+        "cuvidReconfigureDecoder",
+      );
       return c.surfaces;
     }
     releaseNvdecDecoder();
@@ -418,11 +422,11 @@ class Session {
         "ulNumOutputSurfaces",
         2,
       );
-    const h = outSlot();
-    check(nvcuvid().cuvidCreateDecoder(h.bytes, ci.bytes), "cuvidCreateDecoder", this.#p.source);
+    const h = new OutSlot();
+    checkCu(nvcuvid().cuvidCreateDecoder(h.bytes, ci.bytes), this.#p.source, "cuvidCreateDecoder");
     this.#dc.refs++; // the cached decoder holds its own context reference
     cached = {
-      handle: slotPointer(h) as Deno.PointerObject,
+      handle: h.pointer as Deno.PointerObject,
       dc: this.#dc,
       codec: f.codec,
       maxWidth: f.codedWidth,
@@ -482,11 +486,7 @@ function isAnnexB(b: Uint8Array): boolean {
 
 /** Decodes `packets` on the GPU. See the module docs. */
 export function decodeVideoNvdec(packets: VideoPackets, opts: NvdecOptions = {}): Promise<CudaFrames> {
-  try {
-    return Promise.resolve(decodeVideoNvdecSync(packets, opts));
-  } catch (e) {
-    return Promise.reject(e);
-  }
+  return settle(() => decodeVideoNvdecSync(packets, opts));
 }
 
 /** The synchronous core of {@link decodeVideoNvdec} (the parser's callbacks need the calling thread). */
@@ -541,15 +541,15 @@ function parseAll(p: VideoPackets, o: NvdecOptions, codec: number, s: Session): 
         disp.pointer,
       )
       .ptr("pExtVideoInfo", seqhdr.length > 0 ? Deno.UnsafePointer.of(ext.bytes) : null);
-    const slot = outSlot();
-    check(nv.cuvidCreateVideoParser(slot.bytes, params.bytes), "cuvidCreateVideoParser", p.source);
-    parser = slotPointer(slot);
+    const slot = new OutSlot();
+    checkCu(nv.cuvidCreateVideoParser(slot.bytes, params.bytes), p.source, "cuvidCreateVideoParser");
+    parser = slot.pointer;
     const pkt = new StructBuffer(CUVIDSOURCEDATAPACKET);
     if (seqhdr.length > 0) {
       pkt.u64("flags", 0).u64("payload_size", seqhdr.length).ptr("payload", Deno.UnsafePointer.of(seqhdr));
       const rc = nv.cuvidParseVideoData(parser, pkt.bytes);
       if (s.error === undefined && rc !== 0) {
-        throw cudaError(rc, "cuvidParseVideoData(sequence header)", p.source);
+        throw cudaError(rc, p.source, "cuvidParseVideoData(sequence header)");
       }
     }
     for (let i = 0; i < p.numPackets && s.error === undefined; i++) {
@@ -562,7 +562,7 @@ function parseAll(p: VideoPackets, o: NvdecOptions, codec: number, s: Session): 
         );
       const rc = nv.cuvidParseVideoData(parser, pkt.bytes);
       if (s.error !== undefined) break;
-      if (rc !== 0) throw cudaError(rc, "cuvidParseVideoData", p.source);
+      if (rc !== 0) throw cudaError(rc, p.source, "cuvidParseVideoData");
     }
     if (s.error === undefined) {
       pkt.u64("flags", CUVID_PKT.ENDOFSTREAM).u64("payload_size", 0).ptr("payload", null).u64(
@@ -570,9 +570,9 @@ function parseAll(p: VideoPackets, o: NvdecOptions, codec: number, s: Session): 
         0n,
       );
       const rc = nv.cuvidParseVideoData(parser, pkt.bytes);
-      if (s.error === undefined && rc !== 0) throw cudaError(rc, "cuvidParseVideoData", p.source);
+      if (s.error === undefined && rc !== 0) throw cudaError(rc, p.source, "cuvidParseVideoData");
     }
-    if (s.error === undefined) check(cuda().cuStreamSynchronize(null), "cuStreamSynchronize", p.source);
+    if (s.error === undefined) checkCu(cuda().cuStreamSynchronize(null), p.source, "cuStreamSynchronize");
   } finally {
     if (parser !== null) nv.cuvidDestroyVideoParser(parser);
     seq.close();

@@ -1,6 +1,7 @@
 /** `toCuda(frames)`: host frames to device memory through pinned staging and an async copy. @module */
+import { OutSlot } from "../../ffi/out_slot.ts";
 import { CudaBuffer } from "./cuda_buffer.ts";
-import { check, cuda, outSlot, slotPointer, withContext } from "./driver.ts";
+import { checkCu, cuda, withContext } from "./driver.ts";
 
 /** Copies `frames` (a `VideoFrames` or raw bytes) to a new {@link CudaBuffer} on `opts.device`. */
 export function toCuda(
@@ -13,23 +14,24 @@ export function toCuda(
     try {
       withContext(buf.context, () => {
         const cu = cuda();
-        const slot = outSlot();
-        check(
+        const slot = new OutSlot();
+        checkCu(
           cu.cuMemAllocHost_v2(slot.bytes, BigInt(Math.max(1, data.length))),
-          "cuMemAllocHost_v2",
           "toCuda staging",
+          "cuMemAllocHost_v2",
         );
-        const pinned = slotPointer(slot)!;
+        const pinned = slot.pointer!;
         try {
           if (data.length) {
             new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(pinned, data.length)).set(data);
           }
           const stream = opts.stream ?? null;
-          check(
+          checkCu(
             cu.cuMemcpyHtoDAsync_v2(buf.devicePtr, pinned, BigInt(data.length), stream),
+            "",
             "cuMemcpyHtoDAsync_v2",
           );
-          check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize", "toCuda");
+          checkCu(cu.cuStreamSynchronize(stream), "toCuda", "cuStreamSynchronize");
         } finally {
           cu.cuMemFreeHost(pinned);
         }

@@ -105,7 +105,12 @@ Deno.test({
   ignore: !CLI,
   fn: async () => {
     const clip = await generateClip({ durationSec: 2 });
-    await rejectsMedia(demuxVideo(clip, { window: [5, 6] }), clip, "demux window", /file ends at 2 s \(stream 0: start 0 s \+ duration 2 s\), before the window \[5, 6\)/);
+    await rejectsMedia(
+      demuxVideo(clip, { window: [5, 6] }),
+      clip,
+      "demux window",
+      /file ends at 2 s \(stream 0: start 0 s \+ duration 2 s\), before the window \[5, 6\)/,
+    );
     await rejectsMedia(
       demuxVideo(clip, { windows: [[0, 1], [2, 3]] }),
       clip,

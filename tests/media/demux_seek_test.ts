@@ -10,7 +10,7 @@ import { decodeVideo } from "../../src/media/decode.ts";
 import { frameAt } from "../../src/media/frames.ts";
 import { MediaError } from "../../src/errors.ts";
 import { cliRaw, probeFrameTimes, sameBytes } from "../helpers/decode_oracles.ts";
-import { generateClip, hasFfmpegCliSync, type ClipSpec, tempFile } from "../helpers/media.ts";
+import { type ClipSpec, generateClip, hasFfmpegCliSync, tempFile } from "../helpers/media.ts";
 import { mulberry32 } from "../../src/data/sampler.ts";
 
 const CLI = hasFfmpegCliSync();
@@ -77,11 +77,19 @@ for (const container of ["ts", "mp4", "mkv"]) {
       ),
   });
   Deno.test({
-    name: `demux seek: HEVC B-frames, keyframe every 2 s, start 0.9 s, ${container}: windows = the CLI's frames`,
+    name:
+      `demux seek: HEVC B-frames, keyframe every 2 s, start 0.9 s, ${container}: windows = the CLI's frames`,
     ignore: SKIP !== false,
     fn: () =>
       checkFile(
-        { ...base, codec: "libx265", container, bframes: 4, gop: 50, extraArgs: ["-output_ts_offset", "0.9"] },
+        {
+          ...base,
+          codec: "libx265",
+          container,
+          bframes: 4,
+          gop: 50,
+          extraArgs: ["-output_ts_offset", "0.9"],
+        },
         12,
         10,
       ),
@@ -89,7 +97,8 @@ for (const container of ["ts", "mp4", "mkv"]) {
 }
 
 Deno.test({
-  name: "demux seek: a TS copy of an MP4 with B-frames (keyframe each 0.48 s): every 1 s window has 25 frames",
+  name:
+    "demux seek: a TS copy of an MP4 with B-frames (keyframe each 0.48 s): every 1 s window has 25 frames",
   ignore: SKIP !== false,
   fn: async () => {
     const mp4 = await generateClip({ ...base, bframes: 2, gop: 12 });
@@ -143,7 +152,11 @@ Deno.test({
       const cut = bytes.subarray(0, Math.floor(bytes.length * 0.45));
       const err = await demuxVideo(cut, { window: [5.2, 5.9] }).then(() => null, (e) => e);
       assert.ok(err instanceof MediaError, `${src}: ${err}`);
-      assert.match(err.message, /file ends at \d+(\.\d+)? s\b.*, before the window \[5\.2, 5\.9\)/, err.message);
+      assert.match(
+        err.message,
+        /file ends at \d+(\.\d+)? s\b.*, before the window \[5\.2, 5\.9\)/,
+        err.message,
+      );
     }
   },
 });
@@ -155,6 +168,10 @@ Deno.test({
     const small = { width: 96, height: 64, fps: 25, durationSec: 3 };
     await checkFile({ ...small, container: "flv", gop: 12 }, 21, 6); // H.264 in FLV
     await checkFile({ ...small, container: "flv", codec: "flv1", gop: 12 }, 22, 6);
-    await checkFile({ ...small, container: "mpg", codec: "mpeg2video", gop: 12, extraArgs: ["-bf", "2"] }, 23, 6);
+    await checkFile(
+      { ...small, container: "mpg", codec: "mpeg2video", gop: 12, extraArgs: ["-bf", "2"] },
+      23,
+      6,
+    );
   },
 });
