@@ -9,7 +9,7 @@
 
 import { decodeVideoSync, releaseDecoder } from "../media/decode.ts";
 import { type NativeObjectCounts, nativeObjectCounts } from "../media/av_objects.ts";
-import { decodeVideoNvdecSync, releaseNvdecDecoder } from "../nvdec/decoder.ts";
+import { decodeVideoNvdecSync, releaseDecoderNvdec } from "../nvdec/decoder.ts";
 import { demuxVideoSync } from "../media/demux.ts";
 import { VideoPackets, type VideoPacketsInit } from "../media/packets.ts";
 import { releaseBuffers, transferable, type Transferring } from "../pipeline/transfer.ts";
@@ -104,7 +104,7 @@ export async function decodeClipNvdec(item: ClipPackets): Promise<Transferring<D
   using frames = decodeVideoNvdecSync(VideoPackets.fromStructured(item.packets), {
     width: opts.width,
     height: opts.height,
-    pixelFormat: "rgb-planar",
+    pixelFormat: "rgb24-planar",
   });
   const host = await frames.toHost();
   const picks = pickFrames(frames.pts, item.meta.start, item.meta.end, opts.numFrames, opts.frameRate);
@@ -173,6 +173,6 @@ export function release(): void {
   try {
     releaseDecoder();
   } finally {
-    releaseNvdecDecoder();
+    releaseDecoderNvdec();
   }
 }

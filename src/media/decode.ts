@@ -26,12 +26,18 @@ import { settle } from "../settle.ts";
 import { inWindow, NOPTS, ptsToSeconds, VideoPackets } from "./packets.ts";
 import { frameShape, PIXEL_FORMATS, type PixelFormat, type VideoFrames } from "./frames.ts";
 import { Scaler, SWS_FLAGS } from "./scale.ts";
-import { type FrameSampling, FrameSelector, type SlotPlan } from "./frame_select.ts";
+import {
+  type FrameSampling,
+  FrameSelector,
+  resolveSampling,
+  type SamplingOptions,
+  type SlotPlan,
+} from "./frame_select.ts";
 import type { CropRect } from "./crop.ts";
 import { type FrameDestination, FrameWriter } from "./frame_writer.ts";
 
 /** Options of {@link decodeVideo}. */
-export interface DecodeOptions {
+export interface DecodeOptions extends SamplingOptions {
   /**
    * Output size in pixels (default: the decoded frame's size, or the `crop` region's). Give one of them to keep
    * the aspect ratio (the other is rounded to the nearest integer, at least 1). With `rotate`, the size as
@@ -195,34 +201,10 @@ export function validate(p: VideoPackets, opts: DecodeOptions): ResolvedOptions 
   };
   positiveInt(opts.width, "width");
   positiveInt(opts.height, "height");
-  positiveInt(opts.numFrames, "numFrames");
   positiveInt(opts.threads, "threads");
   const pixelFormat = opts.pixelFormat ?? "rgb24";
   if (!PIXEL_FORMATS.includes(pixelFormat)) throw bad(`unknown pixelFormat "${pixelFormat}"`);
-  const rate = (r: number) => {
-    if (!(r > 0 && Number.isFinite(r))) throw bad(`frameRate must be a positive number, got ${r}`);
-  };
-  if (opts.frameRate !== undefined) rate(opts.frameRate);
-  if (opts.frameRate !== undefined && opts.sampling !== undefined) {
-    throw bad("pass either frameRate or sampling, not both");
-  }
-  const sampling = opts.sampling ??
-    (opts.frameRate !== undefined ? { kind: "rate", frameRate: opts.frameRate } : { kind: "consecutive" });
-  switch (sampling.kind) {
-    case "consecutive":
-      break;
-    case "rate":
-      rate(sampling.frameRate);
-      break;
-    case "stride":
-      positiveInt(sampling.stride, "sampling.stride");
-      break;
-    case "uniform":
-      if (opts.numFrames === undefined) throw bad(`sampling "uniform" needs numFrames`);
-      break;
-    default:
-      throw bad(`unknown sampling kind "${(sampling as { kind: string }).kind}"`);
-  }
+  const { sampling, numFrames } = resolveSampling(opts, bad);
   const onCorrupt = opts.onCorrupt ?? "skip";
   if (onCorrupt !== "skip" && onCorrupt !== "error") throw bad(`onCorrupt must be "skip" or "error"`);
   const interpolation = opts.interpolation ?? "bilinear";
@@ -234,7 +216,7 @@ export function validate(p: VideoPackets, opts: DecodeOptions): ResolvedOptions 
   return {
     pixelFormat,
     sampling,
-    numFrames: opts.numFrames ?? Infinity,
+    numFrames,
     threads: opts.threads ?? 1,
     skipNonRef: opts.skipNonRef ?? false,
     onCorrupt,

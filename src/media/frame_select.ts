@@ -201,3 +201,49 @@ export class FrameSelector {
     return n;
   }
 }
+
+/** The frame-choice options both decoders take (`decodeVideo`, `decodeVideoNvdec`). */
+export interface SamplingOptions {
+  /** Shorthand for `sampling: { kind: "rate", frameRate }`. */
+  frameRate?: number;
+  /** Default `"consecutive"` (or `"rate"` with `frameRate`). */
+  sampling?: FrameSampling;
+  /** At most this many output frames (default: all). `"uniform"` needs it. */
+  numFrames?: number;
+}
+
+/** Checks {@link SamplingOptions}; `bad` builds the error for a message naming the option. */
+export function resolveSampling(
+  o: SamplingOptions,
+  bad: (what: string) => Error,
+): { sampling: FrameSampling; numFrames: number } {
+  const rate = (r: number) => {
+    if (!(r > 0 && Number.isFinite(r))) throw bad(`frameRate must be a positive number, got ${r}`);
+  };
+  const positiveInt = (v: number, name: string) => {
+    if (!Number.isInteger(v) || v < 1) throw bad(`${name} must be a positive integer, got ${v}`);
+  };
+  if (o.numFrames !== undefined) positiveInt(o.numFrames, "numFrames");
+  if (o.frameRate !== undefined) rate(o.frameRate);
+  if (o.frameRate !== undefined && o.sampling !== undefined) {
+    throw bad("pass either frameRate or sampling, not both");
+  }
+  const sampling: FrameSampling = o.sampling ??
+    (o.frameRate !== undefined ? { kind: "rate", frameRate: o.frameRate } : { kind: "consecutive" });
+  switch (sampling.kind) {
+    case "consecutive":
+      break;
+    case "rate":
+      rate(sampling.frameRate);
+      break;
+    case "stride":
+      positiveInt(sampling.stride, "sampling.stride");
+      break;
+    case "uniform":
+      if (o.numFrames === undefined) throw bad(`sampling "uniform" needs numFrames`);
+      break;
+    default:
+      throw bad(`unknown sampling kind "${(sampling as { kind: string }).kind}"`);
+  }
+  return { sampling, numFrames: o.numFrames ?? Infinity };
+}

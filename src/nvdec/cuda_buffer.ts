@@ -104,7 +104,7 @@ export class CudaBuffer {
 }
 
 /** Output layout of a GPU decode. */
-export type NvdecPixelFormat = "rgb-planar" | "bgr-planar" | "nv12";
+export type NvdecPixelFormat = "rgb24-planar" | "bgr24-planar" | "nv12";
 
 /** Frames decoded on the GPU, in device memory: `[T, 3, H, W]` planar RGB/BGR or `[T, 1.5H, W]` NV12. */
 export class CudaFrames {

@@ -1,7 +1,8 @@
 /**
  * `decodeVideoNvdec(packets, opts)`: GPU decode through libnvcuvid. Same input as the CPU `decodeVideo`
- * (a {@link VideoPackets}, whole stream or window) and the same window / pts semantics: frames whose
- * `pts × timeBase` lies in the packets' window `[start, end)` are kept, in presentation order.
+ * (a {@link VideoPackets}, whole stream or window) and the same frame choice: the display callback asks the frame
+ * selector (`src/media/frame_select.ts`, the CPU decoder's rule) what each frame does, and only frames that fill
+ * output slots (or are held back for later ones, under `frameRate`/`"uniform"` sampling) are mapped and converted.
  *
  * - The parser's three callbacks are `Deno.UnsafeCallback`s run synchronously inside `cuvidParseVideoData`.
  *   An exception in a callback would be swallowed by the C side: it is stored, the callback returns 0, and it
@@ -18,7 +19,7 @@
  * - Odd display sizes (e.g. 161x121) are rejected with {@link NvdecUnsupportedError} unless `width`/`height`
  *   (even) are given: NV12 output has whole 2x2 chroma blocks.
  * - The decoder is cached per thread and reconfigured (`cuvidReconfigureDecoder`) for the next stream when
- *   it fits; {@link releaseNvdecDecoder} destroys it. Any failure destroys it and releases everything taken.
+ *   it fits; {@link releaseDecoderNvdec} destroys it. Any failure destroys it and releases everything taken.
  * @module
  */
 import { OutSlot } from "../../ffi/out_slot.ts";
@@ -44,7 +45,10 @@ import {
 import { CUDA_MEMCPY2D } from "../../ffi/cuda/layouts.ts";
 import { CU_MEMORYTYPE } from "../../ffi/cuda/symbols.ts";
 import { InvalidArgumentError, NvdecUnsupportedError } from "../errors.ts";
-import { inWindow, NOPTS, ptsToSeconds, VideoPackets } from "../media/packets.ts";
+import { NOPTS, ptsToSeconds, VideoPackets } from "../media/packets.ts";
+import { FrameSelector, resolveSampling, type SamplingOptions } from "../media/frame_select.ts";
+import { framesInWindow, slotPlan } from "../media/decode.ts";
+import type { CropRect } from "../media/crop.ts";
 import { filterPackets } from "../media/bsf.ts";
 import {
   acquireContext,
@@ -61,23 +65,16 @@ import { type ColorMatrix, launchNv12ToRgb } from "./convert.ts";
 import { StructBuffer, StructView } from "./struct_buffer.ts";
 import { settle } from "../settle.ts";
 
-/** A crop rectangle in coded-frame pixels (applied before resizing). */
-export interface CropRect {
-  left: number;
-  top: number;
-  width: number;
-  height: number;
-}
-
-/** Options of {@link decodeVideoNvdec}. */
-export interface NvdecOptions {
+/** Options of {@link decodeVideoNvdec}: the frame choice (`sampling`, `frameRate`, `numFrames`) is the CPU's. */
+export interface NvdecOptions extends SamplingOptions {
   /** CUDA device ordinal (default 0). */
   device?: number;
   /** Output size (default: the displayed or cropped size); must be even (a hardware constraint). */
   width?: number;
   height?: number;
+  /** Region of the coded frame (within its display area) taken before resizing: the decoder's display area. */
   crop?: CropRect;
-  /** Default `"rgb-planar"`. */
+  /** Default `"rgb24-planar"`. */
   pixelFormat?: NvdecPixelFormat;
   /** Write into this buffer (e.g. a slot of a batch) instead of allocating; it must be large enough. */
   batch?: CudaBuffer;
@@ -106,7 +103,7 @@ interface CachedDecoder {
 let cached: CachedDecoder | undefined;
 
 /** Destroys this thread's cached decoder, if any, and drops its context reference. */
-export function releaseNvdecDecoder(): void {
+export function releaseDecoderNvdec(): void {
   const c = cached;
   if (!c) return;
   cached = undefined;
@@ -140,7 +137,9 @@ class Session {
   fullRange = false;
   buffer: CudaBuffer | undefined;
   owned = false;
-  pts: number[] = [];
+  readonly selector: FrameSelector;
+  /** Grid sampling: the frame held back for later slots (converted once, copied into each). */
+  #scratch: CudaBuffer | undefined;
   readonly #p: VideoPackets;
   readonly #o: NvdecOptions;
   readonly #fmt: NvdecPixelFormat;
@@ -149,8 +148,9 @@ class Session {
   constructor(p: VideoPackets, o: NvdecOptions, dc: DeviceContext) {
     this.#p = p;
     this.#o = o;
-    this.#fmt = o.pixelFormat ?? "rgb-planar";
+    this.#fmt = o.pixelFormat ?? "rgb24-planar";
     this.#dc = dc;
+    this.selector = new FrameSelector(slotPlan(p, resolveSampling(o, (w) => new InvalidArgumentError(w))));
   }
 
   get frameSize(): number {
@@ -208,20 +208,19 @@ class Session {
     });
   }
 
-  /** `pfnDisplayPicture`: maps the surface, writes it into its output slot, unmaps. */
+  /**
+   * `pfnDisplayPicture`: asks the frame selector what the frame does; when it fills slots or is held back, maps
+   * the surface, converts it into its slot (or the scratch frame), unmaps.
+   */
   display(infoPtr: Deno.PointerValue): number {
     return this.#guard(() => {
       if (infoPtr === null) return 1;
       const info = new StructView(CUVIDPARSERDISPINFO, infoPtr);
       const ts = info.i64("timestamp");
-      const t = ts === NOPTS ? NaN : ptsToSeconds(ts, this.#p.timeBase);
-      if (Number.isNaN(t) ? this.#p.window !== null : !inWindow(this.#p.window, t)) return 1;
-      const slot = this.pts.length;
-      if ((slot + 1) * this.frameSize > this.buffer!.byteLength) {
-        throw new InvalidArgumentError(
-          `${this.#p.source}: decodeVideoNvdec: output buffer holds only ${slot} frames`,
-        );
-      }
+      const before = this.selector.filled;
+      const d = this.selector.offer(ts === NOPTS ? NaN : ptsToSeconds(ts, this.#p.timeBase));
+      if (d.held > 0) this.#fillFromScratch(before, d.held);
+      if (d.current === 0 && !d.hold) return 1;
       const vpp = new StructBuffer(CUVIDPROCPARAMS)
         .i32("progressive_frame", info.i32("progressive_frame")).i32(
           "top_field_first",
@@ -242,7 +241,12 @@ class Session {
         "cuvidMapVideoFrame64",
       );
       try {
-        this.#writeSlot(dptr.u64[0], pitch[0], slot);
+        if (d.current > 0) {
+          const first = before + d.held;
+          this.#writeSlot(dptr.u64[0], pitch[0], this.#slotPtr(first));
+          for (let k = 1; k < d.current; k++) this.#copyFrame(this.#slotPtr(first), this.#slotPtr(first + k));
+        }
+        if (d.hold) this.#writeSlot(dptr.u64[0], pitch[0], this.#scratchPtr());
       } finally {
         checkCu(
           nv.cuvidUnmapVideoFrame64(cached!.handle, dptr.u64[0]),
@@ -250,15 +254,49 @@ class Session {
           "cuvidUnmapVideoFrame64",
         );
       }
-      this.pts.push(t);
       return 1;
     });
   }
 
-  #writeSlot(src: bigint, pitch: number, slot: number): void {
+  /** End of stream: the held frame fills the slots left. */
+  finish(): void {
+    const before = this.selector.filled;
+    const n = this.selector.finish();
+    if (n > 0) this.#fillFromScratch(before, n);
+  }
+
+  /** Frees the scratch frame. */
+  releaseScratch(): void {
+    this.#scratch?.[Symbol.dispose]();
+    this.#scratch = undefined;
+  }
+
+  #fillFromScratch(first: number, count: number): void {
+    for (let k = 0; k < count; k++) this.#copyFrame(this.#scratchPtr(), this.#slotPtr(first + k));
+  }
+
+  /** Device address of output slot `slot`, checked against the buffer. */
+  #slotPtr(slot: number): bigint {
+    if ((slot + 1) * this.frameSize > this.buffer!.byteLength) {
+      throw new InvalidArgumentError(
+        `${this.#p.source}: decodeVideoNvdec: output buffer holds only ${slot} frames`,
+      );
+    }
+    return this.buffer!.devicePtr + BigInt(slot * this.frameSize);
+  }
+
+  #scratchPtr(): bigint {
+    this.#scratch ??= CudaBuffer.alloc(this.frameSize, this.#dc.device);
+    return this.#scratch.devicePtr;
+  }
+
+  #copyFrame(src: bigint, dst: bigint): void {
+    this.#copy2d(src, this.outWidth, dst, this.outWidth, this.frameSize / this.outWidth);
+  }
+
+  #writeSlot(src: bigint, pitch: number, dst: bigint): void {
     const w = this.outWidth;
     const h = this.outHeight;
-    const dst = this.buffer!.devicePtr + BigInt(slot * this.frameSize);
     const chroma = src + BigInt(pitch * ((h + 1) & ~1));
     if (this.#fmt === "nv12") {
       this.#copy2d(src, pitch, dst, w, h);
@@ -274,7 +312,7 @@ class Session {
       height: h,
       matrix: this.matrix,
       fullRange: this.fullRange,
-      bgr: this.#fmt === "bgr-planar",
+      bgr: this.#fmt === "bgr24-planar",
     });
   }
 
@@ -377,7 +415,7 @@ class Session {
       this.buffer = this.#o.batch;
       return;
     }
-    const frames = Math.max(1, this.#p.numPackets);
+    const frames = Math.max(1, this.selector.capacity(framesInWindow(this.#p)));
     this.buffer = CudaBuffer.alloc(frames * this.frameSize, this.#dc.device);
     this.owned = true;
   }
@@ -408,7 +446,7 @@ class Session {
       );
       return c.surfaces;
     }
-    releaseNvdecDecoder();
+    releaseDecoderNvdec();
     const ci = new StructBuffer(CUVIDDECODECREATEINFO)
       .u64("ulWidth", f.codedWidth).u64("ulHeight", f.codedHeight).u64("ulNumDecodeSurfaces", surfaces)
       .i32("CodecType", f.codec).i32("ChromaFormat", f.chroma).u64("bitDepthMinus8", f.bitDepth - 8)
@@ -452,8 +490,9 @@ function validate(p: VideoPackets, o: NvdecOptions): number {
       throw bad(`${k} must be an even integer >= 2, got ${v}`);
     }
   }
-  const fmt = o.pixelFormat ?? "rgb-planar";
-  if (!["rgb-planar", "bgr-planar", "nv12"].includes(fmt)) throw bad(`unknown pixelFormat "${fmt}"`);
+  const fmt = o.pixelFormat ?? "rgb24-planar";
+  if (!["rgb24-planar", "bgr24-planar", "nv12"].includes(fmt)) throw bad(`unknown pixelFormat "${fmt}"`);
+  resolveSampling(o, bad);
   return codec;
 }
 
@@ -497,25 +536,32 @@ export function decodeVideoNvdecSync(packets: VideoPackets, opts: NvdecOptions =
   const dc = acquireContext(opts.device ?? 0);
   const s = new Session(p, opts, dc);
   try {
-    withContext(dc, () => parseAll(p, opts, codec, s));
+    withContext(dc, () => {
+      parseAll(p, opts, codec, s);
+      if (s.error === undefined && s.buffer) s.finish();
+      if (s.error === undefined) checkCu(cuda().cuStreamSynchronize(null), p.source, "cuStreamSynchronize");
+    });
     if (s.error !== undefined) throw s.error;
     if (!s.buffer) s.outWidth = s.outHeight = 0;
     const buffer = s.buffer ?? CudaBuffer.alloc(1, dc.device);
+    const pts = new Float64Array(s.selector.filled);
+    for (let k = 0; k < pts.length; k++) pts[k] = s.selector.time(k);
     const frames = new CudaFrames({
       buffer,
       owned: s.buffer ? s.owned : true,
-      pixelFormat: opts.pixelFormat ?? "rgb-planar",
+      pixelFormat: opts.pixelFormat ?? "rgb24-planar",
       width: s.outWidth || 2,
       height: s.outHeight || 2,
-      pts: Float64Array.from(s.pts),
+      pts,
     });
     return frames;
   } catch (e) {
     // A failure leaves the decoder in an unknown state: destroy it, and free what this call allocated.
-    releaseNvdecDecoder();
+    releaseDecoderNvdec();
     if (s.owned) s.buffer?.[Symbol.dispose]();
     throw e;
   } finally {
+    s.releaseScratch();
     releaseContext(dc);
   }
 }
@@ -572,7 +618,6 @@ function parseAll(p: VideoPackets, o: NvdecOptions, codec: number, s: Session): 
       const rc = nv.cuvidParseVideoData(parser, pkt.bytes);
       if (s.error === undefined && rc !== 0) throw cudaError(rc, p.source, "cuvidParseVideoData");
     }
-    if (s.error === undefined) checkCu(cuda().cuStreamSynchronize(null), p.source, "cuStreamSynchronize");
   } finally {
     if (parser !== null) nv.cuvidDestroyVideoParser(parser);
     seq.close();

@@ -27,13 +27,29 @@ function select(plan: SlotPlan, times: number[]): { frames: number[]; pts: numbe
 
 const grid = (fps: number, n: number, from = 0) => Array.from({ length: n }, (_, j) => from + j / fps);
 
-function plan(sampling: FrameSampling, window: [number, number] | null, numFrames = Infinity, end = NaN): SlotPlan {
+function plan(
+  sampling: FrameSampling,
+  window: [number, number] | null,
+  numFrames = Infinity,
+  end = NaN,
+): SlotPlan {
   return { sampling, window, numFrames, streamEnd: end, streamStart: NaN };
 }
 
 Deno.test("frame select: consecutive and stride take the window's frames in order", () => {
   const t = grid(25, 50); // 0, 0.04, ...
-  assert.deepEqual(select(plan({ kind: "consecutive" }, [0.1, 0.5]), t).frames, [3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+  assert.deepEqual(select(plan({ kind: "consecutive" }, [0.1, 0.5]), t).frames, [
+    3,
+    4,
+    5,
+    6,
+    7,
+    8,
+    9,
+    10,
+    11,
+    12,
+  ]);
   assert.deepEqual(select(plan({ kind: "consecutive" }, [0.1, 0.5], 4), t).frames, [3, 4, 5, 6]);
   const s = select(plan({ kind: "stride", stride: 3 }, [0.1, 0.5]), t);
   assert.deepEqual(s.frames, [3, 6, 9, 12]);
@@ -55,7 +71,11 @@ Deno.test("frame select: rate 10 -> 25 fps duplicates; slots before the first fr
   );
   // Window starting at 0.13: frame 1 (0.1) falls in slot round(-0.75) = -1, frame 2 (0.2) in slot 2: slots 0, 1
   // show frame 1 (on screen at 0.13 and 0.17), slot 2 frame 2.
-  assert.deepEqual(select(plan({ kind: "rate", frameRate: 25 }, [0.13, 0.25]), grid(10, 6)).frames, [1, 1, 2]);
+  assert.deepEqual(select(plan({ kind: "rate", frameRate: 25 }, [0.13, 0.25]), grid(10, 6)).frames, [
+    1,
+    1,
+    2,
+  ]);
 });
 
 Deno.test("frame select: uniform shows the frame on screen at each of numFrames evenly spaced times", () => {
