@@ -35,6 +35,7 @@ import { indexDataset } from "../src/data/video_index.ts";
 import { ClipSampler } from "../src/data/sampler.ts";
 import { CLIP_WORKER, epochSource, type FrontArgs } from "../src/data/front.ts";
 import type { ClipPackets, VideoTask } from "../src/data/clip_worker.ts";
+import { clipSpec } from "../src/data/clip_spec.ts";
 import { type Batch, collate, type DecodedClip } from "../src/data/collate.ts";
 import { videoClassificationLoader } from "../src/data/loader.ts";
 import { selectDecoder } from "../src/nvdec/available.ts";
@@ -104,7 +105,7 @@ async function batches(): Promise<
     datasetIndex: kept,
     sampler: { ...sampler.options },
     firstEpoch: 0,
-    decode: { numFrames, width: size, height: size, planar: false },
+    spec: clipSpec({ numFrames, width: size, height: size }),
     concurrency: { fetch: 8, demux: demuxThreads },
     fetch: {},
   };

@@ -1,36 +1,19 @@
 /**
  * What one training clip is: how its frames are chosen inside its time window and how its pixels are
  * transformed on their way into a batch. The loader (`loader.ts`) builds a {@link ClipSpec} once from its
- * options; the decode Workers (`clip_worker.ts`, CPU and NVDEC alike) follow it for every clip; a clip's
- * {@link ClipOutcome} says exactly what it holds.
+ * options (with {@link clipSpec}: defaults and validation); the decode Workers (`clip_worker.ts`, CPU and NVDEC
+ * alike) follow it for every clip; a clip's {@link ClipOutcome} says exactly what it holds.
  *
- * Types only: behaviour lives in `src/media` (frame selection, transforms) and `src/data` (sampling, batching).
+ * Frame choice is `src/media/frame_select.ts` (the one rule both decoders follow); the region each resize mode
+ * keeps is `src/media/crop.ts`; the pixels are written by `src/media/frame_writer.ts`.
  * @module
  */
 
-/**
- * How a clip's `numFrames` frames are chosen from the frames presented in its window `[start, end)`:
- * - `"consecutive"`: the first `numFrames` frames at the video's own rate;
- * - `"rate"`: resampled to `frameRate` fps by presentation time (FFmpeg's `fps` filter, `round=near`);
- * - `"uniform"`: `numFrames` times spread evenly over the window (TSN-style), each showing the latest frame
- *   presented at or before it;
- * - `"stride"`: every `stride`-th frame at the video's own rate, starting with the first.
- */
-export type FrameSampling =
-  | { kind: "consecutive" }
-  | { kind: "rate"; frameRate: number }
-  | { kind: "uniform" }
-  | { kind: "stride"; stride: number };
+import { InvalidArgumentError } from "../errors.ts";
+import type { FrameSampling } from "../media/frame_select.ts";
+import type { ResizeMode } from "../media/crop.ts";
 
-/**
- * How a frame becomes `width`×`height`:
- * - `"stretch"`: the whole frame scaled to the output size (aspect ratio not kept);
- * - `"short-side"`: shorter side scaled to fit, aspect kept, then a centre crop;
- * - `"random-crop"`: as `"short-side"`, but the crop is placed at random (one place for all frames of a clip);
- * - `"random-resized-crop"`: a random region covering `scale` of the frame's area with aspect ratio in `ratio`,
- *   scaled to the output size (one region for all frames of a clip).
- */
-export type ResizeMode = "stretch" | "short-side" | "random-crop" | "random-resized-crop";
+export type { FrameSampling, ResizeMode };
 
 /** Output sample type: bytes as decoded, or `float32` normalised per channel as `(x / 255 - mean) / std`. */
 export type ClipDtype = "uint8" | "float32";
@@ -40,37 +23,125 @@ export type Interpolation = "bilinear" | "bicubic" | "area";
 
 /** Everything that decides a clip's frames and pixels; JSON-compatible (it crosses Workers and processes). */
 export interface ClipSpec {
+  /** Frames per clip: every clip has exactly this many (padding counted), or fails. */
   numFrames: number;
+  /** Which frames of the window fill the clip (see `frame_select.ts`). Default `{ kind: "consecutive" }`. */
   sampling: FrameSampling;
+  /** Output size of each frame, as displayed. */
   width: number;
   height: number;
+  /** Default `"stretch"`. */
   resize: ResizeMode;
-  /** `"random-resized-crop"` only: fraction of the frame's area, `[min, max]`. */
+  /** `"random-resized-crop"` only: fraction of the frame's area, `[min, max]`. Default `[0.08, 1]`. */
   scale: [number, number];
-  /** `"random-resized-crop"` only: aspect ratio (width / height) range, `[min, max]`. */
+  /** `"random-resized-crop"` only: aspect ratio (width / height) range, `[min, max]`. Default `[3/4, 4/3]`. */
   ratio: [number, number];
-  /** Probability of mirroring a clip horizontally (all its frames alike). */
+  /** Probability of mirroring a clip horizontally (all its frames alike). Default 0. */
   flipProbability: number;
+  /** Default `"bilinear"` (the ffmpeg CLI's `scale=W:H:flags=bilinear`, byte for byte). */
   interpolation: Interpolation;
-  /** Packed `[T, H, W, 3]` (false) or planar `[T, 3, H, W]` (true) frames. */
+  /** Packed `[T, H, W, 3]` (false, default) or planar `[T, 3, H, W]` (true) frames. */
   planar: boolean;
+  /** Default `"uint8"`. */
   dtype: ClipDtype;
   /** `float32` only: per-channel (R, G, B) mean and standard deviation, on the `[0, 1]` scale. */
   mean: [number, number, number];
   std: [number, number, number];
-  /** Apply the video's display rotation so frames look as a player shows them (true) or keep coded pixels. */
+  /**
+   * Apply the video's display rotation so frames look as a player shows them (true, default) or keep coded
+   * pixels (false).
+   */
   rotate: boolean;
-  /** A clip whose padding (repeats of its last frame) would exceed this fraction of `numFrames` fails. */
+  /**
+   * A clip whose padding (repeats of its last frame) would exceed this fraction of `numFrames` fails.
+   * Default 0.5.
+   */
   maxPadFraction: number;
 }
 
-/** Where a clip's frames came from and what was done to them (part of each clip's metadata). */
+/** The defaults of every {@link ClipSpec} field that has one. */
+export const CLIP_DEFAULTS: Readonly<Omit<ClipSpec, "numFrames" | "width" | "height">> = Object.freeze({
+  sampling: { kind: "consecutive" } as FrameSampling,
+  resize: "stretch",
+  scale: [0.08, 1] as [number, number],
+  ratio: [3 / 4, 4 / 3] as [number, number],
+  flipProbability: 0,
+  interpolation: "bilinear",
+  planar: false,
+  dtype: "uint8",
+  mean: [0, 0, 0] as [number, number, number],
+  std: [1, 1, 1] as [number, number, number],
+  rotate: true,
+  maxPadFraction: 0.5,
+});
+
+const RESIZE_MODES: readonly ResizeMode[] = ["stretch", "short-side", "random-crop", "random-resized-crop"];
+const INTERPOLATIONS: readonly Interpolation[] = ["bilinear", "bicubic", "area"];
+
+/**
+ * A complete, checked {@link ClipSpec}: `given` over {@link CLIP_DEFAULTS}. Throws `InvalidArgumentError` naming
+ * the field and its valid range.
+ */
+export function clipSpec(
+  given: Partial<ClipSpec> & Pick<ClipSpec, "numFrames" | "width" | "height">,
+): ClipSpec {
+  const s: ClipSpec = { ...CLIP_DEFAULTS, ...given } as ClipSpec;
+  const bad = (what: string) => new InvalidArgumentError(`clip: ${what}`);
+  const posInt = (v: number, name: string) => {
+    if (!Number.isInteger(v) || v < 1) throw bad(`${name} must be an integer >= 1, got ${v}`);
+  };
+  posInt(s.numFrames, "numFrames");
+  posInt(s.width, "width");
+  posInt(s.height, "height");
+  const k = s.sampling?.kind;
+  if (
+    k === "rate" &&
+    !(s.sampling.kind === "rate" && s.sampling.frameRate > 0 && isFinite(s.sampling.frameRate))
+  ) {
+    throw bad(`sampling.frameRate must be a positive number`);
+  }
+  if (k === "stride") posInt((s.sampling as { stride: number }).stride, "sampling.stride");
+  if (!["consecutive", "rate", "uniform", "stride"].includes(k)) throw bad(`unknown sampling kind "${k}"`);
+  if (!RESIZE_MODES.includes(s.resize)) throw bad(`resize must be one of ${RESIZE_MODES.join(", ")}`);
+  if (!INTERPOLATIONS.includes(s.interpolation)) {
+    throw bad(`interpolation must be one of ${INTERPOLATIONS.join(", ")}`);
+  }
+  const range = (r: [number, number], name: string, lo: number, hi: number) => {
+    if (!(Array.isArray(r) && r.length === 2 && r[0] > lo && r[0] <= r[1] && r[1] <= hi)) {
+      throw bad(`${name} must be [min, max] with ${lo} < min <= max <= ${hi}, got ${JSON.stringify(r)}`);
+    }
+  };
+  range(s.scale, "scale", 0, 1);
+  range(s.ratio, "ratio", 0, Infinity);
+  const fraction = (v: number, name: string) => {
+    if (!(v >= 0 && v <= 1)) throw bad(`${name} must be in [0, 1], got ${v}`);
+  };
+  fraction(s.flipProbability, "flipProbability");
+  fraction(s.maxPadFraction, "maxPadFraction");
+  if (s.dtype !== "uint8" && s.dtype !== "float32") throw bad(`dtype must be "uint8" or "float32"`);
+  for (const [name, v] of [["mean", s.mean], ["std", s.std]] as const) {
+    if (!(Array.isArray(v) && v.length === 3 && v.every((x) => Number.isFinite(x)))) {
+      throw bad(`${name} must be three finite numbers (R, G, B)`);
+    }
+  }
+  if (!s.std.every((x) => x !== 0)) throw bad(`std must not be 0`);
+  return s;
+}
+
+/**
+ * Where a clip's frames came from and what was done to them; the decode Workers merge it into the clip's
+ * metadata (`DecodedClip.meta`), so it reaches `Batch.clips`.
+ */
 export interface ClipOutcome {
-  /** Presentation time of each output frame, seconds (padding repeats the last). */
+  /** Presentation time of each output frame, seconds (grid kinds: the slot's time; padding repeats the last). */
   pts: number[];
-  /** Frames added by repeating the last one. */
+  /** Frames added by repeating the last one (at most `maxPadFraction · numFrames`). */
   padded: number;
-  /** Time range the clip's frames cover: first frame's time to the end of the last one shown, seconds. */
+  /**
+   * Time range the clip's frames cover, seconds: from the first frame's time to the end of the last one shown
+   * (its time plus one step of the sampling: `1/fps` of the video for `"consecutive"`, `stride/fps` for
+   * `"stride"`, `1/frameRate` for `"rate"`, `(end − start)/numFrames` for `"uniform"`).
+   */
   span: [number, number];
   /** Display rotation of the video in degrees (counter-clockwise, as ffprobe reports) and whether applied. */
   rotation: number;
@@ -78,6 +149,6 @@ export interface ClipOutcome {
   /** Source region taken from each (rotated) frame before resizing: `[x, y, width, height]` in pixels. */
   crop: [number, number, number, number];
   flipped: boolean;
-  /** Frames the decoder produced for this clip, and frames it skipped without decoding (see stats). */
+  /** Frames the decoder produced for this clip (decoding starts at the keyframe before the window). */
   decodedFrames: number;
 }

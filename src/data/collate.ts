@@ -33,8 +33,8 @@ export interface ClipMeta {
 /** One decoded clip, as the decode stage hands it to `collate`. */
 export interface DecodedClip {
   meta: Omit<ClipMeta, "pts" | "padded">;
-  /** `frames × frameSize` bytes: packed RGB (`[T, H, W, 3]`) or planar RGB (`[T, 3, H, W]`). */
-  data: Uint8Array;
+  /** `frames × frameSize` samples: packed RGB (`[T, H, W, 3]`) or planar RGB (`[T, 3, H, W]`). */
+  data: Uint8Array | Float32Array;
   /** Presentation time of each frame, seconds. */
   pts: Float64Array | number[];
   width: number;

@@ -18,7 +18,8 @@
 import type { MaxFailures } from "../pipeline/stage.ts";
 import { PipelineBuilder } from "../pipeline/builder.ts";
 import { WorkerPool } from "../pipeline/worker_pool.ts";
-import type { ClipDecodeOptions, ClipPackets, VideoTask } from "./clip_worker.ts";
+import type { ClipPackets, VideoTask } from "./clip_worker.ts";
+import type { ClipSpec } from "./clip_spec.ts";
 import type { VideoItem } from "./dataset.ts";
 import { fetchBytes, type FetchOptions, isUrl } from "./fetch.ts";
 import { ClipSampler, type ResolvedSamplerOptions, type SampledVideo } from "./sampler.ts";
@@ -33,7 +34,8 @@ export interface FrontArgs {
   sampler: ResolvedSamplerOptions;
   /** The epoch the first iteration plans. */
   firstEpoch: number;
-  decode: ClipDecodeOptions;
+  /** What each clip is (see `clip_spec.ts`). */
+  spec: ClipSpec;
   concurrency: { fetch: number; demux: number };
   fetch: Omit<FetchOptions, "signal" | "range">;
   maxFailures?: MaxFailures;
@@ -65,7 +67,7 @@ export function epochSource(args: FrontArgs): Iterable<VideoTask> {
           path: item.path,
           label: item.label,
           clips: [{ position: c.position, start: c.start, end: c.end }],
-          decode: args.decode,
+          spec: args.spec,
         };
       }
       if (task !== undefined) yield task;

@@ -38,7 +38,8 @@ import type { Pipeline, PipelineStats } from "../pipeline/pipeline.ts";
 import type { MaxFailures } from "../pipeline/stage.ts";
 import { WorkerPool } from "../pipeline/worker_pool.ts";
 import { type BackendSource, type BackendStats, spawnBackend } from "../backend/spawn.ts";
-import type { ClipDecodeOptions, ClipPackets, WorkerMemory } from "./clip_worker.ts";
+import type { ClipPackets, WorkerMemory } from "./clip_worker.ts";
+import { clipSpec } from "./clip_spec.ts";
 import { nativeObjectCounts } from "../media/av_objects.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
 import { fixMmapThreshold } from "./mmap_threshold.ts";
@@ -221,20 +222,22 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
   const decoder = resolveDecoder(opts.decode ?? "cpu", log);
   const layout = opts.layout ?? "BTHWC";
   const cores = navigator.hardwareConcurrency ?? 1;
-  const decode: ClipDecodeOptions = {
+  const spec = clipSpec({
     numFrames: opts.clip.numFrames,
     width: opts.clip.width,
     height: opts.clip.height,
     planar: layout === "BCTHW",
-  };
-  if (opts.clip.frameRate !== undefined) decode.frameRate = opts.clip.frameRate;
+    sampling: opts.clip.frameRate === undefined
+      ? { kind: "consecutive" }
+      : { kind: "rate", frameRate: opts.clip.frameRate },
+  });
   const args: FrontArgs = {
     items: kept.map((i) => dataset.items[i]),
     ranges,
     datasetIndex: kept,
     sampler: { ...sampler.options },
     firstEpoch: 0,
-    decode,
+    spec,
     concurrency: { fetch: opts.concurrency?.fetch ?? 8, demux: opts.concurrency?.demux ?? 1 },
     fetch: opts.fetch ?? {},
   };

@@ -107,7 +107,7 @@ export function decodeVideoSync(packets: VideoPackets, opts: DecodeOptions = {})
     region: crop ? () => crop : undefined,
     flags: o.flags,
     lut: null,
-  }, acquireScaler(o.flags));
+  }, threadScaler(o.flags));
   const dest = opts.into ? { data: opts.into.data, offset: opts.into.offset ?? 0 } : null;
   const run = decodeFrames(p, o, writer, dest);
   const width = writer.ready ? writer.width : opts.width ?? p.width;
@@ -436,7 +436,8 @@ export function releaseDecoder(): void {
 
 let scaler: Scaler | undefined;
 
-function acquireScaler(flags: number): Scaler {
+/** This thread's swscale wrapper for `flags` (kept between calls; {@link releaseDecoder} frees it). */
+export function threadScaler(flags: number): Scaler {
   if (scaler && scaler.flags === flags) return scaler;
   scaler?.[Symbol.dispose]();
   scaler = new Scaler(flags);

@@ -22,11 +22,11 @@
  * @module
  */
 import { AVERROR_EAGAIN, AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";
-import { InvalidArgumentError, MediaError } from "../errors.ts";
+import { InvalidArgumentError, MediaError, SluiceError } from "../errors.ts";
 import { type BsfContext, Packet } from "./av_objects.ts";
 import { openBsfForStream } from "./bsf.ts";
 import { check, ffmpeg } from "./ffmpeg.ts";
-import { NOPTS, ptsToSeconds, VideoPackets } from "./packets.ts";
+import { NOPTS, ptsToSeconds, VideoPackets, type VideoPacketsInit } from "./packets.ts";
 import {
   codecInfoFromPar,
   headerIncomplete,
@@ -481,6 +481,17 @@ function windowEnd(run: PacketRun, k: number, e: number, tb: Rational): number {
 
 /** Demuxes synchronously (the work behind {@link demuxVideo}); returns one result per window, or one in all. */
 export function demuxVideoSync(src: MediaInput, opts: DemuxOptions = {}): VideoPackets[] {
+  const out = demuxEachSync(src, opts);
+  for (const r of out) if (r instanceof SluiceError) throw r;
+  return out as VideoPackets[];
+}
+
+/**
+ * Like {@link demuxVideoSync}, but a window that cannot be served (outside the stream, past the end of a
+ * truncated file, unreadable packets) gives its error in its place instead of failing the other windows. Errors
+ * that concern the whole input (it cannot be opened, has no video stream) are thrown.
+ */
+export function demuxEachSync(src: MediaInput, opts: DemuxOptions = {}): (VideoPackets | SluiceError)[] {
   if (opts.window !== undefined && opts.windows !== undefined) {
     throw new InvalidArgumentError("demuxVideo: pass either `window` or `windows`, not both");
   }
@@ -525,41 +536,69 @@ export function demuxVideoSync(src: MediaInput, opts: DemuxOptions = {}): VideoP
     if (reader.run.length === 0) throw new MediaError(label, "demux", `stream ${index} has no packets`);
     return [new VideoPackets({ ...common, window: null, ...reader.run.slice(0, reader.run.length) })];
   }
-  const windows = wanted.map((w) => validateWindow(w, label, facts));
-  const order = windows.map((_, i) => i).sort((a, b) =>
-    windows[a][0] - windows[b][0] || windows[a][1] - windows[b][1]
-  );
-  const results: VideoPackets[] = new Array(windows.length);
+  const windows = wanted.map((w) => {
+    try {
+      return validateWindow(w, label, facts);
+    } catch (e) {
+      if (e instanceof SluiceError) return e;
+      throw e;
+    }
+  });
+  const order = windows.flatMap((w, i) => w instanceof SluiceError ? [] : [i]).sort((a, b) => {
+    const [wa, wb] = [windows[a] as TimeWindow, windows[b] as TimeWindow];
+    return wa[0] - wb[0] || wa[1] - wb[1];
+  });
+  const results: (VideoPackets | SluiceError)[] = windows.map((w) => w instanceof SluiceError ? w : null!);
   for (const wi of order) {
-    const [s, e] = windows[wi];
-    const k = positionFor(reader, s, facts);
-    if (k >= 0) readThrough(reader, k, e, tb);
-    if (reader.eof) {
-      const last = runEnd(reader.run, tb, rate[1] / rate[0]);
-      if (!(last > s)) {
-        const header = facts.endSec === null
-          ? ""
-          : ` (the header says it lasts until ${fmtSec(facts.endSec)} s)`;
-        throw new MediaError(
-          label,
-          "demux window",
-          reader.run.length === 0
-            ? `stream ${index} has no packets${header}`
-            : `file ends at ${fmtSec(last)} s, before the window [${s}, ${e})${header}`,
-        );
-      }
+    try {
+      results[wi] = cutWindow(reader, windows[wi] as TimeWindow, facts, common);
+    } catch (e) {
+      if (!(e instanceof SluiceError)) throw e;
+      results[wi] = e;
     }
-    if (k < 0) {
-      throw new MediaError(label, "demux window", `no keyframe found at or before ${s}s in stream ${index}`);
-    }
-    const end = windowEnd(reader.run, k, e, tb);
-    // Each window owns its buffers (extradata included): windows travel to Workers one by one, and a
-    // transferred buffer is detached for every object that shares it.
-    const extradata = common.extradata.slice();
-    results[wi] = new VideoPackets({ ...common, extradata, window: [s, e], ...reader.run.slice(k, end) });
-    reader.run.dropBefore(k); // later windows start no earlier, so they never need packets before k
   }
   return results;
+}
+
+/** The packets of window `[s, e)`, read on from where the reader stands (see the module docs). */
+function cutWindow(
+  reader: StreamReader,
+  [s, e]: TimeWindow,
+  facts: StreamFacts,
+  common: Omit<
+    VideoPacketsInit,
+    "window" | "pts" | "dts" | "duration" | "flags" | "offsets" | "sizes" | "data"
+  >,
+): VideoPackets {
+  const { tb, index } = facts;
+  const label = common.source;
+  const k = positionFor(reader, s, facts);
+  if (k >= 0) readThrough(reader, k, e, tb);
+  if (reader.eof) {
+    const last = runEnd(reader.run, tb, common.frameRate > 0 ? 1 / common.frameRate : 0);
+    if (!(last > s)) {
+      const header = facts.endSec === null
+        ? ""
+        : ` (the header says it lasts until ${fmtSec(facts.endSec)} s)`;
+      throw new MediaError(
+        label,
+        "demux window",
+        reader.run.length === 0
+          ? `stream ${index} has no packets${header}`
+          : `file ends at ${fmtSec(last)} s, before the window [${s}, ${e})${header}`,
+      );
+    }
+  }
+  if (k < 0) {
+    throw new MediaError(label, "demux window", `no keyframe found at or before ${s}s in stream ${index}`);
+  }
+  const end = windowEnd(reader.run, k, e, tb);
+  // Each window owns its buffers (extradata included): windows travel to Workers one by one, and a
+  // transferred buffer is detached for every object that shares it.
+  const extradata = common.extradata.slice();
+  const out = new VideoPackets({ ...common, extradata, window: [s, e], ...reader.run.slice(k, end) });
+  reader.run.dropBefore(k); // later windows start no earlier, so they never need packets before k
+  return out;
 }
 
 /** Demuxes the whole video stream (or one window of it). */

@@ -83,7 +83,7 @@ export class FrameWriter {
   region: CropRect | null = null;
   displayed: [number, number] = [0, 0];
   readonly spec: WriterSpec;
-  readonly #scaler: Scaler;
+  readonly #scaler: Scaler | null;
   readonly #turns: 0 | 90 | 180 | 270;
   #coded: CropRect | null = null;
   /** The scaled frame before turning (coded orientation), when a second pass is needed. */
@@ -91,7 +91,8 @@ export class FrameWriter {
   #target: ScaleTarget | undefined;
   #tail: Uint8Array | undefined;
 
-  constructor(spec: WriterSpec, scaler: Scaler) {
+  /** `scaler` does the first pass of {@link write}; without one (NVDEC), only {@link place} is available. */
+  constructor(spec: WriterSpec, scaler: Scaler | null) {
     if (spec.lut !== null && spec.format !== "rgb24" && spec.format !== "rgb24-planar") {
       throw new InvalidArgumentError(`float32 output needs rgb24 or rgb24-planar, not ${spec.format}`);
     }
@@ -145,9 +146,10 @@ export class FrameWriter {
   /** Writes frame `f` (an `AVFrame`) as the output frame at element `offset` of `dest`. */
   write(f: Ptr, dest: Uint8Array | Float32Array, offset: number, source: string): void {
     if (this.#target === undefined) this.init(avframe.width(f), avframe.height(f));
+    if (this.#scaler === null) throw new InvalidArgumentError("FrameWriter.write needs a scaler");
     const pre = this.#pre;
     if (pre !== null) {
-      this.#scaler.scaleInto(f, pre.data, 0, pre.target, source, this.#coded);
+      this.#scaler!.scaleInto(f, pre.data, 0, pre.target, source, this.#coded);
       this.place(pre.data, pre.target.planes, dest, offset);
       return;
     }
@@ -155,12 +157,12 @@ export class FrameWriter {
       throw new InvalidArgumentError(`${source}: a Float32Array destination needs float32 output (a lut)`);
     }
     if (offset + this.frameSize + tailSlack(this.width) <= dest.length) {
-      this.#scaler.scaleInto(f, dest, offset, this.#target!, source, this.#coded);
+      this.#scaler!.scaleInto(f, dest, offset, this.#target!, source, this.#coded);
       return;
     }
     // Too close to the end of the buffer for swscale's overrun: through a scratch frame.
     this.#tail ??= new Uint8Array(this.frameSize + tailSlack(this.width));
-    this.#scaler.scaleInto(f, this.#tail, 0, this.#target!, source, this.#coded);
+    this.#scaler!.scaleInto(f, this.#tail, 0, this.#target!, source, this.#coded);
     dest.set(this.#tail.subarray(0, this.frameSize), offset);
   }
 

@@ -121,6 +121,8 @@ export class CudaFrames {
   readonly height: number;
   /** Bytes per frame. */
   readonly frameSize: number;
+  /** Frames the decoder output in all (those the frame selector skipped included). */
+  readonly decodedFrames: number;
   readonly #buffer: CudaBuffer;
   readonly #owned: boolean;
 
@@ -131,6 +133,7 @@ export class CudaFrames {
     width: number;
     height: number;
     pts: Float64Array;
+    decodedFrames?: number;
   }) {
     this.#buffer = init.buffer;
     this.#owned = init.owned;
@@ -138,6 +141,7 @@ export class CudaFrames {
     this.width = init.width;
     this.height = init.height;
     this.pts = init.pts;
+    this.decodedFrames = init.decodedFrames ?? init.pts.length;
     this.device = init.buffer.device;
     this.devicePtr = init.buffer.devicePtr;
     this.pitch = init.width;

@@ -138,6 +138,8 @@ class Session {
   buffer: CudaBuffer | undefined;
   owned = false;
   readonly selector: FrameSelector;
+  /** Frames the parser displayed. */
+  displayed = 0;
   /** Grid sampling: the frame held back for later slots (converted once, copied into each). */
   #scratch: CudaBuffer | undefined;
   readonly #p: VideoPackets;
@@ -216,6 +218,7 @@ class Session {
     return this.#guard(() => {
       if (infoPtr === null) return 1;
       const info = new StructView(CUVIDPARSERDISPINFO, infoPtr);
+      this.displayed++;
       const ts = info.i64("timestamp");
       const before = this.selector.filled;
       const d = this.selector.offer(ts === NOPTS ? NaN : ptsToSeconds(ts, this.#p.timeBase));
@@ -553,6 +556,7 @@ export function decodeVideoNvdecSync(packets: VideoPackets, opts: NvdecOptions =
       width: s.outWidth || 2,
       height: s.outHeight || 2,
       pts,
+      decodedFrames: s.displayed,
     });
     return frames;
   } catch (e) {

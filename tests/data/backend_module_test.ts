@@ -18,13 +18,13 @@ Deno.test("releasingSpent: asking for the next item frees the previous one's pac
     const it = served[Symbol.asyncIterator]();
     const first = await it.next();
     assert.equal(first.done, false);
-    assert.equal(first.value.packets.data.length, 1000, "the item being served is intact");
+    assert.equal(first.value.packets!.data.length, 1000, "the item being served is intact");
     await it.next();
-    assert.equal(src[0].packets.data.length, 0, "item 0 was freed when item 1 was asked for");
-    assert.equal(src[1].packets.data.length, 1001);
+    assert.equal(src[0].packets!.data.length, 0, "item 0 was freed when item 1 was asked for");
+    assert.equal(src[1].packets!.data.length, 1001);
     await it.next();
     assert.equal((await it.next()).done, true);
-    assert.deepEqual(src.map((x) => x.packets.data.length), [0, 0, 0]);
+    assert.deepEqual(src.map((x) => x.packets!.data.length), [0, 0, 0]);
     assert.equal(served.stats().consumed, 3);
   } finally {
     await served.stop();
@@ -38,10 +38,10 @@ Deno.test("releasingSpent: leaving early frees the item in hand", async () => {
   );
   try {
     for await (const x of served) {
-      assert.equal(x.packets.data.length, 1000);
+      assert.equal(x.packets!.data.length, 1000);
       break;
     }
-    assert.equal(src[0].packets.data.length, 0);
+    assert.equal(src[0].packets!.data.length, 0);
   } finally {
     await served.stop();
   }
