@@ -9,7 +9,14 @@ import { demuxVideo } from "../../src/media/demux.ts";
 import { decodeVideo } from "../../src/media/decode.ts";
 import { codedRect, orientedSize, orientPlane } from "../../src/media/orient.ts";
 import { sameBytes } from "../helpers/decode_oracles.ts";
-import { ffprobeInfo, generateClip, hasFfmpegCliSync, runCli, sharedMedia, tempFile } from "../helpers/media.ts";
+import {
+  ffprobeInfo,
+  generateClip,
+  hasFfmpegCliSync,
+  runCli,
+  sharedMedia,
+  tempFile,
+} from "../helpers/media.ts";
 
 const CLI = hasFfmpegCliSync();
 const PHONE = sharedMedia("h264_rot90_3frames.mov");
@@ -47,7 +54,11 @@ async function assertAsPlayer(path: string, rotation: number): Promise<void> {
   assert.equal(frames.data.length, cli.length, `${path}: frame bytes`);
   assert.ok(sameBytes(frames.data, cli), `${path}: frames equal ffmpeg's autorotate`);
   const raw = await decodeVideo(packets, { pixelFormat: "yuv420p", rotate: false });
-  assert.deepEqual([raw.width, raw.height], [packets.width, packets.height], "rotate: false keeps coded pixels");
+  assert.deepEqual(
+    [raw.width, raw.height],
+    [packets.width, packets.height],
+    "rotate: false keeps coded pixels",
+  );
 }
 
 Deno.test({
@@ -64,7 +75,18 @@ Deno.test({
     for (const tag of [90, 180, 270]) {
       const out = await tempFile(".mp4");
       try {
-        const r = await runCli("ffmpeg", ["-v", "error", "-i", clip, "-c", "copy", "-metadata:s:v:0", `rotate=${tag}`, "-y", out]);
+        const r = await runCli("ffmpeg", [
+          "-v",
+          "error",
+          "-i",
+          clip,
+          "-c",
+          "copy",
+          "-metadata:s:v:0",
+          `rotate=${tag}`,
+          "-y",
+          out,
+        ]);
         assert.equal(r.code, 0, r.stderr);
         const probed = await ffprobeInfo(out);
         const rotation = probed.streams[0].side_data_list?.find((d) => d.rotation !== undefined)?.rotation;
