@@ -27,10 +27,10 @@ import { demuxEachSync } from "../media/demux.ts";
 import { VideoPackets, type VideoPacketsInit } from "../media/packets.ts";
 import { FrameSelector } from "../media/frame_select.ts";
 import { resizeRegion } from "../media/crop.ts";
+import { normalisation } from "../media/orient.ts";
 import {
   type FrameDestination,
   FrameWriter,
-  normalisationTable,
   type WriterSpec,
 } from "../media/frame_writer.ts";
 import { frameLayout } from "../media/frames.ts";
@@ -186,7 +186,7 @@ function writerSpec(spec: ClipSpec, p: VideoPackets, choice: ClipChoice): Writer
     mirror: choice.flipped,
     region: choice.region,
     flags: SWS_FLAGS[spec.interpolation],
-    lut: spec.dtype === "float32" ? normalisationTable(spec.mean, spec.std) : null,
+    norm: spec.dtype === "float32" ? normalisation(spec.mean, spec.std) : null,
   };
 }
 

@@ -106,7 +106,7 @@ export function decodeVideoSync(packets: VideoPackets, opts: DecodeOptions = {})
     mirror: opts.flip ?? false,
     region: crop ? () => crop : undefined,
     flags: o.flags,
-    lut: null,
+    norm: null,
   }, threadScaler(o.flags));
   const dest = opts.into ? { data: opts.into.data, offset: opts.into.offset ?? 0 } : null;
   const run = decodeFrames(p, o, writer, dest);

@@ -18,7 +18,7 @@
 import { InvalidArgumentError } from "../errors.ts";
 import type { CropRect } from "./crop.ts";
 import { frameLayout, type PixelFormat, type PlaneLayout } from "./frames.ts";
-import { codedRect, orientedSize, orientPlane, quarterTurns } from "./orient.ts";
+import { codedRect, type Normalisation, orientedSize, orientPlane, quarterTurns } from "./orient.ts";
 import type { Scaler, ScaleTarget } from "./scale.ts";
 import { frame as avframe, type Ptr } from "./structs.ts";
 
@@ -46,11 +46,8 @@ export interface WriterSpec {
   region?: (width: number, height: number) => CropRect | null;
   /** swscale flags. */
   flags: number;
-  /**
-   * `float32` output: per channel (R, G, B), 256 values each, what a sample of each value becomes (see
-   * {@link normalisationTable}); null for bytes. Only for `rgb24` and `rgb24-planar`.
-   */
-  lut: Float32Array | null;
+  /** `float32` output: how bytes become samples, per channel (R, G, B); null for bytes. `rgb24(-planar)` only. */
+  norm: Normalisation | null;
 }
 
 /**
@@ -59,16 +56,6 @@ export interface WriterSpec {
  */
 function tailSlack(width: number): number {
   return 4 * width + 256;
-}
-
-/** The `float32` lookup table of {@link WriterSpec.lut}: `(v / 255 - mean[c]) / std[c]` for each value and channel. */
-export function normalisationTable(
-  mean: readonly [number, number, number],
-  std: readonly [number, number, number],
-): Float32Array {
-  const lut = new Float32Array(3 * 256);
-  for (let c = 0; c < 3; c++) for (let v = 0; v < 256; v++) lut[c * 256 + v] = (v / 255 - mean[c]) / std[c];
-  return lut;
 }
 
 /** Writes decoded frames into a destination; see the module docs. Holds no native resource. */
@@ -93,7 +80,7 @@ export class FrameWriter {
 
   /** `scaler` does the first pass of {@link write}; without one (NVDEC), only {@link place} is available. */
   constructor(spec: WriterSpec, scaler: Scaler | null) {
-    if (spec.lut !== null && spec.format !== "rgb24" && spec.format !== "rgb24-planar") {
+    if (spec.norm !== null && spec.format !== "rgb24" && spec.format !== "rgb24-planar") {
       throw new InvalidArgumentError(`float32 output needs rgb24 or rgb24-planar, not ${spec.format}`);
     }
     this.spec = spec;
@@ -133,7 +120,7 @@ export class FrameWriter {
       );
       return { left, top, width: w, height: h };
     })();
-    if (this.#turns !== 0 || s.mirror || s.lut !== null) {
+    if (this.#turns !== 0 || s.mirror || s.norm !== null) {
       const [pw, ph] = orientedSize(this.width, this.height, this.#turns);
       const pre = frameLayout(s.format, pw, ph);
       this.#pre = {
@@ -154,7 +141,7 @@ export class FrameWriter {
       return;
     }
     if (!(dest instanceof Uint8Array)) {
-      throw new InvalidArgumentError(`${source}: a Float32Array destination needs float32 output (a lut)`);
+      throw new InvalidArgumentError(`${source}: a Float32Array destination needs float32 output (norm)`);
     }
     if (offset + this.frameSize + tailSlack(this.width) <= dest.length) {
       this.#scaler!.scaleInto(f, dest, offset, this.#target!, source, this.#coded);
@@ -182,9 +169,10 @@ export class FrameWriter {
    * writer's layout. Used after swscale here and after the copy from the GPU on the NVDEC path.
    */
   place(src: Uint8Array, from: PlaneLayout[], dest: Uint8Array | Float32Array, offset: number): void {
-    const lut = this.spec.lut;
+    const norm = this.spec.norm;
     const to = this.planes;
-    const channel = (c: number) => lut === null ? undefined : lut.subarray(c * 256, c * 256 + 256);
+    const channel = (c: number) =>
+      norm === null ? undefined : { scale: [norm.scale[c]], offset: [norm.offset[c]] };
     if (from.length === to.length) {
       const bpp = from[0].stride / from[0].width;
       for (let p = 0; p < from.length; p++) {
@@ -206,7 +194,7 @@ export class FrameWriter {
           },
           this.#turns,
           this.spec.mirror,
-          from.length === 1 ? lut ?? undefined : channel(p),
+          from.length === 1 ? norm ?? undefined : channel(p),
         );
       }
       return;

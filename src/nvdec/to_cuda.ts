@@ -1,6 +1,7 @@
 /** `toCuda(frames)`: host frames to device memory through pinned staging and an async copy. @module */
 import { OutSlot } from "../../ffi/out_slot.ts";
 import { CudaBuffer } from "./cuda_buffer.ts";
+import { settle } from "../settle.ts";
 import { checkCu, cuda, withContext } from "./driver.ts";
 
 /** Copies `frames` (a `VideoFrames` or raw bytes) to a new {@link CudaBuffer} on `opts.device`. */
@@ -8,7 +9,7 @@ export function toCuda(
   frames: { data: Uint8Array } | Uint8Array,
   opts: { device?: number; stream?: Deno.PointerValue } = {},
 ): Promise<CudaBuffer> {
-  try {
+  return settle(() => {
     const data = frames instanceof Uint8Array ? frames : frames.data;
     const buf = CudaBuffer.alloc(Math.max(1, data.length), opts.device ?? 0);
     try {
@@ -36,12 +37,10 @@ export function toCuda(
           cu.cuMemFreeHost(pinned);
         }
       });
-      return Promise.resolve(buf);
+      return buf;
     } catch (e) {
       buf[Symbol.dispose]();
       throw e;
     }
-  } catch (e) {
-    return Promise.reject(e);
-  }
+  });
 }
