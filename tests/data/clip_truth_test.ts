@@ -235,7 +235,8 @@ function asClipFrame(frame: Uint8Array, spec: ClipSpec): Uint8Array | Float32Arr
   const px = spec.width * spec.height;
   return Float32Array.from(frame, (v, i) => {
     const c = spec.planar ? Math.floor(i / px) : i % 3;
-    return (v / 255 - spec.mean[c]) / spec.std[c];
+    // (v/255 − mean)/std, as sluice defines it in float64: v · 1/(255·std) + (−mean/std), then float32.
+    return v * (1 / (255 * spec.std[c])) + -spec.mean[c] / spec.std[c];
   });
 }
 

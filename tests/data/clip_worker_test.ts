@@ -183,7 +183,9 @@ Deno.test({
     );
     for (let i = 0; i < n; i++) {
       const c = i % 3;
-      const want = Math.fround((u8.data[i] / 255 - mean[c]) / std[c]);
+      // (v/255 − mean)/std as sluice defines it: v · 1/(255·std) + (−mean/std) in float64, then float32.
+      const want = Math.fround(u8.data[i] * (1 / (255 * std[c])) + -mean[c] / std[c]);
+      assert.ok(Math.abs(want - (u8.data[i] / 255 - mean[c]) / std[c]) < 1e-5);
       if (buf[offset + i] !== want) assert.fail(`sample ${i}: ${buf[offset + i]} != ${want}`);
     }
     // A destination too small for the clip is refused.
