@@ -1,15 +1,14 @@
 /**
  * What one training clip is: how its frames are chosen inside its time window and how its pixels are
- * transformed on their way into a batch. The loader (`loader.ts`) builds a {@link ClipSpec} once from its
- * options (with {@link clipSpec}: defaults and validation); the decode Workers (`clip_worker.ts`, CPU and NVDEC
- * alike) follow it for every clip; a clip's {@link ClipOutcome} says exactly what it holds.
+ * transformed on their way into a batch. The loader builds a {@link ClipSpec} once from its options
+ * (`resolveClipSpec` in `loader_options.ts`: defaults and validation); the decode Workers (`clip_worker.ts`, CPU
+ * and NVDEC alike) follow it for every clip; a clip's {@link ClipOutcome} says exactly what it holds.
  *
  * Frame choice is `src/media/frame_select.ts` (the one rule both decoders follow); the region each resize mode
  * keeps is `src/media/crop.ts`; the pixels are written by `src/media/frame_writer.ts`.
  * @module
  */
 
-import { InvalidArgumentError } from "../errors.ts";
 import type { FrameSampling } from "../media/frame_select.ts";
 import type { ResizeMode } from "../media/crop.ts";
 
@@ -59,78 +58,9 @@ export interface ClipSpec {
   maxPadFraction: number;
 }
 
-/** The defaults of every {@link ClipSpec} field that has one. */
-export const CLIP_DEFAULTS: Readonly<Omit<ClipSpec, "numFrames" | "width" | "height">> = Object.freeze({
-  sampling: { kind: "consecutive" } as FrameSampling,
-  resize: "stretch",
-  scale: [0.08, 1] as [number, number],
-  ratio: [3 / 4, 4 / 3] as [number, number],
-  flipProbability: 0,
-  interpolation: "bilinear",
-  planar: false,
-  dtype: "uint8",
-  mean: [0, 0, 0] as [number, number, number],
-  std: [1, 1, 1] as [number, number, number],
-  rotate: true,
-  maxPadFraction: 0.5,
-});
-
-const RESIZE_MODES: readonly ResizeMode[] = ["stretch", "short-side", "random-crop", "random-resized-crop"];
-const INTERPOLATIONS: readonly Interpolation[] = ["bilinear", "bicubic", "area"];
-
 /**
- * A complete, checked {@link ClipSpec}: `given` over {@link CLIP_DEFAULTS}. Throws `InvalidArgumentError` naming
- * the field and its valid range.
- */
-export function clipSpec(
-  given: Partial<ClipSpec> & Pick<ClipSpec, "numFrames" | "width" | "height">,
-): ClipSpec {
-  const s: ClipSpec = { ...CLIP_DEFAULTS, ...given } as ClipSpec;
-  const bad = (what: string) => new InvalidArgumentError(`clip: ${what}`);
-  const posInt = (v: number, name: string) => {
-    if (!Number.isInteger(v) || v < 1) throw bad(`${name} must be an integer >= 1, got ${v}`);
-  };
-  posInt(s.numFrames, "numFrames");
-  posInt(s.width, "width");
-  posInt(s.height, "height");
-  const k = s.sampling?.kind;
-  if (
-    k === "rate" &&
-    !(s.sampling.kind === "rate" && s.sampling.frameRate > 0 && isFinite(s.sampling.frameRate))
-  ) {
-    throw bad(`sampling.frameRate must be a positive number`);
-  }
-  if (k === "stride") posInt((s.sampling as { stride: number }).stride, "sampling.stride");
-  if (!["consecutive", "rate", "uniform", "stride"].includes(k)) throw bad(`unknown sampling kind "${k}"`);
-  if (!RESIZE_MODES.includes(s.resize)) throw bad(`resize must be one of ${RESIZE_MODES.join(", ")}`);
-  if (!INTERPOLATIONS.includes(s.interpolation)) {
-    throw bad(`interpolation must be one of ${INTERPOLATIONS.join(", ")}`);
-  }
-  const range = (r: [number, number], name: string, lo: number, hi: number) => {
-    if (!(Array.isArray(r) && r.length === 2 && r[0] > lo && r[0] <= r[1] && r[1] <= hi)) {
-      throw bad(`${name} must be [min, max] with ${lo} < min <= max <= ${hi}, got ${JSON.stringify(r)}`);
-    }
-  };
-  range(s.scale, "scale", 0, 1);
-  range(s.ratio, "ratio", 0, Infinity);
-  const fraction = (v: number, name: string) => {
-    if (!(v >= 0 && v <= 1)) throw bad(`${name} must be in [0, 1], got ${v}`);
-  };
-  fraction(s.flipProbability, "flipProbability");
-  fraction(s.maxPadFraction, "maxPadFraction");
-  if (s.dtype !== "uint8" && s.dtype !== "float32") throw bad(`dtype must be "uint8" or "float32"`);
-  for (const [name, v] of [["mean", s.mean], ["std", s.std]] as const) {
-    if (!(Array.isArray(v) && v.length === 3 && v.every((x) => Number.isFinite(x)))) {
-      throw bad(`${name} must be three finite numbers (R, G, B)`);
-    }
-  }
-  if (!s.std.every((x) => x !== 0)) throw bad(`std must not be 0`);
-  return s;
-}
-
-/**
- * Where a clip's frames came from and what was done to them; the decode Workers merge it into the clip's
- * metadata (`DecodedClip.meta`), so it reaches `Batch.clips`.
+ * Where a clip's frames came from and what was done to them: the decode Workers return it as
+ * `DecodedClip.outcome`; `collate` merges it into the clip's `ClipMeta`.
  */
 export interface ClipOutcome {
   /** Presentation time of each output frame, seconds (grid kinds: the slot's time; padding repeats the last). */

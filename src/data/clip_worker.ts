@@ -28,38 +28,29 @@ import { VideoPackets, type VideoPacketsInit } from "../media/packets.ts";
 import { FrameSelector } from "../media/frame_select.ts";
 import { resizeRegion } from "../media/crop.ts";
 import { normalisation } from "../media/orient.ts";
-import {
-  type FrameDestination,
-  FrameWriter,
-  type WriterSpec,
-} from "../media/frame_writer.ts";
+import { type FrameDestination, FrameWriter, type WriterSpec } from "../media/frame_writer.ts";
 import { frameLayout } from "../media/frames.ts";
 import { SWS_FLAGS } from "../media/scale.ts";
 import { ClipError, MediaError, NvdecUnsupportedError } from "../errors.ts";
 import { releaseBuffers, transferable, type Transferring } from "../pipeline/transfer.ts";
-import { hashSeed, mulberry32 } from "./sampler.ts";
-import type { ClipMeta, DecodedClip } from "./collate.ts";
+import { mulberry32 } from "./sampler.ts";
+import type { ClipBase, DecodedClip } from "./collate.ts";
 import type { ClipOutcome, ClipSpec } from "./clip_spec.ts";
+
+export type { ClipBase };
 
 /** One video with the clips to cut from it, after fetching. */
 export interface VideoTask {
   epoch: number;
   video: number;
   path: string;
-  label: number;
-  /**
-   * `[start, end)` seconds, the clip's position in the rank's epoch, and the seed of its random transforms (crop
-   * place, flip); without one, `hashSeed(epoch, position)`.
-   */
-  clips: { position: number; start: number; end: number; seed?: number }[];
+  /** Each clip's metadata, window (`start`, `end`) and transform seed (`seed`) included, as the loader planned it. */
+  clips: ClipBase[];
   /** The bytes (URLs, after fetching) or the local path itself. */
   src?: Uint8Array | string;
-  /** What each clip is (travels with each clip). */
+  /** What each clip becomes (travels with each clip). */
   spec: ClipSpec;
 }
-
-/** Base metadata of a clip; the decode Workers add its {@link ClipOutcome}. */
-export type ClipBase = Omit<ClipMeta, "pts" | "padded"> & { position: number; epoch: number; seed: number };
 
 /** One clip after demux: its packets, or why its window could not be served. */
 export interface ClipPackets {
@@ -82,17 +73,7 @@ export function demuxClips(task: VideoTask): Transferring<ClipPackets[]> {
   const results = demuxEachSync(src, { windows });
   const buffers: ArrayBuffer[] = [];
   const out = results.map((r, i): ClipPackets => {
-    const c = task.clips[i];
-    const meta: ClipBase = {
-      path: task.path,
-      video: task.video,
-      label: task.label,
-      start: c.start,
-      end: c.end,
-      position: c.position,
-      epoch: task.epoch,
-      seed: c.seed ?? hashSeed(task.epoch, c.position),
-    };
+    const meta = task.clips[i];
     if (!(r instanceof VideoPackets)) {
       return { meta, spec: task.spec, failure: r instanceof MediaError ? r.reason : r.message };
     }
@@ -280,13 +261,7 @@ function finishClip(
     decodedFrames,
   };
   const data = dest.data.subarray(dest.offset, dest.offset + spec.numFrames * size);
-  const clip: DecodedClip = {
-    meta: { ...meta, ...outcome },
-    data,
-    pts: Float64Array.from(pts),
-    width: spec.width,
-    height: spec.height,
-  };
+  const clip: DecodedClip = { meta, data, width: spec.width, height: spec.height, outcome };
   // A caller's destination stays where it is; a buffer of our own moves to the receiver.
   const own = item.dest === undefined && data.buffer instanceof ArrayBuffer ? [data.buffer] : [];
   return transferable(clip, own);

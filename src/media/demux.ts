@@ -314,27 +314,38 @@ interface StreamFacts {
   endSec: number | null;
 }
 
+/** Seconds in a message, to the millisecond (0.4, not 0.40020886589772997). */
+function fmtSec(sec: number): string {
+  return String(Number(sec.toFixed(3)));
+}
+
 function validateWindow(w: unknown, label: string, facts: StreamFacts): TimeWindow {
   if (!Array.isArray(w) || w.length !== 2 || !w.every((x) => typeof x === "number" && Number.isFinite(x))) {
     throw new InvalidArgumentError(`${label}: a window must be [startSec, endSec] with finite numbers`);
   }
   const [s, e] = w as TimeWindow;
   if (!(e > s)) {
-    throw new InvalidArgumentError(`${label}: window [${s}, ${e}) is empty (end must exceed start)`);
+    throw new InvalidArgumentError(
+      `${label}: window [${fmtSec(s)}, ${fmtSec(e)}) s is empty (end must exceed start)`,
+    );
   }
   if (facts.endSec !== null && s >= facts.endSec) {
     throw new MediaError(
       label,
       "demux window",
       `file ends at ${fmtSec(facts.endSec)} s (stream ${facts.index}: start ${fmtSec(facts.startSec)} s + ` +
-        `duration ${fmtSec(facts.endSec - facts.startSec)} s), before the window [${s}, ${e})`,
+        `duration ${fmtSec(facts.endSec - facts.startSec)} s), before the window [${fmtSec(s)}, ${
+          fmtSec(e)
+        })`,
     );
   }
   if (e <= facts.startSec) {
     throw new MediaError(
       label,
       "demux window",
-      `window [${s}, ${e}) ends before stream ${facts.index} starts (${facts.startSec}s)`,
+      `window [${fmtSec(s)}, ${fmtSec(e)}) s ends before stream ${facts.index} starts (${
+        fmtSec(facts.startSec)
+      } s)`,
     );
   }
   return [s, e];
@@ -465,11 +476,6 @@ function runEnd(run: PacketRun, tb: Rational, fallback: number): number {
   return end;
 }
 
-/** Seconds for messages: three decimals, no trailing zeros. */
-function fmtSec(t: number): string {
-  return String(Math.round(t * 1000) / 1000);
-}
-
 /** Index one past the last packet (decode order, from `k`) presented before `e`. */
 function windowEnd(run: PacketRun, k: number, e: number, tb: Rational): number {
   let end = k + 1;
@@ -585,12 +591,16 @@ function cutWindow(
         "demux window",
         reader.run.length === 0
           ? `stream ${index} has no packets${header}`
-          : `file ends at ${fmtSec(last)} s, before the window [${s}, ${e})${header}`,
+          : `file ends at ${fmtSec(last)} s, before the window [${fmtSec(s)}, ${fmtSec(e)})${header}`,
       );
     }
   }
   if (k < 0) {
-    throw new MediaError(label, "demux window", `no keyframe found at or before ${s}s in stream ${index}`);
+    throw new MediaError(
+      label,
+      "demux window",
+      `no keyframe found at or before ${fmtSec(s)} s in stream ${index}`,
+    );
   }
   const end = windowEnd(reader.run, k, e, tb);
   // Each window owns its buffers (extradata included): windows travel to Workers one by one, and a

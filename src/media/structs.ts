@@ -333,6 +333,8 @@ export interface PixelFormatInfo {
   bitDepth: number;
   log2ChromaW: number;
   log2ChromaH: number;
+  /** `AV_PIX_FMT_FLAG_*` (all defined bits fit in 32). */
+  flags: number;
   /**
    * Per plane: bytes from one pixel to the next (of its first component) and whether the plane is chroma
    * subsampled by `log2Chroma*`; null for palette and bitstream formats, whose pixels are not whole bytes.
@@ -368,6 +370,7 @@ export function pixelFormatInfo(fmt: number): PixelFormatInfo | null {
     bitDepth: comp(0, "depth"),
     log2ChromaW: v.getUint8(l.AVPixFmtDescriptor.log2_chroma_w),
     log2ChromaH: v.getUint8(l.AVPixFmtDescriptor.log2_chroma_h),
+    flags,
     planes,
   };
 }

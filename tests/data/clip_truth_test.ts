@@ -23,7 +23,8 @@ import {
   demuxClips,
   type VideoTask,
 } from "../../src/data/clip_worker.ts";
-import { type ClipSpec, clipSpec } from "../../src/data/clip_spec.ts";
+import type { ClipSpec } from "../../src/data/clip_spec.ts";
+import { clipBase, testSpec } from "../helpers/clip_spec.ts";
 import type { DecodedClip } from "../../src/data/collate.ts";
 import { mulberry32 } from "../../src/data/sampler.ts";
 import { codedRect, orientedSize } from "../../src/media/orient.ts";
@@ -134,7 +135,7 @@ function request(
   }
   // Windows end inside the stream (grid slots then run to the window's end); some start before its first frame.
   const start = first - 0.05 + next() * Math.max(0.01, last - len - first + 0.05);
-  const spec = clipSpec({
+  const spec = testSpec({
     numFrames,
     width: pick([32, 48]),
     height: 32,
@@ -188,7 +189,7 @@ async function cliFrames(
   planar: boolean,
   frames: number,
 ): Promise<Uint8Array> {
-  const m = clip.meta as unknown as { crop: number[]; flipped: boolean; rotated: boolean };
+  const m = clip.outcome!;
   const turn = m.rotated ? rotation : 0;
   const [sw, sh] = orientedSize(spec.width, spec.height, turn);
   const filters: string[] = [];
@@ -328,8 +329,7 @@ Deno.test({
             epoch: 0,
             video: si,
             path,
-            label: 0,
-            clips: [{ position: ci, start: window[0], end: window[1], seed: 7919 * si + ci }],
+            clips: [clipBase(path, window[0], window[1], ci, 7919 * si + ci)],
             spec,
           };
           const what = `${src.name} clip ${ci} [${window[0].toFixed(3)}, ${window[1].toFixed(3)}) ` +
@@ -341,12 +341,7 @@ Deno.test({
           const coded: [number, number] = [packets.width, packets.height];
           const cpu = decodeClip(structuredClone(item)).value;
           codedSizes.set(cpu, coded);
-          const meta = cpu.meta as unknown as {
-            pts: number[];
-            padded: number;
-            crop: number[];
-            rotated: boolean;
-          };
+          const meta = cpu.outcome!;
           const want = expectedFrames(times, window, spec);
           assert.equal(spec.numFrames - meta.padded, want.length, `${what}: frames filled`);
           assert.equal(meta.rotated, spec.rotate && rotation !== 0, `${what}: rotated`);
@@ -356,7 +351,7 @@ Deno.test({
           stats.kinds.set(spec.sampling.kind, (stats.kinds.get(spec.sampling.kind) ?? 0) + 1);
           const gpu = src.nvdec ? (await decodeClipNvdec(item)).value : null;
           if (gpu) {
-            const gm = gpu.meta as unknown as { pts: number[]; padded: number; crop: number[] };
+            const gm = gpu.outcome!;
             assert.deepEqual(
               [gm.pts, gm.padded, gm.crop],
               [meta.pts, meta.padded, meta.crop],

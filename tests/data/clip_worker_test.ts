@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { type ClipPackets, decodeClip, demuxClips, type VideoTask } from "../../src/data/clip_worker.ts";
-import { type ClipSpec, clipSpec } from "../../src/data/clip_spec.ts";
+import type { ClipSpec } from "../../src/data/clip_spec.ts";
+import { clipBase, testSpec } from "../helpers/clip_spec.ts";
 import type { DecodedClip } from "../../src/data/collate.ts";
 import { ClipError, InvalidArgumentError } from "../../src/errors.ts";
 import { decodeVideo } from "../../src/media/decode.ts";
@@ -22,9 +23,8 @@ function task(path: string, windows: [number, number][], spec: Partial<ClipSpec>
     epoch: 0,
     video: 0,
     path,
-    label: 3,
-    clips: windows.map(([start, end], i) => ({ position: i, start, end, seed: 1000 + i })),
-    spec: clipSpec({ numFrames: 8, width: 32, height: 24, ...spec }),
+    clips: windows.map(([start, end], i) => clipBase(path, start, end, i, 1000 + i)),
+    spec: testSpec({ numFrames: 8, width: 32, height: 24, ...spec }),
   };
 }
 
@@ -49,7 +49,7 @@ Deno.test({
     const path = await generateClip({ width: 64, height: 48, durationSec: 2, gop: 25 });
     const [a, b] = clips(task(path, [[0.5, 1.5], [1.84, 3]])) as DecodedClip[];
     assert.equal(a.data.length, 8 * 32 * 24 * 3);
-    assert.deepEqual((a.meta as Meta).pts.map((x) => Math.round(x * 100) / 100), [
+    assert.deepEqual(a.outcome!.pts.map((x) => Math.round(x * 100) / 100), [
       0.52,
       0.56,
       0.6,
@@ -59,9 +59,9 @@ Deno.test({
       0.76,
       0.8,
     ]);
-    assert.equal((a.meta as Meta).padded, 0);
+    assert.equal(a.outcome!.padded, 0);
     // Frames 1.84 .. 1.96 exist (4), padding 4 = maxPadFraction 0.5 exactly: allowed.
-    const m = b.meta as Meta;
+    const m = b.outcome!;
     assert.equal(m.padded, 4);
     assert.deepEqual(m.pts.map((x) => Math.round(x * 100) / 100), [
       1.84,
@@ -93,7 +93,7 @@ Deno.test({
     );
     // With padding allowed, the same request is honoured (small frames here).
     const [ok] = clips(task(path, [[1.5, 1.7]], { numFrames: 12, maxPadFraction: 1 })) as DecodedClip[];
-    assert.equal((ok.meta as Meta).padded, 7);
+    assert.equal(ok.outcome!.padded, 7);
   },
 });
 
@@ -153,11 +153,11 @@ Deno.test({
     const spec = { resize: "random-resized-crop" as const, flipProbability: 0.5 };
     const a = clips(task(path, Array(12).fill([0.5, 1]), spec)) as DecodedClip[];
     const b = clips(task(path, Array(12).fill([0.5, 1]), spec)) as DecodedClip[];
-    const key = (c: DecodedClip) => JSON.stringify([(c.meta as Meta).crop, (c.meta as Meta).flipped]);
+    const key = (c: DecodedClip) => JSON.stringify([c.outcome!.crop, c.outcome!.flipped]);
     assert.deepEqual(a.map(key), b.map(key), "same seeds, same choices");
     for (let i = 0; i < a.length; i++) assert.deepEqual(a[i].data, b[i].data);
     assert.ok(new Set(a.map(key)).size >= 10, "different seeds, different crops");
-    const flips = a.filter((c) => (c.meta as Meta).flipped).length;
+    const flips = a.filter((c) => c.outcome!.flipped).length;
     assert.ok(flips > 0 && flips < 12, `flips ${flips} of 12`);
   },
 });
@@ -204,9 +204,9 @@ Deno.test({
       task(path, [[0, 0.5]], { resize: "short-side", width: 32, height: 32 }),
     ) as DecodedClip[];
     // 160x90 covering 32x32: scale 32/90, region 90x90 centred: x = 35 → even 34.
-    assert.deepEqual((s.meta as Meta).crop, [34, 0, 90, 90]);
+    assert.deepEqual(s.outcome!.crop, [34, 0, 90, 90]);
     const [st] = clips(task(path, [[0, 0.5]], { resize: "stretch", width: 32, height: 32 })) as DecodedClip[];
-    assert.deepEqual((st.meta as Meta).crop, [0, 0, 160, 90]);
+    assert.deepEqual(st.outcome!.crop, [0, 0, 160, 90]);
     // Same frames as decodeVideo with that crop: one rule for the region.
     const ref = await decodeVideo(await demuxVideo(path, { window: [0, 0.5] }), {
       width: 32,

@@ -13,7 +13,8 @@ import {
   demuxClips,
   type VideoTask,
 } from "../../src/data/clip_worker.ts";
-import { type ClipSpec, clipSpec } from "../../src/data/clip_spec.ts";
+import type { ClipSpec } from "../../src/data/clip_spec.ts";
+import { clipBase, testSpec } from "../helpers/clip_spec.ts";
 import type { DecodedClip } from "../../src/data/collate.ts";
 import { releaseDecoderNvdec } from "../../src/nvdec/decoder.ts";
 import { mulberry32 } from "../../src/data/sampler.ts";
@@ -43,15 +44,14 @@ async function bothDecoders(
     // Half the windows start on a frame's time, where frames fall on half slots (25 -> 12.5 fps) and a rounding
     // that is not FFmpeg's (Math.round of an inexact product) picked other frames.
     const start = i % 2 ? Math.floor(next() * (dur - 0.3) * fps) / fps : next() * (dur - 0.3);
-    return { position: i, start, end: start + 0.3 + next() * 1.2, seed: i };
+    return clipBase(path, start, start + 0.3 + next() * 1.2, i, i);
   });
   const task: VideoTask = {
     epoch: 0,
     video: 0,
     path,
-    label: 0,
     clips,
-    spec: clipSpec({ numFrames: 8, width: 128, height: 96, maxPadFraction: 1, ...spec }),
+    spec: testSpec({ numFrames: 8, width: 128, height: 96, maxPadFraction: 1, ...spec }),
   };
   const cpu: DecodedClip[] = [], gpu: DecodedClip[] = [];
   for (const item of demuxClips(task).value as ClipPackets[]) {
@@ -60,7 +60,7 @@ async function bothDecoders(
   for (const item of demuxClips(task).value as ClipPackets[]) gpu.push((await decodeClipNvdec(item)).value);
   let worst = Infinity;
   for (let i = 0; i < cpu.length; i++) {
-    const [c, g] = [cpu[i].meta as unknown as Meta, gpu[i].meta as unknown as Meta];
+    const [c, g] = [cpu[i].outcome!, gpu[i].outcome!];
     assert.deepEqual(g.pts, c.pts, `clip ${i} [${clips[i].start}, ${clips[i].end}): slots`);
     assert.equal(g.padded, c.padded);
     worst = Math.min(worst, psnr(gpu[i].data as Uint8Array, cpu[i].data as Uint8Array));
@@ -77,7 +77,14 @@ for (const [fps, rate] of [[25, 12.5], [30, 8], [30000 / 1001, 10]]) {
       dbl.configure();
       const path = await generateClip({ width: 128, height: 96, fps, durationSec: 4, bframes: 2, gop: 30 });
       try {
-        const worst = await bothDecoders(path, { sampling: { kind: "rate", frameRate: rate } }, 7, 40, 4, fps);
+        const worst = await bothDecoders(
+          path,
+          { sampling: { kind: "rate", frameRate: rate } },
+          7,
+          40,
+          4,
+          fps,
+        );
         console.log(`${fps} -> ${rate}: worst PSNR ${worst.toFixed(1)} dB`);
         assert.ok(worst >= NATIVE_PSNR_DB, `PSNR ${worst}`);
       } finally {
@@ -146,16 +153,15 @@ Deno.test({
     try {
       for (
         const spec of [
-          clipSpec(base), // packed: swscale's yuv→gbrp path upsamples chroma unlike its yuv→rgb24 path and the kernel
-          clipSpec({ ...base, dtype: "float32", std: [0.5, 0.5, 0.5] }),
+          testSpec(base), // packed: swscale's yuv→gbrp path upsamples chroma unlike its yuv→rgb24 path and the kernel
+          testSpec({ ...base, dtype: "float32", std: [0.5, 0.5, 0.5] }),
         ]
       ) {
         const task: VideoTask = {
           epoch: 0,
           video: 0,
           path,
-          label: 0,
-          clips: [{ position: 0, start: 0.3, end: 1, seed: 1 }],
+          clips: [clipBase(path, 0.3, 1, 0, 1)],
           spec,
         };
         const [c] = (demuxClips(task).value as ClipPackets[]).map((x) => decodeClip(x).value);
