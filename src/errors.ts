@@ -64,7 +64,8 @@ export class ClipError extends MediaError {
     options?: ErrorOptions,
   ) {
     super(source, stage, reason, undefined, options);
-    this.message = `${source}: clip [${window[0]}, ${window[1]}): ${stage} failed: ${reason}`;
+    const ms = (t: number) => Number(t.toFixed(3));
+    this.message = `${source}: clip [${ms(window[0])}, ${ms(window[1])}) s: ${stage} failed: ${reason}`;
     this.window = window;
     this.stage = stage;
   }

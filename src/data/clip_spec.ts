@@ -28,6 +28,7 @@ export interface ClipSpec {
   sampling: FrameSampling;
   /** Output size of each frame, as displayed. */
   width: number;
+  /** See `width`. */
   height: number;
   /** Default `"stretch"`. */
   resize: ResizeMode;
@@ -45,6 +46,7 @@ export interface ClipSpec {
   dtype: ClipDtype;
   /** `float32` only: per-channel (R, G, B) mean and standard deviation, on the `[0, 1]` scale. */
   mean: [number, number, number];
+  /** See `mean`. */
   std: [number, number, number];
   /**
    * Apply the video's display rotation so frames look as a player shows them (true, default) or keep coded
@@ -75,9 +77,11 @@ export interface ClipOutcome {
   span: [number, number];
   /** Display rotation of the video in degrees (counter-clockwise, as ffprobe reports) and whether applied. */
   rotation: number;
+  /** Whether `rotation` was applied (`rotate` and a non-zero rotation). */
   rotated: boolean;
   /** Source region taken from each (rotated) frame before resizing: `[x, y, width, height]` in pixels. */
   crop: [number, number, number, number];
+  /** Whether the clip was mirrored left–right. */
   flipped: boolean;
   /** Frames the decoder produced for this clip (decoding starts at the keyframe before the window). */
   decodedFrames: number;

@@ -12,9 +12,13 @@ import { InvalidArgumentError } from "../errors.ts";
 
 /** A region of a frame in pixels. */
 export interface CropRect {
+  /** First column, pixels from the left edge. */
   left: number;
+  /** First row, pixels from the top edge. */
   top: number;
+  /** Columns. */
   width: number;
+  /** Rows. */
   height: number;
 }
 

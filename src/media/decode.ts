@@ -45,6 +45,7 @@ export interface DecodeOptions extends SamplingOptions {
    * displayed.
    */
   width?: number;
+  /** See `width`. */
   height?: number;
   /** Output layout (default `"rgb24"`); see `frames.ts`. */
   pixelFormat?: PixelFormat;
@@ -74,7 +75,7 @@ export interface DecodeOptions extends SamplingOptions {
   /** What a packet the decoder rejects does: `"skip"` (default: counted in `failedPackets`) or `"error"`. */
   onCorrupt?: "skip" | "error";
   /** swscale interpolation (default `"bilinear"`, which matches `ffmpeg -vf scale=W:H:flags=bilinear`). */
-  interpolation?: keyof typeof SWS_FLAGS;
+  interpolation?: "bilinear" | "bicubic" | "area" | "point" | "fastBilinear" | "lanczos";
   /** Turn frames as a player shows them (the stream's display rotation; default false: coded orientation). */
   rotate?: boolean;
   /** Keep only this region of each frame (as displayed: after `rotate`), then resize it. */

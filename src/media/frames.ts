@@ -25,7 +25,9 @@ export const PIXEL_FORMATS: readonly PixelFormat[] = ["rgb24", "bgr24", "gray", 
 export interface PlaneLayout {
   /** Byte offset from the start of the frame. */
   offset: number;
+  /** Plane width in samples. */
   width: number;
+  /** Plane height in rows. */
   height: number;
   /** Bytes per row (tight: no padding). */
   stride: number;
@@ -39,9 +41,11 @@ export interface VideoFrames {
   shape: number[];
   /** Presentation time of each frame in seconds on the stream's absolute timeline (`pts × timeBase`). */
   pts: Float64Array;
+  /** Layout of `data` (see the module docs). */
   pixelFormat: PixelFormat;
   /** Output frame width and height in pixels. */
   width: number;
+  /** See `width`. */
   height: number;
   /** Bytes per frame. */
   frameSize: number;

@@ -13,7 +13,9 @@ import { settle } from "../settle.ts";
 
 /** A block of device memory on one GPU. */
 export class CudaBuffer {
+  /** CUDA device ordinal. */
   readonly device: number;
+  /** Size in bytes. */
   readonly byteLength: number;
   #ptr: bigint;
   readonly #dc: DeviceContext;
@@ -112,12 +114,17 @@ export class CudaFrames {
   readonly devicePtr: bigint;
   /** Bytes between rows in device memory (rows are tight: equal to W). */
   readonly pitch: number;
+  /** `[T, 3, H, W]` (planar RGB/BGR) or `[T, 1.5H, W]` (NV12). */
   readonly shape: [number, number, number, number] | [number, number, number];
   /** Presentation time of each frame in seconds (`pts × timeBase`), like the CPU decoder's. */
   readonly pts: Float64Array;
+  /** CUDA device ordinal. */
   readonly device: number;
+  /** Layout of each frame. */
   readonly pixelFormat: NvdecPixelFormat;
+  /** Frame width in pixels. */
   readonly width: number;
+  /** Frame height in pixels. */
   readonly height: number;
   /** Bytes per frame. */
   readonly frameSize: number;
@@ -126,6 +133,7 @@ export class CudaFrames {
   readonly #buffer: CudaBuffer;
   readonly #owned: boolean;
 
+  /** Wraps `init.buffer` (freed on dispose when `owned`) holding `init.pts.length` frames. */
   constructor(init: {
     buffer: CudaBuffer;
     owned: boolean;

@@ -71,6 +71,7 @@ export interface NvdecOptions extends SamplingOptions {
   device?: number;
   /** Output size (default: the displayed or cropped size); must be even (a hardware constraint). */
   width?: number;
+  /** See `width`. */
   height?: number;
   /** Region of the coded frame (within its display area) taken before resizing: the decoder's display area. */
   crop?: CropRect;

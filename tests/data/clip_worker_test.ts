@@ -79,7 +79,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "clip: more padding than maxPadFraction fails before decoding or allocating (numFrames 10000 of 1080p: 62 GB)",
+  name:
+    "clip: more padding than maxPadFraction fails before decoding or allocating (numFrames 10000 of 1080p: 62 GB)",
   ignore,
   fn: async () => {
     const path = await generateClip({ width: 64, height: 48, durationSec: 2, gop: 25 });
@@ -89,7 +90,7 @@ Deno.test({
     assert.deepEqual(e.window, [0.5, 1.5]);
     assert.match(
       e.message,
-      /clip \[0\.5, 1\.5\): decode failed: the window can give 25 frames at most of the 10000/,
+      /clip \[0\.5, 1\.5\) s: decode failed: the window can give 25 frames at most of the 10000/,
     );
     // With padding allowed, the same request is honoured (small frames here).
     const [ok] = clips(task(path, [[1.5, 1.7]], { numFrames: 12, maxPadFraction: 1 })) as DecodedClip[];
@@ -119,7 +120,7 @@ Deno.test({
     const e = out[1];
     assert.ok(e instanceof ClipError);
     assert.equal(e.source, path);
-    assert.match(e.message, /clip \[1\.5, 2\.5\): decode failed: no frame is presented in the window/);
+    assert.match(e.message, /clip \[1\.5, 2\.5\) s: decode failed: no frame is presented in the window/);
   },
 });
 
@@ -138,7 +139,7 @@ Deno.test({
       const e = out[1];
       assert.ok(e instanceof ClipError, String(e));
       assert.equal(e.stage, "demux");
-      assert.match(e.message, /clip \[6\.6, 7\.3\): demux failed: file ends at \d/);
+      assert.match(e.message, /clip \[6\.6, 7\.3\) s: demux failed: file ends at \d/);
     } finally {
       await Deno.remove(cut);
     }
