@@ -160,7 +160,17 @@ export function decodeFrames(
   const decoder = acquireDecoder(p, o.threads);
   decoder.setSkipNonRef(o.skipNonRef);
   const selector = new FrameSelector(slotPlan(p, o));
-  const out = new SlotBuffer(p.source, writer, dest, selector.capacity(framesInWindow(p)));
+  const capacity = selector.capacity(framesInWindow(p));
+  if (capacity > MAX_SLOTS_PER_PACKET * Math.max(1, p.numPackets)) {
+    // Only resampling repeats frames; this many repeats means the timestamps (or the window) are not a video's.
+    throw new MediaError(
+      p.source,
+      "decode",
+      `${p.numPackets} packets with timestamps over ${slotSpan(p)} would fill ${capacity} output frames ` +
+        `(more than ${MAX_SLOTS_PER_PACKET} a packet): pass numFrames or a narrower window`,
+    );
+  }
+  const out = new SlotBuffer(p.source, writer, dest, capacity);
   try {
     runDecode(decoder, p, o, selector, out);
   } catch (e) {
@@ -178,6 +188,15 @@ export function decodeFrames(
     failedPackets: decoder.failed,
     firstFailure: decoder.firstFailure,
   };
+}
+
+/** Output frames a decode may produce per packet (resampling repeats frames; nothing else does). */
+const MAX_SLOTS_PER_PACKET = 1000;
+
+/** The time range the packets' timestamps claim, for messages. */
+function slotSpan(p: VideoPackets): string {
+  const plan = slotPlan(p, { sampling: { kind: "consecutive" }, numFrames: Infinity });
+  return `[${Number(plan.streamStart.toFixed(3))}, ${Number(plan.streamEnd.toFixed(3))}) s`;
 }
 
 // ------------------------------------------------------------------------------------------ options
@@ -562,11 +581,25 @@ class SlotBuffer {
       }
       return;
     }
-    if (this.data.length === 0) this.data = new Uint8Array(this.#capacity * size);
+    if (this.data.length === 0) this.data = this.#alloc(this.#capacity * size);
     if (slots * size <= this.data.length) return;
     this.#capacity = Math.max(slots, this.#capacity + 4, Math.ceil(this.#capacity * 1.5));
-    const next = new Uint8Array(this.#capacity * size);
+    const next = this.#alloc(this.#capacity * size);
     next.set(this.data);
     this.data = next;
+  }
+
+  #alloc(bytes: number): Uint8Array {
+    try {
+      return new Uint8Array(bytes);
+    } catch (e) {
+      throw new MediaError(
+        this.#source,
+        "decode",
+        `no memory for ${this.#capacity} output frames (${(bytes / 2 ** 20).toFixed(1)} MiB): ${e}`,
+        undefined,
+        { cause: e },
+      );
+    }
   }
 }

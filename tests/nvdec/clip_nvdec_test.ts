@@ -167,10 +167,11 @@ Deno.test({
         const [c] = (demuxClips(task).value as ClipPackets[]).map((x) => decodeClip(x).value);
         const [item] = demuxClips(task).value as ClipPackets[];
         const g = (await decodeClipNvdec(item)).value;
-        const { decodedFrames: _a, ...gm } = g.meta as typeof g.meta & { decodedFrames: number };
-        const { decodedFrames: _b, ...cm } = c.meta as typeof c.meta & { decodedFrames: number };
+        const { decodedFrames: _a, ...gm } = g.outcome!;
+        const { decodedFrames: _b, ...cm } = c.outcome!;
         assert.deepEqual(gm, cm);
-        assert.equal((cm as unknown as { rotated: boolean }).rotated, true);
+        assert.deepEqual(g.meta, c.meta);
+        assert.equal(cm.rotated, true);
         const bytes = (x: DecodedClip) =>
           x.data instanceof Float32Array
             ? Uint8Array.from(x.data, (v) => Math.round((v * 0.5) * 255))
