@@ -47,6 +47,32 @@ export class MediaError extends SluiceError {
   }
 }
 
+/**
+ * One training clip could not be delivered as asked: it names the file, the clip's window, the stage that failed
+ * (`"demux"` or `"decode"`) and the cause (no frame presented in the window, a file that ends before it,
+ * undecodable packets, or more padding than `maxPadFraction` allows). The original error, when there was one,
+ * is the `cause`.
+ */
+export class ClipError extends MediaError {
+  /** The clip's window `[start, end)` in seconds. */
+  readonly window: [number, number];
+  /** Where it failed. */
+  readonly stage: "demux" | "decode";
+  constructor(
+    source: string,
+    stage: "demux" | "decode",
+    window: [number, number],
+    reason: string,
+    options?: ErrorOptions,
+  ) {
+    super(source, stage, reason, undefined, options);
+    const ms = (t: number) => Number(t.toFixed(3));
+    this.message = `${source}: clip [${ms(window[0])}, ${ms(window[1])}) s: ${stage} failed: ${reason}`;
+    this.window = window;
+    this.stage = stage;
+  }
+}
+
 /** Bytes that should follow one of sluice's binary layouts (packets, frames) do not. */
 export class ProtocolError extends SluiceError {
   /** Byte offset in the stream or buffer where the problem was found. */
