@@ -11,7 +11,7 @@
 
 import { CU_IPC_HANDLE_SIZE } from "../../ffi/cuda/symbols.ts";
 import { CudaBuffer } from "../nvdec/cuda_buffer.ts";
-import { check, cuda, withContext } from "../nvdec/driver.ts";
+import { checkCu, cuda, withContext } from "../nvdec/driver.ts";
 import type { MemoryDescriptor } from "./protocol.ts";
 import type { SlotMemory } from "./slot_ring.ts";
 
@@ -28,7 +28,7 @@ export class CudaSlots implements SlotMemory {
       const h = new Uint8Array(CU_IPC_HANDLE_SIZE);
       withContext(
         this.buffer.context,
-        () => check(cuda().cuIpcGetMemHandle(h, this.buffer.devicePtr), "cuIpcGetMemHandle", "serve slots"),
+        () => checkCu(cuda().cuIpcGetMemHandle(h, this.buffer.devicePtr), "serve slots", "cuIpcGetMemHandle"),
       );
       this.handle = [...h].map((b) => b.toString(16).padStart(2, "0")).join("");
     } catch (e) {
@@ -48,10 +48,10 @@ export class CudaSlots implements SlotMemory {
   write(offset: number, bytes: Uint8Array): void {
     const dst = this.buffer.view(offset, bytes.length);
     withContext(this.buffer.context, () =>
-      check(
+      checkCu(
         cuda().cuMemcpyHtoD_v2(dst.devicePtr, Deno.UnsafePointer.of(bytes), BigInt(bytes.length)),
-        "cuMemcpyHtoD_v2",
         "serve slots",
+        "cuMemcpyHtoD_v2",
       ));
   }
 
