@@ -8,6 +8,7 @@
  * sluice probe FILE...
  * sluice make-dataset DIR --videos N --classes K
  * sluice load DATASET [options]
+ * sluice serve DATASET --socket PATH [options]
  * sluice bench-decode FILE...
  * sluice tune MODULE [--budget 10m] [--out DIR | --resume DIR]
  * ```
@@ -26,6 +27,7 @@ import { benchDecodeCommand } from "./commands/bench_decode.ts";
 import { loadCommand } from "./commands/load.ts";
 import { makeDatasetCommand } from "./commands/make_dataset.ts";
 import { probeCommand } from "./commands/probe.ts";
+import { serveCommand } from "./commands/serve.ts";
 import { tuneCommand } from "./commands/tune.ts";
 
 export {
@@ -56,6 +58,7 @@ export const COMMANDS: readonly Command[] = [
   probeCommand,
   makeDatasetCommand,
   loadCommand,
+  serveCommand,
   benchDecodeCommand,
   tuneCommand,
 ];
@@ -64,7 +67,8 @@ export const COMMANDS: readonly Command[] = [
 export function main(args: readonly string[]): Promise<number> {
   return runCli(COMMANDS, args, {
     program: "sluice",
-    summary: "video data loading for GPUs: probe media, make a test dataset, run and measure the loader",
+    summary:
+      "video data loading for GPUs: probe media, make a test dataset, run, measure and serve the loader",
   });
 }
 
