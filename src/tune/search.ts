@@ -27,6 +27,7 @@ import {
   type Config,
   configKey,
   type IntParam,
+  paramLabel,
   type SearchSpace,
   stageParams,
 } from "./space.ts";
@@ -516,9 +517,7 @@ class Search {
   async #step(name: string, config: Config, cheaper = false): Promise<boolean> {
     const incumbent = this.#best ?? this.#start;
     const before = this.#trials.length;
-    const label = this.#space[name].kind === "int" && (this.#space[name] as IntParam).stage !== undefined
-      ? `${(this.#space[name] as IntParam).stage} concurrency ${config[name]}`
-      : `${name} ${config[name]}`;
+    const label = `${paramLabel(name, this.#space[name])} ${config[name]}`;
     const e = await this.#try(config, "descent", label);
     // As fast as the best within noise; and, so that small losses cannot add up step after step, within twice
     // that of the fastest best so far (whose mean, the maximum of noisy means, runs high).
