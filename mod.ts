@@ -215,30 +215,24 @@ export {
   type ChoiceValue,
   type Config,
   type ConfigOf,
-  type Curve,
-  type CurvePoint,
-  defineTuning,
-  type Evaluated,
   int,
   type IntParam,
-  type Move,
   type Param,
   type ParamOptions,
-  type SearchOptions,
-  type SearchResult,
   type SearchSpace,
-  type StageWindow,
-  type TrialContext,
-  type TrialLoader,
-  type TrialMetrics,
-  type TrialOutcome,
-  type TrialPhase,
-  type TrialRecord,
-  type TrialRequest,
-  type TrialRunner,
-  tune,
-  type TuneOptions,
-  type TuneResult,
-  type TuneTarget,
   type ValueOfParam,
-} from "./src/tune/mod.ts";
+} from "./src/tune/space.ts";
+export { defineTuning, type TrialContext, type TrialLoader, type TuneTarget } from "./src/tune/target.ts";
+export type { StageWindow, TrialMetrics } from "./src/tune/measure.ts";
+export type { TrialOutcome, TrialRequest, TrialRunner } from "./src/tune/runner.ts";
+export type {
+  Curve,
+  CurvePoint,
+  Evaluated,
+  Move,
+  SearchOptions,
+  SearchResult,
+  TrialPhase,
+  TrialRecord,
+} from "./src/tune/search.ts";
+export { tune, type TuneOptions, type TuneResult } from "./src/tune/tune.ts";

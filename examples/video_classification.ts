@@ -42,7 +42,8 @@ import { type Batch, collate } from "../src/data/collate.ts";
 import { planLoader, videoClassificationLoader } from "../src/data/loader.ts";
 import { selectDecoder } from "../src/nvdec/available.ts";
 import { ensureDemoDataset } from "./demo.ts";
-import { choice, defineTuning, int } from "../src/tune/mod.ts";
+import { choice, int } from "../src/tune/space.ts";
+import { defineTuning } from "../src/tune/target.ts";
 
 /**
  * The tuning target of `sluice tune examples/video_classification.ts [-- DATASET]`: the loader over DATASET (the
