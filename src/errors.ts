@@ -328,6 +328,7 @@ for (
     LibraryNotFoundError,
     LibraryVersionError,
     MediaError,
+    ClipError,
     ProtocolError,
     InvalidArgumentError,
     PipelineFailure,
