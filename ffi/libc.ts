@@ -8,6 +8,16 @@
 export const LIBC_SYMBOLS = {
   fcntl: { parameters: ["i32", "i32", "i32"], result: "i32" }, // int fcntl(int fd, int cmd, int arg)
   mallopt: { parameters: ["i32", "i32"], result: "i32" }, // int mallopt(int param, int value) — glibc <malloc.h>
+  // --- page cache control (src/prep/page_cache.ts) ---
+  // `open` is variadic in C; it is bound without the `mode` argument, which only O_CREAT reads.
+  open: { parameters: ["buffer", "i32"], result: "i32" }, // int open(const char *pathname, int flags)
+  close: { parameters: ["i32"], result: "i32" }, // int close(int fd)
+  posix_fadvise: {
+    // int posix_fadvise(int fd, off_t offset, off_t len, int advice) — off_t is 64-bit on LP64 Linux;
+    // returns an error number (not -1/errno)
+    parameters: ["i32", "i64", "i64", "i32"],
+    result: "i32",
+  },
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /** The C library's soname on Linux. */
@@ -22,3 +32,10 @@ export const F_GETPIPE_SZ = 1032;
  * (returned to the system by `munmap` when freed). Setting it also turns off glibc's dynamic raising of it.
  */
 export const M_MMAP_THRESHOLD = -3;
+
+/** `open` flags from <fcntl.h> (Linux): read only, close on exec. */
+export const O_RDONLY = 0;
+export const O_CLOEXEC = 0o2000000;
+
+/** `posix_fadvise` advice from <fcntl.h> (Linux): drop the file's clean pages from the page cache. */
+export const POSIX_FADV_DONTNEED = 4;
