@@ -100,8 +100,7 @@ export async function datasetFromManifest(source: string): Promise<VideoDataset>
       cause: e,
     });
   }
-  const jsonl = /\.jsonl?(\?.*)?$/i.test(source) || text.trimStart().startsWith("{");
-  const rows = jsonl ? parseJsonl(text, source) : parseCsv(text, source);
+  const rows = isJsonlManifest(source, text) ? parseJsonl(text, source) : parseCsv(text, source);
   if (rows.length === 0) throw new DatasetError(`${source}: manifest has no rows`);
   const base = baseOf(source);
   const numeric = rows.every((r) => /^\d+$/.test(r.label));
@@ -135,7 +134,13 @@ function parseCsv(text: string, source: string): Row[] {
   return rows;
 }
 
-function splitCsvLine(line: string): string[] {
+/** True when a manifest is JSON lines (by its name, or its first non-blank character), CSV otherwise. */
+export function isJsonlManifest(source: string, text: string): boolean {
+  return /\.jsonl?(\?.*)?$/i.test(source) || text.trimStart().startsWith("{");
+}
+
+/** Splits one CSV line into trimmed cells (double quotes quote, `""` is a quote). */
+export function splitCsvLine(line: string): string[] {
   const out: string[] = [];
   let cur = "", quoted = false;
   for (let i = 0; i < line.length; i++) {

@@ -125,6 +125,17 @@ export class InputContext extends Owned {
   }
 }
 
+/**
+ * An output `AVFormatContext` (`avformat_alloc_output_context2` / `avformat_free_context`, which takes the
+ * pointer itself). Its `pb` is not freed with it: close that first (`avio_closep`).
+ */
+export class OutputContext extends Owned {
+  constructor(ptr: Deno.PointerValue) {
+    const { avformat } = ffmpeg();
+    super(ptr, (pp) => avformat.avformat_free_context(derefPointer(pp)), "AVFormatContext(output)");
+  }
+}
+
 /** An `AVBSFContext` (`av_bsf_free`). Wraps a pointer `av_bsf_alloc` filled. */
 export class BsfContext extends Owned {
   constructor(ptr: Ptr) {

@@ -5,7 +5,9 @@ import { SluiceError } from "../../src/errors.ts";
 /** Resident bytes of `path` according to util-linux's `fincore` (an independent oracle), or null without it. */
 async function fincoreBytes(path: string): Promise<number | null> {
   try {
-    const out = await new Deno.Command("fincore", { args: ["--bytes", "--noheadings", "--output", "RES", path] })
+    const out = await new Deno.Command("fincore", {
+      args: ["--bytes", "--noheadings", "--output", "RES", path],
+    })
       .output();
     if (!out.success) return null;
     return Number(new TextDecoder().decode(out.stdout).trim());
@@ -53,5 +55,8 @@ Deno.test({
 });
 
 Deno.test("dropFromPageCache names a missing file", () => {
-  assert.throws(() => dropFromPageCache(["/nonexistent/sluice-file"]), (e) => e instanceof SluiceError && e.message.includes("/nonexistent/sluice-file"));
+  assert.throws(
+    () => dropFromPageCache(["/nonexistent/sluice-file"]),
+    (e) => e instanceof SluiceError && e.message.includes("/nonexistent/sluice-file"),
+  );
 });
