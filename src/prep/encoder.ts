@@ -134,6 +134,8 @@ export class VideoEncoder implements Disposable {
       throw bad(`4:2:0 needs an even size, got ${opts.width}x${opts.height}`);
     }
     const { spec, codec } = findEncoder(opts.codec, opts.encoder);
+    // SVT-AV1 logs its configuration to stderr itself (not through av_log) unless told otherwise.
+    if (spec.name === "libsvtav1" && Deno.env.get("SVT_LOG") === undefined) Deno.env.set("SVT_LOG", "1");
     this.name = spec.name;
     this.width = opts.width;
     this.height = opts.height;
