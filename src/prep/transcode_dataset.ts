@@ -82,7 +82,7 @@ export async function transcodeDataset(opts: TranscodeDatasetOptions): Promise<T
   await Deno.mkdir(outDir, { recursive: true });
 
   const tracker = new ProgressTracker("transcode", rows.length);
-  for (const f of failures) tracker.add({ status: "failed", bytesIn: 0, bytesOut: 0 });
+  for (const _ of failures) tracker.add({ status: "failed", bytesIn: 0, bytesOut: 0 });
   const pool = new WorkerPool(new URL("./transcode_worker.ts", import.meta.url), {
     size: Math.max(1, Math.min(opts.jobs ?? navigator.hardwareConcurrency ?? 1, planned.length || 1)),
   });
