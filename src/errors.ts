@@ -196,8 +196,12 @@ export class EncoderNotFoundError extends SluiceError {
     options?: ErrorOptions,
   ) {
     super(
-      `no ${codec} encoder in the FFmpeg loaded from ${ffmpegDir} (tried ${tried.map((t) => t.name).join(", ")}). ` +
-        `Debian/Ubuntu's FFmpeg has it: sudo apt-get install ${tried.map((t) => t.debianPackage).join(" ")} ` +
+      `no ${codec} encoder in the FFmpeg loaded from ${ffmpegDir} (tried ${
+        tried.map((t) => t.name).join(", ")
+      }). ` +
+        `Debian/Ubuntu's FFmpeg has it: sudo apt-get install ${
+          tried.map((t) => t.debianPackage).join(" ")
+        } ` +
         `(pulled in by libavcodec59/60); a self-built FFmpeg needs ./configure ${
           tried.map((t) => t.configure).join(" or ")
         }`,
