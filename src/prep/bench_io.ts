@@ -1,0 +1,209 @@
+/**
+ * `benchIo`: how fast a dataset's bytes come off the storage, cold (page cache dropped for the dataset's files
+ * first, with `posix_fadvise(DONTNEED)`: what a dataset bigger than RAM sees) and warm (read again at once),
+ * through the same calls the loader makes (`fetchBytes`, whole or by range).
+ *
+ * Per dataset and access pattern it reports bytes, seconds, MB/s, files/s (files or shards opened) and
+ * clips/s (videos delivered):
+ * - one file per video (a directory tree or manifest): each video read whole, in a seeded shuffled order
+ *   (the loader's order is shuffled too);
+ * - shards (a packed directory, `shards.json`, an index or a tar): `sequential` reads each shard whole, shards
+ *   in a shuffled order; `indexed` reads each video with one positioned read, in a shuffled order.
+ * @module
+ */
+
+import { openDataset } from "../data/dataset.ts";
+import { fetchBytes, isUrl } from "../data/fetch.ts";
+import { hashSeed, mulberry32, shuffleInPlace } from "../data/sampler.ts";
+import { openShards } from "../shards/reader.ts";
+import { dropFromPageCache } from "./page_cache.ts";
+
+/** Options of {@link benchIo}. */
+export interface BenchIoOptions {
+  /** Also measure with the page cache dropped before the pass (default false: warm only). */
+  cold?: boolean;
+  /** Seed of the shuffled read order (default 0). */
+  seed?: number;
+  /** Reads in flight (default 1: one stream of reads, as one loader fetch lane). */
+  concurrency?: number;
+}
+
+/** One measured pass. */
+export interface IoPass {
+  dataset: string;
+  /** "files" or "shards". */
+  layout: "files" | "shards";
+  /** "whole-file", "sequential" or "indexed". */
+  access: "whole-file" | "sequential" | "indexed";
+  cache: "cold" | "warm";
+  files: number;
+  clips: number;
+  bytes: number;
+  seconds: number;
+  mbPerSec: number;
+  filesPerSec: number;
+  clipsPerSec: number;
+}
+
+interface Plan {
+  dataset: string;
+  layout: IoPass["layout"];
+  access: IoPass["access"];
+  /** Local files to drop from the cache before a cold pass. */
+  files: string[];
+  clips: number;
+  /** Each read: source and optional byte range. */
+  reads: { source: string; range?: [number, number] }[];
+  filesOpened: number;
+}
+
+async function isShardSet(source: string): Promise<boolean> {
+  if (/\.(tar|idx\.json)(\?.*)?$/.test(source) || /shards\.json(\?.*)?$/.test(source)) return true;
+  if (isUrl(source)) return false;
+  try {
+    return (await Deno.stat(source)).isDirectory && (await Deno.stat(`${source}/shards.json`)).isFile;
+  } catch {
+    return false;
+  }
+}
+
+async function plans(source: string, seed: number): Promise<Plan[]> {
+  const rand = () => mulberry32(hashSeed(seed, 0x10));
+  if (await isShardSet(source)) {
+    const set = await openShards(source);
+    const tars = set.shards.map((s) => s.tar);
+    const local = tars.filter((t) => !isUrl(t));
+    const samples = set.shards.flatMap((s) => s.index.samples.map((x) => ({ tar: s.tar, m: x.video })));
+    const clips = samples.length;
+    return [
+      {
+        dataset: source,
+        layout: "shards",
+        access: "sequential",
+        files: local,
+        clips,
+        reads: shuffleInPlace(tars.map((t) => ({ source: t })), rand()),
+        filesOpened: tars.length,
+      },
+      {
+        dataset: source,
+        layout: "shards",
+        access: "indexed",
+        files: local,
+        clips,
+        reads: shuffleInPlace(
+          samples.map(({ tar, m }) => ({
+            source: tar,
+            range: [m.offset, m.offset + m.size] as [number, number],
+          })),
+          rand(),
+        ),
+        filesOpened: samples.length,
+      },
+    ];
+  }
+  const ds = await openDataset(source);
+  const paths = ds.items.map((i) => i.path);
+  const unique = [...new Set(paths)];
+  return [{
+    dataset: source,
+    layout: "files",
+    access: "whole-file",
+    files: unique.filter((p) => !isUrl(p)),
+    clips: paths.length,
+    reads: shuffleInPlace(unique.map((p) => ({ source: p })), rand()),
+    filesOpened: unique.length,
+  }];
+}
+
+async function run(plan: Plan, cache: IoPass["cache"], concurrency: number): Promise<IoPass> {
+  if (cache === "cold") dropFromPageCache(plan.files);
+  let bytes = 0, next = 0;
+  const t0 = performance.now();
+  const lane = async () => {
+    while (next < plan.reads.length) {
+      const r = plan.reads[next++];
+      bytes += (await fetchBytes(r.source, r.range ? { range: r.range } : {})).length;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, concurrency) }, lane));
+  const seconds = (performance.now() - t0) / 1000;
+  const per = (x: number) => seconds > 0 ? Math.round((x / seconds) * 100) / 100 : 0;
+  return {
+    dataset: plan.dataset,
+    layout: plan.layout,
+    access: plan.access,
+    cache,
+    files: plan.filesOpened,
+    clips: plan.clips,
+    bytes,
+    seconds: Math.round(seconds * 1e4) / 1e4,
+    mbPerSec: per(bytes / 1e6),
+    filesPerSec: per(plan.filesOpened),
+    clipsPerSec: per(plan.clips),
+  };
+}
+
+/** Measures every dataset of `sources`; see the module docs. */
+export async function benchIo(sources: string[], opts: BenchIoOptions = {}): Promise<IoPass[]> {
+  const out: IoPass[] = [];
+  for (const source of sources) {
+    for (const plan of await plans(source, opts.seed ?? 0)) {
+      if (opts.cold) out.push(await run(plan, "cold", opts.concurrency ?? 1));
+      else await run(plan, "warm", opts.concurrency ?? 1); // fill the cache: the measured pass is warm
+      out.push(await run(plan, "warm", opts.concurrency ?? 1));
+    }
+  }
+  return out;
+}
+
+/** The passes as a table, with the warm/cold ratio of each access pattern when both were measured. */
+export function ioTable(passes: IoPass[]): string {
+  const head = [
+    "dataset",
+    "layout",
+    "access",
+    "cache",
+    "files",
+    "clips",
+    "MB",
+    "s",
+    "MB/s",
+    "files/s",
+    "clips/s",
+    "vs 1st",
+  ];
+  // clips/s relative to the first pass with the same cache state: the ratios to report from one run.
+  const first = (cache: string) => passes.find((p) => p.cache === cache)!.clipsPerSec;
+  const rows = passes.map((p) => [
+    p.dataset,
+    p.layout,
+    p.access,
+    p.cache,
+    String(p.files),
+    String(p.clips),
+    (p.bytes / 1e6).toFixed(1),
+    p.seconds.toFixed(3),
+    p.mbPerSec.toFixed(1),
+    p.filesPerSec.toFixed(1),
+    p.clipsPerSec.toFixed(1),
+    first(p.cache) > 0 ? `${(p.clipsPerSec / first(p.cache)).toFixed(2)}x` : "-",
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (r: string[]) =>
+    r.map((c, i) => (i < 4 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
+  const lines = [line(head), ...rows.map(line)];
+  const ratios: string[] = [];
+  for (const warm of passes.filter((p) => p.cache === "warm")) {
+    const cold = passes.find((p) =>
+      p.cache === "cold" && p.dataset === warm.dataset && p.access === warm.access && p.layout === warm.layout
+    );
+    if (cold && cold.clipsPerSec > 0) {
+      ratios.push(
+        `${warm.dataset} ${warm.access}: warm/cold ${(warm.clipsPerSec / cold.clipsPerSec).toFixed(2)}x`,
+      );
+    }
+  }
+  if (ratios.length) lines.push("", ...ratios);
+  return lines.join("\n");
+}
