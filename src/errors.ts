@@ -189,6 +189,7 @@ export class EncoderNotFoundError extends SluiceError {
   readonly codec: string;
   /** The encoders tried, in order. */
   readonly tried: string[];
+  /** Builds the message from the codec, the encoders tried and where FFmpeg was loaded from. */
   constructor(
     codec: string,
     tried: readonly { name: string; debianPackage: string; configure: string }[],
@@ -218,6 +219,7 @@ export class ShardError extends SluiceError {
   readonly shard: string;
   /** The member concerned (its tar name), or "" when the problem is the shard or index as a whole. */
   readonly member: string;
+  /** `shard: member M: problem` (the member part only when there is one). */
   constructor(shard: string, member: string, problem: string, options?: ErrorOptions) {
     super(`${shard}${member ? `: member ${member}` : ""}: ${problem}`, options);
     this.shard = shard;

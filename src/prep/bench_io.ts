@@ -30,18 +30,27 @@ export interface BenchIoOptions {
 
 /** One measured pass. */
 export interface IoPass {
+  /** The dataset as given. */
   dataset: string;
   /** "files" or "shards". */
   layout: "files" | "shards";
   /** "whole-file", "sequential" or "indexed". */
   access: "whole-file" | "sequential" | "indexed";
+  /** Page cache dropped before the pass, or filled by the pass before. */
   cache: "cold" | "warm";
+  /** Files opened (videos, shards, or one per positioned read). */
   files: number;
+  /** Videos delivered. */
   clips: number;
+  /** Bytes read. */
   bytes: number;
+  /** Wall time of the pass. */
   seconds: number;
+  /** Megabytes (10^6) per second. */
   mbPerSec: number;
+  /** Files opened per second. */
   filesPerSec: number;
+  /** Videos delivered per second. */
   clipsPerSec: number;
 }
 

@@ -16,12 +16,15 @@ export interface MergeOptions {
 
 /** What {@link mergeManifests} did. */
 export interface MergeReport {
+  /** The merged manifest written. */
   output: string;
+  /** Rows in it. */
   rows: number;
   /** The shard manifests read. */
   inputs: string[];
-  /** Shard count and the shards absent (only with `allowMissing`). */
+  /** The shard count. */
   shards: number;
+  /** Shards absent (only with `allowMissing`). */
   missing: number[];
 }
 

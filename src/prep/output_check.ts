@@ -11,15 +11,21 @@ import type { TargetCodec } from "./encoder.ts";
 
 /** What a prepared manifest records about an output, from probing it. */
 export interface OutputFacts {
+  /** FFmpeg's codec name: "h264", "vp9", "av1". */
   codec: string;
+  /** Frame size in pixels. */
   width: number;
+  /** Frame height in pixels. */
   height: number;
+  /** Frames per second. */
   fps: number;
+  /** Frames in the file. */
   frames: number;
   /** Seconds. */
   duration: number;
   /** Keyframe presentation times, seconds, ascending. */
   keyframes: number[];
+  /** True when the file has an audio stream. */
   audio: boolean;
 }
 

@@ -52,10 +52,13 @@ export interface PackOptions {
 
 /** What {@link packShards} wrote. */
 export interface PackSummary {
+  /** Counts, bytes and speed of the run. */
   progress: ProgressSnapshot;
   /** The shard set file. */
   setFile: string;
+  /** The shards written, in order. */
   shards: ShardEntry[];
+  /** Videos left out, with the reason. */
   failures: { path: string; error: string }[];
 }
 

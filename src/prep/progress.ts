@@ -18,19 +18,27 @@ export interface ItemResult {
 export interface ProgressSnapshot {
   /** "transcode", "pack", ... */
   job: string;
+  /** Items the job has in all. */
   total: number;
   /** Items finished in any way (done + skipped + failed). */
   finished: number;
+  /** Items worked on successfully. */
   done: number;
+  /** Items found done by an earlier run. */
   skipped: number;
+  /** Items that failed (listed, not fatal). */
   failed: number;
+  /** Bytes read for the items done. */
   bytesIn: number;
+  /** Bytes written for the items done. */
   bytesOut: number;
+  /** Seconds since the job started. */
   elapsedSec: number;
   /** Items done (not skipped) per second. */
   itemsPerSec: number;
-  /** Megabytes (10^6) read and written per second. */
+  /** Megabytes (10^6) read per second. */
   mbInPerSec: number;
+  /** Megabytes (10^6) written per second. */
   mbOutPerSec: number;
   /** Seconds of media written per second of wall time. */
   realtime: number;

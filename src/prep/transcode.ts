@@ -30,6 +30,7 @@ export interface TranscodeOptions {
   height: number;
   /** Output frames per second. */
   fps: number;
+  /** Output codec. */
   codec: TargetCodec;
   /** Keyframe interval in frames. */
   gop: number;
@@ -41,8 +42,9 @@ export interface TranscodeOptions {
   encoder?: string;
   /** Copy the best audio stream unchanged (default false: audio is dropped). */
   audio?: boolean;
-  /** Only this part of the source, seconds (default: all of it). */
+  /** Start of the part of the source to transcode, seconds (default: its start). */
   start?: number;
+  /** End of that part, seconds (default: the source's end). */
   end?: number;
   /** Source seconds decoded per step (default 10); bounds memory for long videos. */
   chunkSec?: number;
@@ -52,8 +54,11 @@ export interface TranscodeOptions {
 export interface TranscodeResult {
   /** The encoder used, e.g. "libx264". */
   encoder: string;
+  /** Output width in pixels. */
   width: number;
+  /** Output height in pixels. */
   height: number;
+  /** Output frames per second. */
   fps: number;
   /** Frames written. */
   frames: number;
@@ -210,4 +215,17 @@ function copyFrame(frames: VideoFrames, i: number, enc: VideoEncoder, rotation: 
       out.data.set(data.subarray(y * p.stride, y * p.stride + p.width), y * out.stride);
     }
   });
+}
+
+/** {@link transcodeVideoSync} as a Promise (the work is synchronous FFI: run it in a Worker for parallelism). */
+export function transcodeVideo(
+  src: MediaInput,
+  dst: string,
+  opts: TranscodeOptions,
+): Promise<TranscodeResult> {
+  try {
+    return Promise.resolve(transcodeVideoSync(src, dst, opts));
+  } catch (e) {
+    return Promise.reject(e);
+  }
 }

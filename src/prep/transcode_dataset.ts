@@ -35,6 +35,7 @@ export interface TranscodeDatasetOptions extends Omit<TranscodeOptions, "start" 
 
 /** What {@link transcodeDataset} did. */
 export interface TranscodeSummary {
+  /** Counts, bytes and speed of the run. */
   progress: ProgressSnapshot;
   /** The prepared manifest written (rows of the videos done or kept, in input order). */
   manifest: string;

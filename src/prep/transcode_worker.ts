@@ -26,7 +26,9 @@ export interface TranscodeTask {
 
 /** What became of a {@link TranscodeTask}. */
 export interface TaskOutcome {
+  /** The task's `index`. */
   index: number;
+  /** Transcoded now, kept from an earlier run, or failed. */
   status: "done" | "skipped" | "failed";
   /** Why it failed, or why an existing output was redone. */
   error?: string;

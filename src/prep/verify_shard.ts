@@ -14,15 +14,19 @@ import { type TarEntry, type TarSource, walkTar } from "../shards/tar.ts";
 
 /** What {@link verifyShard} found. */
 export interface VerifyReport {
+  /** The shard checked. */
   shard: string;
+  /** The index it was checked against. */
   index: string;
-  /** Samples and bytes the index lists. */
+  /** Samples the index lists. */
   samples: number;
+  /** Bytes the index lists. */
   bytes: number;
   /** Members whose data matched their checksum. */
   verifiedMembers: number;
   /** Every problem found, each naming the shard and (where it applies) the member. */
   problems: ShardError[];
+  /** True when there is no problem. */
   ok: boolean;
 }
 

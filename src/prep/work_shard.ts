@@ -18,7 +18,9 @@ import { InvalidArgumentError } from "../errors.ts";
 
 /** Which part of the inputs this run takes. */
 export interface WorkShard {
+  /** This run's shard, from 0. */
   index: number;
+  /** How many shards the work is split into. */
   count: number;
   /** Where it came from: "--shard", "slurm", "kubernetes", "torchrun" or "default". */
   from: string;

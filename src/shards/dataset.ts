@@ -16,7 +16,9 @@ export interface ShardVideoItem extends VideoItem {
   sha256: string;
   /** The tar member's name, for messages. */
   member: string;
+  /** Start of the range the loader samples from, seconds. */
   start: number;
+  /** End of that range, seconds. */
   end: number;
   /** Keyframe times, seconds, ascending. */
   keyframes: number[];
@@ -24,6 +26,7 @@ export interface ShardVideoItem extends VideoItem {
 
 /** A dataset of shard members. */
 export interface ShardDataset extends VideoDataset {
+  /** One item per sample, shard by shard. */
   items: ShardVideoItem[];
 }
 

@@ -28,8 +28,9 @@ export interface MemberLocation {
   name: string;
   /** Offset of its first header block. */
   header: number;
-  /** Offset and size of its data. */
+  /** Offset of its data. */
   offset: number;
+  /** Size of its data in bytes. */
   size: number;
   /** SHA-256 of the data, hex. */
   sha256: string;
@@ -39,12 +40,15 @@ export interface MemberLocation {
 export interface ShardSample {
   /** WebDataset key (member name without its extension). */
   key: string;
+  /** The video member (`<key>.<ext>`). */
   video: MemberLocation;
+  /** The metadata member (`<key>.json`). */
   meta: MemberLocation;
   /** Class index into the set's `classes`. */
   label: number;
-  /** Time range the loader samples from, seconds. */
+  /** Start of the time range the loader samples from, seconds. */
   start: number;
+  /** End of that range, seconds. */
   end: number;
   /** Keyframe presentation times, seconds, ascending (empty when unknown). */
   keyframes: number[];
@@ -54,13 +58,17 @@ export interface ShardSample {
 
 /** A shard's sidecar index. */
 export interface ShardIndex {
-  format: typeof SHARD_INDEX_FORMAT;
+  /** `"sluice-shard-index"`. */
+  format: "sluice-shard-index";
+  /** {@link SHARD_FORMAT_VERSION}. */
   version: number;
   /** The tar's file name, relative to the index. */
   shard: string;
   /** The tar's size in bytes. */
   size: number;
+  /** Class names; a sample's label indexes this list. */
   classes: string[];
+  /** The samples, in tar order. */
   samples: ShardSample[];
 }
 
@@ -69,7 +77,9 @@ export interface ShardEntry {
   /** Tar and index file names, relative to the set file. */
   tar: string;
   index: string;
+  /** The tar's size in bytes. */
   size: number;
+  /** Samples in the shard. */
   samples: number;
   /** SHA-256 of the index file's bytes. */
   indexSha256: string;
@@ -77,9 +87,13 @@ export interface ShardEntry {
 
 /** The list of a dataset's shards. */
 export interface ShardSet {
-  format: typeof SHARD_SET_FORMAT;
+  /** `"sluice-shard-set"`. */
+  format: "sluice-shard-set";
+  /** {@link SHARD_FORMAT_VERSION}. */
   version: number;
+  /** Class names, the same in every shard's index. */
   classes: string[];
+  /** The shards, in dataset order. */
   shards: ShardEntry[];
 }
 

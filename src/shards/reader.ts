@@ -32,6 +32,7 @@ import {
 export interface OpenedShard {
   /** Path or URL of the tar. */
   tar: string;
+  /** Its validated index. */
   index: ShardIndex;
 }
 
@@ -39,7 +40,9 @@ export interface OpenedShard {
 export interface OpenedShards {
   /** What was opened. */
   source: string;
+  /** Class names; a sample's label indexes this list. */
   classes: string[];
+  /** The shards, in set order. */
   shards: OpenedShard[];
 }
 
@@ -180,10 +183,13 @@ export async function readSampleMeta(
 
 /** One sample from {@link streamSamples}. */
 export interface StreamedSample {
+  /** The shard it came from. */
   shard: OpenedShard;
+  /** Its index entry. */
   sample: ShardSample;
   /** The video's bytes (a view into the shard's buffer). */
   video: Uint8Array;
+  /** Its metadata member, parsed. */
   meta: Record<string, unknown>;
 }
 
@@ -191,7 +197,9 @@ export interface StreamedSample {
 export interface StreamOptions extends ShardReadOptions {
   /** Shuffle the shard order (default true), seeded by `seed` and `epoch`. */
   shuffle?: boolean;
+  /** Shuffle seed (default 0). */
   seed?: number;
+  /** Epoch: each has its own order (default 0). */
   epoch?: number;
   /** Take only shards `i` with `i mod count = index` of the shuffled order (e.g. one per rank). */
   part?: { index: number; count: number };
