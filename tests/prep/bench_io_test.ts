@@ -3,6 +3,7 @@ import { benchIo, ioTable } from "../../src/prep/bench_io.ts";
 import { canDropPageCache } from "../../src/prep/page_cache.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
 import { makePacked } from "../shards/shard_fixture.ts";
+import { withTempDir } from "../helpers/temp_dir.ts";
 
 const skip = !hasFfmpegCliSync()
   ? "ffmpeg CLI not found (test clips are made with it)"
@@ -14,9 +15,8 @@ if (skip) console.log(`bench_io_test: skipped: ${skip}`);
 Deno.test({
   name: "benchIo reads every byte of files and shards, cold and warm, and counts files and clips",
   ignore: skip !== "",
-  fn: async () => {
-    const dir = await Deno.makeTempDir({ prefix: "sluice-benchio-" });
-    try {
+  fn: () =>
+    withTempDir("sluice-benchio-", async (dir) => {
       const p = await makePacked(dir, 5, 48 * 1024);
       const passes = await benchIo([p.manifest, p.out], { cold: true });
       const videoBytes = (await Promise.all(p.videos.map((v) => Deno.stat(v)))).reduce(
@@ -39,8 +39,5 @@ Deno.test({
       const table = ioTable(passes);
       assert.match(table, /warm\/cold/);
       assert.equal(table.split("\n").filter((l) => l.includes(" cold ")).length, 3);
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
-  },
+    }),
 });

@@ -4,18 +4,12 @@ import { openShards, readSampleVideo } from "../../src/shards/reader.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
 import { makePacked } from "../shards/shard_fixture.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
+import { withTempDir } from "../helpers/temp_dir.ts";
 
 const noCli = !hasFfmpegCliSync();
 if (noCli) console.log("pack_test: ffmpeg CLI not found (test clips are made with it): pack tests skipped");
 
-async function withDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await Deno.makeTempDir({ prefix: "sluice-pack-" });
-  try {
-    return await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
+const withDir = <T>(fn: (dir: string) => Promise<T>) => withTempDir("sluice-pack-", fn);
 
 Deno.test({
   name: "pack: shards up to the size asked, every video read back byte-identical to its source",

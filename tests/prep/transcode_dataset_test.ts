@@ -5,6 +5,7 @@ import { readJsonl } from "../../src/prep/manifest.ts";
 import { openDataset } from "../../src/data/dataset.ts";
 import { DatasetError } from "../../src/errors.ts";
 import { ffprobeInfo, generateClip, hasFfmpegCliSync, parseRational } from "../helpers/media.ts";
+import { withTempDir } from "../helpers/temp_dir.ts";
 
 const noCli = !hasFfmpegCliSync();
 if (noCli) console.log("transcode_dataset_test: ffmpeg/ffprobe CLI not found: tests skipped");
@@ -36,14 +37,7 @@ async function makeDataset(dir: string, n: number): Promise<string> {
   return `${dir}/src/manifest.csv`;
 }
 
-async function withDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await Deno.makeTempDir({ prefix: "sluice-tds-" });
-  try {
-    return await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
+const withDir = <T>(fn: (dir: string) => Promise<T>) => withTempDir("sluice-tds-", fn);
 
 async function listFiles(dir: string): Promise<string[]> {
   const out: string[] = [];

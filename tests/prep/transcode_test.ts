@@ -13,18 +13,12 @@ import {
   runCli,
 } from "../helpers/media.ts";
 import { psnr } from "../helpers/decode_oracles.ts";
+import { withTempDir } from "../helpers/temp_dir.ts";
 
 const noCli = !hasFfmpegCliSync();
 if (noCli) console.log("transcode_test: ffmpeg/ffprobe CLI not found: the oracle tests are skipped");
 
-async function withDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await Deno.makeTempDir({ prefix: "sluice-transcode-" });
-  try {
-    return await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
+const withDir = <T>(fn: (dir: string) => Promise<T>) => withTempDir("sluice-transcode-", fn);
 
 /** ffprobe's view of an output: size, rate, codec, rotation, frame count and keyframe frame numbers. */
 async function probeOutput(path: string) {

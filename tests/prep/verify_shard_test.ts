@@ -4,20 +4,18 @@ import { openShards } from "../../src/shards/reader.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
 import { serveDir } from "../data/http_server.ts";
 import { makePacked } from "../shards/shard_fixture.ts";
+import { withTempDir } from "../helpers/temp_dir.ts";
 
 const noCli = !hasFfmpegCliSync();
 if (noCli) {
   console.log("verify_shard_test: ffmpeg CLI not found (test clips are made with it): tests skipped");
 }
 
-async function withShard<T>(fn: (tar: string, dir: string) => Promise<T>): Promise<T> {
-  const dir = await Deno.makeTempDir({ prefix: "sluice-verify-" });
-  try {
+function withShard<T>(fn: (tar: string, dir: string) => Promise<T>): Promise<T> {
+  return withTempDir("sluice-verify-", async (dir) => {
     const p = await makePacked(dir, 4, 1 << 30);
     return await fn(`${p.out}/${p.summary.shards[0].tar}`, dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 }
 
 const test = (name: string, fn: () => Promise<void>) => Deno.test({ name, ignore: noCli, fn });

@@ -10,20 +10,14 @@ import { ShardError } from "../../src/errors.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
 import { serveDir } from "../data/http_server.ts";
 import { makePacked } from "./shard_fixture.ts";
+import { withTempDir } from "../helpers/temp_dir.ts";
 
 const noCli = !hasFfmpegCliSync();
 if (noCli) {
   console.log("reader_test: ffmpeg CLI not found (test clips are made with it): shard reader tests skipped");
 }
 
-async function withDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await Deno.makeTempDir({ prefix: "sluice-shards-" });
-  try {
-    return await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
+const withDir = <T>(fn: (dir: string) => Promise<T>) => withTempDir("sluice-shards-", fn);
 
 Deno.test({
   name: "shards over HTTP: range reads by index and whole-shard streaming give the source bytes",
