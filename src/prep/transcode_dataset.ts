@@ -43,6 +43,8 @@ export interface TranscodeSummary {
   failures: { path: string; error: string }[];
   /** Existing outputs that did not match the request and were redone. */
   redone: { path: string; reason: string }[];
+  /** Inputs transcoded although the decoder rejected some of their packets (frames held over the gap). */
+  damaged: { path: string; corruptPackets: number }[];
   /** Encoders used. */
   encoders: string[];
 }
@@ -90,6 +92,7 @@ export async function transcodeDataset(opts: TranscodeDatasetOptions): Promise<T
   const results = new Map<number, { rel: string; row: SourceRow; outcome: TaskOutcome }>();
   const redone: { path: string; reason: string }[] = [];
   const encoders = new Set<string>();
+  const damaged: { path: string; corruptPackets: number }[] = [];
   const { input: _i, outDir: _o, jobs: _j, shard: _s, onProgress, ...encode } = opts;
   const runOne = async ({ row, rel }: { row: SourceRow; rel: string }) => {
     const task: TranscodeTask = {
@@ -145,7 +148,8 @@ export async function transcodeDataset(opts: TranscodeDatasetOptions): Promise<T
   failures.sort((a, b) => a.path.localeCompare(b.path));
   if (failures.length > 0) await writeJsonl(failureFile, failures);
   else await Deno.remove(failureFile).catch(() => {});
-  return { progress: tracker.snapshot(), manifest, failures, redone, encoders: [...encoders] };
+  damaged.sort((a, b) => a.path.localeCompare(b.path));
+  return { progress: tracker.snapshot(), manifest, failures, redone, damaged, encoders: [...encoders] };
 }
 
 /** FFmpeg errors start with the source's name, which the failure list already shows. */
