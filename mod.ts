@@ -113,6 +113,7 @@ export {
   CONSUMER,
   type Executor,
   formatStats,
+  type FormatStatsOptions,
   LatencySketch,
   mainThread,
   type MaxFailures,

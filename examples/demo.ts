@@ -2,16 +2,14 @@
  * `deno task demo`: makes a small synthetic labelled dataset once (cached under `.cache/demo/`, a few seconds,
  * encoded in-process through libavcodec), then runs the video loader with the subprocess backend for a few hundred
  * clips and prints the summary: samples/s, frames/s, the per-stage table, the bottleneck and peak RSS.
- * Needs no GPU and no network.
- *
- * Options: `--epochs N` (default 5), `--json`.
+ * Needs no GPU and no network. `deno task demo --help` lists the options.
  * @module
  */
 
-import { parseArgs } from "node:util";
 import { makeSyntheticDataset } from "../src/data/synthetic.ts";
 import { formatSummary, runLoad } from "../src/cli/load.ts";
 import { print, ProgressBar } from "../src/cli/tty.ts";
+import { defineCommand, runCommand } from "../src/cli/main.ts";
 
 /** The demo dataset's shape; a change here regenerates the cache. */
 export const DEMO_DATASET = { videos: 16, classes: 4, durationSec: 4, fps: 25, width: 320, height: 240 };
@@ -45,20 +43,35 @@ function makeFresh(dir: string, marker: string, want: string): string {
   return `${dir}/videos`;
 }
 
-if (import.meta.main) {
-  const { values } = parseArgs({
-    args: Deno.args,
-    options: { epochs: { type: "string" }, json: { type: "boolean" } },
-  });
-  const dataset = ensureDemoDataset();
-  const summary = await runLoad({
-    dataset,
-    batchSize: 8,
-    clip: { numFrames: 8, width: 112, height: 112 },
-    sampler: { seed: 0, clipsPerVideo: 4 },
-    backend: "subprocess",
-    epochs: Number(values.epochs ?? 5),
-    live: values.json ? undefined : Deno.stderr,
-  });
-  print(Deno.stdout, values.json ? JSON.stringify(summary, null, 2) : formatSummary(summary));
-}
+/** The demo as a command: its options, defaults and ranges give `--help` and the usage errors. */
+const demo = defineCommand({
+  name: "",
+  summary: "load a synthetic dataset (made once under .cache/demo/) with the subprocess backend and report",
+  positionals: [],
+  options: {
+    epochs: {
+      type: "integer",
+      default: 5,
+      min: 1,
+      max: 1000,
+      help: "epochs of 64 clips of 8 frames at 112x112",
+    },
+    json: { type: "boolean", help: "print the summary as one JSON object" },
+  },
+  examples: ["--epochs 2", "--json"],
+  async run({ values }) {
+    const summary = await runLoad({
+      dataset: ensureDemoDataset(),
+      batchSize: 8,
+      clip: { numFrames: 8, width: 112, height: 112 },
+      sampler: { seed: 0, clipsPerVideo: 4 },
+      backend: "subprocess",
+      epochs: values.epochs,
+      live: values.json ? undefined : Deno.stderr,
+    });
+    print(Deno.stdout, values.json ? JSON.stringify(summary, null, 2) : formatSummary(summary));
+    return 0;
+  },
+});
+
+if (import.meta.main) Deno.exit(await runCommand(demo, Deno.args, { program: "deno task demo" }));

@@ -1,12 +1,13 @@
 /**
- * Finding and opening native libraries. One mechanism for FFmpeg and for the NVIDIA libraries: an explicit
- * override (directory or file) from the environment, then the standard library directories, then the
- * dynamic loader's own search by soname. Every path tried is kept for the error message.
+ * Finding and opening native libraries: one locator for FFmpeg, libcuda and libnvcuvid. An override from the
+ * environment (a directory for FFmpeg's set of libraries, a file for libcuda or libnvcuvid) replaces the search;
+ * otherwise the standard library directories are searched in order. Every path tried goes into the
+ * {@link LibraryNotFoundError}.
  * @module
  */
 import { LibraryNotFoundError } from "../src/errors.ts";
 
-/** Directories searched, in order, after any override. */
+/** Directories searched, in order, when no override is set. */
 export function standardLibraryDirs(): string[] {
   const triplet = Deno.build.arch === "aarch64" ? "aarch64-linux-gnu" : "x86_64-linux-gnu";
   const fromEnv = (Deno.env.get("LD_LIBRARY_PATH") ?? "").split(":").filter((d) => d !== "");
@@ -22,7 +23,7 @@ export function standardLibraryDirs(): string[] {
 }
 
 /** True when `path` names an existing regular file (following symlinks). */
-export function fileExists(path: string): boolean {
+function fileExists(path: string): boolean {
   try {
     return Deno.statSync(path).isFile;
   } catch {
@@ -49,21 +50,92 @@ export function openLibrary<S extends Deno.ForeignLibraryInterface>(
   }
 }
 
+/** What {@link locateLibraries} looks for. */
+export interface LibrarySearch<K extends string> {
+  /** What is looked for, for the error ("FFmpeg libraries (...)"). */
+  what: string;
+  /** An environment variable naming the only directory to search, when set. */
+  dirEnv?: string;
+  /**
+   * Acceptable sets, preferred first: each maps a library to its file names (sonames, preferred first). The
+   * first set whose libraries are all found in one directory wins.
+   */
+  sets: readonly Record<K, readonly string[]>[];
+  /** The last line of the error: how to install the libraries or point the override at them. */
+  hint: string;
+}
+
 /**
- * Resolves a library file: `override` (a file path) wins; otherwise each soname is looked for in each
- * directory. Returns the first hit, or `undefined`, and appends every candidate to `tried`.
+ * Finds a set of libraries that sit together in one directory: for each set in order, each directory in
+ * order. Returns the path of each library, or throws a {@link LibraryNotFoundError} naming where it looked and
+ * every path it tried.
  */
-export function findLibraryFile(
-  sonames: readonly string[],
-  dirs: readonly string[],
-  tried: string[],
-): string | undefined {
-  for (const dir of dirs) {
-    for (const soname of sonames) {
-      const path = `${dir.replace(/\/+$/, "")}/${soname}`;
-      tried.push(path);
-      if (fileExists(path)) return path;
+export function locateLibraries<K extends string>(search: LibrarySearch<K>): Record<K, string> {
+  const override = search.dirEnv === undefined ? undefined : Deno.env.get(search.dirEnv);
+  const dirs = override ? [override] : standardLibraryDirs();
+  const tried: string[] = [];
+  for (const set of search.sets) {
+    for (const dir of dirs) {
+      const found = {} as Record<K, string>;
+      let all = true;
+      for (const key of Object.keys(set) as K[]) {
+        const path = findIn(dir, set[key], tried);
+        if (path === undefined) all = false;
+        else found[key] = path;
+      }
+      if (all) return found;
     }
   }
+  const where = override ? `${search.dirEnv}=${override}` : "the standard library directories";
+  throw new LibraryNotFoundError(
+    `${search.what}: not found in ${where}.\nTried:\n  ${tried.join("\n  ")}\n${search.hint}`,
+    tried,
+  );
+}
+
+/** The first of `sonames` that exists in `dir`; every candidate is appended to `tried`. */
+function findIn(dir: string, sonames: readonly string[], tried: string[]): string | undefined {
+  for (const soname of sonames) {
+    const path = `${dir.replace(/\/+$/, "")}/${soname}`;
+    tried.push(path);
+    if (fileExists(path)) return path;
+  }
   return undefined;
+}
+
+/** One library to find and open on its own (libcuda, libnvcuvid). */
+export interface SingleLibrary {
+  /** What it is, for errors ("the CUDA driver library"). */
+  what: string;
+  /** Its file names, preferred first. */
+  sonames: readonly string[];
+  /** An environment variable naming the library's file, which replaces the search when set. */
+  fileEnv: string;
+  /** How to get it, for the error. */
+  hint: string;
+}
+
+/** An opened library: its symbols, the file it came from, and `close()`. */
+export interface LoadedLibrary<S extends Deno.ForeignLibraryInterface> {
+  symbols: Deno.DynamicLibrary<S>["symbols"];
+  /** The file that was opened. */
+  path: string;
+  close(): void;
+}
+
+/** Finds `lib` (its file override, else the search) and opens it with `symbols`; see {@link openLibrary}. */
+export function loadLibrary<S extends Deno.ForeignLibraryInterface>(
+  lib: SingleLibrary,
+  symbols: S,
+): LoadedLibrary<S> {
+  const override = Deno.env.get(lib.fileEnv);
+  if (override && !fileExists(override)) {
+    throw new LibraryNotFoundError(`${lib.what}: ${lib.fileEnv}=${override} does not name a file`, [
+      override,
+    ]);
+  }
+  const what = `${lib.what} (${lib.sonames.join(", ")})`;
+  const path = override || locateLibraries({ what, sets: [{ lib: lib.sonames }], hint: lib.hint }).lib;
+  const opened = openLibrary(path, symbols, lib.what);
+  return { symbols: opened.symbols, path, close: () => opened.close() };
 }

@@ -2,7 +2,8 @@
 # Installs what sluice needs on a Debian/Ubuntu machine with Node/npm, and nothing that is already there.
 #   scripts/setup.sh         Deno (pinned, from npm, into node_modules) and the FFmpeg runtime libraries
 #   scripts/setup.sh --dev   also what the tests and benchmarks use: FFmpeg -dev headers, the ffmpeg/ffprobe
-#                            CLI, a C compiler, pkg-config, PyAV (bench baseline) and util-linux's `script`
+#                            CLI, a C compiler, pkg-config, PyAV (bench baseline), util-linux's `script` and tmux
+#                            (the CLI's live-view tests)
 # Runs as root or through sudo; never asks questions (apt-get -y, DEBIAN_FRONTEND=noninteractive).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,6 +55,7 @@ if [ $dev = 1 ]; then
   command -v cc >/dev/null || missing+=(gcc libc6-dev)
   command -v pkg-config >/dev/null || missing+=(pkg-config)
   command -v script >/dev/null || missing+=(bsdutils)
+  command -v tmux >/dev/null || missing+=(tmux)
   [ -f /usr/include/x86_64-linux-gnu/libavformat/avformat.h ] || [ -f /usr/include/libavformat/avformat.h ] ||
     missing+=(libavformat-dev libavcodec-dev libavutil-dev libswscale-dev)
   /usr/bin/python3 -c "import av" 2>/dev/null || missing+=(python3-av)

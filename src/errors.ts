@@ -6,6 +6,7 @@
 
 /** Root of every error sluice throws on purpose. */
 export class SluiceError extends Error {
+  /** `message` says what failed; `options.cause` keeps the underlying error. The name is the subclass's. */
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = new.target.name;
@@ -179,6 +180,20 @@ export class NvdecUnsupportedError extends SluiceError {
     super(message, options);
     this.limit = limit;
   }
+}
+
+/**
+ * A thrown value as one line of a log: `Name: message`, line breaks folded to "; ". When the caller prints
+ * `subject` (the file or item) in front of it and the message starts with that same subject, the message's copy
+ * is left out, so the line names it once.
+ */
+export function errorText(e: unknown, subject?: string): string {
+  let text = e instanceof Error ? e.message : String(e);
+  if (subject !== undefined && subject !== "" && text.startsWith(`${subject}: `)) {
+    text = text.slice(subject.length + 2);
+  }
+  text = text.trim().replace(/\s*\n\s*/g, "; ");
+  return e instanceof Error ? `${e.name}: ${text}` : text;
 }
 
 // ---------------------------------------------------------------- dataset preparation (src/prep)

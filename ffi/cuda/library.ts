@@ -3,38 +3,18 @@
  * looked for in the standard library directories. Tests point `SLUICE_LIBCUDA` at an ABI-level test double.
  * @module
  */
-import { LibraryNotFoundError } from "../../src/errors.ts";
-import { fileExists, findLibraryFile, openLibrary, standardLibraryDirs } from "../loader.ts";
+import { type LoadedLibrary, loadLibrary } from "../loader.ts";
 import { CUDA_SYMBOLS } from "./symbols.ts";
 
 /** The opened driver. */
-export interface CudaLibrary {
-  symbols: Deno.DynamicLibrary<typeof CUDA_SYMBOLS>["symbols"];
-  /** The file that was opened. */
-  path: string;
-  close(): void;
-}
+export type CudaLibrary = LoadedLibrary<typeof CUDA_SYMBOLS>;
 
-/** Where the driver library is, or a {@link LibraryNotFoundError} naming every path tried. */
-export function locateLibrary(envVar: string, sonames: readonly string[], what: string): string {
-  const override = Deno.env.get(envVar);
-  if (override) {
-    if (fileExists(override)) return override;
-    throw new LibraryNotFoundError(`${what}: ${envVar}=${override} does not name a file`, [override]);
-  }
-  const tried: string[] = [];
-  const found = findLibraryFile(sonames, standardLibraryDirs(), tried);
-  if (found) return found;
-  throw new LibraryNotFoundError(
-    `${what} (${sonames.join(", ")}) was not found in the standard library directories (no NVIDIA driver ` +
-      `installed?); set ${envVar} to its path`,
-    tried,
-  );
-}
-
-/** Opens libcuda. Throws {@link LibraryNotFoundError} when absent or unloadable. */
+/** Opens libcuda. Throws `LibraryNotFoundError` when absent or unloadable. */
 export function loadCuda(): CudaLibrary {
-  const path = locateLibrary("SLUICE_LIBCUDA", ["libcuda.so.1", "libcuda.so"], "the CUDA driver library");
-  const lib = openLibrary(path, CUDA_SYMBOLS, "libcuda");
-  return { symbols: lib.symbols, path, close: () => lib.close() };
+  return loadLibrary({
+    what: "the CUDA driver library",
+    sonames: ["libcuda.so.1", "libcuda.so"],
+    fileEnv: "SLUICE_LIBCUDA",
+    hint: "No NVIDIA driver installed? Set SLUICE_LIBCUDA to the library's path.",
+  }, CUDA_SYMBOLS);
 }

@@ -47,7 +47,10 @@ export interface FfmpegLayout {
     r_frame_rate: number;
     /** `enum AVDiscard`: demuxers skip packets of streams set to `AVDISCARD_ALL`. */
     discard: number;
-    /** Stream side data (display matrix): deprecated from 6.1 (use codecpar coded_side_data); gone in 8.0. */
+    /**
+     * Stream side data (display matrix): deprecated from 6.1 in favour of `AVCodecParameters.coded_side_data`,
+     * still present through 7.1, gone in 8.0.
+     */
     side_data?: number;
     nb_side_data?: number;
   };
@@ -99,6 +102,11 @@ export interface FfmpegLayout {
     height: number;
     nb_samples: number;
     format: number;
+    /**
+     * Deprecated from 6.1 (as are `interlaced_frame` and `top_field_first`) in favour of `flags &
+     * AV_FRAME_FLAG_KEY / AV_FRAME_FLAG_INTERLACED / AV_FRAME_FLAG_TOP_FIELD_FIRST`; still filled through 7.1,
+     * gone in 8.0.
+     */
     key_frame: number;
     pict_type: number;
     sample_aspect_ratio: number;
@@ -271,35 +279,20 @@ export const LAYOUT_5_1: FfmpegLayout = {
 };
 
 /**
- * FFmpeg 6.0 (libavformat 60.3, libavcodec 60.3, libavutil 58.2, libswscale 7). Not installed here and no 6.x
- * -dev package is reachable, so this table was compiled from the installed 5.1 headers with the 6.0 major bump
- * applied: the version macros set to lavc 60 / lavf 60 / lavu 58 (so every `FF_API_*` guard removed at that
- * bump drops its field, e.g. `AVCodecContext.thread_safe_callbacks`), `FF_API_OLD_CHANNEL_LAYOUT` kept until
- * lavu 59 as 6.0 did, and `AVStream.codecpar` moved up behind `id` as the lavf 60 bump did. Cross-checked with
- * the offsets measured against the 6.0/6.1 release headers in NOTES.md (AVStream index/codecpar/time_base
- * 8/16/32, AVCodecContext pix_fmt/thread_count/pkt_timebase 136/636/716, AVFrame best_effort_timestamp 344,
- * AVCodecParameters format/width/height 28/56/60, AVFormatContext start_time/duration 64/72): all agree.
- * Semantics: `AVFrame.key_frame`, `interlaced_frame` and `top_field_first` are deprecated from 6.1
- * in favour of `flags & AV_FRAME_FLAG_KEY / AV_FRAME_FLAG_INTERLACED / AV_FRAME_FLAG_TOP_FIELD_FIRST`;
- * the old fields are still filled through 7.1 but go away in 8.0. `AVStream.side_data` is deprecated from 6.1
- * in favour of `AVCodecParameters.coded_side_data` and still present through 7.1.
+ * FFmpeg 6.0 (libavformat 60.3, libavcodec 60.3, libavutil 58.2, libswscale 7): the 5.1 table with what the 6.0
+ * major bump moved. Not installed here and no 6.x -dev package is reachable, so this table was compiled from the
+ * installed 5.1 headers with the bump applied: the version macros set to lavc 60 / lavf 60 / lavu 58 (so every
+ * `FF_API_*` guard removed at that bump drops its field, e.g. `AVCodecContext.thread_safe_callbacks`),
+ * `FF_API_OLD_CHANNEL_LAYOUT` kept until lavu 59 as 6.0 did, and `AVStream.codecpar` moved up behind `id` as the
+ * lavf 60 bump did. Cross-checked with offsets measured against the 6.0/6.1 release headers (AVStream
+ * index/codecpar/time_base 8/16/32, AVCodecContext pix_fmt/thread_count/pkt_timebase 136/636/716, AVFrame
+ * best_effort_timestamp 344, AVCodecParameters format/width/height 28/56/60, AVFormatContext
+ * start_time/duration 64/72): all agree.
  */
 export const LAYOUT_6_0: FfmpegLayout = {
+  ...LAYOUT_5_1,
   release: "6.0",
   provenance: "derived",
-  AVFormatContext: {
-    iformat: 8,
-    pb: 32,
-    nb_streams: 44,
-    streams: 48,
-    start_time: 64,
-    duration: 72,
-    bit_rate: 80,
-    flags: 96,
-    probesize: 104,
-    max_analyze_duration: 112,
-  },
-  AVInputFormat: { name: 0, long_name: 8 },
   AVStream: {
     index: 8,
     id: 12,
@@ -316,88 +309,7 @@ export const LAYOUT_6_0: FfmpegLayout = {
     side_data: 200,
     nb_side_data: 208,
   },
-  AVCodecParameters: {
-    codec_type: 0,
-    codec_id: 4,
-    codec_tag: 8,
-    extradata: 16,
-    extradata_size: 24,
-    format: 28,
-    bit_rate: 32,
-    bits_per_raw_sample: 44,
-    profile: 48,
-    level: 52,
-    width: 56,
-    height: 60,
-    sample_aspect_ratio: 64,
-    field_order: 72,
-    color_range: 76,
-    color_primaries: 80,
-    color_trc: 84,
-    color_space: 88,
-    chroma_location: 92,
-    sample_rate: 116,
-  },
-  AVPacket: {
-    buf: 0,
-    pts: 8,
-    dts: 16,
-    data: 24,
-    size: 32,
-    stream_index: 36,
-    flags: 40,
-    side_data: 48,
-    side_data_elems: 56,
-    duration: 64,
-    pos: 72,
-    time_base: 96,
-  },
-  AVPacketSideData: { "$size": 24, data: 0, size: 8, type: 16 },
-  AVFrame: {
-    data: 0,
-    linesize: 64,
-    extended_data: 96,
-    width: 104,
-    height: 108,
-    nb_samples: 112,
-    format: 116,
-    key_frame: 120,
-    pict_type: 124,
-    sample_aspect_ratio: 128,
-    pts: 136,
-    pkt_dts: 144,
-    time_base: 152,
-    quality: 168,
-    repeat_pict: 184,
-    interlaced_frame: 188,
-    top_field_first: 192,
-    flags: 316,
-    color_range: 320,
-    color_primaries: 324,
-    color_trc: 328,
-    colorspace: 332,
-    chroma_location: 336,
-    best_effort_timestamp: 344,
-    decode_error_flags: 376,
-  },
-  AVCodecContext: {
-    codec_type: 12,
-    codec_id: 24,
-    time_base: 100,
-    width: 116,
-    height: 120,
-    pix_fmt: 136,
-    thread_count: 636,
-    thread_type: 640,
-    skip_frame: 684,
-    framerate: 704,
-    pkt_timebase: 716,
-  },
-  AVPixFmtDescriptor: { name: 0, nb_components: 8, log2_chroma_w: 9, log2_chroma_h: 10, flags: 16, comp: 24 },
-  AVComponentDescriptor: { "$size": 20, plane: 0, step: 4, offset: 8, shift: 12, depth: 16 },
-  AVRational: { "$size": 8, num: 0, den: 4 },
-  AVIOContext: { buffer: 8 },
-  AVBSFContext: { par_in: 24, par_out: 32, time_base_in: 40, time_base_out: 48 },
+  AVCodecContext: { ...LAYOUT_5_1.AVCodecContext, skip_frame: 684, framerate: 704, pkt_timebase: 716 },
 };
 
 /**
@@ -406,10 +318,6 @@ export const LAYOUT_6_0: FfmpegLayout = {
  * `AVCodecParameters.coded_side_data` / `nb_coded_side_data` (lavc 60.30), appended after `ch_layout` (144, 24
  * bytes) and `framerate` (168): 176 / 184 by hand from the 6.1 `codec_par.h` member order, checked by compiling
  * the same appended members onto the simulated 6.0 header.
- * Semantics: `AVFrame.key_frame`, `interlaced_frame` and `top_field_first` are deprecated from 6.1
- * in favour of `flags & AV_FRAME_FLAG_KEY / AV_FRAME_FLAG_INTERLACED / AV_FRAME_FLAG_TOP_FIELD_FIRST`;
- * the old fields are still filled through 7.1 but go away in 8.0. `AVStream.side_data` is deprecated from 6.1
- * in favour of `AVCodecParameters.coded_side_data` and still present through 7.1.
  */
 export const LAYOUT_6_1: FfmpegLayout = {
   ...LAYOUT_6_0,
@@ -418,25 +326,20 @@ export const LAYOUT_6_1: FfmpegLayout = {
 };
 
 /**
- * FFmpeg 7.1 (libavformat 61.7, libavcodec 61.19, libavutil 59.39, libswscale 8.3). Compiled with the offsetof
- * program against Debian 13's libav*-dev 7:7.1.5 headers (set `SLUICE_FFMPEG_HEADERS_7_1` to re-check). The 7.0
- * bump moved fields: `AVCodecParameters.coded_side_data` up behind `extradata_size` (format 28 → 44),
- * `AVCodecContext.framerate` / `pkt_timebase` up behind `time_base`, and `AVFormatContext` gained stream groups
- * and moved its chapters up (start_time 64 → 96); AVFrame lost `coded_picture_number`,
- * `display_picture_number`, `reordered_opaque`, `channel_layout` and `pkt_duration`.
- * Semantics: `AVFrame.key_frame`, `interlaced_frame` and `top_field_first` are deprecated from 6.1
- * in favour of `flags & AV_FRAME_FLAG_KEY / AV_FRAME_FLAG_INTERLACED / AV_FRAME_FLAG_TOP_FIELD_FIRST`;
- * the old fields are still filled through 7.1 but go away in 8.0. `AVStream.side_data` is deprecated from 6.1
- * in favour of `AVCodecParameters.coded_side_data` and still present through 7.1.
+ * FFmpeg 7.1 (libavformat 61.7, libavcodec 61.19, libavutil 59.39, libswscale 8.3): the 6.1 table with what the
+ * 7.0 bump moved. Compiled with the offsetof program against Debian 13's libav*-dev 7:7.1.5 headers (set
+ * `SLUICE_FFMPEG_HEADERS_7_1` to re-check; every field of the table is checked, inherited or not). The 7.0 bump
+ * moved `AVCodecParameters.coded_side_data` up behind `extradata_size` (format 28 → 44),
+ * `AVCodecContext.framerate` / `pkt_timebase` up behind `time_base`; `AVFormatContext` gained stream groups and
+ * moved its chapters up (start_time 64 → 96); AVFrame lost `coded_picture_number`, `display_picture_number`,
+ * `reordered_opaque`, `channel_layout` and `pkt_duration`. The other structs sluice reads did not move.
  */
 export const LAYOUT_7_1: FfmpegLayout = {
+  ...LAYOUT_6_1,
   release: "7.1",
   provenance: "release-headers",
   AVFormatContext: {
-    iformat: 8,
-    pb: 32,
-    nb_streams: 44,
-    streams: 48,
+    ...LAYOUT_6_1.AVFormatContext,
     start_time: 96,
     duration: 104,
     bit_rate: 112,
@@ -444,29 +347,8 @@ export const LAYOUT_7_1: FfmpegLayout = {
     probesize: 136,
     max_analyze_duration: 144,
   },
-  AVInputFormat: { name: 0, long_name: 8 },
-  AVStream: {
-    index: 8,
-    id: 12,
-    codecpar: 16,
-    time_base: 32,
-    start_time: 40,
-    duration: 48,
-    nb_frames: 56,
-    disposition: 64,
-    sample_aspect_ratio: 72,
-    avg_frame_rate: 88,
-    r_frame_rate: 216,
-    discard: 68,
-    side_data: 200,
-    nb_side_data: 208,
-  },
   AVCodecParameters: {
-    codec_type: 0,
-    codec_id: 4,
-    codec_tag: 8,
-    extradata: 16,
-    extradata_size: 24,
+    ...LAYOUT_6_1.AVCodecParameters,
     format: 44,
     bit_rate: 48,
     bits_per_raw_sample: 60,
@@ -485,35 +367,8 @@ export const LAYOUT_7_1: FfmpegLayout = {
     coded_side_data: 32,
     nb_coded_side_data: 40,
   },
-  AVPacket: {
-    buf: 0,
-    pts: 8,
-    dts: 16,
-    data: 24,
-    size: 32,
-    stream_index: 36,
-    flags: 40,
-    side_data: 48,
-    side_data_elems: 56,
-    duration: 64,
-    pos: 72,
-    time_base: 96,
-  },
-  AVPacketSideData: { "$size": 24, data: 0, size: 8, type: 16 },
   AVFrame: {
-    data: 0,
-    linesize: 64,
-    extended_data: 96,
-    width: 104,
-    height: 108,
-    nb_samples: 112,
-    format: 116,
-    key_frame: 120,
-    pict_type: 124,
-    sample_aspect_ratio: 128,
-    pts: 136,
-    pkt_dts: 144,
-    time_base: 152,
+    ...LAYOUT_6_1.AVFrame,
     quality: 160,
     repeat_pict: 176,
     interlaced_frame: 180,
@@ -528,11 +383,8 @@ export const LAYOUT_7_1: FfmpegLayout = {
     decode_error_flags: 344,
   },
   AVCodecContext: {
-    codec_type: 12,
-    codec_id: 24,
+    ...LAYOUT_6_1.AVCodecContext,
     time_base: 84,
-    width: 116,
-    height: 120,
     pix_fmt: 140,
     thread_count: 656,
     thread_type: 660,
@@ -540,11 +392,6 @@ export const LAYOUT_7_1: FfmpegLayout = {
     framerate: 100,
     pkt_timebase: 92,
   },
-  AVPixFmtDescriptor: { name: 0, nb_components: 8, log2_chroma_w: 9, log2_chroma_h: 10, flags: 16, comp: 24 },
-  AVComponentDescriptor: { "$size": 20, plane: 0, step: 4, offset: 8, shift: 12, depth: 16 },
-  AVRational: { "$size": 8, num: 0, den: 4 },
-  AVIOContext: { buffer: 8 },
-  AVBSFContext: { par_in: 24, par_out: 32, time_base_in: 40, time_base_out: 48 },
 };
 
 /**

@@ -2,12 +2,13 @@
  * Loads libavutil, libswscale, libavcodec and libavformat of one FFmpeg release, checks that they belong
  * together, and picks the struct layout table for that release.
  *
- * Search order: `SLUICE_FFMPEG_LIBDIR` alone when set; otherwise the standard library directories. Newer
- * releases are preferred when several are installed side by side.
+ * Search order (`ffi/loader.ts`): `SLUICE_FFMPEG_LIBDIR` alone when set; otherwise the standard library
+ * directories. The four libraries of a release must sit in one directory; newer releases are preferred when
+ * several are installed side by side.
  * @module
  */
-import { LibraryNotFoundError, LibraryVersionError } from "../../src/errors.ts";
-import { findLibraryFile, openLibrary, standardLibraryDirs } from "../loader.ts";
+import { LibraryVersionError } from "../../src/errors.ts";
+import { locateLibraries, openLibrary } from "../loader.ts";
 import { AVCODEC_SYMBOLS, AVFORMAT_SYMBOLS, AVUTIL_SYMBOLS, SWSCALE_SYMBOLS } from "./symbols.ts";
 import { type FfmpegLayout, LAYOUTS } from "./layouts.ts";
 
@@ -71,54 +72,32 @@ export function releaseOf(avcodec: LibVersion): string {
   return `libavcodec${avcodec.major}`;
 }
 
-function candidateDirs(): { dirs: string[]; overridden: boolean } {
-  const override = Deno.env.get("SLUICE_FFMPEG_LIBDIR");
-  if (override) return { dirs: [override], overridden: true };
-  return { dirs: standardLibraryDirs(), overridden: false };
-}
-
-/** Where one release's four libraries live, if they are all in one directory. */
-function locateRelease(
-  majors: (typeof RELEASE_MAJORS)[number],
-  dirs: string[],
-  tried: string[],
-): Record<"avutil" | "swscale" | "avcodec" | "avformat", string> | undefined {
-  for (const dir of dirs) {
-    const found = {
-      avutil: findLibraryFile([`libavutil.so.${majors.avutil}`], [dir], tried),
-      swscale: findLibraryFile([`libswscale.so.${majors.swscale}`], [dir], tried),
-      avcodec: findLibraryFile([`libavcodec.so.${majors.avcodec}`], [dir], tried),
-      avformat: findLibraryFile([`libavformat.so.${majors.avformat}`], [dir], tried),
-    };
-    if (found.avutil && found.swscale && found.avcodec && found.avformat) {
-      return found as Record<"avutil" | "swscale" | "avcodec" | "avformat", string>;
-    }
-  }
-  return undefined;
-}
+type LibraryPaths = Record<"avutil" | "swscale" | "avcodec" | "avformat", string>;
 
 /**
- * Finds and opens FFmpeg. Throws {@link LibraryNotFoundError} naming every path tried and the install
+ * Finds and opens FFmpeg. Throws `LibraryNotFoundError` naming every path tried and the install
  * command, or {@link LibraryVersionError} when the libraries do not belong to one supported release.
  * Each call opens the libraries anew: call it once per thread (see `src/media/ffmpeg.ts`).
  */
 export function loadFfmpeg(): FfmpegLibraries {
-  const { dirs, overridden } = candidateDirs();
-  const tried: string[] = [];
-  for (const majors of RELEASE_MAJORS) {
-    const paths = locateRelease(majors, dirs, tried);
-    if (paths) return openRelease(paths, majors);
-  }
-  const where = overridden ? `SLUICE_FFMPEG_LIBDIR=${dirs[0]}` : "the standard library directories";
-  throw new LibraryNotFoundError(
-    `FFmpeg libraries (libavformat, libavcodec, libavutil, libswscale of FFmpeg 5.1, 6.x or 7.x) were not ` +
-      `found in ${where}.\nTried:\n  ${tried.join("\n  ")}\nInstall them with: ${INSTALL_HINT}`,
-    tried,
-  );
+  const sets = RELEASE_MAJORS.map((m) => ({
+    avutil: [`libavutil.so.${m.avutil}`],
+    swscale: [`libswscale.so.${m.swscale}`],
+    avcodec: [`libavcodec.so.${m.avcodec}`],
+    avformat: [`libavformat.so.${m.avformat}`],
+  }));
+  const paths = locateLibraries({
+    what: "FFmpeg libraries (libavformat, libavcodec, libavutil, libswscale of FFmpeg 5.1, 6.x or 7.x)",
+    dirEnv: "SLUICE_FFMPEG_LIBDIR",
+    sets,
+    hint: `Install them with: ${INSTALL_HINT}`,
+  });
+  const majors = RELEASE_MAJORS.find((m) => paths.avformat.endsWith(`.so.${m.avformat}`))!;
+  return openRelease(paths, majors);
 }
 
 function openRelease(
-  paths: Record<"avutil" | "swscale" | "avcodec" | "avformat", string>,
+  paths: LibraryPaths,
   majors: (typeof RELEASE_MAJORS)[number],
 ): FfmpegLibraries {
   // Dependencies first, so that each library's DT_NEEDED entries resolve to the copies already loaded from
@@ -161,7 +140,7 @@ function openRelease(
 
 function checkSameRelease(
   v: FfmpegLibraries["versions"],
-  paths: Record<"avutil" | "swscale" | "avcodec" | "avformat", string>,
+  paths: LibraryPaths,
   named: (typeof RELEASE_MAJORS)[number],
 ): void {
   // Each library must report the major its file name (soname) promised, and all four one release's majors.

@@ -3,24 +3,18 @@
  * standard library directories.
  * @module
  */
-import { openLibrary } from "../loader.ts";
-import { locateLibrary } from "../cuda/library.ts";
+import { type LoadedLibrary, loadLibrary } from "../loader.ts";
 import { NVCUVID_SYMBOLS } from "./symbols.ts";
 
 /** The opened decoder library. */
-export interface NvcuvidLibrary {
-  symbols: Deno.DynamicLibrary<typeof NVCUVID_SYMBOLS>["symbols"];
-  path: string;
-  close(): void;
-}
+export type NvcuvidLibrary = LoadedLibrary<typeof NVCUVID_SYMBOLS>;
 
 /** Opens libnvcuvid. Throws `LibraryNotFoundError` when absent or unloadable. */
 export function loadNvcuvid(): NvcuvidLibrary {
-  const path = locateLibrary(
-    "SLUICE_LIBNVCUVID",
-    ["libnvcuvid.so.1", "libnvcuvid.so"],
-    "NVIDIA's decoder library",
-  );
-  const lib = openLibrary(path, NVCUVID_SYMBOLS, "libnvcuvid");
-  return { symbols: lib.symbols, path, close: () => lib.close() };
+  return loadLibrary({
+    what: "NVIDIA's decoder library",
+    sonames: ["libnvcuvid.so.1", "libnvcuvid.so"],
+    fileEnv: "SLUICE_LIBNVCUVID",
+    hint: "It comes with the NVIDIA driver; set SLUICE_LIBNVCUVID to its path.",
+  }, NVCUVID_SYMBOLS);
 }

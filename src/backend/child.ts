@@ -9,7 +9,7 @@
  * @module
  */
 
-import { errorText } from "../pipeline/stage.ts";
+import { errorText } from "../errors.ts";
 import { readStream } from "./byte_reader.ts";
 import { type Frame, FrameReader } from "./frame_reader.ts";
 import { FrameWriter } from "./frame_writer.ts";

@@ -8,6 +8,7 @@
 import { formatStats } from "../pipeline/format_stats.ts";
 import type { PipelineStats } from "../pipeline/pipeline.ts";
 import { type LoaderOptions, videoClassificationLoader } from "../data/loader.ts";
+import { BackendExitedError } from "../errors.ts";
 import { LiveBlock, type Out } from "./tty.ts";
 
 /** Options of {@link runLoad}: the loader's, plus how long to run. */
@@ -24,6 +25,25 @@ export interface RunLoadOptions extends Omit<LoaderOptions, "onReport" | "report
   onEpochEnd?: (epoch: number) => void;
   /** Simulated training step per batch, ms (default 0). */
   stepMs?: number;
+  /**
+   * Stops the run early (Ctrl-C): the batches so far are measured and the summary says `interrupted`. A backend
+   * child killed by SIGINT (a terminal's Ctrl-C reaches the whole process group) counts as the same.
+   */
+  signal?: AbortSignal;
+}
+
+/**
+ * Clips per run. `planned` and `delivered` are counted now; `failed`, `replaced` and `padded` are null until
+ * the loader counts per clip (today failures are counted per stage item, in `failures`).
+ */
+export interface ClipCounts {
+  /** Clips the sampler planned for the epochs started (a run cut short by `batches` plans whole epochs). */
+  planned: number;
+  /** Clips that reached the consumer in batches. */
+  delivered: number;
+  failed: number | null;
+  replaced: number | null;
+  padded: number | null;
 }
 
 /** What {@link runLoad} measured. */
@@ -33,6 +53,18 @@ export interface LoadSummary {
   decoder: string;
   batchSize: number;
   framesPerClip: number;
+  /** Clip frame size in pixels. */
+  width: number;
+  height: number;
+  /** Batch layout, "BTHWC" or "BCTHW". */
+  layout: string;
+  /** The sampler's seed. */
+  seed: number;
+  /** Frames per second clips were resampled to; null: each video's own rate. */
+  frameRate: number | null;
+  /** True when the run was stopped early through `signal` (Ctrl-C): the figures cover the batches so far. */
+  interrupted: boolean;
+  clips: ClipCounts;
   epochs: number;
   batches: number;
   samples: number;
@@ -61,13 +93,15 @@ export interface LoadSummary {
 
 /** Runs the loader and measures it; see the module docs. */
 export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
-  const t0 = performance.now();
-  await using loader = await videoClassificationLoader(opts);
-  const startupSec = (performance.now() - t0) / 1000;
   const live = opts.live ? new LiveBlock(opts.live) : null;
+  const log = live?.active ? (m: string) => live.log(m) : opts.log;
+  const t0 = performance.now();
+  await using loader = await videoClassificationLoader({ ...opts, log });
+  const startupSec = (performance.now() - t0) / 1000;
   const maxBatches = opts.batches ?? Infinity;
   const epochs = opts.batches !== undefined ? Infinity : opts.epochs ?? 1;
-  let batches = 0, samples = 0, epochsRun = 0, childPeakRss: number | null = null;
+  let batches = 0, samples = 0, epochsRun = 0, epochsStarted = 0, childPeakRss: number | null = null;
+  let interrupted = false;
   // The child's high-water mark is read while it runs: leaving the loop early stops the backend child.
   const sampleChildPeak = () => {
     const hwm = procRss(loader.stats().backend?.pid, "VmHWM");
@@ -79,28 +113,54 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
     const secs = (performance.now() - t1) / 1000;
     const header = `epoch ${loader.epoch}  batches ${batches}  samples ${samples}  ` +
       `${(samples / Math.max(secs, 1e-9)).toFixed(1)} samples/s  rss ${mib(Deno.memoryUsage().rss)} MiB`;
-    live?.draw(`${header}\n${formatStats(loader.stats().pipeline)}`);
+    live?.draw(`${header}\n${formatStats(loader.stats().pipeline, { width: live.columns - 1 })}`);
   };
   const timer = live?.active ? setInterval(draw, opts.refreshMs ?? 500) : undefined;
-  try {
-    outer: while (epochsRun < epochs) {
-      for await (using batch of loader) {
-        if (opts.stepMs) await new Promise((r) => setTimeout(r, opts.stepMs));
+  const stop = stopPromise(opts.signal);
+  // One epoch, until it ends, the batch limit is reached, or the run is stopped.
+  const runEpoch = async (): Promise<"end" | "limit" | "stopped"> => {
+    const it = loader[Symbol.asyncIterator]();
+    try {
+      for (;;) {
+        const next = it.next();
+        const r = await Promise.race([next, stop.promise]);
+        if (r === STOPPED) {
+          next.then((x) => x.done || x.value[Symbol.dispose](), () => {});
+          return "stopped";
+        }
+        if (r.done) return "end";
+        using batch = r.value;
+        if (opts.stepMs) await new Promise((res) => setTimeout(res, opts.stepMs));
         batches++;
         samples += batch.labels.length;
         sampleChildPeak();
-        if (batches >= maxBatches) break outer;
+        if (batches >= maxBatches) return "limit";
       }
+    } finally {
+      await it.return?.();
+    }
+  };
+  try {
+    while (epochsRun < epochs && !opts.signal?.aborted) {
+      epochsStarted++;
+      const end = await runEpoch();
+      interrupted = end === "stopped";
+      if (end !== "end") break;
       epochsRun++;
       opts.onEpochEnd?.(epochsRun);
       const child = procRss(loader.stats().backend?.pid, "VmRSS");
       rssAfterEpoch.push(Deno.memoryUsage().rss + (child ?? 0));
       if (child !== null) childRssAfterEpoch.push(child);
     }
+  } catch (e) {
+    if (!opts.signal?.aborted && !(e instanceof BackendExitedError && e.signal === "SIGINT")) throw e;
+    interrupted = true;
   } finally {
+    stop.dispose();
     clearInterval(timer);
     live?.clear();
   }
+  interrupted ||= opts.signal?.aborted ?? false;
   const elapsedSec = (performance.now() - t1) / 1000;
   const stats = loader.stats();
   const childStats = stats.backend?.child?.pipeline as PipelineStats | null | undefined;
@@ -116,6 +176,19 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
     decoder: loader.decoder,
     batchSize: opts.batchSize,
     framesPerClip: opts.clip.numFrames,
+    width: opts.clip.width,
+    height: opts.clip.height,
+    layout: opts.layout ?? "BTHWC",
+    seed: loader.sampler.options.seed,
+    frameRate: opts.clip.frameRate ?? null,
+    interrupted,
+    clips: {
+      planned: loader.clipsPerEpoch * epochsStarted,
+      delivered: samples,
+      failed: null,
+      replaced: null,
+      padded: null,
+    },
     epochs: epochsRun + (batches >= maxBatches && maxBatches !== Infinity ? 1 : 0),
     batches,
     samples,
@@ -135,20 +208,40 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
   };
 }
 
-/** A human-readable summary (the per-stage table is `formatStats`'s). */
-export function formatSummary(s: LoadSummary): string {
+const STOPPED = Symbol("stopped");
+
+/** A promise that resolves to {@link STOPPED} when `signal` aborts (never without one). */
+function stopPromise(signal: AbortSignal | undefined): { promise: Promise<typeof STOPPED>; dispose(): void } {
+  let onAbort = () => {};
+  const promise = new Promise<typeof STOPPED>((resolve) => {
+    onAbort = () => resolve(STOPPED);
+    if (signal?.aborted) resolve(STOPPED);
+    else signal?.addEventListener("abort", onAbort, { once: true });
+  });
+  return { promise, dispose: () => signal?.removeEventListener("abort", onAbort) };
+}
+
+/**
+ * A human-readable summary (the per-stage table is `formatStats`'s, fitted to `width` columns when given, e.g.
+ * a terminal's).
+ */
+export function formatSummary(s: LoadSummary, width?: number): string {
   const lines = [
-    `dataset ${s.dataset}  backend ${s.backend}  decoder ${s.decoder}  batch ${s.batchSize} x ${s.framesPerClip} frames`,
+    ...(s.interrupted ? ["interrupted: the figures cover the batches delivered before Ctrl-C"] : []),
+    `dataset ${s.dataset}  backend ${s.backend}  decoder ${s.decoder}  batch ${s.batchSize} x ${s.framesPerClip} ` +
+    `frames of ${s.width}x${s.height} ${s.layout}` + (s.frameRate === null ? "" : ` at ${s.frameRate} fps`) +
+    `  seed ${s.seed}`,
     `${s.batches} batches, ${s.samples} samples, ${s.frames} frames in ${s.elapsedSec.toFixed(2)} s ` +
     `(start-up ${s.startupSec.toFixed(2)} s, ${s.epochs} epoch(s))`,
     `samples/s ${s.samplesPerSec.toFixed(1)}   frames/s ${s.framesPerSec.toFixed(0)}`,
     `peak RSS ${mib(s.peakRssBytes)} MiB` +
     (s.childPeakRssBytes !== null ? `, backend child ${mib(s.childPeakRssBytes)} MiB` : ""),
+    `clips: planned ${s.clips.planned}, delivered ${s.clips.delivered}`,
     `failures: ${Object.keys(s.failures).length === 0 ? "none" : JSON.stringify(s.failures)}`,
     "",
   ];
-  if (s.child !== null) lines.push("backend child:", formatStats(s.child), "", "this process:");
-  lines.push(formatStats(s.pipeline));
+  if (s.child !== null) lines.push("backend child:", formatStats(s.child, { width }), "", "this process:");
+  lines.push(formatStats(s.pipeline, { width }));
   return lines.join("\n");
 }
 

@@ -32,7 +32,7 @@
  * @module
  */
 
-import { InvalidArgumentError } from "../errors.ts";
+import { errorText, InvalidArgumentError } from "../errors.ts";
 import { PipelineBuilder } from "../pipeline/builder.ts";
 import type { Pipeline, PipelineStats } from "../pipeline/pipeline.ts";
 import type { MaxFailures } from "../pipeline/stage.ts";
@@ -205,7 +205,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
   const dataset = typeof opts.dataset === "string" ? await openDataset(opts.dataset) : opts.dataset;
   const keyframes = opts.sampler?.keyframeAligned ?? false;
   const index = await indexDataset(dataset, { keyframes, fetch: opts.fetch });
-  for (const f of index.failures) log(`sluice: skipping ${f.path}: ${f.error}`);
+  for (const f of index.failures) log(`sluice: skipping ${f.path}: ${errorText(f.error, f.path)}`);
   const kept = index.videos.flatMap((v, i) => v === null ? [] : [i]);
   if (kept.length === 0) {
     throw new InvalidArgumentError(`${dataset.root}: no video of the dataset could be indexed`);

@@ -269,27 +269,38 @@ interface StreamFacts {
   endSec: number | null;
 }
 
+/** Seconds in a message, to the millisecond (0.4, not 0.40020886589772997). */
+function fmtSec(sec: number): string {
+  return String(Number(sec.toFixed(3)));
+}
+
 function validateWindow(w: unknown, label: string, facts: StreamFacts): TimeWindow {
   if (!Array.isArray(w) || w.length !== 2 || !w.every((x) => typeof x === "number" && Number.isFinite(x))) {
     throw new InvalidArgumentError(`${label}: a window must be [startSec, endSec] with finite numbers`);
   }
   const [s, e] = w as TimeWindow;
   if (!(e > s)) {
-    throw new InvalidArgumentError(`${label}: window [${s}, ${e}) is empty (end must exceed start)`);
+    throw new InvalidArgumentError(
+      `${label}: window [${fmtSec(s)}, ${fmtSec(e)}) s is empty (end must exceed start)`,
+    );
   }
   if (facts.endSec !== null && s >= facts.endSec) {
     throw new MediaError(
       label,
       "demux window",
-      `window [${s}, ${e}) starts at or after the end of stream ${facts.index} ` +
-        `(${facts.startSec}s + duration ${(facts.endSec - facts.startSec).toFixed(6)}s = ${facts.endSec}s)`,
+      `window [${fmtSec(s)}, ${fmtSec(e)}) s starts at or after the end of stream ${facts.index} ` +
+        `(${fmtSec(facts.startSec)} s + duration ${fmtSec(facts.endSec - facts.startSec)} s = ${
+          fmtSec(facts.endSec)
+        } s)`,
     );
   }
   if (e <= facts.startSec) {
     throw new MediaError(
       label,
       "demux window",
-      `window [${s}, ${e}) ends before stream ${facts.index} starts (${facts.startSec}s)`,
+      `window [${fmtSec(s)}, ${fmtSec(e)}) s ends before stream ${facts.index} starts (${
+        fmtSec(facts.startSec)
+      } s)`,
     );
   }
   return [s, e];
@@ -434,7 +445,11 @@ export function demuxVideoSync(src: MediaInput, opts: DemuxOptions = {}): VideoP
     const [s, e] = windows[wi];
     const k = positionFor(reader, s, facts);
     if (k < 0) {
-      throw new MediaError(label, "demux window", `no keyframe found at or before ${s}s in stream ${index}`);
+      throw new MediaError(
+        label,
+        "demux window",
+        `no keyframe found at or before ${fmtSec(s)} s in stream ${index}`,
+      );
     }
     readThrough(reader, k, e, tb);
     const end = windowEnd(reader.run, k, e, tb);

@@ -28,6 +28,8 @@ import { type CodecInfo, ptsToSeconds } from "./packets.ts";
 const MEDIA_TYPES = ["video", "audio", "data", "subtitle", "attachment"] as const;
 /** `AV_PKT_DATA_DISPLAYMATRIX`. */
 const AV_PKT_DATA_DISPLAYMATRIX = 5;
+/** `AV_DISPOSITION_DEFAULT`. */
+const AV_DISPOSITION_DEFAULT = 0x1;
 /** `AV_DISPOSITION_ATTACHED_PIC`. */
 const AV_DISPOSITION_ATTACHED_PIC = 0x400;
 
@@ -45,6 +47,10 @@ export interface StreamInfo {
   startTimeSec: number | null;
   /** Bits per second, 0 when unknown. */
   bitRate: number;
+  /** Marked default (`AV_DISPOSITION_DEFAULT`): FFmpeg's best-stream choice ranks these first. */
+  isDefault: boolean;
+  /** A cover image (`AV_DISPOSITION_ATTACHED_PIC`), not a video; never chosen as the video stream. */
+  attachedPic: boolean;
 }
 
 /** The video stream `probe()` reports on. */
@@ -281,6 +287,8 @@ function streamList(fmt: Ptr): StreamInfo[] {
       durationSec: secondsOrNull(stream.duration(st), tb),
       startTimeSec: secondsOrNull(stream.startTime(st), tb),
       bitRate: Number(codecpar.bitRate(par)),
+      isDefault: (stream.disposition(st) & AV_DISPOSITION_DEFAULT) !== 0,
+      attachedPic: (stream.disposition(st) & AV_DISPOSITION_ATTACHED_PIC) !== 0,
     });
   }
   return out;

@@ -6,7 +6,10 @@
 
 const MAX = 80;
 
-/** Describes an item in at most ~80 characters: strings and numbers as such, buffers by type and size. */
+/**
+ * Describes an item in at most ~80 characters (an item with a `path` or `url`, by that in full): strings and
+ * numbers as such, buffers by type and size, other objects by an identifying field.
+ */
 export function describeItem(item: unknown): string {
   if (item === null || item === undefined) return String(item);
   switch (typeof item) {
@@ -21,7 +24,7 @@ export function describeItem(item: unknown): string {
     case "symbol":
       return item.toString();
   }
-  return clip(describeObject(item as object));
+  return describeObject(item as object);
 }
 
 function describeObject(obj: object): string {
@@ -29,13 +32,14 @@ function describeObject(obj: object): string {
   if (obj instanceof ArrayBuffer) return `ArrayBuffer(${obj.byteLength} bytes)`;
   if (Array.isArray(obj)) return `Array(${obj.length})`;
   const rec = obj as Record<string, unknown>;
-  for (const key of ["path", "url", "name", "id", "key", "index"]) {
+  // A file or URL names the item by itself, and in full: a path cut short cannot be found again.
+  for (const key of ["path", "url"]) if (typeof rec[key] === "string") return rec[key] as string;
+  const type = obj.constructor === Object || obj.constructor === undefined ? "" : `${obj.constructor.name} `;
+  for (const key of ["name", "id", "key", "index"]) {
     const v = rec[key];
-    if (typeof v === "string" || typeof v === "number") {
-      return `${obj.constructor?.name ?? "Object"} ${key}=${v}`;
-    }
+    if (typeof v === "string" || typeof v === "number") return clip(`${type}${key}=${v}`);
   }
-  return obj.constructor?.name ?? "Object";
+  return clip(type.trim() || "Object");
 }
 
 function clip(s: string): string {

@@ -26,11 +26,40 @@ const COLUMNS: [string, (s: StageStats) => string][] = [
   ["items/s", (s) => s.itemsPerSec.toFixed(1)],
 ];
 
+/** Columns given up, in this order, to fit a narrow terminal; the others (stage, out, fail, util...) stay. */
+const DROP_ORDER = [
+  "q mean",
+  "p99 ms",
+  "drop",
+  "run",
+  "put-wait s",
+  "p90 ms",
+  "starved s",
+  "in",
+  "queue",
+  "conc",
+  "p50 ms",
+];
+
+/** Options of {@link formatStats}. */
+export interface FormatStatsOptions {
+  /** Fit the table's rows into this many columns by leaving out its least telling columns (default: all). */
+  width?: number;
+}
+
 /** An aligned table of the stats, followed by a line naming the likely bottleneck. */
-export function formatStats(stats: PipelineStats): string {
-  const rows = [COLUMNS.map(([h]) => h), ...stats.stages.map((s) => COLUMNS.map(([, f]) => f(s)))];
-  const widths = COLUMNS.map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  const lines = rows.map((r) =>
+export function formatStats(stats: PipelineStats, opts: FormatStatsOptions = {}): string {
+  let columns = COLUMNS;
+  const cells = [columns.map(([h]) => h), ...stats.stages.map((s) => columns.map(([, f]) => f(s)))];
+  let widths = columns.map((_, c) => Math.max(...cells.map((r) => r[c].length)));
+  for (const name of DROP_ORDER) {
+    if (opts.width === undefined || widths.reduce((a, w) => a + w + 2, -2) <= opts.width) break;
+    const c = columns.findIndex(([h]) => h === name);
+    columns = columns.filter((_, i) => i !== c);
+    widths = widths.filter((_, i) => i !== c);
+    for (const r of cells) r.splice(c, 1);
+  }
+  const lines = cells.map((r) =>
     r.map((cell, c) => c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c])).join("  ").trimEnd()
   );
   lines.splice(1, 0, widths.map((w) => "-".repeat(w)).join("  "));

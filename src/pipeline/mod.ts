@@ -13,7 +13,7 @@ export {
   type SourceOptions,
 } from "./builder.ts";
 export { type Executor, mainThread, type PipeFn, type TaskContext } from "./executor.ts";
-export { formatStats } from "./format_stats.ts";
+export { formatStats, type FormatStatsOptions } from "./format_stats.ts";
 export {
   type BuildOptions,
   CONSUMER,

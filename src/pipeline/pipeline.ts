@@ -5,10 +5,10 @@
  * @module
  */
 
-import { InvalidArgumentError, PipelineFailure, PipelineStoppedError } from "../errors.ts";
+import { errorText, InvalidArgumentError, PipelineFailure, PipelineStoppedError } from "../errors.ts";
 import type { Executor } from "./executor.ts";
 import { BoundedQueue, CLOSED, EMPTY, type QueueCounters } from "./queue.ts";
-import { errorText, type RunContext, Stage, type StageKind, type StageSpec } from "./stage.ts";
+import { type RunContext, Stage, type StageKind, type StageSpec } from "./stage.ts";
 import { Tracer } from "./trace.ts";
 
 /** Statistics of one stage (cumulative over epochs; queue figures are for the current or last epoch). */

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { InvalidArgumentError, type StageError } from "../errors.ts";
+import { errorText, InvalidArgumentError, type StageError } from "../errors.ts";
 import { describeItem } from "./describe.ts";
 import { type Executor, mainThread, type PipeFn, type TaskContext } from "./executor.ts";
 import { type BoundedQueue, CLOSED, EMPTY } from "./queue.ts";
@@ -381,7 +381,7 @@ export class Stage {
     const what = describeItem(item);
     this.#remember(e, what);
     if (this.failed <= LOGGED_FAILURES) {
-      ctx.log(`sluice pipeline: stage "${this.name}" failed on ${what}: ${errorText(e)}`);
+      ctx.log(`sluice pipeline: stage "${this.name}" failed on ${what}: ${errorText(e, what)}`);
     } else if (this.failed === LOGGED_FAILURES + 1) {
       ctx.log(`sluice pipeline: stage "${this.name}": further failures are counted but not logged`);
     }
@@ -424,12 +424,6 @@ export class Stage {
     this.#wake = undefined;
     w();
   }
-}
-
-/** Text of a thrown value for a log line. */
-export function errorText(e: unknown): string {
-  if (e instanceof Error) return `${e.name}: ${e.message}`;
-  return String(e);
 }
 
 function abortPromise(signal: AbortSignal): { promise: Promise<undefined>; dispose(): void } {

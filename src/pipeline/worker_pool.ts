@@ -246,8 +246,9 @@ function rebuildError(
   name: string,
   url: string,
 ): Error {
-  const err = new Error(`${e.message} (in worker, export "${name}" of ${url})`);
+  // Where it ran goes in the stack, not the message: log lines show the message, one line, to users.
+  const err = new Error(e.message);
   err.name = e.name;
-  if (e.stack !== undefined) err.stack = e.stack;
+  err.stack = `${e.stack ?? `${e.name}: ${e.message}`}\n    in worker, export "${name}" of ${url}`;
   return err;
 }

@@ -105,7 +105,7 @@ Deno.test({
   ignore: !CLI,
   fn: async () => {
     const clip = await generateClip({ durationSec: 2 });
-    await rejectsMedia(demuxVideo(clip, { window: [5, 6] }), clip, "demux window", /duration 2\.0+s/);
+    await rejectsMedia(demuxVideo(clip, { window: [5, 6] }), clip, "demux window", /duration 2 s/);
     await rejectsMedia(
       demuxVideo(clip, { windows: [[0, 1], [2, 3]] }),
       clip,

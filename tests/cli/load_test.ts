@@ -1,0 +1,154 @@
+/**
+ * `sluice load`: the --json report, failure lines, Ctrl-C (SIGINT) with the summary so far, and drawing under a
+ * pseudo-terminal. The live view in tmux is live_tmux_test.ts.
+ */
+import assert from "node:assert/strict";
+import { assertFailureLine, MAIN, sluice, tinyDataset } from "./helpers.ts";
+
+/** Small clips, so that runs are quick. */
+const SMALL = "--batch-size 2 --frames 4 --width 32 --height 32";
+
+function words(s: string): string[] {
+  return s.split(" ");
+}
+
+Deno.test("sluice load --json reports throughput, stages, bottleneck, failures, RSS, the request and clip counts", async () => {
+  const dir = await tinyDataset();
+  try {
+    const r = await sluice([
+      "load",
+      dir,
+      ...words("--json --batches 3 --batch-size 2 --frames 4 --width 32 --height 24 --layout BCTHW --seed 7"),
+      ...words("--frame-rate 10 --backend subprocess --decode-concurrency 1"),
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    const s = JSON.parse(r.stdout);
+    assert.equal(s.batches, 3);
+    assert.equal(s.samples, 6);
+    assert.equal(s.frames, 24);
+    assert.equal(s.backend, "subprocess");
+    assert.equal(s.decoder, "cpu");
+    assert.ok(s.samplesPerSec > 0 && s.framesPerSec > 0);
+    assert.ok(Math.abs(s.framesPerSec - s.frames / s.elapsedSec) < 1e-6);
+    assert.deepEqual(s.failures, {});
+    assert.ok(s.peakRssBytes > 10 * 2 ** 20 && s.childPeakRssBytes > 10 * 2 ** 20);
+    assert.deepEqual(s.pipeline.stages.map((x: { name: string }) => x.name), [
+      "backend",
+      "decode",
+      "aggregate",
+      "collate",
+      "(consumer)",
+    ]);
+    assert.deepEqual(s.child.stages.map((x: { name: string }) => x.name).slice(0, 4), [
+      "sample",
+      "fetch",
+      "demux",
+      "disaggregate",
+    ]);
+    assert.ok("bottleneck" in s);
+    // What was asked for, and the clip counts: 4 videos x 1 clip = 4 clips an epoch (2 batches of 2), so the
+    // third batch starts a second epoch: 8 clips planned, 6 delivered.
+    assert.deepEqual(
+      [s.width, s.height, s.layout, s.seed, s.frameRate, s.interrupted],
+      [32, 24, "BCTHW", 7, 10, false],
+    );
+    assert.deepEqual(s.clips, { planned: 8, delivered: 6, failed: null, replaced: null, padded: null });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+const hasScript = (() => {
+  try {
+    return new Deno.Command("script", { args: ["--version"], stdout: "null", stderr: "null" }).outputSync()
+      .success;
+  } catch {
+    return false;
+  }
+})();
+
+Deno.test({
+  name: "sluice make-dataset and load under a pseudo-TTY draw a progress bar and a live table in place",
+  ignore: !hasScript,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "sluice-cli-" });
+    try {
+      const cmd =
+        `'${Deno.execPath()}' run --allow-all '${MAIN}' make-dataset '${dir}/ds' --videos 3 --classes 2 ` +
+        `--duration 1 --width 64 --height 48 && '${Deno.execPath()}' run --allow-all '${MAIN}' load '${dir}/ds' ` +
+        `--epochs 40 --batch-size 2 --frames 4 --width 32 --height 32 --decode-concurrency 1 --refresh 20`;
+      const out = await new Deno.Command("script", {
+        args: ["-qec", cmd, "/dev/null"],
+        stdout: "piped",
+        stderr: "piped",
+        env: { NO_COLOR: "1" },
+      }).output();
+      const text = new TextDecoder().decode(out.stdout);
+      assert.equal(out.code, 0, text);
+      // deno-lint-ignore no-control-regex -- the ANSI escapes are what this test checks
+      assert.match(text, /\r\x1b\[2Kencoding \(\w+\) \[#+\.*\] \d\/3/, "progress bar redrawn in place");
+      assert.match(text, /3\/3 \(100%\) in [\d.]+ s/);
+      // deno-lint-ignore no-control-regex -- as above
+      assert.match(text, /\x1b\[\d+F/, "live table moves the cursor up to redraw");
+      assert.match(text, /samples\/s [\d.]+ +frames\/s \d+/);
+      assert.match(text, /bottleneck: /);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+for (const backend of ["inprocess", "subprocess"]) {
+  Deno.test(`sluice load (${backend}): each failure line names the file once, no Worker URL, times to ms`, async () => {
+    const dir = await tinyDataset({ broken: true });
+    try {
+      const r = await sluice(["load", dir, ...words(`--json --epochs 3 ${SMALL} --backend ${backend}`)]);
+      assert.equal(r.code, 0, r.stderr);
+      const failures = r.stderr.split("\n").filter((l) => / failed on |skipping /.test(l));
+      assert.ok(failures.some((l) => l.includes("garbage.mp4")), r.stderr);
+      assert.ok(failures.some((l) => l.includes("corrupt.mp4")), r.stderr);
+      failures.forEach(assertFailureLine);
+      assert.deepEqual(JSON.parse(r.stdout).failures.index, 1);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+
+  Deno.test(`sluice load (${backend}): SIGINT prints the summary so far and exits 130`, async () => {
+    const dir = await tinyDataset({ broken: true });
+    try {
+      const child = new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "--allow-all",
+          MAIN,
+          "load",
+          dir,
+          ...words(`--json --epochs 1000000 ${SMALL} --backend ${backend}`),
+        ],
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const stdout = new Response(child.stdout).text();
+      // The first failure line means the run is under way (and its SIGINT handler installed).
+      let stderr = "";
+      const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+      while (!stderr.includes(" failed on ")) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        stderr += value;
+      }
+      child.kill("SIGINT");
+      for (let r = await reader.read(); !r.done; r = await reader.read()) stderr += r.value;
+      const status = await child.status;
+      assert.equal(status.code, 130, stderr);
+      const s = JSON.parse(await stdout);
+      assert.equal(s.interrupted, true);
+      assert.equal(s.clips.delivered, s.samples);
+      assert.ok(s.epochs < 1000000 && s.pipeline.stages.length > 0);
+      assert.doesNotMatch(stderr, /\n\s+at |Uncaught/, "no stack trace");
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+}
