@@ -179,5 +179,5 @@ export type {
   ShardSet,
 } from "./src/shards/index_format.ts";
 export { type ShardDataset, shardDataset, type ShardVideoItem } from "./src/shards/dataset.ts";
-export { benchIo, type BenchIoOptions, type IoPass, ioTable } from "./src/prep/bench_io.ts";
+export { benchIo, type BenchIoOptions, type IoPass } from "./src/prep/bench_io.ts";
 export { canDropPageCache, dropFromPageCache } from "./src/prep/page_cache.ts";

@@ -104,7 +104,7 @@ export async function transcodeDataset(opts: TranscodeDatasetOptions): Promise<T
     const outcome = await pool.call<TaskOutcome>("prepareVideo", [task]);
     results.set(row.index, { rel, row, outcome });
     if (outcome.status === "failed") {
-      failures.push({ path: row.source, error: withoutPrefix(outcome.error, row.source) });
+      failures.push({ path: row.source, error: outcome.error ?? "unknown error" });
     } else if (outcome.error) redone.push({ path: rel, reason: outcome.error });
     if (outcome.encoder) encoders.add(outcome.encoder);
     tracker.add({ ...outcome, mediaSec: outcome.status === "done" ? outcome.facts?.duration ?? 0 : 0 });
@@ -150,10 +150,4 @@ export async function transcodeDataset(opts: TranscodeDatasetOptions): Promise<T
   else await Deno.remove(failureFile).catch(() => {});
   damaged.sort((a, b) => a.path.localeCompare(b.path));
   return { progress: tracker.snapshot(), manifest, failures, redone, damaged, encoders: [...encoders] };
-}
-
-/** FFmpeg errors start with the source's name, which the failure list already shows. */
-function withoutPrefix(error: string | undefined, path: string): string {
-  const e = error ?? "unknown error";
-  return e.startsWith(`${path}: `) ? e.slice(path.length + 2) : e;
 }

@@ -8,6 +8,7 @@
  */
 
 import { releaseDecoder } from "../media/decode.ts";
+import { errorText } from "../errors.ts";
 import { fetchBytes, isUrl } from "../data/fetch.ts";
 import type { MediaInput } from "../media/source.ts";
 import { checkTranscoded, type OutputFacts } from "./output_check.ts";
@@ -111,7 +112,7 @@ export async function prepareVideo(task: TranscodeTask): Promise<TaskOutcome> {
     };
   } catch (e) {
     await Deno.remove(tmp).catch(() => {});
-    const error = e instanceof Error ? e.message : String(e);
+    const error = errorText(e, task.source);
     return { index: task.index, status: "failed", error, bytesIn: 0, bytesOut: 0, seconds: elapsed() };
   } finally {
     // A long run through thousands of codecs and sizes: keep at most one decoder per Worker between videos.

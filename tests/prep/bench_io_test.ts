@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { benchIo, ioTable } from "../../src/prep/bench_io.ts";
+import { benchIo } from "../../src/prep/bench_io.ts";
+import { ioTable } from "../../src/cli/commands/bench_io.ts";
 import { canDropPageCache } from "../../src/prep/page_cache.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
 import { makePacked } from "../shards/shard_fixture.ts";
