@@ -30,7 +30,7 @@ export interface SourceRow {
   extra: Record<string, unknown>;
 }
 
-/** Keys the prepared manifest writes itself; an input column with one of these names is an error. */
+/** Keys the prepared manifest writes itself: `transcode` refuses inputs with a column of one of these names. */
 export const RESERVED_COLUMNS: readonly string[] = [
   "duration",
   "frames",
@@ -130,20 +130,9 @@ function parseJsonl(text: string, source: string): ParsedRow[] {
     if (typeof o !== "object" || o === null || Array.isArray(o)) {
       throw new DatasetError(`${source}:${i + 1}: expected a JSON object`);
     }
-    checkColumns(Object.keys(o), source, i + 1);
     out.push(fromObject(o as Record<string, unknown>, i + 1, source));
   }
   return out;
-}
-
-function checkColumns(names: string[], source: string, line?: number): void {
-  const clash = names.find((n) => RESERVED_COLUMNS.includes(n));
-  if (clash !== undefined) {
-    throw new DatasetError(
-      `${source}${line ? `:${line}` : ""}: column "${clash}" is written by the prepared manifest itself; ` +
-        `rename it (reserved: ${RESERVED_COLUMNS.join(", ")})`,
-    );
-  }
 }
 
 function fromObject(o: Record<string, unknown>, line: number, source: string): ParsedRow {

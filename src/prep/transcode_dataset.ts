@@ -11,7 +11,8 @@
  */
 
 import { WorkerPool } from "../pipeline/worker_pool.ts";
-import { readSourceRows, type SourceRow, writeJsonl } from "./manifest.ts";
+import { readSourceRows, RESERVED_COLUMNS, type SourceRow, writeJsonl } from "./manifest.ts";
+import { DatasetError } from "../errors.ts";
 import { type ProgressSnapshot, ProgressTracker } from "./progress.ts";
 import type { TranscodeOptions } from "./transcode.ts";
 import { validateTranscodeOptions } from "./transcode.ts";
@@ -67,6 +68,15 @@ export async function transcodeDataset(opts: TranscodeDatasetOptions): Promise<T
   const shard = opts.shard ?? { index: 0, count: 1, from: "default" };
   const outDir = opts.outDir.replace(/\/+$/, "") || "/";
   const all = await readSourceRows(opts.input);
+  for (const r of all) {
+    const clash = Object.keys(r.extra).find((k) => RESERVED_COLUMNS.includes(k));
+    if (clash !== undefined) {
+      throw new DatasetError(
+        `${opts.input}: column "${clash}" is one the prepared manifest writes itself; rename it ` +
+          `(reserved: ${RESERVED_COLUMNS.join(", ")})`,
+      );
+    }
+  }
   const rows = takeShard(all, shard);
   const failures: { path: string; error: string }[] = [];
   const planned: { row: SourceRow; rel: string }[] = [];

@@ -5,7 +5,7 @@
 
 import { packShards, parseByteSize } from "../../prep/pack.ts";
 import { bytesText, summaryTable } from "../../prep/progress.ts";
-import { defineCommand } from "../args.ts";
+import { defineCommand, UsageError } from "../args.ts";
 import { print } from "../tty.ts";
 import { PrepProgress } from "./prep_progress.ts";
 
@@ -36,11 +36,17 @@ export const packCommand = defineCommand({
   examples: ["pack /data/k128/manifest.jsonl /data/k128-shards --shard-size 1GiB"],
   async run({ values, positionals }) {
     const [manifest, outDir] = positionals;
+    let shardSize: number;
+    try {
+      shardSize = parseByteSize(values["shard-size"]);
+    } catch (e) {
+      throw new UsageError(`--shard-size: ${e instanceof Error ? e.message : e}`);
+    }
     const view = new PrepProgress();
     const s = await packShards({
       manifest,
       outDir,
-      shardSize: parseByteSize(values["shard-size"]),
+      shardSize,
       prefix: values.prefix,
       onProgress: (p, last) =>
         view.update(p, last.status === "failed" ? { path: last.path, error: last.error ?? "" } : undefined),
