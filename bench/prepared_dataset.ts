@@ -69,8 +69,8 @@ async function makeSource(root: string): Promise<void> {
     const out = await new Deno.Command("ffmpeg", {
       args: [
         ...["-v", "error", "-nostdin", "-f", "lavfi", "-i", SOURCES[i % SOURCES.length]],
-        ...["-t", String(seconds), "-vf", `noise=alls=12:allf=t+u,hue=H=${i}*0.3*t`],
-        ...["-c:v", "libx264", "-preset", "veryfast", "-crf", "20", "-g", "60", "-pix_fmt", "yuv420p"],
+        ...["-t", String(seconds), "-vf", `noise=alls=8:allf=t+u,hue=H=${i}*0.3*t`],
+        ...["-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-g", "60", "-pix_fmt", "yuv420p"],
         ...["-y", `${path}.tmp.mp4`],
       ],
     }).output();
