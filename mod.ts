@@ -27,7 +27,7 @@ export {
   spawnBackend,
   type SpawnBackendOptions,
 } from "./src/backend/spawn.ts";
-export { BackendError, BackendExitedError } from "./src/errors.ts";
+export { BackendError, BackendExitedError, BackendStalledError } from "./src/errors.ts";
 export { PROTOCOL_VERSION } from "./src/backend/protocol.ts";
 
 // Probing and demuxing

@@ -130,6 +130,27 @@ export class BackendExitedError extends BackendError {
   }
 }
 
+/**
+ * A subprocess backend sent nothing, not even a heartbeat, for longer than its `stallTimeoutMs` (stopped with
+ * SIGSTOP, hung in uninterruptible I/O, or starved of CPU): it was killed rather than left to block the loop.
+ */
+export class BackendStalledError extends BackendError {
+  /** Milliseconds the child had been silent when it was given up. */
+  readonly silentMs: number;
+  /** `silentMs`: how long the child had been silent. */
+  constructor(message: string, backend: string, silentMs: number, options?: ErrorOptions) {
+    super(message, backend, options);
+    this.silentMs = silentMs;
+  }
+}
+
+/**
+ * Where a fetch failed: `"connect"` (before the response headers arrived: connection, request, the server's first
+ * answer), `"status"` (an HTTP error status), `"body"` (while the body arrived), `"deadline"` (the item's total
+ * time ran out between attempts), `"read"` (a local file).
+ */
+export type FetchPhase = "connect" | "status" | "body" | "deadline" | "read";
+
 /** A dataset item could not be fetched (missing file, HTTP 4xx, or 5xx/timeouts/dropped connections after retries). */
 export class FetchError extends SluiceError {
   /** The path or URL. */
@@ -138,11 +159,24 @@ export class FetchError extends SluiceError {
   readonly status: number;
   /** Attempts made. */
   readonly attempts: number;
-  constructor(source: string, status: number, attempts: number, reason: string, options?: ErrorOptions) {
+  /** Where the last attempt failed. */
+  readonly phase: FetchPhase;
+  /** The time limit that ended it, e.g. `{ name: "idleTimeoutMs", ms: 5000 }`; undefined when none did. */
+  readonly limit: { name: string; ms: number } | undefined;
+  /** `reason` ends the message; `options.phase` (default "connect") and `options.limit` fill those fields. */
+  constructor(
+    source: string,
+    status: number,
+    attempts: number,
+    reason: string,
+    options?: ErrorOptions & { phase?: FetchPhase; limit?: { name: string; ms: number } },
+  ) {
     super(`${source}: fetch failed after ${attempts} attempt(s): ${reason}`, options);
     this.source = source;
     this.status = status;
     this.attempts = attempts;
+    this.phase = options?.phase ?? "connect";
+    this.limit = options?.limit;
   }
 }
 

@@ -4,7 +4,10 @@
  * for each NEXT_EPOCH it iterates the pipeline and writes one ITEM frame per item to stdout — only while it
  * holds credit (CREDIT frames from the parent), so it never runs ahead of the parent's buffer — then END.
  * Per-stage failures go out as ITEM_ERROR frames, the pipeline's stats as STATS frames, a thrown pipeline as
- * FATAL (then exit 1). EOF or STOP on stdin stops the pipeline and exits 0, so a dead parent leaves no orphan.
+ * FATAL (then exit 1), and a HEARTBEAT whenever nothing else was written for `heartbeatIntervalMs`, so the
+ * parent can tell a busy child from a stopped one. EOF or STOP on stdin stops the pipeline and exits 0, so a
+ * dead parent leaves no orphan. The parent's frames are checked like the child's (schema, order: INIT first
+ * and once); a damaged control stream stops the child.
  * stdout carries frames only: console output is redirected to stderr, which the parent forwards.
  * @module
  */
@@ -16,14 +19,16 @@ import { FrameWriter } from "./frame_writer.ts";
 import { encodeItem } from "./item_codec.ts";
 import { BACKEND_PIPE_BYTES, growPipe } from "./pipe_size.ts";
 import {
+  controlPayload,
   type EndPayload,
   type FatalPayload,
   FrameType,
+  HEADER_SIZE,
   type InitPayload,
   type ItemErrorPayload,
   jsonBytes,
-  parseJson,
 } from "./protocol.ts";
+import { ProtocolError } from "../errors.ts";
 
 /** Stage name under which items the transport cannot encode are counted. */
 export const TRANSPORT_STAGE = "(backend transport)";
@@ -31,6 +36,7 @@ const KEPT_MESSAGES = 10;
 const STOP_GRACE_MS = 1000;
 /** Thrown out of the stdin reader's callback to end it after STOP. */
 const STOPPED = Symbol("stopped");
+const STDIN = "backend stdin";
 
 interface Served extends AsyncIterable<unknown> {
   stats?: () => { stages: { name: string; failed: number }[] };
@@ -53,7 +59,7 @@ class Control {
 
   async run(): Promise<void> {
     const reader = new FrameReader({
-      source: "backend stdin",
+      source: STDIN,
       allowedTypes: new Set([FrameType.INIT, FrameType.CREDIT, FrameType.NEXT_EPOCH, FrameType.STOP]),
     });
     try {
@@ -73,13 +79,14 @@ class Control {
   }
 
   #handle(f: Frame): void {
+    const payload = controlPayload(f.type, f.payload, f.offset + HEADER_SIZE, STDIN);
+    if ((f.seq === 0) !== (f.type === FrameType.INIT)) {
+      throw new ProtocolError(`${STDIN}: INIT must be the first frame, and only the first`, f.offset);
+    }
     if (f.type === FrameType.INIT) {
-      const p = parseJson(f.payload);
-      if (p === undefined) throw new Error("INIT payload is not JSON");
-      this.#resolveInit(p.value as InitPayload);
+      this.#resolveInit(payload as InitPayload);
     } else if (f.type === FrameType.CREDIT) {
-      if (f.payload.length !== 4) throw new Error("CREDIT payload must be 4 bytes");
-      this.credits += new DataView(f.payload.buffer).getUint32(0, true);
+      this.credits += payload as number;
     } else if (f.type === FrameType.NEXT_EPOCH) {
       this.epochRequests++;
     } else {
@@ -148,6 +155,15 @@ class BackendChild {
     const init = await Promise.race([this.#control.init, controlDone.then(() => undefined)]);
     if (init === undefined) Deno.exit(0);
     this.#statsIntervalMs = init.statsIntervalMs;
+    const beat = init.heartbeatIntervalMs;
+    setInterval(() => {
+      if (performance.now() - this.#out.lastWriteAt < beat) return;
+      try {
+        this.#out.write(FrameType.HEARTBEAT, []);
+      } catch {
+        Deno.exit(0); // stdout is broken: the parent is gone
+      }
+    }, Math.max(1, beat / 2));
     try {
       this.#served = await this.#load(init);
     } catch (e) {

@@ -25,6 +25,8 @@ export class FrameWriter {
   #seq = 0;
   /** Bytes written so far. */
   bytesWritten = 0;
+  /** `performance.now()` when the last frame was written (or the writer created). */
+  lastWriteAt: number = performance.now();
 
   constructor(sink: SyncSink) {
     this.#sink = sink;
@@ -56,6 +58,7 @@ export class FrameWriter {
       }
     }
     this.#flush();
+    this.lastWriteAt = performance.now();
   }
 
   #flush(): void {

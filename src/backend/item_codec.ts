@@ -9,7 +9,7 @@
  *
  * In the JSON form every typed array (and `VideoPackets`) inside the value, at any depth, is replaced by a
  * placeholder `{"\u0000sluice": [kind, index]}` and its bytes travel as blob `index`, not as base64. Each blob
- * starts at a multiple of 8 bytes from the payload's start (zero padding before it, protocol version 2), so
+ * starts at a multiple of 8 bytes from the payload's start (zero padding before it, since protocol version 2), so
  * the decoder can return every typed array as a view of the payload instead of a copy. Encoding returns a list
  * of parts so that big buffers are written without being copied; decoding never reads outside the payload and
  * reports damage as a ProtocolError.
@@ -18,6 +18,7 @@
 
 import { InvalidArgumentError, ProtocolError } from "../errors.ts";
 import { VideoPackets } from "../media/packets.ts";
+import { MAX_JSON_DEPTH, nestedDeeper } from "./protocol.ts";
 
 /** Item kinds (byte 0 of an ITEM payload). */
 export const ItemTag = { BYTES: 1, VIDEO_PACKETS: 2, JSON: 3 } as const;
@@ -68,6 +69,10 @@ export function encodeItem(item: unknown): Uint8Array[] {
 }
 
 function encodeJson(item: unknown): Uint8Array[] {
+  // The decoder refuses deeper items: refusing them here keeps a strange item from killing the transport.
+  if (nestedDeeper(item)) {
+    throw new InvalidArgumentError(`backend item nests deeper than ${MAX_JSON_DEPTH} levels`);
+  }
   const blobs: Uint8Array[] = [];
   let text: string | undefined;
   try {
@@ -210,15 +215,18 @@ function decodeJson(payload: Uint8Array, offset: number): unknown {
   return revive(parsed, blobs, offset + textAt);
 }
 
-function revive(value: unknown, blobs: Uint8Array[], offset: number): unknown {
+function revive(value: unknown, blobs: Uint8Array[], offset: number, depth = 0): unknown {
   if (value === null || typeof value !== "object") return value;
+  if (depth >= MAX_JSON_DEPTH) {
+    throw new ProtocolError(`JSON item nested deeper than ${MAX_JSON_DEPTH} levels`, offset);
+  }
   if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) value[i] = revive(value[i], blobs, offset);
+    for (let i = 0; i < value.length; i++) value[i] = revive(value[i], blobs, offset, depth + 1);
     return value;
   }
   const obj = value as Record<string, unknown>;
   if (Object.hasOwn(obj, BLOB_KEY)) return blobFor(obj[BLOB_KEY], blobs, offset);
-  for (const k of Object.keys(obj)) obj[k] = revive(obj[k], blobs, offset);
+  for (const k of Object.keys(obj)) obj[k] = revive(obj[k], blobs, offset, depth + 1);
   return obj;
 }
 

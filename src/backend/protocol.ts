@@ -1,5 +1,5 @@
 /**
- * The sluice backend frame protocol, version 2 (see docs/protocol.md): how a child process and its parent talk
+ * The sluice backend frame protocol, version 3 (see docs/protocol.md): how a child process and its parent talk
  * over the child's stdout (child → parent) and stdin (parent → child).
  *
  * Every frame is a 24-byte little-endian header followed by `length` payload bytes:
@@ -7,7 +7,7 @@
  * | offset | size | field |
  * | --- | --- | --- |
  * | 0 | 4 | magic `"SLBK"` (bytes 0x53 0x4C 0x42 0x4B) |
- * | 4 | 1 | protocol version (1) |
+ * | 4 | 1 | protocol version ({@link PROTOCOL_VERSION}) |
  * | 5 | 1 | frame type ({@link FrameType}) |
  * | 6 | 2 | flags ({@link FLAG_PAYLOAD_CRC}; other bits must be 0) |
  * | 8 | 4 | payload length |
@@ -17,18 +17,21 @@
  * @module
  */
 
+import { ProtocolError } from "../errors.ts";
+
 /**
  * Version of the frame protocol this module speaks. 2: blobs of the JSON item form start 8-byte aligned
- * (zero padding before each; see item_codec.ts). Parent and child always run the same build.
+ * (zero padding before each; see item_codec.ts). 3: HEARTBEAT frames, and INIT's `heartbeatIntervalMs`.
+ * Parent and child always run the same build.
  */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 /** `"SLBK"` read as a little-endian u32. */
 export const MAGIC = 0x4b424c53;
 /** Bytes in a frame header. */
 export const HEADER_SIZE = 24;
 /** Payload bytes are covered by the CRC-32 in header bytes 16..19. */
 export const FLAG_PAYLOAD_CRC = 1;
-/** Flag bits a version-1 reader accepts. */
+/** Flag bits a reader of this version accepts. */
 export const KNOWN_FLAGS = FLAG_PAYLOAD_CRC;
 /** Largest payload a reader accepts unless told otherwise (1 GiB). */
 export const DEFAULT_MAX_PAYLOAD = 1 << 30;
@@ -49,6 +52,8 @@ export const FrameType = {
   FATAL: 6,
   /** The child loaded the backend module and is waiting for epochs (JSON `{ pid }`). */
   READY: 7,
+  /** The child is alive: sent whenever it has sent nothing else for `heartbeatIntervalMs` (empty payload). */
+  HEARTBEAT: 8,
   /** First frame to the child: what to run (JSON {@link InitPayload}). */
   INIT: 16,
   /** Permission to send more ITEM frames (payload: u32 count). */
@@ -84,6 +89,8 @@ export interface InitPayload {
   args: unknown;
   /** Milliseconds between STATS frames while an epoch runs. */
   statsIntervalMs: number;
+  /** The child sends a HEARTBEAT when it has sent no frame for this many milliseconds. */
+  heartbeatIntervalMs: number;
 }
 
 /** Payload of ITEM_ERROR: `count` new failures of `stage` since the last report, with their log messages. */
@@ -193,6 +200,107 @@ export function parseJson(bytes: Uint8Array): { value: unknown } | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Deepest nesting of JSON the protocol carries (items, control payloads): far beyond any real one. */
+export const MAX_JSON_DEPTH = 256;
+
+/**
+ * Whether `value` nests objects and arrays deeper than `max` levels, found without recursion (a hostile depth
+ * must not overflow the stack). Typed arrays and other non-plain objects are leaves.
+ */
+export function nestedDeeper(value: unknown, max: number = MAX_JSON_DEPTH): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== "object" || ArrayBuffer.isView(v)) continue;
+    if (
+      !Array.isArray(v) && Object.getPrototypeOf(v) !== Object.prototype && Object.getPrototypeOf(v) !== null
+    ) {
+      continue;
+    }
+    if (depth >= max) return true;
+    for (const x of Array.isArray(v) ? v : Object.values(v)) stack.push([x, depth + 1]);
+  }
+  return false;
+}
+
+/** What a JSON control field must hold: a string, a count (integer >= 0), milliseconds (> 0), ... */
+type FieldKind = "string" | "string?" | "strings" | "count" | "ms" | "object?" | "any";
+
+/** The fields of each JSON control payload: exactly these, no others. */
+const JSON_SHAPES: Partial<Record<FrameTypeCode, Record<string, FieldKind>>> = {
+  [FrameType.ITEM_ERROR]: { stage: "string", count: "count", messages: "strings" },
+  [FrameType.STATS]: { pipeline: "object?", epoch: "count", sent: "count", credits: "count" },
+  [FrameType.LOG]: { message: "string" },
+  [FrameType.END]: { epoch: "count", items: "count", failures: "count" },
+  [FrameType.FATAL]: { name: "string", message: "string", stack: "string?" },
+  [FrameType.READY]: { pid: "count" },
+  [FrameType.INIT]: {
+    module: "string",
+    export: "string",
+    args: "any",
+    statsIntervalMs: "ms",
+    heartbeatIntervalMs: "ms",
+  },
+};
+
+/** Largest value of an "ms" field: setTimeout's limit (2^31 - 1). */
+const MAX_MS = 0x7fffffff;
+
+function fits(kind: FieldKind, v: unknown): boolean {
+  switch (kind) {
+    case "string":
+      return typeof v === "string";
+    case "string?":
+      return v === undefined || typeof v === "string";
+    case "strings":
+      return Array.isArray(v) && v.every((x) => typeof x === "string");
+    case "count":
+      return Number.isSafeInteger(v) && (v as number) >= 0;
+    case "ms":
+      return typeof v === "number" && v > 0 && v <= MAX_MS;
+    case "object?":
+      return v === null || (typeof v === "object" && !Array.isArray(v));
+    case "any":
+      return true;
+  }
+}
+
+/**
+ * The payload of a control frame (every type but ITEM), checked: JSON payloads must be an object with exactly
+ * the fields of their type, each of the right kind; CREDIT is a u32 count > 0; NEXT_EPOCH, STOP and HEARTBEAT are
+ * empty. Returns the parsed JSON object, the credit count, or null for an empty payload; throws ProtocolError
+ * naming `source`, the frame type and the field, at `offset` (the payload's stream offset).
+ */
+export function controlPayload(
+  type: FrameTypeCode,
+  payload: Uint8Array,
+  offset: number,
+  source: string,
+): unknown {
+  const fail = (what: string) => new ProtocolError(`${source}: ${frameTypeName(type)} frame ${what}`, offset);
+  if (type === FrameType.CREDIT) {
+    if (payload.length !== 4) throw fail(`payload must be 4 bytes, got ${payload.length}`);
+    const n = new DataView(payload.buffer, payload.byteOffset, 4).getUint32(0, true);
+    if (n === 0) throw fail("grants 0 credits");
+    return n;
+  }
+  const shape = JSON_SHAPES[type];
+  if (shape === undefined) {
+    if (payload.length !== 0) throw fail(`payload must be empty, got ${payload.length} bytes`);
+    return null;
+  }
+  const parsed = parseJson(payload);
+  if (parsed === undefined) throw fail("payload is not UTF-8 JSON");
+  const v = parsed.value;
+  if (v === null || typeof v !== "object" || Array.isArray(v)) throw fail("payload is not a JSON object");
+  if (nestedDeeper(v)) throw fail(`payload nests deeper than ${MAX_JSON_DEPTH} levels`);
+  for (const key of Object.keys(v)) if (!(key in shape)) throw fail(`payload has an unknown field "${key}"`);
+  for (const [key, kind] of Object.entries(shape)) {
+    if (!fits(kind, (v as Record<string, unknown>)[key])) throw fail(`field "${key}" is not a valid ${kind}`);
+  }
+  return v;
 }
 
 /** The u32 payload of a CREDIT frame. */

@@ -1,16 +1,23 @@
 /**
  * `spawnBackend`: runs a pipeline in a child Deno process and streams its items back over the child's stdout
- * as framed binary (protocol version 2, see docs/protocol.md). The returned {@link BackendSource} is an
+ * as framed binary (protocol version 3, see docs/protocol.md). The returned {@link BackendSource} is an
  * `AsyncIterable` usable directly as `PipelineBuilder.addSource(source)`: each iteration is one epoch of the
  * child's pipeline, and the same child serves every epoch. The child sends an item only against a credit, and
  * the parent returns a credit only when its consumer takes an item, so at most `bufferSize` items are ever
  * buffered in the parent and the child never runs ahead of them.
+ *
+ * Everything the child writes is untrusted: frames are checked by the reader (header, CRCs, sequence, sizes),
+ * control payloads by their schema, items by the item codec, and the order of frames against what the parent
+ * asked for (no ITEM without a credit or outside an epoch, END counts that match). The child's liveness is
+ * watched: it sends a HEARTBEAT when it has nothing else to send, and a silent child is a warning after
+ * `stallWarningMs` and a {@link BackendStalledError} (the child killed) after `stallTimeoutMs`.
  * @module
  */
 
 import {
   BackendError,
   BackendExitedError,
+  BackendStalledError,
   InvalidArgumentError,
   PipelineStoppedError,
   ProtocolError,
@@ -20,17 +27,17 @@ import { BACKEND_PIPE_BYTES } from "./pipe_size.ts";
 import { type Frame, FrameReader } from "./frame_reader.ts";
 import { decodeItem } from "./item_codec.ts";
 import {
+  controlPayload,
   creditPayload,
   encodeFrame,
   type EndPayload,
   type FatalPayload,
   FrameType,
   type FrameTypeCode,
-  frameTypeName,
+  HEADER_SIZE,
   type InitPayload,
   type ItemErrorPayload,
   jsonBytes,
-  parseJson,
 } from "./protocol.ts";
 
 /** Options of {@link spawnBackend}. */
@@ -55,6 +62,18 @@ export interface SpawnBackendOptions {
   log?: (line: string) => void;
   /** Milliseconds `close()` waits after SIGTERM before SIGKILL (default 1000). */
   killGraceMs?: number;
+  /** The child sends a HEARTBEAT frame when it has sent nothing else for this many milliseconds (default 500). */
+  heartbeatIntervalMs?: number;
+  /**
+   * A child silent (no frame at all) for this many milliseconds is reported: one log line, and `stalled` in
+   * `stats()` until it speaks again (default 3000).
+   */
+  stallWarningMs?: number;
+  /**
+   * A child silent for this many milliseconds is killed and the source fails with `BackendStalledError`
+   * (default 30000; `Infinity` waits forever).
+   */
+  stallTimeoutMs?: number;
 }
 
 /** What `BackendSource.stats()` returns. */
@@ -65,22 +84,32 @@ export interface BackendStats {
   state: "running" | "exited";
   /** Epochs completed (END frames received). */
   epochs: number;
-  /** Items received, and their encoded bytes. */
+  /** Items received. */
   items: number;
+  /** Encoded bytes of the items received. */
   bytes: number;
-  /** Item failures reported by the child (counted, not thrown), in total and per stage. */
+  /** Item failures reported by the child (counted, not thrown). */
   failures: number;
+  /** The same, per stage of the child's pipeline. */
   failuresByStage: Record<string, number>;
-  /** Items (and their bytes) received but not yet taken by the consumer; never above `bufferSize`. */
+  /** Items received but not yet taken by the consumer; never above `bufferSize`. */
   buffered: number;
+  /** Their encoded bytes. */
   bufferedBytes: number;
-  /** The highest `buffered` / `bufferedBytes` seen. */
+  /** The highest `buffered` seen. */
   peakBuffered: number;
+  /** The highest `bufferedBytes` seen. */
   peakBufferedBytes: number;
   /** Bytes held for a frame still arriving. */
   partialFrameBytes: number;
   /** The child's own per-stage pipeline stats, as last relayed (null before the first STATS frame). */
   child: ChildStats | null;
+  /** Milliseconds since the child's last frame (heartbeats included). */
+  silentMs: number;
+  /** True while the child has been silent for longer than `stallWarningMs`. */
+  stalled: boolean;
+  /** Times the child went silent for longer than `stallWarningMs`. */
+  stalls: number;
 }
 
 /** The child's STATS payload. */
@@ -104,17 +133,16 @@ const DEFAULT_PERMISSIONS = ["--allow-read", "--allow-env", "--allow-ffi"];
 const STDERR_TAIL = 20;
 const EXIT_GRACE_MS = 200;
 const CHILD_ENTRY = new URL("./child.ts", import.meta.url).href;
+const STREAM = "backend stdout";
+/** Silence before the child's first frame that is still start-up, not a stall (a loaded machine is slow). */
+const STARTUP_GRACE_MS = 10_000;
 /**
  * glibc malloc settings for the child, unless the caller's `env` sets them. By default glibc raises its mmap
- * threshold each time a big block is freed (up to 32 MiB), after which frame payloads, packet buffers and pipe
- * read buffers come from the heap, where freed space fragments and is rarely given back: the child's RSS crept
- * up ~10% over 10 epochs of the loader. A fixed threshold keeps big blocks in their own mappings, which go back
- * to the system as soon as they are freed. It is 32 KiB rather than glibc's initial 128 KiB because the child's
- * typical blocks are smaller: a demuxed clip's packets (the loader's demo clips average ~54 KiB) are allocated in
- * a demux Worker's malloc arena and freed on the main thread once written, and between 32 and 128 KiB they
- * fragmented those arenas (child RSS +3–4.7 MiB over epochs 2–10 of bench/rss_epochs.ts at 128 KiB, +2.6 MiB at
- * 32 KiB, +3.0–3.6 MiB at 64 KiB; 3 runs each). At the child's item rate the extra mmap/munmap pairs cost
- * nothing measurable (bench/loader_vs_ffmpeg.ts within run-to-run noise).
+ * threshold each time a big block is freed, after which frame payloads, packet buffers and pipe read buffers
+ * come from the heap, where freed space fragments and is rarely given back. A fixed threshold keeps big blocks
+ * in their own mappings, returned to the system as soon as they are freed; 32 KiB rather than glibc's initial
+ * 128 KiB because a demuxed clip's packets (tens of KiB) are allocated in a demux Worker's arena and freed on
+ * the main thread, and above 32 KiB they fragmented those arenas (README, "Datasets and loaders", has figures).
  */
 const CHILD_MALLOC_ENV: Record<string, string> = { MALLOC_MMAP_THRESHOLD_: "32768" };
 const CHILD_TO_PARENT = new Set<number>([
@@ -125,6 +153,7 @@ const CHILD_TO_PARENT = new Set<number>([
   FrameType.END,
   FrameType.FATAL,
   FrameType.READY,
+  FrameType.HEARTBEAT,
 ]);
 
 /** Starts a backend child process; see the module docs and {@link SpawnBackendOptions}. */
@@ -143,8 +172,9 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
   readonly #onAbort: () => void;
   readonly #child: Deno.ChildProcess;
   readonly #stdin: WritableStreamDefaultWriter<Uint8Array>;
-  readonly #reader = new FrameReader({ source: "backend stdout", allowedTypes: CHILD_TO_PARENT });
+  readonly #reader = new FrameReader({ source: STREAM, allowedTypes: CHILD_TO_PARENT });
   readonly #queue: Entry[] = [];
+  readonly #failure = new AbortController();
   #bufferedItems = 0;
   #wake: (() => void) | undefined;
   #outbox: Uint8Array[] = [];
@@ -159,9 +189,27 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
   #exited = false;
   #exitError: unknown;
   #truncated: unknown;
+  // What the parent asked for, against which the child's frames are checked.
+  #granted = 0;
+  #epochsSent = 0;
+  #ends = 0;
+  #epochItems = 0;
+  #ready = false;
+  // Liveness.
+  readonly #stallWarningMs: number;
+  readonly #stallTimeoutMs: number;
+  readonly #tickMs: number;
+  readonly #watchdog: ReturnType<typeof setInterval>;
+  #lastHeard = performance.now();
+  #lastTick = performance.now();
+  #stalled = false;
+  #heardAny = false;
   readonly #pumps: Promise<unknown>;
   readonly #stderrTail: string[] = [];
-  readonly #stats: Omit<BackendStats, "pid" | "state" | "partialFrameBytes" | "buffered"> = {
+  readonly #stats: Omit<
+    BackendStats,
+    "pid" | "state" | "partialFrameBytes" | "buffered" | "silentMs" | "stalled"
+  > = {
     epochs: 0,
     items: 0,
     bytes: 0,
@@ -171,6 +219,7 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
     peakBuffered: 0,
     peakBufferedBytes: 0,
     child: null,
+    stalls: 0,
   };
 
   /** Use {@link spawnBackend}. */
@@ -181,6 +230,21 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
         `spawnBackend: bufferSize must be a positive integer, got ${bufferSize}`,
       );
     }
+    const ms = (name: string, v: number | undefined, dflt: number, infinite = false): number => {
+      const x = v ?? dflt;
+      if (!(x > 0 && (Number.isFinite(x) ? x <= 0x7fffffff : infinite))) {
+        throw new InvalidArgumentError(
+          `spawnBackend: ${name} must be a positive number of milliseconds, got ${x}`,
+        );
+      }
+      return x;
+    };
+    const heartbeatIntervalMs = ms("heartbeatIntervalMs", opts.heartbeatIntervalMs, 500);
+    this.#stallWarningMs = ms("stallWarningMs", opts.stallWarningMs, 3000, true);
+    this.#stallTimeoutMs = ms("stallTimeoutMs", opts.stallTimeoutMs, 30_000, true);
+    const statsIntervalMs = ms("statsIntervalMs", opts.statsIntervalMs, 500);
+    // Ticks fine enough to notice silence within a fraction of the warning limit.
+    this.#tickMs = Math.max(10, Math.min(heartbeatIntervalMs, this.#stallWarningMs / 4, 1000));
     const module = opts.module instanceof URL
       ? opts.module.href
       : /^[a-z][a-z0-9+.-]*:/i.test(opts.module)
@@ -196,7 +260,8 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
       module,
       export: exportName,
       args: opts.args ?? null,
-      statsIntervalMs: opts.statsIntervalMs ?? 500,
+      statsIntervalMs,
+      heartbeatIntervalMs,
     };
     const initBytes = jsonBytes(init);
     this.#child = new Deno.Command(Deno.execPath(), {
@@ -211,6 +276,7 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
     this.#send(FrameType.INIT, initBytes);
     this.#grant(bufferSize);
     this.#requestEpoch();
+    this.#watchdog = setInterval(() => this.#checkLiveness(), this.#tickMs);
     this.#signal = opts.signal;
     this.#onAbort = () => {
       this.#push({ kind: "error", error: this.#signal?.reason });
@@ -225,8 +291,20 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
     return this.#child.pid;
   }
 
+  /**
+   * Aborted, with the error as its reason, when the backend fails: the child exits or is killed
+   * (`BackendExitedError`), its pipeline throws (`BackendError`), it stalls (`BackendStalledError`) or its
+   * stream is damaged (`ProtocolError`); never by `close()` or the `signal` option. A pipeline this source feeds
+   * ends with that error itself, rather than a `PipelineFailure` wrapping it, when built with this signal:
+   * `builder.addSource(source).….build({ signal: source.failure })`.
+   */
+  get failure(): AbortSignal {
+    return this.#failure.signal;
+  }
+
   /** One epoch of the child's pipeline. One iteration at a time; `break` (`return()`) terminates the child. */
   [Symbol.asyncIterator](): AsyncIterator<unknown> {
+    if (this.#failure.signal.aborted) throw this.#failure.signal.reason;
     if (this.#closing !== undefined || this.#terminated) {
       throw new PipelineStoppedError(`backend ${this.#name} is closed`);
     }
@@ -246,7 +324,7 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
     };
   }
 
-  /** Transport counters, item failures, and the child pipeline's own stats as last relayed. */
+  /** Transport counters, item failures, liveness, and the child pipeline's own stats as last relayed. */
   stats(): BackendStats {
     const buffered = this.#bufferedItems;
     return {
@@ -256,6 +334,8 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
       failuresByStage: { ...this.#stats.failuresByStage },
       buffered,
       partialFrameBytes: this.#reader.bufferedBytes,
+      silentMs: this.#exited ? 0 : performance.now() - this.#lastHeard,
+      stalled: this.#stalled,
     };
   }
 
@@ -315,6 +395,16 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
     this.#wakeUp();
   }
 
+  /**
+   * The backend can deliver nothing more: aborts {@link BackendSource.failure} first (so that a pipeline built
+   * with it ends with `error` itself), then hands `error` to the consumer. The first failure wins.
+   */
+  #fail(error: unknown): void {
+    if (this.#closing !== undefined) return;
+    if (!this.#failure.signal.aborted) this.#failure.abort(error);
+    this.#push({ kind: "error", error: this.#failure.signal.reason });
+  }
+
   #wakeUp(): void {
     const w = this.#wake;
     this.#wake = undefined;
@@ -324,6 +414,7 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
   #requestEpoch(): void {
     if (this.#epochRequested) return;
     this.#epochRequested = true;
+    this.#epochsSent++;
     this.#send(FrameType.NEXT_EPOCH, new Uint8Array(0));
   }
 
@@ -343,6 +434,7 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
    */
   #grant(n: number): void {
     this.#credit += n;
+    this.#granted += n;
     if (this.#credit >= this.#creditBatch || this.#bufferedItems === 0) this.#flush();
   }
 
@@ -384,7 +476,7 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
         },
       }, BACKEND_PIPE_BYTES);
     } catch (e) {
-      if (this.#closing === undefined) this.#push({ kind: "error", error: e });
+      this.#fail(e);
       if (e instanceof ProtocolError) this.#kill("SIGKILL");
       // Drain the rest so the child never blocks on a full pipe while it is being stopped.
       try {
@@ -400,20 +492,30 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
   }
 
   #onFrame(f: Frame): void {
-    switch (f.type) {
-      case FrameType.ITEM: {
-        const value = decodeItem(f.payload, f.offset + 24);
-        const s = this.#stats;
-        s.items++;
-        s.bytes += f.length;
-        s.bufferedBytes += f.length;
-        this.#push({ kind: "item", value, bytes: f.length });
-        if (this.#bufferedItems > s.peakBuffered) s.peakBuffered = this.#bufferedItems;
-        s.peakBufferedBytes = Math.max(s.peakBufferedBytes, s.bufferedBytes);
-        return;
+    this.#heard();
+    const at = f.offset + HEADER_SIZE;
+    const broken = (what: string) => new ProtocolError(`${STREAM}: ${what}`, f.offset);
+    if (f.type === FrameType.ITEM) {
+      if (!this.#ready) throw broken("ITEM frame before READY");
+      if (this.#stats.items >= this.#granted) {
+        throw broken(`ITEM frame ${this.#stats.items + 1} without a credit (${this.#granted} granted)`);
       }
+      if (this.#ends >= this.#epochsSent) throw broken("ITEM frame outside an epoch");
+      const value = decodeItem(f.payload, at);
+      const s = this.#stats;
+      s.items++;
+      this.#epochItems++;
+      s.bytes += f.length;
+      s.bufferedBytes += f.length;
+      this.#push({ kind: "item", value, bytes: f.length });
+      if (this.#bufferedItems > s.peakBuffered) s.peakBuffered = this.#bufferedItems;
+      s.peakBufferedBytes = Math.max(s.peakBufferedBytes, s.bufferedBytes);
+      return;
+    }
+    const payload = controlPayload(f.type, f.payload, at, STREAM);
+    switch (f.type) {
       case FrameType.ITEM_ERROR: {
-        const p = this.#json<ItemErrorPayload>(f);
+        const p = payload as ItemErrorPayload;
         this.#stats.failures += p.count;
         this.#stats.failuresByStage[p.stage] = (this.#stats.failuresByStage[p.stage] ?? 0) + p.count;
         for (const m of p.messages) this.#log(`[backend ${this.pid}] ${m}`);
@@ -423,37 +525,38 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
         return;
       }
       case FrameType.STATS:
-        this.#stats.child = this.#json<ChildStats>(f);
+        this.#stats.child = payload as ChildStats;
         return;
       case FrameType.LOG:
-        this.#log(`[backend ${this.pid}] ${this.#json<{ message: string }>(f).message}`);
+        this.#log(`[backend ${this.pid}] ${(payload as { message: string }).message}`);
         return;
-      case FrameType.END:
+      case FrameType.END: {
+        const end = payload as EndPayload;
+        if (this.#ends >= this.#epochsSent) throw broken("END frame outside an epoch");
+        if (end.epoch !== this.#ends + 1 || end.items !== this.#epochItems) {
+          throw broken(
+            `END of epoch ${end.epoch} with ${end.items} items, expected epoch ${this.#ends + 1} with ` +
+              `${this.#epochItems}`,
+          );
+        }
+        this.#ends++;
+        this.#epochItems = 0;
         this.#stats.epochs++;
-        this.#push({ kind: "end", end: this.#json<EndPayload>(f) });
+        this.#push({ kind: "end", end });
         return;
+      }
       case FrameType.FATAL: {
-        const p = this.#json<FatalPayload>(f);
-        this.#push({
-          kind: "error",
-          error: new BackendError(`backend ${this.#name} failed: ${p.name}: ${p.message}`, this.#name),
-        });
+        const p = payload as FatalPayload;
+        this.#fail(new BackendError(`backend ${this.#name} failed: ${p.name}: ${p.message}`, this.#name));
         return;
       }
       case FrameType.READY:
+        if (this.#ready) throw broken("second READY frame");
+        this.#ready = true;
+        return;
+      case FrameType.HEARTBEAT:
         return;
     }
-  }
-
-  #json<T>(f: Frame): T {
-    const p = parseJson(f.payload);
-    if (p === undefined || p.value === null || typeof p.value !== "object") {
-      throw new ProtocolError(
-        `backend stdout: ${frameTypeName(f.type)} frame payload is not a JSON object`,
-        f.offset + 24,
-      );
-    }
-    return p.value as T;
   }
 
   async #pumpStderr(): Promise<void> {
@@ -479,6 +582,7 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
   async #onExit(): Promise<void> {
     const status = await this.#child.status;
     this.#exited = true;
+    clearInterval(this.#watchdog);
     const how = status.signal !== null
       ? `was killed by ${status.signal}`
       : status.success
@@ -498,20 +602,68 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
       { cause: this.#truncated },
     );
     if (this.#closing !== undefined) return;
-    if (status.success && this.#truncated !== undefined) {
-      this.#push({ kind: "error", error: this.#truncated });
-    } else if (!status.success || this.#epochRequested) this.#push({ kind: "error", error: this.#exitError });
+    if (status.success && this.#truncated !== undefined) this.#fail(this.#truncated);
+    else if (!status.success || this.#epochRequested) this.#fail(this.#exitError);
     else this.#wakeUp();
+  }
+
+  // ---- liveness -------------------------------------------------------------------------------------------
+
+  #heard(): void {
+    this.#lastHeard = performance.now();
+    this.#heardAny = true;
+    if (!this.#stalled) return;
+    this.#stalled = false;
+    this.#log(`[backend ${this.pid}] the child is responding again`);
+  }
+
+  #checkLiveness(): void {
+    const now = performance.now();
+    // A late tick means this process's own event loop was blocked: the child's frames may be waiting unread in
+    // the pipe, so its silence is not evidence. Start counting again.
+    if (now - this.#lastTick > 2 * this.#tickMs + 100) this.#lastHeard = Math.max(this.#lastHeard, now);
+    this.#lastTick = now;
+    const silent = now - this.#lastHeard;
+    // Until its first frame the child is starting (Deno, its modules): no warning before STARTUP_GRACE_MS.
+    const warnAfter = this.#heardAny
+      ? this.#stallWarningMs
+      : Math.max(this.#stallWarningMs, STARTUP_GRACE_MS);
+    if (silent >= this.#stallTimeoutMs) {
+      clearInterval(this.#watchdog);
+      this.#fail(
+        new BackendStalledError(
+          `backend ${this.#name} (pid ${this.pid}) sent nothing, not even a heartbeat, for ` +
+            `${(silent / 1000).toFixed(1)} s (stallTimeoutMs ${this.#stallTimeoutMs}): killed`,
+          this.#name,
+          silent,
+        ),
+      );
+      this.#kill("SIGKILL");
+    } else if (silent >= warnAfter && !this.#stalled) {
+      this.#stalled = true;
+      this.#stats.stalls++;
+      const limit = Number.isFinite(this.#stallTimeoutMs)
+        ? `it is killed after ${this.#stallTimeoutMs / 1000} s of silence (stallTimeoutMs)`
+        : "stallTimeoutMs is Infinity: waiting";
+      this.#log(
+        `[backend ${this.pid}] warning: no frame, not even a heartbeat, for ${
+          (silent / 1000).toFixed(1)
+        } s: ` +
+          `the child is stopped (SIGSTOP?), hung in I/O or starved of CPU; ${limit}`,
+      );
+    }
   }
 
   // ---- termination ----------------------------------------------------------------------------------------
 
   async #terminate(): Promise<void> {
+    clearInterval(this.#watchdog);
     this.#signal?.removeEventListener("abort", this.#onAbort);
     this.#outbox = [];
     this.#stdin.close().catch(() => {});
     if (!(await this.#exitWithin(EXIT_GRACE_MS))) {
       this.#kill("SIGTERM");
+      this.#kill("SIGCONT"); // a stopped child acts on SIGTERM only once it runs
       if (!(await this.#exitWithin(this.#killGraceMs))) this.#kill("SIGKILL");
     }
     await this.#child.status;

@@ -1,28 +1,50 @@
 /**
  * `fetchBytes`: the bytes of one dataset item, from a local path or an `http(s)://` URL.
  *
- * HTTP behaviour: each attempt has a timeout; 5xx answers, timeouts, network errors and connections dropped
- * before the announced `Content-Length` arrived are retried with exponential backoff (with jitter); 4xx answers
- * fail at once with a {@link FetchError} that names the URL and the status. A `range` asks for part of the file
- * with an HTTP `Range` header (a server that ignores it and sends the whole file is handled too).
+ * HTTP behaviour: every attempt has three clocks, so that a stalled server costs seconds, not minutes:
+ * `connectTimeoutMs` until the response headers arrive, `idleTimeoutMs` between two body chunks, `timeoutMs`
+ * for the whole attempt; and the item has a total `deadlineMs` over all attempts and the backoff between them.
+ * 5xx answers, timeouts, network errors and connections dropped before the announced `Content-Length` arrived
+ * are retried with exponential backoff (with jitter) while the deadline allows; 4xx answers fail at once. Every
+ * failure is a {@link FetchError} naming the URL, the phase (`connect`, `status`, `body`, `deadline`) and, for a
+ * timeout, the limit that fired. A `range` asks for part of the file with an HTTP `Range` header (a server that
+ * ignores it and sends the whole file is handled too). The announced length is never trusted for allocation.
  * @module
  */
 
-import { FetchError } from "../errors.ts";
+import { FetchError, type FetchPhase, InvalidArgumentError } from "../errors.ts";
 
 /** Options of {@link fetchBytes}. */
 export interface FetchOptions {
-  /** Retries after the first attempt for retryable failures (default 3). */
+  /** Retries after the first attempt for retryable failures, while the deadline allows (default 3). */
   retries?: number;
   /** Backoff before the first retry, doubled for each next one, ms (default 200). */
   backoffMs?: number;
+  /** Time until the response headers arrive (connection, request, the server's first answer), ms (default 5000). */
+  connectTimeoutMs?: number;
+  /** Longest wait for the next bytes of the body, ms (default 5000). */
+  idleTimeoutMs?: number;
   /** Time limit of one attempt, ms (default 30000). */
   timeoutMs?: number;
+  /** Time limit of the whole fetch: every attempt and the backoff between them, ms (default 30000). */
+  deadlineMs?: number;
   /** Only these bytes: `[start, end)` (HTTP `Range`, or a partial read of a local file). */
   range?: [number, number];
   /** Cancels waiting and in-flight requests. */
   signal?: AbortSignal;
 }
+
+/** The defaults of {@link FetchOptions}: a stalled server costs at most `deadlineMs`, about 21 s in practice. */
+export const FETCH_DEFAULTS = {
+  retries: 3,
+  backoffMs: 200,
+  connectTimeoutMs: 5000,
+  idleTimeoutMs: 5000,
+  timeoutMs: 30_000,
+  deadlineMs: 30_000,
+} as const;
+
+type Limits = { -readonly [K in keyof typeof FETCH_DEFAULTS]: number };
 
 /** True for `http://` and `https://` sources. */
 export function isUrl(source: string): boolean {
@@ -32,72 +54,159 @@ export function isUrl(source: string): boolean {
 /** Reads a whole local file or URL (or a byte range of it); see the module docs. */
 export async function fetchBytes(source: string, opts: FetchOptions = {}): Promise<Uint8Array<ArrayBuffer>> {
   if (!isUrl(source)) return await readLocal(source, opts.range);
-  const retries = opts.retries ?? 3;
-  const backoff = opts.backoffMs ?? 200;
-  let last: { status: number; reason: string; cause?: unknown } = { status: 0, reason: "not attempted" };
-  for (let attempt = 1; attempt <= retries + 1; attempt++) {
+  const o = limits(opts);
+  const deadline = performance.now() + o.deadlineMs;
+  const overDeadline = (attempts: number, last: Failure): FetchError =>
+    new FetchError(
+      source,
+      last.status,
+      attempts,
+      `the deadline of ${o.deadlineMs} ms ran out (deadlineMs; last attempt: ${last.reason})`,
+      { cause: last.cause, phase: "deadline", limit: { name: "deadlineMs", ms: o.deadlineMs } },
+    );
+  for (let attempt = 1;; attempt++) {
     opts.signal?.throwIfAborted();
-    const r = await attemptOnce(source, opts);
+    const r = await attemptOnce(source, opts, o, deadline);
     if (r.ok) return r.bytes;
-    last = r;
-    if (!r.retry) throw new FetchError(source, r.status, attempt, r.reason, { cause: r.cause });
-    if (attempt <= retries) {
-      await sleep(backoff * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5), opts.signal);
+    const fail = () =>
+      new FetchError(source, r.status, attempt, r.reason, { cause: r.cause, phase: r.phase, limit: r.limit });
+    if (!r.retry || attempt > o.retries) throw fail();
+    const wait = o.backoffMs * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5);
+    // A retry that could not even start before the deadline is not made.
+    if (performance.now() + wait >= deadline) {
+      throw r.limit?.name === "deadlineMs" ? fail() : overDeadline(attempt, r);
     }
+    await sleep(wait, opts.signal);
   }
-  throw new FetchError(source, last.status, retries + 1, last.reason, { cause: last.cause });
 }
 
-type Attempt =
-  | { ok: true; bytes: Uint8Array<ArrayBuffer> }
-  | { ok: false; retry: boolean; status: number; reason: string; cause?: unknown };
-
-async function attemptOnce(url: string, opts: FetchOptions): Promise<Attempt> {
-  const timeout = AbortSignal.timeout(opts.timeoutMs ?? 30_000);
-  const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
-  const headers: Record<string, string> = {};
-  if (opts.range) headers["range"] = `bytes=${opts.range[0]}-${opts.range[1] - 1}`;
-  let res: Response;
-  try {
-    res = await fetch(url, { headers, signal });
-  } catch (e) {
-    opts.signal?.throwIfAborted();
-    return { ok: false, retry: true, status: 0, reason: networkReason(e, timeout), cause: e };
+function limits(opts: FetchOptions): Limits {
+  const o = { ...FETCH_DEFAULTS } as Limits;
+  for (const k of Object.keys(FETCH_DEFAULTS) as (keyof Limits)[]) {
+    const v = opts[k];
+    if (v === undefined) continue;
+    const ok = k === "retries" ? Number.isInteger(v) && v >= 0 : k === "backoffMs" ? v >= 0 : v > 0;
+    if (!ok || !Number.isFinite(v)) {
+      throw new InvalidArgumentError(`fetch: ${k} must be a finite number >= 0, got ${v}`);
+    }
+    o[k] = v;
   }
-  if (res.status >= 400) {
-    await res.body?.cancel();
-    const retry = res.status >= 500 || res.status === 408 || res.status === 429;
-    return { ok: false, retry, status: res.status, reason: `HTTP ${res.status} ${res.statusText}`.trim() };
-  }
-  let bytes: Uint8Array<ArrayBuffer>;
-  try {
-    bytes = new Uint8Array(await res.arrayBuffer());
-  } catch (e) {
-    opts.signal?.throwIfAborted();
-    return {
-      ok: false,
-      retry: true,
-      status: res.status,
-      reason: `body: ${networkReason(e, timeout)}`,
-      cause: e,
-    };
-  }
-  const expected = Number(res.headers.get("content-length") ?? NaN);
-  if (Number.isFinite(expected) && bytes.length !== expected) {
-    return {
-      ok: false,
-      retry: true,
-      status: res.status,
-      reason: `connection dropped: got ${bytes.length} of ${expected} bytes`,
-    };
-  }
-  if (opts.range && res.status === 200) bytes = bytes.slice(opts.range[0], opts.range[1]);
-  return { ok: true, bytes };
+  return o;
 }
 
-function networkReason(e: unknown, timeout: AbortSignal): string {
-  if (timeout.aborted) return "timed out";
-  return e instanceof Error ? e.message : String(e);
+interface Failure {
+  ok: false;
+  retry: boolean;
+  status: number;
+  phase: FetchPhase;
+  reason: string;
+  limit?: { name: string; ms: number };
+  cause?: unknown;
+}
+
+type Attempt = { ok: true; bytes: Uint8Array<ArrayBuffer> } | Failure;
+
+/** A time limit that aborted an attempt (the abort reason of its controller). */
+class Timeout {
+  constructor(readonly name: string, readonly ms: number, readonly what: string) {}
+}
+
+async function attemptOnce(url: string, opts: FetchOptions, o: Limits, deadline: number): Promise<Attempt> {
+  const ac = new AbortController();
+  const onAbort = () => ac.abort(opts.signal!.reason);
+  opts.signal?.addEventListener("abort", onAbort, { once: true });
+  const timers = new Map<string, ReturnType<typeof setTimeout>>();
+  const arm = (t: Timeout) => {
+    clearTimeout(timers.get(t.name));
+    timers.set(t.name, setTimeout(() => ac.abort(t), t.ms));
+  };
+  const left = Math.max(1, deadline - performance.now());
+  arm(
+    left < o.timeoutMs
+      ? new Timeout("deadlineMs", left, `the deadline of the item ran out`)
+      : new Timeout("timeoutMs", o.timeoutMs, `the attempt took longer than ${o.timeoutMs} ms`),
+  );
+  arm(new Timeout("connectTimeoutMs", o.connectTimeoutMs, `no response within ${o.connectTimeoutMs} ms`));
+  let phase: FetchPhase = "connect";
+  const failed = (e: unknown, status: number): Failure => {
+    opts.signal?.throwIfAborted();
+    const t = ac.signal.reason;
+    if (t instanceof Timeout) {
+      return {
+        ok: false,
+        retry: true,
+        status,
+        phase,
+        reason: `${t.what} (${phase}; ${t.name} ${Math.round(t.ms)})`,
+        limit: { name: t.name, ms: t.ms },
+        cause: e,
+      };
+    }
+    const message = e instanceof Error ? e.message : String(e);
+    return { ok: false, retry: true, status, phase, reason: `${phase}: ${message}`, cause: e };
+  };
+  try {
+    const headers: Record<string, string> = {};
+    if (opts.range) headers["range"] = `bytes=${opts.range[0]}-${opts.range[1] - 1}`;
+    let res: Response;
+    try {
+      res = await fetch(url, { headers, signal: ac.signal });
+    } catch (e) {
+      return failed(e, 0);
+    }
+    clearTimeout(timers.get("connectTimeoutMs"));
+    if (res.status >= 400) {
+      await res.body?.cancel().catch(() => {});
+      const retry = res.status >= 500 || res.status === 408 || res.status === 429;
+      const reason = `HTTP ${res.status} ${res.statusText}`.trim();
+      return { ok: false, retry, status: res.status, phase: "status", reason };
+    }
+    phase = "body";
+    const idle = new Timeout("idleTimeoutMs", o.idleTimeoutMs, `no byte for ${o.idleTimeoutMs} ms`);
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    try {
+      if (res.body !== null) {
+        const reader = res.body.getReader();
+        arm(idle);
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          arm(idle);
+          chunks.push(value);
+          size += value.length;
+        }
+      }
+    } catch (e) {
+      return failed(e, res.status);
+    }
+    const expected = Number(res.headers.get("content-length") ?? NaN);
+    if (Number.isFinite(expected) && size !== expected) {
+      return {
+        ok: false,
+        retry: true,
+        status: res.status,
+        phase,
+        reason: `connection dropped: got ${size} of ${expected} bytes`,
+      };
+    }
+    let bytes = concat(chunks, size);
+    if (opts.range && res.status === 200) bytes = bytes.slice(opts.range[0], opts.range[1]);
+    return { ok: true, bytes };
+  } finally {
+    for (const t of timers.values()) clearTimeout(t);
+    opts.signal?.removeEventListener("abort", onAbort);
+  }
+}
+
+function concat(chunks: Uint8Array[], size: number): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
 }
 
 async function readLocal(path: string, range?: [number, number]): Promise<Uint8Array<ArrayBuffer>> {
@@ -119,7 +228,7 @@ async function readLocal(path: string, range?: [number, number]): Promise<Uint8A
       : e instanceof Error
       ? e.message
       : String(e);
-    throw new FetchError(path, 0, 1, reason, { cause: e });
+    throw new FetchError(path, 0, 1, reason, { cause: e, phase: "read" });
   }
 }
 

@@ -279,7 +279,13 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
       return batch;
     }, { name: "collate" })
     .addSink({ bufferSize: opts.bufferSize ?? 3 })
-    .build({ onReport: opts.onReport, reportInterval: opts.reportInterval, log });
+    // A dead, stalled or broken backend child ends the loop with its own error (BackendExitedError, ...).
+    .build({
+      onReport: opts.onReport,
+      reportInterval: opts.reportInterval,
+      log,
+      signal: backendSource?.failure,
+    });
   return new VideoClassificationLoader({
     dataset,
     sampler,

@@ -5,8 +5,9 @@
  * @module
  */
 import { ffmpeg } from "./ffmpeg.ts";
-import { codecpar, type CodecParamsInit, type Ptr } from "./structs.ts";
+import { codecpar, type Ptr } from "./structs.ts";
 import { MediaError, SluiceError } from "../errors.ts";
+import { checkCodecParams, type CheckedParams } from "./codec_params.ts";
 
 type Freer = (pp: Uint8Array<ArrayBuffer>) => void;
 
@@ -173,12 +174,11 @@ export const INPUT_PADDING = 64;
 
 /**
  * Writes video codec parameters into `par` (an `AVCodecParameters`), extradata copied into a zero-padded
- * `av_malloc`ed buffer that `par` owns from then on (freed with it).
+ * `av_malloc`ed buffer that `par` owns from then on (freed with it). Checks them first (`codec_params.ts`):
+ * a `MediaError` rather than FFmpeg state it was never meant to hold.
  */
-export function writeCodecParameters(
-  par: Ptr,
-  p: CodecParamsInit & { extradata: Uint8Array; source: string },
-): void {
+export function writeCodecParameters(par: Ptr, p: CheckedParams): void {
+  checkCodecParams(p);
   let ext: Deno.PointerValue = null;
   if (p.extradata.length > 0) {
     ext = ffmpeg().avutil.av_malloc(BigInt(p.extradata.length + INPUT_PADDING));

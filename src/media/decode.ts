@@ -15,6 +15,7 @@
  */
 import { errorText, ffmpeg } from "./ffmpeg.ts";
 import { CodecContext, CodecParameters, Frame, Packet, writeCodecParameters } from "./av_objects.ts";
+import { codecParamsKey } from "./codec_params.ts";
 import { codecContext, frame as avframe, packet as avpacket, type Ptr } from "./structs.ts";
 import { AVERROR_EAGAIN, AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";
 import { cstr } from "../../ffi/cstring.ts";
@@ -215,10 +216,9 @@ export class Decoder {
   readonly frames: [Frame, Frame] = [new Frame(), new Frame()];
   #skip = AVDISCARD_DEFAULT;
 
-  /** The cache key: everything that decides how a decoder is opened. */
+  /** The cache key: everything that decides how a decoder is opened (every copied field, time base, threads). */
   static keyOf(p: VideoPackets, threads: number): string {
-    const ext = Array.from(p.extradata, (b) => b.toString(16).padStart(2, "0")).join("");
-    return `${p.codecId}/${p.codecTag}/${p.width}x${p.height}/${p.format}/${p.profile}/${threads}/${ext}`;
+    return `${codecParamsKey(p)}/${p.timeBase}/${threads}`;
   }
 
   constructor(p: VideoPackets, threads: number) {

@@ -27,10 +27,13 @@
  *              payload: P bytes (packets back to back; offset/size index into it)
  * ```
  * Timestamps are in `timeBase` units; "no timestamp" is INT64_MIN. {@link decodePackets} checks every length
- * and offset against the buffer and throws `ProtocolError` naming the byte offset on anything malformed.
+ * and offset against the buffer, every codec parameter against the ranges FFmpeg's demuxers produce
+ * (`codec_params.ts`) and every packet's flags, and throws `ProtocolError` naming the byte offset on anything
+ * malformed.
  * @module
  */
 import { ProtocolError } from "../errors.ts";
+import { codecParamsProblem, type ParamsProblem } from "./codec_params.ts";
 import type { VideoPacketsInit } from "./packets.ts";
 
 /** "SLVP" as a little-endian u32. */
@@ -42,7 +45,8 @@ export const PACKETS_HEADER_SIZE = 152;
 /** Per-packet bytes in the packet table. */
 const ENTRY_SIZE = 8 * 3 + 4 * 3;
 
-const pad8 = (n: number) => (n + 7) & ~7;
+/** `n` rounded up to a multiple of 8; exact for every `n` below 2^53 (a bitwise `& ~7` would wrap at 2^31). */
+const pad8 = (n: number) => Math.ceil(n / 8) * 8;
 const enc = new TextEncoder();
 const dec = new TextDecoder("utf-8", { fatal: true });
 
@@ -126,7 +130,10 @@ export function decodePackets(bytes: Uint8Array): VideoPacketsInit {
   if (u32(0) !== PACKETS_MAGIC) throw new ProtocolError("not serialized VideoPackets (bad magic)", 0);
   const version = u32(4);
   if (version !== PACKETS_FORMAT_VERSION) {
-    throw new ProtocolError(`unsupported VideoPackets format version ${version} (this build reads 1)`, 4);
+    throw new ProtocolError(
+      `unsupported VideoPackets format version ${version} (this build reads ${PACKETS_FORMAT_VERSION})`,
+      4,
+    );
   }
   const headerSize = u32(8);
   if (headerSize < PACKETS_HEADER_SIZE || headerSize > len) {
@@ -147,6 +154,7 @@ export function decodePackets(bytes: Uint8Array): VideoPacketsInit {
   }
   const flagsWord = u32(120);
   if (flagsWord > 1) throw new ProtocolError(`unknown header flags 0x${flagsWord.toString(16)}`, 120);
+  if (u32(124) !== 0) throw new ProtocolError("reserved header word is not 0", 124);
   const text = (start: number, size: number, at: number): string => {
     try {
       return dec.decode(bytes.subarray(start, start + size));
@@ -175,18 +183,10 @@ export function decodePackets(bytes: Uint8Array): VideoPacketsInit {
       );
     }
   }
-  const tbNum = i32(104), tbDen = i32(108);
-  if (tbNum <= 0 || tbDen <= 0) throw new ProtocolError(`invalid time base ${tbNum}/${tbDen}`, 104);
   const frameRate = dv.getFloat64(112, true);
   const startTimeSec = dv.getFloat64(128, true);
   const ws = dv.getFloat64(136, true), we = dv.getFloat64(144, true);
-  if (!Number.isFinite(frameRate) || !Number.isFinite(startTimeSec)) {
-    throw new ProtocolError("frame rate or start time is not a finite number", 112);
-  }
-  if (flagsWord === 1 && !(Number.isFinite(ws) && Number.isFinite(we) && ws <= we)) {
-    throw new ProtocolError(`invalid window [${ws}, ${we})`, 136);
-  }
-  return {
+  const init: VideoPacketsInit = {
     source,
     streamIndex: i32(32),
     codec,
@@ -207,7 +207,7 @@ export function decodePackets(bytes: Uint8Array): VideoPacketsInit {
     rotation: i32(92),
     sampleAspectRatio: [i32(96), i32(100)],
     extradata,
-    timeBase: [tbNum, tbDen],
+    timeBase: [i32(104), i32(108)],
     frameRate,
     startTimeSec,
     window: flagsWord === 1 ? [ws, we] : null,
@@ -219,4 +219,63 @@ export function decodePackets(bytes: Uint8Array): VideoPacketsInit {
     sizes,
     data: bytes.slice(payloadStart, payloadStart + payloadLen),
   };
+  checkFields(init);
+  for (let i = 0; i < n; i++) {
+    if ((flags[i] & ~PACKET_FLAGS) !== 0) {
+      throw new ProtocolError(
+        `packet ${i} has flags 0x${flags[i].toString(16)} (known: 0x${PACKET_FLAGS.toString(16)})`,
+        tableStart + 24 * n + 4 * i,
+      );
+    }
+  }
+  return init;
+}
+
+/**
+ * `AV_PKT_FLAG_KEY | CORRUPT | DISCARD | DISPOSABLE`: the flags demuxers set. Never `AV_PKT_FLAG_TRUSTED` (8),
+ * which tells FFmpeg that packet bytes may hold pointers.
+ */
+const PACKET_FLAGS = 0x1 | 0x2 | 0x4 | 0x10;
+
+/** Header offsets of the codec parameters, for errors. */
+const FIELD_OFFSETS: Record<ParamsProblem["field"], number> = {
+  codecId: 36,
+  codecTag: 40,
+  profile: 44,
+  level: 48,
+  width: 52,
+  height: 56,
+  format: 60,
+  bitsPerRawSample: 64,
+  fieldOrder: 68,
+  colorRange: 72,
+  colorPrimaries: 76,
+  colorTrc: 80,
+  colorSpace: 84,
+  chromaLocation: 88,
+  sampleAspectRatio: 96,
+  codec: 20, // (only FFmpeg can tell: never raised here)
+  extradata: 24,
+};
+
+/** Range checks of the header fields (codec parameters: `codec_params.ts`); throws ProtocolError. */
+function checkFields(p: VideoPacketsInit): void {
+  const problem = codecParamsProblem(p);
+  if (problem !== null) {
+    throw new ProtocolError(`${problem.field} ${problem.reason}`, FIELD_OFFSETS[problem.field]);
+  }
+  if (p.streamIndex < 0) throw new ProtocolError(`stream index ${p.streamIndex} is negative`, 32);
+  if (p.rotation < -360 || p.rotation > 360) {
+    throw new ProtocolError(`rotation ${p.rotation}° is out of range`, 92);
+  }
+  const [tbNum, tbDen] = p.timeBase;
+  if (tbNum <= 0 || tbDen <= 0) throw new ProtocolError(`invalid time base ${tbNum}/${tbDen}`, 104);
+  if (!(Number.isFinite(p.frameRate) && p.frameRate >= 0)) {
+    throw new ProtocolError(`frame rate ${p.frameRate} is not a finite number >= 0`, 112);
+  }
+  if (!Number.isFinite(p.startTimeSec)) throw new ProtocolError("start time is not a finite number", 128);
+  const w = p.window;
+  if (w !== null && !(Number.isFinite(w[0]) && Number.isFinite(w[1]) && w[0] <= w[1])) {
+    throw new ProtocolError(`invalid window [${w[0]}, ${w[1]})`, 136);
+  }
 }

@@ -12,7 +12,7 @@
 import { decodePackets, encodePackets } from "./packet_format.ts";
 
 /** FFmpeg's "no timestamp" (`AV_NOPTS_VALUE`, INT64_MIN) as stored in the packet table. */
-export const NOPTS = -0x8000000000000000n;
+export const NOPTS: bigint = -0x8000000000000000n;
 
 /** Seconds of a timestamp in `timeBase` units, computed as ffprobe computes `pts_time` (`t * (num / den)`). */
 export function ptsToSeconds(t: bigint | number, timeBase: readonly [number, number]): number {
@@ -24,28 +24,42 @@ export function inWindow(window: readonly [number, number] | null, seconds: numb
   return window === null || (seconds >= window[0] && seconds < window[1]);
 }
 
-/** Codec parameters that travel with the packets. */
+/**
+ * Codec parameters that travel with the packets, as FFmpeg's demuxer reported them (`AVCodecParameters`). They
+ * are checked against what demuxers produce before they reach a decoder (`codec_params.ts`).
+ */
 export interface CodecInfo {
-  /** FFmpeg codec name, e.g. "h264", "hevc", "vp9". */
+  /** FFmpeg codec name, e.g. "h264", "hevc", "vp9" (`avcodec_get_name` of `codecId`). */
   codec: string;
-  /** FFmpeg `AVCodecID` (stable across FFmpeg 5.1–7.x). */
+  /** FFmpeg `AVCodecID` (stable across FFmpeg 5.1–7.x); a video codec id. */
   codecId: number;
-  /** `AVCodecParameters.codec_tag`. */
+  /** `AVCodecParameters.codec_tag` (a fourcc, or 0). */
   codecTag: number;
+  /** `profile`: codec-specific, -99 when unknown. */
   profile: number;
+  /** `level`: codec-specific, -99 when unknown. */
   level: number;
-  /** Coded width and height. */
+  /** Coded width in pixels (0 when unknown). */
   width: number;
+  /** Coded height in pixels (0 when unknown). */
   height: number;
   /** FFmpeg `AVPixelFormat` of the decoded frames (as the container reports it; -1 when unknown). */
   format: number;
+  /** Bits per sample of the decoded frames (0 when unknown); at most the pixel format's depth. */
   bitsPerRawSample: number;
+  /** `AVFieldOrder` (0 unknown, 1 progressive, 2–5 interlaced orders). */
   fieldOrder: number;
+  /** `AVColorRange` (0 unspecified, 1 limited/MPEG, 2 full/JPEG). */
   colorRange: number;
+  /** `AVColorPrimaries`. */
   colorPrimaries: number;
+  /** `AVColorTransferCharacteristic`. */
   colorTrc: number;
+  /** `AVColorSpace` (the YUV matrix). */
   colorSpace: number;
+  /** `AVChromaLocation`. */
   chromaLocation: number;
+  /** Sample (pixel) aspect ratio `[num, den]`; `[0, 1]` when unknown. */
   sampleAspectRatio: [number, number];
   /** Codec private data (avcC/hvcC/...); empty when none. */
   extradata: Uint8Array;
@@ -55,7 +69,9 @@ export interface CodecInfo {
 export interface VideoPacketsInit extends CodecInfo {
   /** Where the packets came from (path, URL or a description of in-memory bytes), for error messages. */
   source: string;
+  /** Index of the video stream in its container. */
   streamIndex: number;
+  /** The stream's time base `[num, den]`: timestamps are in units of `num / den` seconds. */
   timeBase: [number, number];
   /** Frames per second of the stream (average), 0 when unknown. */
   frameRate: number;
@@ -67,51 +83,86 @@ export interface VideoPacketsInit extends CodecInfo {
   window: [number, number] | null;
   /** Packet table: one entry per packet, in decode order. Timestamps in `timeBase` units; NOPTS = INT64_MIN. */
   pts: BigInt64Array;
+  /** Decode timestamps (NOPTS when unknown). */
   dts: BigInt64Array;
+  /** Durations in `timeBase` units (0 when unknown). */
   duration: BigInt64Array;
-  /** `AV_PKT_FLAG_*`. */
+  /** `AV_PKT_FLAG_*`: key (1), corrupt (2), discard (4), disposable (16). */
   flags: Uint32Array;
-  /** Byte offset and size of each packet in `data`. */
+  /** Byte offset of each packet in `data`. */
   offsets: Uint32Array;
+  /** Byte size of each packet. */
   sizes: Uint32Array;
   /** All packet payloads, back to back. */
   data: Uint8Array;
 }
 
-/** The compressed packets of one video stream or window. See the module docs. */
+/** The compressed packets of one video stream or window. See the module docs and {@link VideoPacketsInit}. */
 export class VideoPackets implements VideoPacketsInit {
+  /** See {@link VideoPacketsInit.source}. */
   source!: string;
+  /** See {@link VideoPacketsInit.streamIndex}. */
   streamIndex!: number;
+  /** See {@link CodecInfo.codec}. */
   codec!: string;
+  /** See {@link CodecInfo.codecId}. */
   codecId!: number;
+  /** See {@link CodecInfo.codecTag}. */
   codecTag!: number;
+  /** See {@link CodecInfo.profile}. */
   profile!: number;
+  /** See {@link CodecInfo.level}. */
   level!: number;
+  /** See {@link CodecInfo.width}. */
   width!: number;
+  /** See {@link CodecInfo.height}. */
   height!: number;
+  /** See {@link CodecInfo.format}. */
   format!: number;
+  /** See {@link CodecInfo.bitsPerRawSample}. */
   bitsPerRawSample!: number;
+  /** See {@link CodecInfo.fieldOrder}. */
   fieldOrder!: number;
+  /** See {@link CodecInfo.colorRange}. */
   colorRange!: number;
+  /** See {@link CodecInfo.colorPrimaries}. */
   colorPrimaries!: number;
+  /** See {@link CodecInfo.colorTrc}. */
   colorTrc!: number;
+  /** See {@link CodecInfo.colorSpace}. */
   colorSpace!: number;
+  /** See {@link CodecInfo.chromaLocation}. */
   chromaLocation!: number;
+  /** See {@link CodecInfo.sampleAspectRatio}. */
   sampleAspectRatio!: [number, number];
+  /** See {@link CodecInfo.extradata}. */
   extradata!: Uint8Array;
+  /** See {@link VideoPacketsInit.timeBase}. */
   timeBase!: [number, number];
+  /** See {@link VideoPacketsInit.frameRate}. */
   frameRate!: number;
+  /** See {@link VideoPacketsInit.rotation}. */
   rotation!: number;
+  /** See {@link VideoPacketsInit.startTimeSec}. */
   startTimeSec!: number;
+  /** See {@link VideoPacketsInit.window}. */
   window!: [number, number] | null;
+  /** See {@link VideoPacketsInit.pts}. */
   pts!: BigInt64Array;
+  /** See {@link VideoPacketsInit.dts}. */
   dts!: BigInt64Array;
+  /** See {@link VideoPacketsInit.duration}. */
   duration!: BigInt64Array;
+  /** See {@link VideoPacketsInit.flags}. */
   flags!: Uint32Array;
+  /** See {@link VideoPacketsInit.offsets}. */
   offsets!: Uint32Array;
+  /** See {@link VideoPacketsInit.sizes}. */
   sizes!: Uint32Array;
+  /** See {@link VideoPacketsInit.data}. */
   data!: Uint8Array;
 
+  /** Wraps the fields as they are (no copy); see {@link VideoPackets.deserialize} for untrusted bytes. */
   constructor(init: VideoPacketsInit) {
     Object.assign(this, init);
   }

@@ -327,7 +327,7 @@ export const bsfContext = {
 /** Facts about a pixel format from `av_pix_fmt_desc_get`. */
 export function pixelFormatInfo(
   fmt: number,
-): { name: string; bitDepth: number; log2ChromaW: number; log2ChromaH: number } | null {
+): { name: string; bitDepth: number; log2ChromaW: number; log2ChromaH: number; flags: number } | null {
   const { avutil } = ffmpeg();
   const d = avutil.av_pix_fmt_desc_get(fmt);
   if (d === null) return null;
@@ -339,5 +339,7 @@ export function pixelFormatInfo(
     bitDepth: v.getInt32(l.AVPixFmtDescriptor.comp + l.AVComponentDescriptor.depth),
     log2ChromaW: v.getUint8(l.AVPixFmtDescriptor.log2_chroma_w),
     log2ChromaH: v.getUint8(l.AVPixFmtDescriptor.log2_chroma_h),
+    /** `AV_PIX_FMT_FLAG_*` (all defined bits fit in 32). */
+    flags: v.getUint32(l.AVPixFmtDescriptor.flags),
   };
 }

@@ -1,5 +1,5 @@
 /**
- * Fuzzes the frame reader and the item codec with random mutations and truncations of real streams (captured
+ * Fuzzes the frame reader, the control payload schemas and the item codec with random mutations and truncations of real streams (captured
  * from a backend child), fed at random chunk boundaries: every case must end in frames or a ProtocolError with
  * an offset inside the stream — never another exception, an out-of-bounds read, or a hang.
  */
@@ -8,12 +8,12 @@ import { ProtocolError } from "../../src/errors.ts";
 import { FrameReader } from "../../src/backend/frame_reader.ts";
 import { decodeItem } from "../../src/backend/item_codec.ts";
 import {
+  controlPayload,
   creditPayload,
   encodeFrame,
   FrameType,
   HEADER_SIZE,
   jsonBytes,
-  parseJson,
 } from "../../src/backend/protocol.ts";
 
 const CHILD = new URL("../../src/backend/child.ts", import.meta.url).href;
@@ -31,7 +31,7 @@ async function captureStream(exportName: string, args: unknown): Promise<Uint8Ar
   await w.write(
     encodeFrame(
       FrameType.INIT,
-      jsonBytes({ module: FIXTURE, export: exportName, args, statsIntervalMs: 5 }),
+      jsonBytes({ module: FIXTURE, export: exportName, args, statsIntervalMs: 5, heartbeatIntervalMs: 5 }),
       0,
     ),
   );
@@ -119,7 +119,7 @@ function readAll(stream: Uint8Array): { frames: number; error: ProtocolError | u
       for (const f of r.push(stream.subarray(i, i + n))) {
         frames++;
         if (f.type === FrameType.ITEM) decodeItem(f.payload, f.offset + HEADER_SIZE);
-        else parseJson(f.payload);
+        else controlPayload(f.type, f.payload, f.offset + HEADER_SIZE, "fuzz");
       }
       i += n;
     }

@@ -199,3 +199,33 @@ Deno.test("decoded views survive transfer to a Worker: one buffer moves, the Wor
   assert.deepEqual(r.extra, [...item.packets.extradata]);
   assert.equal(r.shared, true);
 });
+
+Deno.test("nesting deeper than MAX_JSON_DEPTH: refused at encode time, a ProtocolError (not a stack overflow) at decode", async () => {
+  const { InvalidArgumentError } = await import("../../src/errors.ts");
+  const { MAX_JSON_DEPTH, controlPayload, FrameType } = await import("../../src/backend/protocol.ts");
+  const nest = (depth: number): unknown => {
+    let v: unknown = 1;
+    for (let i = 0; i < depth; i++) v = [v];
+    return v;
+  };
+  assert.deepEqual(roundTrip(nest(MAX_JSON_DEPTH)), nest(MAX_JSON_DEPTH));
+  assert.throws(() => encodeItem(nest(MAX_JSON_DEPTH + 1)), InvalidArgumentError);
+  // A hostile sender: JSON text nested a million levels deep.
+  const json = new TextEncoder().encode("[".repeat(1e6) + "]".repeat(1e6));
+  const payload = new Uint8Array(12 + json.length);
+  const v = new DataView(payload.buffer);
+  v.setUint8(0, ItemTag.JSON);
+  v.setUint32(4, json.length, true);
+  payload.set(json, 12);
+  assert.throws(
+    () => decodeItem(payload),
+    (e: unknown) => e instanceof ProtocolError && /deeper/.test(e.message),
+  );
+  const stats = new TextEncoder().encode(
+    `{"pipeline":${'{"a":'.repeat(1e5)}1${"}".repeat(1e5)},"epoch":0,"sent":0,"credits":0}`,
+  );
+  assert.throws(
+    () => controlPayload(FrameType.STATS, stats, 0, "test"),
+    (e: unknown) => e instanceof ProtocolError && /nests deeper than 256/.test(e.message),
+  );
+});

@@ -1,42 +1,13 @@
 import assert from "node:assert/strict";
 import { BackendError, BackendExitedError } from "../../src/errors.ts";
-import { type BackendSource, spawnBackend, type SpawnBackendOptions } from "../../src/backend/spawn.ts";
+import type { BackendSource } from "../../src/backend/spawn.ts";
 import { PipelineBuilder } from "../../src/pipeline/builder.ts";
 import { VideoPackets } from "../../src/media/packets.ts";
 import { bytes, sampleItems } from "./fixtures/items.ts";
 import { sharedMedia } from "../helpers/media.ts";
+import { alive, gone, spawnFixture } from "./helpers.ts";
 
-const FIXTURE = new URL("./fixtures/echo_backend.ts", import.meta.url);
-
-function spawn(exportName: string, args: unknown, opts: Partial<SpawnBackendOptions> = {}) {
-  const lines: string[] = [];
-  const source = spawnBackend({
-    module: FIXTURE,
-    export: exportName,
-    args,
-    log: (l) => lines.push(l),
-    ...opts,
-  });
-  return { source, lines };
-}
-
-function alive(pid: number): boolean {
-  try {
-    Deno.statSync(`/proc/${pid}`);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Waits (bounded, as a hang guard) until `pid` is gone; returns whether it went. */
-async function gone(pid: number, guardMs = 5000): Promise<boolean> {
-  for (let waited = 0; waited < guardMs; waited += 20) {
-    if (!alive(pid)) return true;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return !alive(pid);
-}
+const spawn = spawnFixture;
 
 function normalize(x: unknown): unknown {
   if (x instanceof VideoPackets) return { vp: x.serialize() };

@@ -1,8 +1,13 @@
 /**
  * A real HTTP server on 127.0.0.1 (port chosen by the OS) for data tests: serves files from a directory with
  * `Range` support, and has misbehaving routes: `/flaky/N/...` answers 503 the first N times per path,
- * `/status/CODE` answers CODE; and
- * a second, raw TCP server (`dropBase`) that announces the full length and closes the connection half-way.
+ * `/status/CODE` answers CODE; and a second, raw TCP server (`dropBase`) whose first path segment picks how it
+ * misbehaves with the file named by the rest:
+ * - `/drop/F` (or just `/F`): announces F's full length, sends half of it, closes (a Content-Length lie);
+ * - `/hang/F`: announces the full length, sends half, then holds the connection open, sending nothing;
+ * - `/silent/F`: reads the request and never answers;
+ * - `/trickle/F`: sends F one 1 KiB chunk every 50 ms (slow, never idle for long);
+ * - `/stallfirst/N/F`: silent for the first N requests of that path, then serves F properly.
  * @module
  */
 
@@ -10,9 +15,9 @@
 export interface TestServer extends AsyncDisposable {
   /** `http://127.0.0.1:PORT/` */
   base: string;
-  /** A raw TCP server on another port: announces a file's full length, sends half of it, closes. */
+  /** The raw TCP server of misbehaving routes (`${dropBase}drop/a.bin`, ...; see the module docs). */
   dropBase: string;
-  /** Requests seen per path (the dropping server counts its paths as `/drop/<path>`). */
+  /** Requests seen per path (the raw server counts its paths as `/drop/<path>`, `/hang/<path>`, ...). */
   hits: Map<string, number>;
 }
 
@@ -81,6 +86,10 @@ function serveDropping(dir: string, hits: Map<string, number>): { base: string; 
 }
 
 async function handleDrop(conn: Deno.Conn, dir: string, hits: Map<string, number>): Promise<void> {
+  const waitForClient = async () => {
+    const buf = new Uint8Array(1024);
+    while ((await conn.read(buf)) !== null) { /* until the client goes away */ }
+  };
   try {
     const buf = new Uint8Array(8192);
     let head = "";
@@ -89,15 +98,34 @@ async function handleDrop(conn: Deno.Conn, dir: string, hits: Map<string, number
       if (n === null) return;
       head += new TextDecoder().decode(buf.subarray(0, n));
     }
-    const path = decodeURIComponent(head.split(" ")[1] ?? "/");
-    hits.set(`/drop${path}`, (hits.get(`/drop${path}`) ?? 0) + 1);
-    const bytes = await Deno.readFile(`${dir}${path}`);
+    let path = decodeURIComponent(head.split(" ")[1] ?? "/");
+    // A path without a mode is a drop (counted as /drop/<path>).
+    if (!/^\/(drop|hang|silent|trickle|stallfirst\/\d+)\//.test(path)) path = `/drop${path}`;
+    const hit = (hits.get(path) ?? 0) + 1;
+    hits.set(path, hit);
+    const m = path.match(/^\/(drop|hang|silent|trickle|stallfirst\/(\d+))(\/.*)$/)!;
+    const [mode, file] = [m[1].replace(/\/.*/, ""), m[3]];
+    if (mode === "silent" || (mode === "stallfirst" && hit <= Number(m[2]))) return await waitForClient();
+    const bytes = await Deno.readFile(`${dir}${file}`);
     const header = `HTTP/1.1 200 OK\r\ncontent-length: ${bytes.length}\r\nconnection: close\r\n\r\n`;
     await conn.write(new TextEncoder().encode(header));
-    await conn.write(bytes.subarray(0, bytes.length >> 1));
+    if (mode === "stallfirst") await writeAll(conn, bytes);
+    else if (mode === "trickle") {
+      for (let at = 0; at < bytes.length; at += 1024) {
+        await writeAll(conn, bytes.subarray(at, at + 1024));
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    } else {
+      await writeAll(conn, bytes.subarray(0, bytes.length >> 1));
+      if (mode === "hang") await waitForClient();
+    }
   } catch {
     // the client went away first: fine
   } finally {
     conn.close();
   }
+}
+
+async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
+  for (let at = 0; at < bytes.length;) at += await conn.write(bytes.subarray(at));
 }

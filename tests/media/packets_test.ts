@@ -122,6 +122,9 @@ Deno.test("deserialize rejects bad magic, version, lengths and packet offsets wi
     ["packet size", mutate(tableStart + 32 * 3, 0xffffffff), /packet 0 .*outside/],
     ["time base", mutate(108, 0), /time base/],
     ["flags", mutate(120, 6), /flags/],
+    ["reserved", mutate(124, 1), /reserved/],
+    ["stream index", mutate(32, 0x80000000), /stream index/],
+    ["rotation", mutate(92, 720), /rotation/],
   ];
   for (const [what, bytes, message] of cases) {
     assert.throws(() => VideoPackets.deserialize(bytes), (e: unknown) => {
@@ -129,6 +132,44 @@ Deno.test("deserialize rejects bad magic, version, lengths and packet offsets wi
       assert.match(e.message, message, what);
       return true;
     });
+  }
+});
+
+Deno.test("a flipped bit anywhere in the header is a ProtocolError or a valid object, never a RangeError", () => {
+  // Byte 15 is the top byte of the packet count: 2^31 packets made the table size wrap in a 32-bit pad helper.
+  const good = sample().serialize();
+  for (let byte = 0; byte < PACKETS_HEADER_SIZE; byte++) {
+    for (let bit = 0; bit < 8; bit++) {
+      const b = good.slice();
+      b[byte] ^= 1 << bit;
+      try {
+        VideoPackets.deserialize(b);
+      } catch (e) {
+        assert.ok(e instanceof ProtocolError, `byte ${byte} bit ${bit}: ${e}`);
+      }
+    }
+  }
+  const b = good.slice();
+  b[15] ^= 0x80;
+  assert.throws(() => VideoPackets.deserialize(b), ProtocolError);
+});
+
+Deno.test("deserialize refuses packet flags demuxers never set (AV_PKT_FLAG_TRUSTED lets FFmpeg follow pointers)", () => {
+  const p = sample();
+  for (const flag of [8, 0x20, 0x80000000]) {
+    const bytes = new VideoPackets({ ...p, flags: Uint32Array.of(1, flag, 0) }).serialize();
+    assert.throws(() => VideoPackets.deserialize(bytes), (e: unknown) => {
+      assert.ok(e instanceof ProtocolError);
+      assert.match(e.message, /packet 1 has flags/);
+      return true;
+    });
+  }
+  for (const flag of [0, 1, 2, 4, 0x10, 0x17]) {
+    assert.equal(
+      VideoPackets.deserialize(new VideoPackets({ ...p, flags: Uint32Array.of(flag, 0, 0) }).serialize())
+        .flags[0],
+      flag,
+    );
   }
 });
 
