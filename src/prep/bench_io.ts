@@ -15,7 +15,7 @@
 import { openDataset } from "../data/dataset.ts";
 import { fetchBytes, isUrl } from "../data/fetch.ts";
 import { hashSeed, mulberry32, shuffleInPlace } from "../data/sampler.ts";
-import { openShards } from "../shards/reader.ts";
+import { openShards, wholeShardFetch } from "../shards/reader.ts";
 import { dropFromPageCache } from "./page_cache.ts";
 
 /** Options of {@link benchIo}. */
@@ -61,8 +61,8 @@ interface Plan {
   /** Local files to drop from the cache before a cold pass. */
   files: string[];
   clips: number;
-  /** Each read: source and optional byte range. */
-  reads: { source: string; range?: [number, number] }[];
+  /** Each read: source, optional byte range, and its size when known (for the fetch's time limits). */
+  reads: { source: string; range?: [number, number]; size?: number }[];
   filesOpened: number;
 }
 
@@ -91,7 +91,7 @@ async function plans(source: string, seed: number): Promise<Plan[]> {
         access: "sequential",
         files: local,
         clips,
-        reads: shuffleInPlace(tars.map((t) => ({ source: t })), rand()),
+        reads: shuffleInPlace(set.shards.map((s) => ({ source: s.tar, size: s.index.size })), rand()),
         filesOpened: tars.length,
       },
       {
@@ -132,7 +132,8 @@ async function run(plan: Plan, cache: IoPass["cache"], concurrency: number): Pro
   const lane = async () => {
     while (next < plan.reads.length) {
       const r = plan.reads[next++];
-      bytes += (await fetchBytes(r.source, r.range ? { range: r.range } : {})).length;
+      const opts = r.range ? { range: r.range } : r.size !== undefined ? wholeShardFetch(r.size) : {};
+      bytes += (await fetchBytes(r.source, opts)).length;
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, concurrency) }, lane));

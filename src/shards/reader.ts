@@ -15,7 +15,7 @@
  * @module
  */
 
-import { fetchBytes, type FetchOptions, isUrl } from "../data/fetch.ts";
+import { FETCH_DEFAULTS, fetchBytes, type FetchOptions, isUrl } from "../data/fetch.ts";
 import { hashSeed, mulberry32, shuffleInPlace } from "../data/sampler.ts";
 import { FetchError, ShardError } from "../errors.ts";
 import {
@@ -218,9 +218,22 @@ export function shardOrder(
   return part ? order.filter((_, i) => i % part.count === part.index) : order;
 }
 
+/**
+ * Fetch limits for reading `size` bytes in one request: `fetchBytes`' defaults fit one video, not a 1 GiB
+ * shard, so unless the caller set them, the attempt's and the whole fetch's time limits allow 10 MB/s plus
+ * the defaults.
+ */
+export function wholeShardFetch(
+  size: number,
+  fetch: ShardReadOptions["fetch"] = {},
+): ShardReadOptions["fetch"] {
+  const ms = FETCH_DEFAULTS.timeoutMs + size / 10_000;
+  return { timeoutMs: ms, deadlineMs: ms + FETCH_DEFAULTS.deadlineMs, ...fetch };
+}
+
 /** Reads a whole shard in one read and checks its length against the index. */
 async function readWholeShard(shard: OpenedShard, opts: ShardReadOptions): Promise<Uint8Array> {
-  const bytes = await fetchBytes(shard.tar, opts.fetch);
+  const bytes = await fetchBytes(shard.tar, wholeShardFetch(shard.index.size, opts.fetch));
   if (bytes.length < shard.index.size) {
     const cut = shard.index.samples.flatMap((s) => [s.video, s.meta]).find((m) =>
       m.offset + m.size > bytes.length
