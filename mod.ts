@@ -163,6 +163,7 @@ export {
   type OpenedShard,
   type OpenedShards,
   openShards,
+  readMember,
   readSampleMeta,
   readSampleVideo,
   shardOrder,
@@ -178,6 +179,11 @@ export type {
   ShardSample,
   ShardSet,
 } from "./src/shards/index_format.ts";
-export { type ShardDataset, shardDataset, type ShardVideoItem } from "./src/shards/dataset.ts";
+export {
+  type MemberRef,
+  type ShardDataset,
+  shardDataset,
+  type ShardVideoItem,
+} from "./src/shards/dataset.ts";
 export { benchIo, type BenchIoOptions, type IoPass } from "./src/prep/bench_io.ts";
 export { canDropPageCache, dropFromPageCache } from "./src/prep/page_cache.ts";

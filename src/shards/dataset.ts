@@ -1,21 +1,22 @@
 /**
  * A shard set as a dataset the loader can sample: one item per sample, whose `path` is the shard (file or
- * URL) and whose `range` is the video member's bytes in it, so fetching an item is one positioned read (an
- * HTTP range request). Time ranges and keyframes come from the index: nothing is probed.
+ * URL) and whose `member` says where the video lies in it, so fetching an item is one positioned read (an
+ * HTTP range request) checked against the index (`readMember`). Time ranges and keyframes come from the
+ * index: nothing is probed.
  * @module
  */
 
 import type { VideoDataset, VideoItem } from "../data/dataset.ts";
+import type { MemberLocation } from "./index_format.ts";
 import type { OpenedShards } from "./reader.ts";
+
+/** Where a video lies inside a shard, and how to check it: what `readMember` needs. */
+export type MemberRef = Pick<MemberLocation, "name" | "offset" | "size" | "sha256">;
 
 /** A dataset item that lives inside a shard. */
 export interface ShardVideoItem extends VideoItem {
-  /** The video member's bytes in the shard: `[start, end)`. */
-  range: [number, number];
-  /** Its SHA-256 (hex), checked after each read. */
-  sha256: string;
-  /** The tar member's name, for messages. */
-  member: string;
+  /** The video member in the shard at `path`. */
+  member: MemberRef;
   /** Start of the range the loader samples from, seconds. */
   start: number;
   /** End of that range, seconds. */
@@ -39,9 +40,7 @@ export function shardDataset(set: OpenedShards): ShardDataset {
       start: s.start,
       end: s.end,
       keyframes: s.keyframes,
-      range: [s.video.offset, s.video.offset + s.video.size],
-      sha256: s.video.sha256,
-      member: s.video.name,
+      member: { name: s.video.name, offset: s.video.offset, size: s.video.size, sha256: s.video.sha256 },
     }))
   );
   return { root: set.source, classes: set.classes, items };

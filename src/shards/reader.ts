@@ -18,9 +18,9 @@
 import { FETCH_DEFAULTS, fetchBytes, type FetchOptions, isUrl } from "../data/fetch.ts";
 import { hashSeed, mulberry32, shuffleInPlace } from "../data/sampler.ts";
 import { FetchError, ShardError } from "../errors.ts";
+import type { MemberRef } from "./dataset.ts";
 import {
   indexNameOf,
-  type MemberLocation,
   parseShardIndex,
   parseShardSet,
   sha256Hex,
@@ -126,7 +126,7 @@ export async function openShards(source: string, opts: ShardReadOptions = {}): P
 }
 
 /** Checks a member's bytes against the index: length (truncation) and, when `verify`, its SHA-256. */
-function checkMember(shard: string, m: MemberLocation, bytes: Uint8Array, verify: boolean): void {
+function checkMember(shard: string, m: MemberRef, bytes: Uint8Array, verify: boolean): void {
   if (bytes.length !== m.size) {
     throw new ShardError(
       shard,
@@ -143,7 +143,7 @@ function checkMember(shard: string, m: MemberLocation, bytes: Uint8Array, verify
 /** Reads one member with one positioned read (an HTTP range request for URLs). */
 export async function readMember(
   tar: string,
-  m: MemberLocation,
+  m: MemberRef,
   opts: ShardReadOptions = {},
 ): Promise<Uint8Array<ArrayBuffer>> {
   let bytes: Uint8Array<ArrayBuffer>;
