@@ -14,6 +14,7 @@ import { demuxVideoSync } from "../media/demux.ts";
 import { VideoPackets, type VideoPacketsInit } from "../media/packets.ts";
 import { releaseBuffers, transferable, type Transferring } from "../pipeline/transfer.ts";
 import type { ClipMeta, DecodedClip } from "./collate.ts";
+import type { MemberRef } from "../shards/dataset.ts";
 
 /** One video with the clips to cut from it, after fetching. */
 export interface VideoTask {
@@ -23,6 +24,8 @@ export interface VideoTask {
   label: number;
   /** `[start, end)` seconds and the clip's position in the rank's epoch. */
   clips: { position: number; start: number; end: number }[];
+  /** The video is this member of the file at `path` (a tar shard). */
+  member?: MemberRef;
   /** The bytes (URLs, after fetching) or the local path itself. */
   src?: Uint8Array | string;
   /** How the decode stage will decode these clips (travels with each clip). */

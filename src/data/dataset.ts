@@ -11,6 +11,9 @@
 
 import { DatasetError } from "../errors.ts";
 import { fetchBytes, isUrl } from "./fetch.ts";
+import type { IndexedVideo } from "./video_index.ts";
+import { type MemberRef, shardDataset } from "../shards/dataset.ts";
+import { isShardSource, openShards } from "../shards/reader.ts";
 
 /** One labelled video (or a time range of one). */
 export interface VideoItem {
@@ -21,6 +24,10 @@ export interface VideoItem {
   /** Optional range of the video to sample from, seconds. */
   start?: number;
   end?: number;
+  /** The video is this member of the file at `path` (a tar shard): one positioned read, checked (`readMember`). */
+  member?: MemberRef;
+  /** What indexing would find (time range, frame rate, keyframes) when it is known without probing. */
+  indexed?: IndexedVideo;
 }
 
 /** A labelled list of videos. */
@@ -46,8 +53,12 @@ export const VIDEO_EXTENSIONS: readonly string[] = [
   ".flv",
 ];
 
-/** Opens a dataset: a directory tree, or a `.csv` / `.jsonl` manifest (local or URL). */
+/**
+ * Opens a dataset: a directory tree, a `.csv` / `.jsonl` manifest (local or URL), or packed shards (a directory
+ * with `shards.json`, that file, an `.idx.json` or a `.tar`, local or URL; see `src/shards/`).
+ */
 export async function openDataset(source: string): Promise<VideoDataset> {
+  if (await isShardSource(source)) return shardDataset(await openShards(source));
   if (isUrl(source)) return await datasetFromManifest(source);
   let stat: Deno.FileInfo;
   try {

@@ -21,6 +21,7 @@ import { WorkerPool } from "../pipeline/worker_pool.ts";
 import type { ClipDecodeOptions, ClipPackets, VideoTask } from "./clip_worker.ts";
 import type { VideoItem } from "./dataset.ts";
 import { fetchBytes, type FetchOptions, isUrl } from "./fetch.ts";
+import { readMember } from "../shards/reader.ts";
 import { ClipSampler, type ResolvedSamplerOptions, type SampledVideo } from "./sampler.ts";
 
 /** Everything the front half needs; JSON-compatible so it can cross into a backend child. */
@@ -64,6 +65,7 @@ export function epochSource(args: FrontArgs): Iterable<VideoTask> {
           video: args.datasetIndex[c.video],
           path: item.path,
           label: item.label,
+          member: item.member,
           clips: [{ position: c.position, start: c.start, end: c.end }],
           decode: args.decode,
         };
@@ -83,7 +85,9 @@ export function buildFront(
   return new PipelineBuilder()
     .addSource(epochSource(args), { name: "sample", continuous: true })
     .pipe(async (task: VideoTask, ctx): Promise<VideoTask> => {
-      task.src = isUrl(task.path)
+      task.src = task.member
+        ? await readMember(task.path, task.member, { fetch: { ...args.fetch, signal: ctx.signal } })
+        : isUrl(task.path)
         ? await fetchBytes(task.path, { ...args.fetch, signal: ctx.signal })
         : task.path;
       return task;

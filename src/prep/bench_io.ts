@@ -15,7 +15,7 @@
 import { openDataset } from "../data/dataset.ts";
 import { fetchBytes, isUrl } from "../data/fetch.ts";
 import { hashSeed, mulberry32, shuffleInPlace } from "../data/sampler.ts";
-import { openShards, wholeShardFetch } from "../shards/reader.ts";
+import { isShardSource, openShards, wholeShardFetch } from "../shards/reader.ts";
 import { dropFromPageCache } from "./page_cache.ts";
 
 /** Options of {@link benchIo}. */
@@ -66,19 +66,9 @@ interface Plan {
   filesOpened: number;
 }
 
-async function isShardSet(source: string): Promise<boolean> {
-  if (/\.(tar|idx\.json)(\?.*)?$/.test(source) || /shards\.json(\?.*)?$/.test(source)) return true;
-  if (isUrl(source)) return false;
-  try {
-    return (await Deno.stat(source)).isDirectory && (await Deno.stat(`${source}/shards.json`)).isFile;
-  } catch {
-    return false;
-  }
-}
-
 async function plans(source: string, seed: number): Promise<Plan[]> {
   const rand = () => mulberry32(hashSeed(seed, 0x10));
-  if (await isShardSet(source)) {
+  if (await isShardSource(source)) {
     const set = await openShards(source);
     const tars = set.shards.map((s) => s.tar);
     const local = tars.filter((t) => !isUrl(t));

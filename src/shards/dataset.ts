@@ -7,6 +7,7 @@
  */
 
 import type { VideoDataset, VideoItem } from "../data/dataset.ts";
+import type { IndexedVideo } from "../data/video_index.ts";
 import type { MemberLocation } from "./index_format.ts";
 import type { OpenedShards } from "./reader.ts";
 
@@ -17,12 +18,8 @@ export type MemberRef = Pick<MemberLocation, "name" | "offset" | "size" | "sha25
 export interface ShardVideoItem extends VideoItem {
   /** The video member in the shard at `path`. */
   member: MemberRef;
-  /** Start of the range the loader samples from, seconds. */
-  start: number;
-  /** End of that range, seconds. */
-  end: number;
-  /** Keyframe times, seconds, ascending. */
-  keyframes: number[];
+  /** Its time range, frame rate and keyframes, from the index. */
+  indexed: IndexedVideo & { keyframes: number[] };
 }
 
 /** A dataset of shard members. */
@@ -37,9 +34,7 @@ export function shardDataset(set: OpenedShards): ShardDataset {
     shard.index.samples.map((s): ShardVideoItem => ({
       path: shard.tar,
       label: s.label,
-      start: s.start,
-      end: s.end,
-      keyframes: s.keyframes,
+      indexed: { start: s.start, end: s.end, frameRate: s.frameRate, keyframes: s.keyframes },
       member: { name: s.video.name, offset: s.video.offset, size: s.video.size, sha256: s.video.sha256 },
     }))
   );

@@ -82,6 +82,17 @@ async function openIndex(
   return { tar: tar ?? join(dirOf(source), index.shard), index };
 }
 
+/** True when `source` names shards: a `shards.json`, an index, a `.tar`, or a directory with `shards.json`. */
+export async function isShardSource(source: string): Promise<boolean> {
+  if (/(\.tar|\.idx\.json|(^|\/)shards\.json)(\?.*)?$/.test(source)) return true;
+  if (isUrl(source)) return false;
+  try {
+    return (await Deno.stat(source)).isDirectory && (await Deno.stat(join(source, "shards.json"))).isFile;
+  } catch {
+    return false;
+  }
+}
+
 /** Opens a shard set, one index or one shard; see the module docs. */
 export async function openShards(source: string, opts: ShardReadOptions = {}): Promise<OpenedShards> {
   let file = source;

@@ -103,7 +103,10 @@ Deno.test({
       await Deno.writeFile(tar, bytes);
       const bad = await sluice(["verify", tar]);
       assert.equal(bad.code, 1);
-      assert.ok(bad.stderr.includes(`sluice verify: ${tar}: member ${video.name}: checksum mismatch`), bad.stderr);
+      assert.ok(
+        bad.stderr.includes(`sluice verify: ${tar}: member ${video.name}: checksum mismatch`),
+        bad.stderr,
+      );
 
       if (canDropPageCache()) {
         const io = await sluice(["bench-io", `${out}/manifest.jsonl`, "--cold", "--json"]);
