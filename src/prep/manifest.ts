@@ -117,7 +117,12 @@ function parseCsv(text: string, source: string): ParsedRow[] {
 }
 
 function parseJsonl(text: string, source: string): ParsedRow[] {
-  const out: ParsedRow[] = [];
+  return jsonObjects(text, source).map(({ line, o }) => fromObject(o, line, source));
+}
+
+/** The objects of JSON-lines text, with their line numbers; anything else on a line is an error naming it. */
+function jsonObjects(text: string, source: string): { line: number; o: Record<string, unknown> }[] {
+  const out: { line: number; o: Record<string, unknown> }[] = [];
   for (const [i, raw] of text.split(/\r?\n/).entries()) {
     if (raw.trim() === "") continue;
     let o: unknown;
@@ -129,7 +134,7 @@ function parseJsonl(text: string, source: string): ParsedRow[] {
     if (typeof o !== "object" || o === null || Array.isArray(o)) {
       throw new DatasetError(`${source}:${i + 1}: expected a JSON object`);
     }
-    out.push(fromObject(o as Record<string, unknown>, i + 1, source));
+    out.push({ line: i + 1, o: o as Record<string, unknown> });
   }
   return out;
 }
@@ -198,20 +203,5 @@ export async function writeJsonl(path: string, rows: readonly object[]): Promise
 
 /** Reads a JSONL file into objects (no schema check beyond "one object a line"). */
 export async function readJsonl(path: string): Promise<Record<string, unknown>[]> {
-  const text = new TextDecoder().decode(await fetchBytes(path));
-  const out: Record<string, unknown>[] = [];
-  for (const [i, raw] of text.split(/\r?\n/).entries()) {
-    if (raw.trim() === "") continue;
-    let o: unknown;
-    try {
-      o = JSON.parse(raw);
-    } catch (e) {
-      throw new DatasetError(`${path}:${i + 1}: not JSON: ${e instanceof Error ? e.message : e}`);
-    }
-    if (typeof o !== "object" || o === null || Array.isArray(o)) {
-      throw new DatasetError(`${path}:${i + 1}: expected a JSON object`);
-    }
-    out.push(o as Record<string, unknown>);
-  }
-  return out;
+  return jsonObjects(new TextDecoder().decode(await fetchBytes(path)), path).map((r) => r.o);
 }
