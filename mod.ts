@@ -81,6 +81,7 @@ export {
   datasetFromDirectory,
   datasetFromManifest,
   openDataset,
+  type SkippedFile,
   type VideoDataset,
   type VideoItem,
 } from "./src/data/dataset.ts";
@@ -89,20 +90,57 @@ export {
   type ClipPlacement,
   type ClipRequest,
   ClipSampler,
+  clipSeed,
+  type ResolvedSamplerOptions,
   type SampledVideo,
   type SamplerOptions,
   type ShardRemainder,
 } from "./src/data/sampler.ts";
-export { type DatasetIndex, indexDataset, type IndexedVideo } from "./src/data/video_index.ts";
 export {
-  type LoaderOptions,
+  type DatasetIndex,
+  indexDataset,
+  type IndexedVideo,
+  type IndexFailure,
+  type IndexOptions,
+} from "./src/data/video_index.ts";
+export {
+  type LoaderMemory,
+  type LoaderPlan,
   type LoaderStats,
+  planLoader,
   VideoClassificationLoader,
   videoClassificationLoader,
 } from "./src/data/loader.ts";
-export { type Batch, type BatchLayout, type ClipMeta, collate } from "./src/data/collate.ts";
+export { type ClipOptions, type LoaderOptions, type OnClipError } from "./src/data/loader_options.ts";
+export type {
+  ClipDtype,
+  ClipOutcome,
+  ClipSpec,
+  FrameSampling,
+  Interpolation,
+  ResizeMode,
+} from "./src/data/clip_spec.ts";
+export type { ClipFailure } from "./src/data/clip_failure.ts";
+export type { FrontArgs } from "./src/data/front.ts";
+export type { ClipCounts, ClipEpochStats, ClipStats } from "./src/data/clip_stats.ts";
+export {
+  type Batch,
+  type BatchLayout,
+  type ClipBase,
+  type ClipMeta,
+  collate,
+  type DecodedClip,
+  type FilledClip,
+} from "./src/data/collate.ts";
 export { cacheLoader, type CacheLoaderOptions } from "./src/data/cache_loader.ts";
-export { encodeSyntheticVideo, makeSyntheticDataset, readPattern } from "./src/data/synthetic.ts";
+export {
+  encodeSyntheticVideo,
+  makeSyntheticDataset,
+  type PatternReading,
+  readPattern,
+  type SyntheticDatasetOptions,
+  type SyntheticVideoOptions,
+} from "./src/data/synthetic.ts";
 export { DatasetError, FetchError } from "./src/errors.ts";
 
 // Pipelines

@@ -1,8 +1,7 @@
 /**
- * Manifests for dataset preparation. Reading keeps everything a row says: besides `path`, `label`, `start` and
- * `end` (the columns the loader reads, see `src/data/dataset.ts`), every other column of a CSV with a header or
- * every other key of a JSONL object travels to the output manifest unchanged. A directory tree
- * `root/<label>/<video>` reads as rows labelled by their directory.
+ * Manifests for dataset preparation. Inputs are opened exactly as the loader opens them (`openDataset`: a
+ * directory tree `root/<label>/…/<video>`, or a CSV/JSONL manifest by column name), and each row keeps what it
+ * says: path (relative to the dataset's root), label, time range and every other column (`fields`).
  *
  * Prepared datasets are described by JSONL manifests (one object a line), which the loader opens as they are:
  * `{"path", "label", …extra columns, "duration", "frames", "fps", "width", "height", "codec", "keyframes",
@@ -10,11 +9,11 @@
  * @module
  */
 
-import { datasetFromDirectory, isJsonlManifest, splitCsvLine } from "../data/dataset.ts";
+import { openDataset, type VideoDataset } from "../data/dataset.ts";
 import { fetchBytes, isUrl } from "../data/fetch.ts";
 import { DatasetError } from "../errors.ts";
 
-/** One input row with all its columns. */
+/** One input video with everything its row says. */
 export interface SourceRow {
   /** Position in the input, from 0. */
   index: number;
@@ -22,11 +21,11 @@ export interface SourceRow {
   source: string;
   /** Path relative to the dataset's root: where the output goes under the output directory. */
   relative: string;
-  /** The label as written (a JSONL number stays a number). */
-  label: string | number;
+  /** The class name (a number when every label of the dataset is one), undefined for an unlabelled dataset. */
+  label?: string | number;
   start?: number;
   end?: number;
-  /** Every other column, in input order. */
+  /** Every other column, as the loader reads it (`VideoItem.fields`). */
   extra: Record<string, unknown>;
 }
 
@@ -43,139 +42,41 @@ export const RESERVED_COLUMNS: readonly string[] = [
   "source_index",
 ];
 
-const CORE = new Set(["path", "label", "start", "end"]);
+/** The rows of a dataset opened from `source`; see {@link SourceRow}. */
+export function sourceRows(ds: VideoDataset, source: string): SourceRow[] {
+  if (ds.items.some((i) => i.member !== undefined)) {
+    throw new DatasetError(
+      `${source}: packed shards are a dataset to load, not one to prepare: give the manifest`,
+    );
+  }
+  const base = rootOf(ds, source);
+  const numeric = ds.classes.every((c, i) => c === String(i));
+  return ds.items.map((item, index) => {
+    const row: SourceRow = {
+      index,
+      source: item.path,
+      relative: relativeOf(item.path.startsWith(base) ? item.path.slice(base.length) : item.path),
+      extra: item.fields ?? {},
+    };
+    if (item.label >= 0) row.label = numeric ? item.label : ds.classes[item.label];
+    if (item.start !== undefined) row.start = item.start;
+    if (item.end !== undefined) row.end = item.end;
+    return row;
+  });
+}
 
-/** Reads a directory tree or a CSV/JSONL manifest (local or URL) into rows; see the module docs. */
+/** Opens a directory tree or a CSV/JSONL manifest (path or URL) as the loader does and returns its rows. */
 export async function readSourceRows(source: string): Promise<SourceRow[]> {
-  if (!isUrl(source)) {
-    let dir = false;
-    try {
-      dir = (await Deno.stat(source)).isDirectory;
-    } catch (e) {
-      throw new DatasetError(`${source}: open dataset failed: ${e instanceof Error ? e.message : e}`, {
-        cause: e,
-      });
-    }
-    if (dir) return await rowsFromDirectory(source);
-  }
-  let text: string;
-  try {
-    text = new TextDecoder().decode(await fetchBytes(source));
-  } catch (e) {
-    throw new DatasetError(`${source}: read manifest failed: ${e instanceof Error ? e.message : e}`, {
-      cause: e,
-    });
-  }
-  const rows = isJsonlManifest(source, text) ? parseJsonl(text, source) : parseCsv(text, source);
-  if (rows.length === 0) throw new DatasetError(`${source}: manifest has no rows`);
-  const base = baseOf(source);
-  return rows.map((r, index) => ({
-    ...r,
-    index,
-    source: resolve(r.path, base),
-    relative: relativeOf(r.path),
-  }));
+  return sourceRows(await openDataset(source), source);
 }
 
-async function rowsFromDirectory(root: string): Promise<SourceRow[]> {
-  const ds = await datasetFromDirectory(root.replace(/\/+$/, "") || "/");
-  return ds.items.map((item, index) => ({
-    index,
-    source: item.path,
-    relative: item.path.slice(ds.root.length + 1),
-    label: ds.classes[item.label],
-    extra: {},
-  }));
-}
-
-type ParsedRow = Omit<SourceRow, "index" | "source" | "relative"> & { path: string };
-
-function parseCsv(text: string, source: string): ParsedRow[] {
-  const out: ParsedRow[] = [];
-  let header: string[] | null = null;
-  for (const [i, raw] of text.split(/\r?\n/).entries()) {
-    const line = raw.trim();
-    if (line === "" || line.startsWith("#")) continue;
-    const cells = splitCsvLine(line);
-    if (header === null && out.length === 0 && cells[0].toLowerCase() === "path") {
-      header = cells.map((c) =>
-        c.toLowerCase() === "path" || c.toLowerCase() === "label" ? c.toLowerCase() : c
-      );
-      continue;
-    }
-    const names = header ?? ["path", "label", "start", "end"];
-    if (cells.length < 2 || cells.length > names.length) {
-      throw new DatasetError(`${source}:${i + 1}: expected ${names.join(",")}, got ${cells.length} fields`);
-    }
-    const o: Record<string, unknown> = {};
-    names.forEach((n, k) => {
-      if (k < cells.length) o[n] = cells[k];
-    });
-    out.push(fromObject(o, i + 1, source));
-  }
-  return out;
-}
-
-function parseJsonl(text: string, source: string): ParsedRow[] {
-  return jsonObjects(text, source).map(({ line, o }) => fromObject(o, line, source));
-}
-
-/** The objects of JSON-lines text, with their line numbers; anything else on a line is an error naming it. */
-function jsonObjects(text: string, source: string): { line: number; o: Record<string, unknown> }[] {
-  const out: { line: number; o: Record<string, unknown> }[] = [];
-  for (const [i, raw] of text.split(/\r?\n/).entries()) {
-    if (raw.trim() === "") continue;
-    let o: unknown;
-    try {
-      o = JSON.parse(raw);
-    } catch (e) {
-      throw new DatasetError(`${source}:${i + 1}: not JSON: ${e instanceof Error ? e.message : e}`);
-    }
-    if (typeof o !== "object" || o === null || Array.isArray(o)) {
-      throw new DatasetError(`${source}:${i + 1}: expected a JSON object`);
-    }
-    out.push({ line: i + 1, o: o as Record<string, unknown> });
-  }
-  return out;
-}
-
-function fromObject(o: Record<string, unknown>, line: number, source: string): ParsedRow {
-  const where = `${source}:${line}`;
-  if (typeof o.path !== "string" || o.path === "") {
-    throw new DatasetError(`${where}: "path" must be a non-empty string`);
-  }
-  if ((typeof o.label !== "string" && typeof o.label !== "number") || o.label === "") {
-    throw new DatasetError(`${where}: "label" must be a non-empty string or a number`);
-  }
-  const time = (k: "start" | "end") => {
-    const v = o[k];
-    if (v === undefined || v === null || v === "") return undefined;
-    const n = Number(v);
-    if (!Number.isFinite(n) || n < 0) throw new DatasetError(`${where}: ${k} "${v}" is not a time >= 0`);
-    return n;
-  };
-  const start = time("start"), end = time("end");
-  if (start !== undefined && end !== undefined && !(end > start)) {
-    throw new DatasetError(`${where}: end ${end} is not after start ${start}`);
-  }
-  const extra: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(o)) if (!CORE.has(k)) extra[k] = v;
-  const row: ParsedRow = { path: o.path, label: o.label, extra };
-  if (start !== undefined) row.start = start;
-  if (end !== undefined) row.end = end;
-  return row;
-}
-
-function baseOf(source: string): string {
+/** What item paths of `ds` are relative to: the directory tree's root, or the manifest's directory. */
+function rootOf(ds: VideoDataset, source: string): string {
   if (isUrl(source)) return new URL(".", source).href;
+  const asDir = `${source.replace(/\/+$/, "")}/`;
+  if (ds.items.every((i) => i.path.startsWith(asDir))) return asDir;
   const i = source.lastIndexOf("/");
-  return i < 0 ? "." : source.slice(0, i) || "/";
-}
-
-function resolve(p: string, base: string): string {
-  if (isUrl(p) || p.startsWith("/")) return p;
-  if (isUrl(base)) return new URL(p, base).href;
-  return `${base}/${p}`;
+  return i < 0 ? "./" : `${source.slice(0, i)}/`;
 }
 
 /**
@@ -201,7 +102,21 @@ export async function writeJsonl(path: string, rows: readonly object[]): Promise
   await Deno.rename(tmp, path);
 }
 
-/** Reads a JSONL file into objects (no schema check beyond "one object a line"). */
+/** Reads a JSONL file into objects (no schema check beyond "one object a line", each error naming its line). */
 export async function readJsonl(path: string): Promise<Record<string, unknown>[]> {
-  return jsonObjects(new TextDecoder().decode(await fetchBytes(path)), path).map((r) => r.o);
+  const out: Record<string, unknown>[] = [];
+  for (const [i, raw] of new TextDecoder().decode(await fetchBytes(path)).split(/\r?\n/).entries()) {
+    if (raw.trim() === "") continue;
+    let o: unknown;
+    try {
+      o = JSON.parse(raw);
+    } catch (e) {
+      throw new DatasetError(`${path}:${i + 1}: not JSON: ${e instanceof Error ? e.message : e}`);
+    }
+    if (typeof o !== "object" || o === null || Array.isArray(o)) {
+      throw new DatasetError(`${path}:${i + 1}: expected a JSON object`);
+    }
+    out.push(o as Record<string, unknown>);
+  }
+  return out;
 }

@@ -30,7 +30,7 @@ import {
   type ShardSample,
 } from "../shards/index_format.ts";
 import { BLOCK, END_OF_ARCHIVE, memberHeader, padding } from "../shards/tar.ts";
-import { readSourceRows } from "./manifest.ts";
+import { sourceRows } from "./manifest.ts";
 import { type ProgressSnapshot, ProgressTracker } from "./progress.ts";
 
 /** Options of {@link packShards}. */
@@ -183,12 +183,7 @@ export async function packShards(opts: PackOptions): Promise<PackSummary> {
   const prefix = opts.prefix ?? "shard";
   const outDir = opts.outDir.replace(/\/+$/, "") || "/";
   const ds = await openDataset(opts.manifest);
-  const rows = await readSourceRows(opts.manifest);
-  if (rows.length !== ds.items.length || rows.some((r, i) => r.source !== ds.items[i].path)) {
-    throw new DatasetError(
-      `${opts.manifest}: pack: the manifest reads differently for the loader and for pack`,
-    );
-  }
+  const rows = sourceRows(ds, opts.manifest);
   await Deno.mkdir(outDir, { recursive: true });
   const tracker = new ProgressTracker("pack", rows.length);
   const failures: { path: string; error: string }[] = [];

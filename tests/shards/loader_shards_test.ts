@@ -18,7 +18,7 @@ if (noCli) {
 }
 
 interface Seen {
-  data: Uint8Array;
+  data: Uint8Array | Float32Array;
   labels: number[];
   windows: string[];
 }
