@@ -4,7 +4,7 @@
  * 1. a 1080p source set is generated with the ffmpeg CLI (testsrc2/mandelbrot/cellauto patterns with film
  *    grain so the bitrate is a camera's, not a test card's), `--videos` videos of `--seconds` seconds at 30 fps;
  * 2. `sluice transcode` makes the 128p / 15 fps / GOP 15 H.264 copy; `sluice pack` packs both into shards;
- * 3. `sluice bench-io --cold` reads the four datasets (source files, source shards, transcoded files,
+ * 3. `sluice bench-io --cold --repeat 5` reads the four datasets (source files, source shards, transcoded files,
  *    transcoded shards) cold and warm;
  * 4. `sluice load` runs the loader (cold page cache) over the source, the transcoded files and the transcoded
  *    shards with the same clip settings.
@@ -109,7 +109,7 @@ try {
   console.log(await sluice(["pack", src, `${dir}/src-shards`]));
   console.log(await sluice(["pack", `${t128}/manifest.jsonl`, `${dir}/t128-shards`]));
   const datasets = [src, `${dir}/src-shards`, `${t128}/manifest.jsonl`, `${dir}/t128-shards`];
-  console.log(await sluice(["bench-io", ...datasets, "--cold"]));
+  console.log(await sluice(["bench-io", ...datasets, "--cold", "--repeat", "5"]));
   const load = ["--batches", String(batches), "--frames", "8", "--width", "112", "--height", "112"];
   const rows: [string, number, number][] = [];
   for (const ds of [src, `${t128}/manifest.jsonl`, `${dir}/t128-shards`]) {

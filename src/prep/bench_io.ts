@@ -26,6 +26,8 @@ export interface BenchIoOptions {
   seed?: number;
   /** Reads in flight (default 1: one stream of reads, as one loader fetch lane). */
   concurrency?: number;
+  /** Passes per measurement; the one with the median time is reported (default 1). Shared machines are noisy. */
+  repeat?: number;
 }
 
 /** One measured pass. */
@@ -147,11 +149,17 @@ async function run(plan: Plan, cache: IoPass["cache"], concurrency: number): Pro
 /** Measures every dataset of `sources`; see the module docs. */
 export async function benchIo(sources: string[], opts: BenchIoOptions = {}): Promise<IoPass[]> {
   const out: IoPass[] = [];
+  const repeat = Math.max(1, opts.repeat ?? 1), concurrency = opts.concurrency ?? 1;
+  const median = async (plan: Plan, cache: IoPass["cache"]) => {
+    const passes: IoPass[] = [];
+    for (let i = 0; i < repeat; i++) passes.push(await run(plan, cache, concurrency));
+    return passes.sort((a, b) => a.seconds - b.seconds)[Math.floor((repeat - 1) / 2)];
+  };
   for (const source of sources) {
     for (const plan of await plans(source, opts.seed ?? 0)) {
-      if (opts.cold) out.push(await run(plan, "cold", opts.concurrency ?? 1));
-      else await run(plan, "warm", opts.concurrency ?? 1); // fill the cache: the measured pass is warm
-      out.push(await run(plan, "warm", opts.concurrency ?? 1));
+      if (opts.cold) out.push(await median(plan, "cold"));
+      else await run(plan, "warm", concurrency); // fill the cache: the measured passes are warm
+      out.push(await median(plan, "warm"));
     }
   }
   return out;

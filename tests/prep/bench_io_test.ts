@@ -37,6 +37,9 @@ Deno.test({
         ],
       );
       for (const x of passes) assert.ok(x.clipsPerSec > 0 && x.mbPerSec > 0);
+      // --repeat: the median pass of several, the same bytes.
+      const again = await benchIo([p.out], { cold: true, repeat: 3 });
+      assert.deepEqual(again.map((x) => x.bytes), passes.slice(2).map((x) => x.bytes));
       const table = ioTable(passes);
       assert.match(table, /warm\/cold/);
       assert.equal(table.split("\n").filter((l) => l.includes(" cold ")).length, 3);

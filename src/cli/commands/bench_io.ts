@@ -77,6 +77,13 @@ export const benchIoCommand = defineCommand({
     },
     seed: { type: "integer", default: 0, min: 0, help: "seed of the shuffled read order" },
     concurrency: { type: "integer", default: 1, min: 1, max: 256, help: "reads in flight" },
+    repeat: {
+      type: "integer",
+      default: 1,
+      min: 1,
+      max: 1000,
+      help: "passes per measurement; the median is reported (cold ones each start cold)",
+    },
     json: { type: "boolean", help: "print the passes as JSON" },
   },
   examples: ["bench-io /data/kinetics /data/k128/manifest.jsonl /data/k128-shards --cold"],
@@ -85,6 +92,7 @@ export const benchIoCommand = defineCommand({
       cold: values.cold,
       seed: values.seed,
       concurrency: values.concurrency,
+      repeat: values.repeat,
     });
     print(Deno.stdout, values.json ? JSON.stringify(passes, null, 2) : ioTable(passes));
     return 0;
