@@ -6,13 +6,19 @@
  * @module
  */
 
-// Errors
+// Errors, and how they keep their class across Workers and processes
 export {
+  deserializeError,
+  type ErrorClass,
   InvalidArgumentError,
   LibraryNotFoundError,
   LibraryVersionError,
   MediaError,
   ProtocolError,
+  registerErrorClass,
+  type SerializedError,
+  type SerializedValue,
+  serializeError,
   SluiceError,
 } from "./src/errors.ts";
 
@@ -141,17 +147,36 @@ export {
   type SyntheticDatasetOptions,
   type SyntheticVideoOptions,
 } from "./src/data/synthetic.ts";
-export { DatasetError, FetchError } from "./src/errors.ts";
+export { DatasetError, FetchError, type FetchPhase } from "./src/errors.ts";
+
+// Serving batches to trainers in other processes (PyTorch: python/)
+export {
+  BatchServer,
+  type LoaderFactory,
+  type LoaderRequest,
+  serveLoader,
+  type ServeOptions,
+  type ServeStats,
+  type SessionStats,
+} from "./src/serve/server.ts";
+export { SERVE_PROTOCOL_VERSION } from "./src/serve/protocol.ts";
+export type { SlotRingStats } from "./src/serve/slot_ring.ts";
+export { ServeError } from "./src/errors.ts";
 
 // Pipelines
 export {
   type AggregateOptions,
+  type AutoConcurrencyOptions,
   type BuildOptions,
+  type Clock,
   collectTransferables,
   CONSUMER,
+  type ControllerDecision,
+  type ControllerStats,
   type Executor,
   formatStats,
   type FormatStatsOptions,
+  jsonlStatsHook,
   LatencySketch,
   mainThread,
   type MaxFailures,
@@ -159,15 +184,21 @@ export {
   type PipeFn,
   Pipeline,
   PipelineBuilder,
+  type PipelineEvent,
+  type PipelineHook,
   type PipelineStats,
   type PipeOptions,
   type QueueCounters,
+  realClock,
   SinkBuilder,
   type SinkOptions,
   type SourceOptions,
+  type StageBound,
   type StageControl,
+  type StageKind,
   type StageStats,
   type TaskContext,
+  TRANSFER,
   transferable,
   type Transferring,
   WorkerPool,

@@ -8,6 +8,7 @@
  * sluice probe FILE...
  * sluice make-dataset DIR --videos N --classes K
  * sluice load DATASET [options]
+ * sluice serve DATASET --socket PATH [options]
  * sluice bench-decode FILE...
  * sluice transcode SRC_DIR|MANIFEST OUT_DIR [--height 128 --fps 15 --codec h264 --gop 15] [--jobs N] [--shard I/N]
  * sluice manifest merge OUT_DIR
@@ -30,6 +31,7 @@ import { benchDecodeCommand } from "./commands/bench_decode.ts";
 import { loadCommand } from "./commands/load.ts";
 import { makeDatasetCommand } from "./commands/make_dataset.ts";
 import { probeCommand } from "./commands/probe.ts";
+import { serveCommand } from "./commands/serve.ts";
 import { transcodeCommand } from "./commands/transcode.ts";
 import { manifestMergeCommand } from "./commands/manifest_merge.ts";
 import { packCommand } from "./commands/pack.ts";
@@ -64,6 +66,7 @@ export const COMMANDS: readonly Command[] = [
   probeCommand,
   makeDatasetCommand,
   loadCommand,
+  serveCommand,
   benchDecodeCommand,
   transcodeCommand,
   manifestMergeCommand,
@@ -76,8 +79,8 @@ export const COMMANDS: readonly Command[] = [
 export function main(args: readonly string[]): Promise<number> {
   return runCli(COMMANDS, args, {
     program: "sluice",
-    summary: "video data loading for GPUs: probe media, make a test dataset, run and measure the loader, " +
-      "prepare datasets (transcode, shards, cold-cache I/O)",
+    summary: "video data loading for GPUs: probe media, make a test dataset, run, measure and serve the " +
+      "loader, prepare datasets (transcode, shards, cold-cache I/O)",
   });
 }
 
