@@ -74,8 +74,9 @@ export interface ShardIndex {
 
 /** One shard of a set. */
 export interface ShardEntry {
-  /** Tar and index file names, relative to the set file. */
+  /** The tar's file name, relative to the set file. */
   tar: string;
+  /** Its index's file name, relative to the set file. */
   index: string;
   /** The tar's size in bytes. */
   size: number;
