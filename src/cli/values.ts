@@ -6,24 +6,9 @@
  */
 
 import { UsageError } from "./args.ts";
+import { parseByteSize } from "../prep/pack.ts";
 
 const DURATION_UNITS: Record<string, number> = { h: 3600, m: 60, s: 1, ms: 0.001 };
-const SIZE_UNITS: Record<string, number> = {
-  "": 1,
-  b: 1,
-  k: 1e3,
-  kb: 1e3,
-  kib: 2 ** 10,
-  m: 1e6,
-  mb: 1e6,
-  mib: 2 ** 20,
-  g: 1e9,
-  gb: 1e9,
-  gib: 2 ** 30,
-  t: 1e12,
-  tb: 1e12,
-  tib: 2 ** 40,
-};
 
 /** `10m`, `90s`, `1h30m`, `1.5h`, or plain seconds, as seconds (> 0). */
 export function parseDuration(option: string, text: string): number {
@@ -41,13 +26,13 @@ export function parseDuration(option: string, text: string): number {
   return total;
 }
 
-/** `12GiB`, `512MiB`, `2G`, or plain bytes, as bytes (> 0). */
+/** `12GiB`, `512MiB`, `2G` (binary), `500MB` (decimal), or plain bytes, as bytes (> 0); `parseByteSize`'s rules. */
 export function parseSize(option: string, text: string): number {
-  const m = text.trim().match(/^(\d+(?:\.\d+)?)\s*([a-zA-Z]*)$/);
-  const unit = m ? SIZE_UNITS[m[2].toLowerCase()] : undefined;
-  const bytes = m && unit !== undefined ? Math.round(Number(m[1]) * unit) : NaN;
-  if (!(bytes > 0)) throw new UsageError(`--${option} must be a size like 12GiB or 512MiB, got "${text}"`);
-  return bytes;
+  try {
+    return parseByteSize(text);
+  } catch {
+    throw new UsageError(`--${option} must be a size like 12GiB or 512MiB, got "${text}"`);
+  }
 }
 
 /** Most tasks at once a stage may be given on the command line. */

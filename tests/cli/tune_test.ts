@@ -59,7 +59,8 @@ Deno.test("durations and sizes", () => {
   }
   assertEquals(parseSize("memory-limit", "12GiB"), 12 * 2 ** 30);
   assertEquals(parseSize("memory-limit", "512MiB"), 512 * 2 ** 20);
-  assertEquals(parseSize("memory-limit", "2G"), 2e9);
+  assertEquals(parseSize("memory-limit", "2G"), 2 * 2 ** 30);
+  assertEquals(parseSize("memory-limit", "500MB"), 500e6);
   assertEquals(parseSize("memory-limit", "1000"), 1000);
   for (const t of ["", "0", "12 parsecs", "GiB"]) {
     assert.throws(() => parseSize("memory-limit", t), /--memory-limit/);
