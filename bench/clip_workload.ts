@@ -22,8 +22,9 @@
  * process-tree CPU seconds per clip, decode amplification (frames decoded / frames delivered, when the
  * contender can tell) and peak memory.
  *
- * Run: `deno run -A bench/clip_workload.ts [--passes 5] [--seed 1] [--variants gop250,gop30]
+ * Run: `deno run -A bench/clip_workload.ts [--passes 5] [--rounds 1] [--seed 1] [--variants gop250,gop30]
  * [--contenders sluice-inprocess,pytorch-pyav,...] [--config NAME=JSON ...] [--dir DIR] [--json]`
+ * (`--rounds R`: R timed runs of each contender, interleaved, for a machine whose load changes.)
  * @module
  */
 
@@ -303,7 +304,10 @@ export interface ContenderResult {
   verification: Verification | null;
   /** The verify run's failure, when it failed to produce output. */
   verifyError?: string;
-  run: RunResult | null;
+  /** One timed run per round (empty when not timed). */
+  runs: RunResult[];
+  /** The first failed timed run's error. */
+  error?: string;
   summary: Summary | null;
 }
 
@@ -322,6 +326,11 @@ export interface WorkloadOptions {
   seed?: number;
   /** Timed passes (a warm-up pass comes first). */
   passes?: number;
+  /**
+   * Timed runs of each contender (default 1), interleaved: round `r` runs every contender once, in an order
+   * rotated by `r`, so load that changes during the run weighs on all alike. Passes of all rounds are pooled.
+   */
+  rounds?: number;
   variants?: string[];
   contenders: Contender[];
   log?: (line: string) => void;
@@ -361,7 +370,7 @@ export async function runWorkload(opts: WorkloadOptions): Promise<VariantResult[
         name: c.name,
         unavailable: await c.unavailable(),
         verification: null,
-        run: null,
+        runs: [],
         summary: null,
       };
       results.push(r);
@@ -382,18 +391,41 @@ export async function runWorkload(opts: WorkloadOptions): Promise<VariantResult[
             r.verification.examples.join("; ")
           }`,
         );
-        continue;
       }
-      log(`clip_workload ${variant}: ${c.name}: timing ${passes} passes (1 warm-up)`);
-      r.run = await runContender(c.command(clipsFile, "time"));
-      if (!r.run.ok) {
-        log(`clip_workload ${variant}: ${c.name}: failed: ${r.run.error}`);
-        continue;
-      }
-      r.summary = summarise(r.run);
-      log(`clip_workload ${variant}: ${c.name}: ${r.summary.clipsPerSec.toFixed(1)} clips/s`);
     }
-    out.push({ variant, gop, clipsPerPass: list.passes[0].length, timedPasses: passes - 1, results });
+    const timed = results.filter((r) => r.verification?.ok);
+    const rounds = opts.rounds ?? 1;
+    for (let round = 0; round < rounds; round++) {
+      for (let k = 0; k < timed.length; k++) {
+        const r = timed[(k + round) % timed.length];
+        if (r.error !== undefined) continue;
+        const c = opts.contenders.find((x) => x.id === r.id)!;
+        log(
+          `clip_workload ${variant}: ${c.name}: timing ${passes} passes (1 warm-up), round ${
+            round + 1
+          }/${rounds}`,
+        );
+        const run = await runContender(c.command(clipsFile, "time"));
+        if (!run.ok) {
+          r.error = run.error;
+          log(`clip_workload ${variant}: ${c.name}: failed: ${run.error}`);
+          continue;
+        }
+        r.runs.push(run);
+      }
+    }
+    for (const r of timed) {
+      if (r.error !== undefined || r.runs.length === 0) continue;
+      r.summary = summarise(r.runs);
+      log(`clip_workload ${variant}: ${r.name}: ${r.summary.clipsPerSec.toFixed(1)} clips/s`);
+    }
+    out.push({
+      variant,
+      gop,
+      clipsPerPass: list.passes[0].length,
+      timedPasses: (passes - 1) * rounds,
+      results,
+    });
   }
   return out;
 }
@@ -419,7 +451,7 @@ export function markdownTable(v: VariantResult, baseline: string): string {
         r.verifyError ? `; ${r.verifyError.slice(0, 200)}` : ""
       }`;
     if (s === null) {
-      const why = r.run !== null && !r.run.ok ? ` failed: ${r.run.error?.slice(0, 200)}` : "";
+      const why = r.error !== undefined ? ` failed: ${r.error.slice(0, 200)}` : "";
       rows.push(`| ${r.name} | - | - | - | - | ${check}${why} |`);
       continue;
     }
@@ -445,6 +477,7 @@ if (import.meta.main) {
       dir: { type: "string" },
       seed: { type: "string", default: "1" },
       passes: { type: "string", default: "5" },
+      rounds: { type: "string", default: "1" },
       variants: { type: "string", default: Object.keys(VARIANTS).join(",") },
       contenders: { type: "string" },
       config: { type: "string", multiple: true },
@@ -470,6 +503,7 @@ if (import.meta.main) {
     dir: values.dir,
     seed: Number(values.seed),
     passes: Number(values.passes),
+    rounds: Number(values.rounds),
     variants: values.variants!.split(","),
     contenders,
   });

@@ -10,9 +10,10 @@
  * sluice in-process, plus the machine, the versions and the load average around the run) and
  * `bench/RESULTS.svg` (the chart it shows).
  *
- * Run: `deno run -A bench/compare.ts [--passes 5] [--seed 1] [--variants gop250,gop30] [--contenders ids]
- * [--out bench/RESULTS.md]`. node-av is installed for the benchmark only:
- * `SKIP_FFMPEG=true npm install --prefix bench/contenders` (without it the row says how to install it).
+ * Run: `deno run -A bench/compare.ts [--passes 5] [--rounds 1] [--seed 1] [--variants gop250,gop30]
+ * [--contenders ids] [--out bench/RESULTS.md] [--from RAW.json]`. Each run also saves its raw results (every
+ * pass) under the workload's cache directory; `--from` renders such a file again. node-av is installed for the
+ * benchmark only: `SKIP_FFMPEG=true npm install --prefix bench/contenders` (without it, its row says so).
  * @module
  */
 
@@ -20,6 +21,7 @@ import { parseArgs } from "node:util";
 import { ffmpegInfo } from "../src/media/ffmpeg.ts";
 import {
   allContenders,
+  DEFAULT_DIR,
   markdownTable,
   PYTHON,
   runWorkload,
@@ -82,25 +84,23 @@ interface Bar {
   ratio: number | null;
 }
 
-/** One panel of horizontal bars, grouped by variant; returns SVG elements and the panel's height. */
+/** One panel of horizontal bars, grouped by variant, from `y0` down; returns its SVG and its height. */
 function panel(
-  x0: number,
   y0: number,
   width: number,
   title: string,
   unit: string,
   groups: { name: string; bars: Bar[] }[],
   digits: number,
-): string {
-  const colors = ["#2b6cb0", "#dd6b20", "#38a169", "#805ad5", "#d53f8c", "#718096"];
+): { svg: string; height: number } {
+  const colors = ["#2b6cb0", "#dd6b20", "#38a169", "#805ad5", "#d53f8c", "#718096", "#b7791f"];
   const max = Math.max(1e-9, ...groups.flatMap((g) => g.bars.map((b) => b.value ?? 0)));
-  const labelW = 230, barH = 14, gap = 4;
+  const x0 = 10, labelW = 300, barH = 14, gap = 4;
   const out: string[] = [
-    `<text x="${x0}" y="${y0 + 14}" font-weight="bold">${
-      esc(title)
-    } <tspan font-weight="normal" fill="#555">(${esc(unit)})</tspan></text>`,
+    `<text x="${x0}" y="${y0 + 14}" font-weight="bold">${esc(title)} ` +
+    `<tspan font-weight="normal" fill="#555">(${esc(unit)})</tspan></text>`,
   ];
-  let y = y0 + 28;
+  let y = y0 + 26;
   for (const g of groups) {
     out.push(`<text x="${x0}" y="${y + 11}" fill="#333" font-style="italic">${esc(g.name)}</text>`);
     y += 16;
@@ -109,20 +109,19 @@ function panel(
       if (b.value === null) {
         out.push(`<text x="${x0 + labelW}" y="${y + 11}" fill="#999">not measured</text>`);
       } else {
-        const w = Math.max(1, (b.value / max) * (width - labelW - 90));
+        const w = Math.max(1, (b.value / max) * (width - labelW - 110));
         const r = b.ratio === null ? "" : ` (${b.ratio.toFixed(2)}×)`;
         out.push(
-          `<rect x="${x0 + labelW}" y="${y}" width="${w.toFixed(1)}" height="${barH}" fill="${
-            colors[i % colors.length]
-          }"/>`,
+          `<rect x="${x0 + labelW}" y="${y}" width="${w.toFixed(1)}" height="${barH}" ` +
+            `fill="${colors[i % colors.length]}"/>`,
           `<text x="${x0 + labelW + w + 4}" y="${y + 11}">${b.value.toFixed(digits)}${r}</text>`,
         );
       }
       y += barH + gap;
     }
-    y += 8;
+    y += 6;
   }
-  return out.join("\n");
+  return { svg: out.join("\n"), height: y - y0 + 10 };
 }
 
 function esc(s: string): string {
@@ -131,125 +130,94 @@ function esc(s: string): string {
 
 /** The chart: clips/s, CPU s/clip and peak RSS per contender and variant, ratios to sluice in-process. */
 export function chart(results: VariantResult[]): string {
-  const metric = (get: (s: NonNullable<VariantResult["results"][number]["summary"]>) => number) =>
+  type S = NonNullable<VariantResult["results"][number]["summary"]>;
+  const metric = (get: (s: S) => number) =>
     results.map((v) => {
       const base = v.results.find((r) => r.id === BASELINE)?.summary;
       return {
         name: `${v.variant} (keyint ${v.gop})`,
         bars: v.results.map((r): Bar => {
           const value = r.summary ? get(r.summary) : null;
-          return {
-            label: r.name,
-            value,
-            ratio: value !== null && base ? value / get(base) : null,
-          };
+          return { label: r.name, value, ratio: value !== null && base ? value / get(base) : null };
         }),
       };
     });
-  const rows = results.reduce((a, v) => a + v.results.length, 0);
-  const h = 40 + results.length * 24 + rows * 18;
-  const w = 720;
-  const body = [
-    panel(10, 10, w, "Throughput, higher is better", "clips/s, median", metric((s) => s.clipsPerSec), 1),
-    panel(
-      10 + w,
-      10,
-      w,
-      "CPU, lower is better",
-      "process-tree CPU s per clip",
-      metric((s) => s.cpuPerClip),
-      3,
-    ),
-    panel(
-      10 + 2 * w,
-      10,
-      w,
-      "Memory, lower is better",
-      "peak RSS of the process tree, MiB",
-      metric((s) => s.peakRss / 2 ** 20),
-      0,
-    ),
+  const width = 820;
+  const panels: [string, string, (s: S) => number, number][] = [
+    ["Throughput, higher is better", "clips/s, median of the timed passes", (s) => s.clipsPerSec, 1],
+    ["CPU, lower is better", "CPU seconds of the process tree per clip", (s) => s.cpuPerClip, 3],
+    ["Memory, lower is better", "peak RSS of the process tree, MiB", (s) => s.peakRss / 2 ** 20, 0],
   ];
+  const parts: string[] = [];
+  let y = 10;
+  for (const [title, unit, get, digits] of panels) {
+    const p = panel(y, width, title, unit, metric(get), digits);
+    parts.push(p.svg);
+    y += p.height;
+  }
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${3 * w + 20}" height="${
-      h + 20
-    }" font-family="sans-serif" font-size="12">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${y}" font-family="sans-serif" ` +
+    `font-size="12">`,
     `<rect width="100%" height="100%" fill="white"/>`,
-    ...body,
+    ...parts,
     `</svg>`,
     "",
   ].join("\n");
 }
 
-if (import.meta.main) {
-  const { values } = parseArgs({
-    args: Deno.args,
-    options: {
-      dir: { type: "string" },
-      seed: { type: "string", default: "1" },
-      passes: { type: "string", default: "5" },
-      variants: { type: "string", default: "gop250,gop30" },
-      contenders: { type: "string" },
-      out: { type: "string", default: new URL("RESULTS.md", import.meta.url).pathname },
-    },
-  });
-  const all = allContenders();
-  const contenders = values.contenders === undefined ? all : values.contenders.split(",").map((id) => {
-    const c = all.find((x) => x.id === id);
-    if (!c) throw new Error(`unknown contender ${id} (${all.map((x) => x.id).join(", ")})`);
-    return c;
-  });
-  const loadBefore = loadAverage();
-  const started = new Date();
-  const results = await runWorkload({
-    dir: values.dir,
-    seed: Number(values.seed),
-    passes: Number(values.passes),
-    variants: values.variants!.split(","),
-    contenders,
-  });
-  const loadAfter = loadAverage();
-  const minutes = ((Date.now() - started.getTime()) / 60_000).toFixed(1);
-  const svgPath = values.out!.replace(/\.md$/, "") + ".svg";
-  Deno.writeTextFileSync(svgPath, chart(results));
+/** What a report needs besides the results; saved with them so `--from` can render them again. */
+interface RunMeta {
+  args: string[];
+  started: string;
+  minutes: number;
+  seed: number;
+  passes: number;
+  rounds: number;
+  loadBefore: string;
+  loadAfter: string;
+  cpu: string;
+  cores: number;
+  versions: string[];
+}
+
+/** RESULTS.md for one run; `svgName` is the chart's file name beside it. */
+export function report(meta: RunMeta, results: VariantResult[], svgName: string): string {
   const w = WORKLOAD;
-  const md = [
+  const shared = Number(meta.loadBefore.split(" ")[0]) >= 1;
+  return [
     "# sluice side by side",
     "",
-    `Generated by \`deno run -A bench/compare.ts\` (${
-      Deno.args.join(" ") || "defaults"
-    }) on ${started.toISOString()}, ` +
-    `${minutes} min. Do not edit: rerun it.`,
+    `Generated by \`deno run -A bench/compare.ts${meta.args.length ? " " + meta.args.join(" ") : ""}\` on ` +
+    `${meta.started}, ${meta.minutes.toFixed(1)} min. Do not edit: rerun it.`,
     "",
-    `![clips/s, CPU per clip and peak RSS per contender](${svgPath.split("/").pop()})`,
+    `![clips/s, CPU per clip and peak RSS per contender](${svgName})`,
     "",
-    `**Workload.** ${w.videos} videos of ${w.durationSec} s, ${w.width}×${w.height} at ${w.fps} fps, H.264 High with ` +
-    `B-frames, AAC audio (made with the ffmpeg CLI, \`bench/clip_workload.ts\`); ${w.clipsPerVideo} clips per video ` +
-    `at seeded random places (sluice's sampler, seed ${values.seed}; every contender gets the same list), ` +
-    `${w.numFrames} frames at the native rate → ${w.outWidth}×${w.outHeight} RGB24 bilinear, batches of ${w.batchSize}. ` +
-    `Pass 0 warms up; clips/s is the median of ${values.passes} timed passes of ${
-      results[0]?.clipsPerPass ?? "?"
-    } clips ` +
-    `(a new clip list each pass, the same for every contender).`,
+    `**Workload.** ${w.videos} videos of ${w.durationSec} s, ${w.width}×${w.height} at ${w.fps} fps, H.264 High ` +
+    `with B-frames, AAC audio (made with the ffmpeg CLI by \`bench/clip_workload.ts\`); ${w.clipsPerVideo} clips ` +
+    `per video at seeded random places (sluice's sampler, seed ${meta.seed}; every contender gets the same list), ` +
+    `${w.numFrames} consecutive frames at the native rate → ${w.outWidth}×${w.outHeight} RGB24 bilinear, batches ` +
+    `of ${w.batchSize}. Each timed run starts with a warm-up pass; clips/s is the median of ` +
+    `${meta.passes * meta.rounds} timed passes of ${results[0]?.clipsPerPass ?? "?"} clips (${meta.rounds} ` +
+    `interleaved round(s) of ${meta.passes}; a new clip list each pass, the same for every contender).`,
     "",
-    "**Checked first.** Each contender's clips of pass 0 are compared with PyAV decoding the same clips in one " +
-    "process: same frame times and PSNR ≥ 35 dB per clip. A contender that returns other frames is reported, " +
-    "not timed.",
+    "**Checked first.** Each contender's clips of the first pass are compared with PyAV decoding the same clips " +
+    "in one process: same frame times and PSNR ≥ 35 dB per clip. A contender that returns other frames is " +
+    "reported, not timed.",
     "",
     "**Measured from outside, the same way for all.** Wall time per pass (the contender's own clock); CPU = " +
     "user + system seconds of the whole process tree (worker processes, backend child, spawned ffmpegs) over the " +
     "timed passes, per clip; peak RSS = highest sum of the tree's RSS, sampled every 100 ms over the whole run " +
     "(shared pages count once per process: forked PyTorch workers share much of their parent; PSS splits them).",
     "",
-    `**Machine.** ${cpuModel()}, ${navigator.hardwareConcurrency} cores. Load average ${loadBefore} before and ` +
-    `${loadAfter} after the run: ${
-      Number(loadBefore.split(" ")[0]) > navigator.hardwareConcurrency / 2
-        ? "**the machine was shared with other work during this run**; absolute figures are low and noisy, " +
-          "compare the ratios (same run, same conditions)."
-        : "the machine was otherwise idle."
-    }`,
+    `**Machine.** ${meta.cpu}, ${meta.cores} cores. Load average ${meta.loadBefore} before and ` +
+    `${meta.loadAfter} after the run. ` +
+    (shared
+      ? "**The machine was shared with other work during this run**: absolute figures are low and noisy, and " +
+        "under contention the scheduler shares the cores per runnable thread, so clips/s favours contenders " +
+        "with more threads; CPU seconds per clip is the steadier comparison. Take final figures on a quiet machine."
+      : "The machine was otherwise idle."),
     "",
-    ...(await versions()).map((v) => `- ${v}`),
+    ...meta.versions.map((v) => `- ${v}`),
     "",
     ...results.flatMap((v) => [
       `## ${v.variant}: keyint ${v.gop}`,
@@ -262,6 +230,62 @@ if (import.meta.main) {
     "Decode amplification = frames decoded / frames delivered, where the contender can count them.",
     "",
   ].join("\n");
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: {
+      dir: { type: "string" },
+      seed: { type: "string", default: "1" },
+      passes: { type: "string", default: "5" },
+      rounds: { type: "string", default: "1" },
+      variants: { type: "string", default: "gop250,gop30" },
+      contenders: { type: "string" },
+      out: { type: "string", default: new URL("RESULTS.md", import.meta.url).pathname },
+      from: { type: "string" },
+    },
+  });
+  const svgPath = values.out!.replace(/\.md$/, "") + ".svg";
+  let meta: RunMeta, results: VariantResult[];
+  if (values.from !== undefined) {
+    ({ meta, results } = JSON.parse(Deno.readTextFileSync(values.from)));
+  } else {
+    const all = allContenders();
+    const contenders = values.contenders === undefined ? all : values.contenders.split(",").map((id) => {
+      const c = all.find((x) => x.id === id);
+      if (!c) throw new Error(`unknown contender ${id} (${all.map((x) => x.id).join(", ")})`);
+      return c;
+    });
+    const loadBefore = loadAverage();
+    const started = new Date();
+    results = await runWorkload({
+      dir: values.dir,
+      seed: Number(values.seed),
+      passes: Number(values.passes),
+      rounds: Number(values.rounds),
+      variants: values.variants!.split(","),
+      contenders,
+    });
+    meta = {
+      args: [...Deno.args],
+      started: started.toISOString(),
+      minutes: (Date.now() - started.getTime()) / 60_000,
+      seed: Number(values.seed),
+      passes: Number(values.passes),
+      rounds: Number(values.rounds),
+      loadBefore,
+      loadAfter: loadAverage(),
+      cpu: cpuModel(),
+      cores: navigator.hardwareConcurrency,
+      versions: await versions(),
+    };
+    const raw = `${values.dir ?? DEFAULT_DIR}/compare-${meta.started.replace(/[:.]/g, "-")}.json`;
+    Deno.writeTextFileSync(raw, JSON.stringify({ meta, results }));
+    console.error(`compare: raw results in ${raw} (render again with --from)`);
+  }
+  Deno.writeTextFileSync(svgPath, chart(results));
+  const md = report(meta, results, svgPath.split("/").pop()!);
   Deno.writeTextFileSync(values.out!, md);
   console.log(md);
 }

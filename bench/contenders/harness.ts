@@ -255,7 +255,7 @@ async function* lines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string
   if (buf.length > 0) yield buf;
 }
 
-/** Throughput and cost over the timed passes (all but the first, unless there is only one). */
+/** Throughput and cost over the timed passes (all but each run's first, unless it has only one). */
 export interface Summary {
   /** Median over timed passes of clips / wall seconds. */
   clipsPerSec: number;
@@ -275,23 +275,31 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 
-/** Summarises a run; pass 0 is the warm-up and is left out when there are more passes. */
-export function summarise(r: RunResult): Summary {
-  const sorted = [...r.passes].sort((a, b) => a.pass - b.pass);
-  const timed = sorted.length > 1 ? sorted.slice(1) : sorted;
-  const perPass = timed.map((p) => p.clips / p.wall);
-  const clips = timed.reduce((a, p) => a + p.clips, 0);
-  const cpu = timed.length > 0 ? timed[timed.length - 1].cpuEnd - timed[0].cpuStart : NaN;
-  const known = timed.every((p) => p.decoded !== null);
-  const frames = timed.reduce((a, p) => a + p.frames, 0);
-  const decoded = timed.reduce((a, p) => a + (p.decoded ?? 0), 0);
+/**
+ * Summarises the runs of one contender (one per round): in each, pass 0 is the warm-up and is left out when
+ * there are more passes; the timed passes of all runs are pooled.
+ */
+export function summarise(runs: RunResult[]): Summary {
+  const perPass: number[] = [];
+  let clips = 0, cpu = 0, frames = 0, decoded = 0, known = true;
+  for (const r of runs) {
+    const sorted = [...r.passes].sort((a, b) => a.pass - b.pass);
+    const timed = sorted.length > 1 ? sorted.slice(1) : sorted;
+    if (timed.length === 0) continue;
+    perPass.push(...timed.map((p) => p.clips / p.wall));
+    clips += timed.reduce((a, p) => a + p.clips, 0);
+    cpu += timed[timed.length - 1].cpuEnd - timed[0].cpuStart;
+    frames += timed.reduce((a, p) => a + p.frames, 0);
+    decoded += timed.reduce((a, p) => a + (p.decoded ?? 0), 0);
+    known &&= timed.every((p) => p.decoded !== null);
+  }
   return {
     clipsPerSec: perPass.length > 0 ? median(perPass) : NaN,
     perPass,
     cpuPerClip: cpu / clips,
     amplification: known && frames > 0 ? decoded / frames : null,
-    peakRss: r.peakRss,
-    peakPss: r.peakPss,
+    peakRss: Math.max(...runs.map((r) => r.peakRss)),
+    peakPss: Math.max(...runs.map((r) => r.peakPss)),
   };
 }
 
