@@ -6,13 +6,19 @@
  * @module
  */
 
-// Errors
+// Errors, and how they keep their class across Workers and processes
 export {
+  deserializeError,
+  type ErrorClass,
   InvalidArgumentError,
   LibraryNotFoundError,
   LibraryVersionError,
   MediaError,
   ProtocolError,
+  registerErrorClass,
+  type SerializedError,
+  type SerializedValue,
+  serializeError,
   SluiceError,
 } from "./src/errors.ts";
 
@@ -81,6 +87,7 @@ export {
   datasetFromDirectory,
   datasetFromManifest,
   openDataset,
+  type SkippedFile,
   type VideoDataset,
   type VideoItem,
 } from "./src/data/dataset.ts";
@@ -89,31 +96,73 @@ export {
   type ClipPlacement,
   type ClipRequest,
   ClipSampler,
+  clipSeed,
+  type ResolvedSamplerOptions,
   type SampledVideo,
   type SamplerOptions,
   type ShardRemainder,
 } from "./src/data/sampler.ts";
-export { type DatasetIndex, indexDataset, type IndexedVideo } from "./src/data/video_index.ts";
 export {
-  type LoaderOptions,
+  type DatasetIndex,
+  indexDataset,
+  type IndexedVideo,
+  type IndexFailure,
+  type IndexOptions,
+} from "./src/data/video_index.ts";
+export {
+  type LoaderMemory,
+  type LoaderPlan,
   type LoaderStats,
+  planLoader,
   VideoClassificationLoader,
   videoClassificationLoader,
 } from "./src/data/loader.ts";
-export { type Batch, type BatchLayout, type ClipMeta, collate } from "./src/data/collate.ts";
+export { type ClipOptions, type LoaderOptions, type OnClipError } from "./src/data/loader_options.ts";
+export type {
+  ClipDtype,
+  ClipOutcome,
+  ClipSpec,
+  FrameSampling,
+  Interpolation,
+  ResizeMode,
+} from "./src/data/clip_spec.ts";
+export type { ClipFailure } from "./src/data/clip_failure.ts";
+export type { FrontArgs } from "./src/data/front.ts";
+export type { ClipCounts, ClipEpochStats, ClipStats } from "./src/data/clip_stats.ts";
+export {
+  type Batch,
+  type BatchLayout,
+  type ClipBase,
+  type ClipMeta,
+  collate,
+  type DecodedClip,
+  type FilledClip,
+} from "./src/data/collate.ts";
 export { cacheLoader, type CacheLoaderOptions } from "./src/data/cache_loader.ts";
-export { encodeSyntheticVideo, makeSyntheticDataset, readPattern } from "./src/data/synthetic.ts";
-export { DatasetError, FetchError } from "./src/errors.ts";
+export {
+  encodeSyntheticVideo,
+  makeSyntheticDataset,
+  type PatternReading,
+  readPattern,
+  type SyntheticDatasetOptions,
+  type SyntheticVideoOptions,
+} from "./src/data/synthetic.ts";
+export { DatasetError, FetchError, type FetchPhase } from "./src/errors.ts";
 
 // Pipelines
 export {
   type AggregateOptions,
+  type AutoConcurrencyOptions,
   type BuildOptions,
+  type Clock,
   collectTransferables,
   CONSUMER,
+  type ControllerDecision,
+  type ControllerStats,
   type Executor,
   formatStats,
   type FormatStatsOptions,
+  jsonlStatsHook,
   LatencySketch,
   mainThread,
   type MaxFailures,
@@ -121,15 +170,21 @@ export {
   type PipeFn,
   Pipeline,
   PipelineBuilder,
+  type PipelineEvent,
+  type PipelineHook,
   type PipelineStats,
   type PipeOptions,
   type QueueCounters,
+  realClock,
   SinkBuilder,
   type SinkOptions,
   type SourceOptions,
+  type StageBound,
   type StageControl,
+  type StageKind,
   type StageStats,
   type TaskContext,
+  TRANSFER,
   transferable,
   type Transferring,
   WorkerPool,

@@ -72,3 +72,23 @@ Deno.bench(
 );
 
 globalThis.addEventListener("unload", () => pool.close());
+
+// Ordered vs unordered with uneven task times (issue 15): 40 tasks, one in four 100 ms and the rest 10 ms, at
+// concurrency 2. Ideal ≈ (10·100 + 30·10) / 2 = 650 ms; an ordered stage that frees a finished task's slot at
+// once should be as fast as an unordered one.
+const UNEVEN = Array.from({ length: 40 }, (_, i) => i);
+const unevenTask = (i: number) => new Promise<number>((r) => setTimeout(() => r(i), i % 4 === 0 ? 100 : 10));
+async function drainUneven(ordered: boolean): Promise<void> {
+  const p = new PipelineBuilder().addSource(UNEVEN).pipe(unevenTask, { concurrency: 2, ordered }).build();
+  let n = 0;
+  for await (const _ of p) n++;
+  if (n !== UNEVEN.length) throw new Error(`lost items: ${n}`);
+}
+Deno.bench(
+  { name: "uneven tasks, unordered, concurrency 2", group: "ordered", baseline: true, n: 8, warmup: 1 },
+  async () => await drainUneven(false),
+);
+Deno.bench(
+  { name: "uneven tasks, ordered, concurrency 2", group: "ordered", n: 8, warmup: 1 },
+  async () => await drainUneven(true),
+);

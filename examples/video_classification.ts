@@ -6,11 +6,13 @@
  * sampling → fetch → disaggregate → demux → decode → aggregate → collate → train step
  * ```
  *
- * sampling plans each epoch up front (one task per video with its clip windows); fetch reads URLs into memory
- * (local files pass through); disaggregate splits a video into one task per clip; demux cuts each clip's packets;
- * decode turns them into resized RGB frames (CPU Workers or NVDEC); aggregate + collate make `[B, T, H, W, 3]`
- * batches. (`videoClassificationLoader` builds the same pipeline but demuxes all clips of a video in one open of
- * the file, before disaggregating; this example keeps the classic order.)
+ * sampling plans each epoch up front (one task per video with its clip windows; `planLoader` makes the same plan
+ * the loader uses); fetch reads URLs into memory (local files pass through); disaggregate splits a video into one
+ * task per clip; demux cuts each clip's packets; decode turns them into resized RGB frames (CPU Workers or NVDEC);
+ * aggregate + collate make `[B, T, H, W, 3]` batches. Each step is the loader's own (`clip_steps.ts`), which
+ * passes a clip that fails on as a value; this example skips those. (`videoClassificationLoader` demuxes all clips
+ * of a video in one open of the file, interleaves videos through a shuffle buffer, and replaces failed clips so
+ * batches stay full; this example keeps the classic order.)
  *
  * The "training step" sleeps `--step-ms` (a GPU step leaves the CPU free). Per step it reports the step time and
  * how long the loop waited for data; at the end, samples/s and the data-wait fraction.
@@ -29,14 +31,12 @@ import { parseArgs } from "node:util";
 import { PipelineBuilder } from "../src/pipeline/builder.ts";
 import { WorkerPool } from "../src/pipeline/worker_pool.ts";
 import { formatStats } from "../src/pipeline/format_stats.ts";
-import { openDataset } from "../src/data/dataset.ts";
-import { fetchBytes, isUrl } from "../src/data/fetch.ts";
-import { indexDataset } from "../src/data/video_index.ts";
-import { ClipSampler } from "../src/data/sampler.ts";
-import { CLIP_WORKER, epochSource, type FrontArgs } from "../src/data/front.ts";
-import type { ClipPackets, VideoTask } from "../src/data/clip_worker.ts";
-import { type Batch, collate, type DecodedClip } from "../src/data/collate.ts";
-import { videoClassificationLoader } from "../src/data/loader.ts";
+import { callingPool, decodeClipItem, demuxVideo, fetchVideo } from "../src/data/clip_steps.ts";
+import { formatClipFailure, isFailedClip } from "../src/data/clip_failure.ts";
+import { CLIP_WORKER, epochSource } from "../src/data/front.ts";
+import type { VideoTask } from "../src/data/clip_worker.ts";
+import { type Batch, collate } from "../src/data/collate.ts";
+import { planLoader, videoClassificationLoader } from "../src/data/loader.ts";
 import { selectDecoder } from "../src/nvdec/available.ts";
 import { ensureDemoDataset } from "./demo.ts";
 
@@ -75,6 +75,7 @@ const demuxThreads = Number(values["num-demux-threads"]),
   decodeThreads = Number(values["num-decode-threads"]);
 const subclip = Number(values["subclip-duration"]);
 const decoder = selectDecoder(values.decoder as "cpu" | "nvdec" | "auto");
+const decodeExport = decoder === "nvdec" ? "decodeClipNvdec" : "decodeClip";
 const datasetPath = positionals[0] ?? ensureDemoDataset();
 
 /** The batches: the explicit pipeline in-process, or the loader with its subprocess backend. */
@@ -93,45 +94,48 @@ async function batches(): Promise<
     });
     return { it: loader, stats: () => formatStats(loader.stats().pipeline), close: () => loader.close() };
   }
-  const dataset = await openDataset(datasetPath);
-  const index = await indexDataset(dataset);
-  const kept = index.videos.flatMap((v, i) => v === null ? [] : [i]);
-  const ranges = kept.map((i) => ({ start: index.videos[i]!.start, end: index.videos[i]!.end }));
-  const sampler = new ClipSampler(ranges, { clipsPerVideo: 4, clipDurationSec: subclip });
-  const args: FrontArgs = {
-    items: kept.map((i) => dataset.items[i]),
-    ranges,
-    datasetIndex: kept,
-    sampler: { ...sampler.options },
-    firstEpoch: 0,
-    decode: { numFrames, width: size, height: size, planar: false },
-    concurrency: { fetch: 8, demux: demuxThreads },
-    fetch: {},
-  };
+  // The loader's own plan (dataset, index, sampler, clip spec): the same epochs the loader would load.
+  const plan = await planLoader({
+    dataset: datasetPath,
+    batchSize,
+    clip: { numFrames, width: size, height: size },
+    sampler: { clipsPerVideo: 4, clipDurationSec: subclip },
+    concurrency: { demux: demuxThreads },
+  });
   const demuxPool = new WorkerPool(CLIP_WORKER, { size: demuxThreads });
   const decodePool = new WorkerPool(CLIP_WORKER, { size: decodeThreads });
   const pipeline = new PipelineBuilder()
-    .addSource(epochSource(args), { name: "sampling", continuous: true })
-    .pipe(async (task: VideoTask): Promise<VideoTask> => {
-      task.src = isUrl(task.path) ? await fetchBytes(task.path) : task.path;
-      return task;
-    }, { name: "fetch", concurrency: 8 })
-    .pipe((task: VideoTask): VideoTask[] =>
-      task.clips.map((clip, i) => ({
+    .addSource(epochSource(plan.front), { name: "sampling", continuous: true })
+    .pipe((task: VideoTask, ctx) => fetchVideo(task, plan.front.fetch, ctx.signal), {
+      name: "fetch",
+      concurrency: 8,
+    })
+    .pipe((task) =>
+      Array.isArray(task) ? [task] : task.clips.map((clip, i) => ({
         ...task,
         clips: [clip],
         // each clip task moves to a demux Worker on its own, so in-memory bytes are copied for all but one
         src: task.src instanceof Uint8Array && i > 0 ? task.src.slice() : task.src,
       })), { name: "split" })
     .disaggregate({ name: "disaggregate" })
-    .pipe<ClipPackets[]>("demuxClips", { name: "demux", executor: demuxPool })
-    .disaggregate({ name: "clips" })
-    .pipe<DecodedClip>(decoder === "nvdec" ? "decodeClipNvdec" : "decodeClip", {
-      name: "decode",
-      executor: decodePool,
+    .pipe((task, ctx) => demuxVideo(demuxPool, task, ctx.signal), {
+      name: "demux",
+      executor: callingPool(demuxPool),
+      concurrency: demuxThreads,
     })
+    .disaggregate({ name: "clips" })
+    .pipe((item, ctx) => decodeClipItem(decodePool, decodeExport, item, ctx.signal), {
+      name: "decode",
+      executor: callingPool(decodePool),
+      concurrency: decodeThreads,
+    })
+    .pipe((clip) => {
+      if (!isFailedClip(clip)) return clip;
+      console.error(`skipped ${formatClipFailure(clip.failed)}`); // the loader would replace it
+      return undefined;
+    }, { name: "keep" })
     .aggregate(batchSize, { name: "aggregate" })
-    .pipe((clips: DecodedClip[]) => collate(clips, numFrames, "BTHWC"), { name: "collate" })
+    .pipe((clips) => collate(clips, numFrames, "BTHWC"), { name: "collate" })
     .build();
   return { it: pipeline, stats: () => formatStats(pipeline.stats()), close: () => pipeline.stop() };
 }

@@ -17,6 +17,7 @@ export class SluiceError extends Error {
 export class LibraryNotFoundError extends SluiceError {
   /** Every path that was tried, in order. */
   readonly tried: string[];
+  /** `tried`: the paths tried, in order. */
   constructor(message: string, tried: string[], options?: ErrorOptions) {
     super(message, options);
     this.tried = tried;
@@ -36,6 +37,7 @@ export class MediaError extends SluiceError {
   readonly code: number | undefined;
   /** FFmpeg's description of `code` (from `av_strerror`), or sluice's own reason. */
   readonly reason: string;
+  /** The message is built as `<source>: <operation> failed: <reason>`. */
   constructor(source: string, operation: string, reason: string, code?: number, options?: ErrorOptions) {
     super(`${source}: ${operation} failed: ${reason}`, options);
     this.source = source;
@@ -49,6 +51,7 @@ export class MediaError extends SluiceError {
 export class ProtocolError extends SluiceError {
   /** Byte offset in the stream or buffer where the problem was found. */
   readonly offset: number;
+  /** The message gets ` (at byte <offset>)` appended. */
   constructor(message: string, offset: number, options?: ErrorOptions) {
     super(`${message} (at byte ${offset})`, options);
     this.offset = offset;
@@ -74,6 +77,7 @@ export class PipelineFailure extends SluiceError {
   readonly counts: { stage: string; tasksIn: number; failed: number }[];
   /** The first errors seen (a few per stage), in the order they happened. */
   readonly errors: StageError[];
+  /** `counts` and `errors` as the pipeline collected them; `options.cause` is the error that ended it. */
   constructor(
     message: string,
     counts: { stage: string; tasksIn: number; failed: number }[],
@@ -90,6 +94,7 @@ export class PipelineFailure extends SluiceError {
 export class WorkerCrashedError extends SluiceError {
   /** The export the task was calling. */
   readonly exportName: string;
+  /** `options.cause` is the Worker's uncaught error, when that is what killed it. */
   constructor(message: string, exportName: string, options?: ErrorOptions) {
     super(message, options);
     this.exportName = exportName;
@@ -103,6 +108,7 @@ export class PipelineStoppedError extends SluiceError {}
 export class BackendError extends SluiceError {
   /** The backend module and export, e.g. `file:///…/my_backend.ts#buildBackend`. */
   readonly backend: string;
+  /** `backend`: the backend module and export. */
   constructor(message: string, backend: string, options?: ErrorOptions) {
     super(message, options);
     this.backend = backend;
@@ -117,6 +123,7 @@ export class BackendExitedError extends BackendError {
   readonly signal: string | null;
   /** The last lines the child wrote to stderr (oldest first). */
   readonly stderrTail: string[];
+  /** `exit`: how the child ended and what it last wrote to stderr. */
   constructor(
     message: string,
     backend: string,
@@ -191,6 +198,7 @@ export class CudaError extends SluiceError {
   readonly code: number;
   /** The driver's name for the code, e.g. `"CUDA_ERROR_OUT_OF_MEMORY"`. */
   readonly errorName: string;
+  /** The message is built as `[<context>: ]<call> failed: <errorName> (<code>): <description>`. */
   constructor(
     call: string,
     code: number,
@@ -210,6 +218,7 @@ export class CudaError extends SluiceError {
 export class NvdecUnsupportedError extends SluiceError {
   /** The limit that was exceeded, e.g. `"max coded width 4096"` or `"bit depth 10"`. */
   readonly limit: string;
+  /** `limit`: the limit that was exceeded. */
   constructor(message: string, limit: string, options?: ErrorOptions) {
     super(message, options);
     this.limit = limit;
@@ -228,4 +237,188 @@ export function errorText(e: unknown, subject?: string): string {
   }
   text = text.trim().replace(/\s*\n\s*/g, "; ");
   return e instanceof Error ? `${e.name}: ${text}` : text;
+}
+
+// ---- Errors across Workers and processes -------------------------------------------------------------------
+
+/** A value an error field may hold once serialized: JSON-safe, with nested errors marked. */
+export type SerializedValue =
+  | string
+  | number
+  | boolean
+  | null
+  | SerializedValue[]
+  | { [key: string]: SerializedValue }
+  | { $error: SerializedError };
+
+/**
+ * An error as plain JSON-safe data ({@link serializeError}), for `postMessage` to and from Workers and for the
+ * backend's wire protocol. {@link deserializeError} turns it back into an instance of the same class.
+ */
+export interface SerializedError {
+  /** The class name, e.g. `"MediaError"` (also `"TypeError"`, `"AbortError"`, or any other `name`). */
+  name: string;
+  /** The message, as thrown. */
+  message: string;
+  /** The stack, as captured where it was thrown. */
+  stack?: string;
+  /** The error's own fields (`source`, `operation`, `code`, …), nested errors serialized the same way. */
+  fields?: { [key: string]: SerializedValue };
+  /** The `cause`, when there is one. */
+  cause?: SerializedValue;
+}
+
+/** A class {@link registerErrorClass} accepts: any `Error` subclass (its constructor is never called). */
+export type ErrorClass = abstract new (...args: never[]) => Error;
+
+/** Classes {@link deserializeError} rebuilds by name: every `SluiceError` subclass and the built-in errors. */
+const ERROR_CLASSES = new Map<string, ErrorClass>();
+
+/**
+ * Makes {@link deserializeError} rebuild errors named `cls.name` as instances of `cls`. Every class in this module
+ * is registered already; a module that defines its own `SluiceError` subclass registers it at load time.
+ */
+export function registerErrorClass(cls: ErrorClass): void {
+  ERROR_CLASSES.set(cls.name, cls);
+}
+
+for (
+  const cls of [
+    SluiceError,
+    LibraryNotFoundError,
+    LibraryVersionError,
+    MediaError,
+    ProtocolError,
+    InvalidArgumentError,
+    PipelineFailure,
+    WorkerCrashedError,
+    PipelineStoppedError,
+    BackendError,
+    BackendExitedError,
+    BackendStalledError,
+    FetchError,
+    DatasetError,
+    CudaError,
+    NvdecUnsupportedError,
+    Error,
+    TypeError,
+    RangeError,
+    SyntaxError,
+    ReferenceError,
+    EvalError,
+    URIError,
+    AggregateError,
+  ]
+) registerErrorClass(cls);
+
+/** Levels of nested values (fields, causes) kept; deeper ones become their `String()`. */
+const MAX_DEPTH = 8;
+const OWN_KEYS = new Set(["name", "message", "stack", "cause"]);
+
+/**
+ * An error (or any thrown value) as JSON-safe data that keeps its class name, message, stack, own fields
+ * (`MediaError.source`, `FetchError.status`, …) and `cause` chain. Values that are not JSON-safe (functions,
+ * symbols, class instances other than errors) become their `String()`; `undefined` fields are left out.
+ */
+export function serializeError(e: unknown): SerializedError {
+  return serializeErrorAt(e, 0);
+}
+
+function serializeErrorAt(e: unknown, depth: number): SerializedError {
+  if (!(e instanceof Error)) {
+    if (e instanceof DOMException) return { name: e.name, message: e.message, stack: e.stack };
+    return { name: "Error", message: typeof e === "string" ? e : String(e) };
+  }
+  const out: SerializedError = { name: e.name, message: e.message };
+  if (e.stack !== undefined) out.stack = e.stack;
+  const fields: { [key: string]: SerializedValue } = {};
+  let any = false;
+  for (const key of Object.keys(e)) {
+    if (OWN_KEYS.has(key)) continue;
+    const v = serializeValue((e as unknown as Record<string, unknown>)[key], depth + 1);
+    if (v === undefined) continue;
+    fields[key] = v;
+    any = true;
+  }
+  // AggregateError keeps its `errors` in a non-enumerable own property.
+  if (e instanceof AggregateError) {
+    fields.errors = serializeValue(e.errors, depth + 1)!;
+    any = true;
+  }
+  if (any) out.fields = fields;
+  if (e.cause !== undefined) out.cause = serializeValue(e.cause, depth + 1);
+  return out;
+}
+
+function serializeValue(x: unknown, depth: number): SerializedValue | undefined {
+  if (x === undefined || typeof x === "function" || typeof x === "symbol") return undefined;
+  if (x === null || typeof x === "string" || typeof x === "boolean") return x;
+  if (typeof x === "number") return Number.isFinite(x) ? x : String(x);
+  if (typeof x === "bigint") return String(x);
+  if (depth > MAX_DEPTH) return String(x);
+  if (x instanceof Error || x instanceof DOMException) return { $error: serializeErrorAt(x, depth) };
+  if (Array.isArray(x)) return x.map((v) => serializeValue(v, depth + 1) ?? null);
+  const proto = Object.getPrototypeOf(x);
+  if (proto !== Object.prototype && proto !== null) return String(x);
+  const obj: { [key: string]: SerializedValue } = {};
+  for (const [k, v] of Object.entries(x as Record<string, unknown>)) {
+    const s = serializeValue(v, depth + 1);
+    if (s !== undefined) obj[k] = s;
+  }
+  return obj;
+}
+
+/**
+ * Rebuilds an error from {@link serializeError}'s data: an instance of the registered class of that name (so
+ * `instanceof MediaError` holds and `source`, `operation`, `code`, `reason` are there), with the same message,
+ * the original stack and the `cause` chain. Constructors are not called, so no message is rebuilt or altered. An
+ * unknown name gives a plain `Error` with that `name`; `"AbortError"` and other DOM names give a `DOMException`.
+ */
+export function deserializeError(s: SerializedError): Error {
+  const cls = ERROR_CLASSES.get(s.name);
+  let err: Error;
+  if (cls !== undefined) {
+    err = Object.create(cls.prototype) as Error;
+    define(err, "message", String(s.message));
+    // SluiceError sets `name` as an own field in its constructor; the built-in classes inherit theirs.
+    if (err instanceof SluiceError) (err as { name: string }).name = s.name;
+  } else if (DOM_NAMES.has(s.name)) {
+    err = new DOMException(String(s.message), s.name) as unknown as Error;
+  } else {
+    err = new Error(String(s.message));
+    define(err, "name", s.name);
+  }
+  define(err, "stack", s.stack ?? `${s.name}: ${s.message}`);
+  for (const [k, v] of Object.entries(s.fields ?? {})) {
+    if (k === "errors" && err instanceof AggregateError) define(err, k, deserializeValue(v));
+    else (err as unknown as Record<string, unknown>)[k] = deserializeValue(v);
+  }
+  if (s.cause !== undefined) define(err, "cause", deserializeValue(s.cause));
+  return err;
+}
+
+/** DOMException names a thrown `DOMException` may carry (AbortSignal reasons, timeouts, bad clones). */
+const DOM_NAMES = new Set([
+  "AbortError",
+  "TimeoutError",
+  "DataCloneError",
+  "InvalidStateError",
+  "NotSupportedError",
+]);
+
+function deserializeValue(v: SerializedValue): unknown {
+  if (v === null || typeof v !== "object") return v;
+  if (Array.isArray(v)) return v.map(deserializeValue);
+  const keys = Object.keys(v);
+  if (keys.length === 1 && keys[0] === "$error") {
+    const e = (v as { $error: SerializedError }).$error;
+    if (e !== null && typeof e === "object" && typeof e.name === "string") return deserializeError(e);
+  }
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) out[k] = deserializeValue(x as SerializedValue);
+  return out;
+}
+
+function define(obj: object, key: string, value: unknown): void {
+  Object.defineProperty(obj, key, { value, writable: true, configurable: true, enumerable: false });
 }

@@ -8,6 +8,8 @@
 import { formatStats } from "../pipeline/format_stats.ts";
 import type { PipelineStats } from "../pipeline/pipeline.ts";
 import { type LoaderOptions, videoClassificationLoader } from "../data/loader.ts";
+import type { ClipFailure } from "../data/clip_failure.ts";
+import type { ClipCounts } from "../data/clip_stats.ts";
 import { BackendExitedError } from "../errors.ts";
 import { LiveBlock, type Out } from "./tty.ts";
 
@@ -33,17 +35,12 @@ export interface RunLoadOptions extends Omit<LoaderOptions, "onReport" | "report
 }
 
 /**
- * Clips per run. `planned` and `delivered` are counted now; `failed`, `replaced` and `padded` are null until
- * the loader counts per clip (today failures are counted per stage item, in `failures`).
+ * The run's clips, as the loader counts them (`stats().clips.total`, summed over the epochs started): planned =
+ * delivered + failed + dropped + pending, `replaced` of the failed filled by a substitute, and the failures
+ * listed (file, window, stage, error; the first 100 of each epoch).
  */
-export interface ClipCounts {
-  /** Clips the sampler planned for the epochs started (a run cut short by `batches` plans whole epochs). */
-  planned: number;
-  /** Clips that reached the consumer in batches. */
-  delivered: number;
-  failed: number | null;
-  replaced: number | null;
-  padded: number | null;
+export interface LoadClipCounts extends ClipCounts {
+  failures: ClipFailure[];
 }
 
 /** What {@link runLoad} measured. */
@@ -64,7 +61,7 @@ export interface LoadSummary {
   frameRate: number | null;
   /** True when the run was stopped early through `signal` (Ctrl-C): the figures cover the batches so far. */
   interrupted: boolean;
-  clips: ClipCounts;
+  clips: LoadClipCounts;
   epochs: number;
   batches: number;
   samples: number;
@@ -100,7 +97,7 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
   const startupSec = (performance.now() - t0) / 1000;
   const maxBatches = opts.batches ?? Infinity;
   const epochs = opts.batches !== undefined ? Infinity : opts.epochs ?? 1;
-  let batches = 0, samples = 0, epochsRun = 0, epochsStarted = 0, childPeakRss: number | null = null;
+  let batches = 0, samples = 0, epochsRun = 0, childPeakRss: number | null = null;
   let interrupted = false;
   // The child's high-water mark is read while it runs: leaving the loop early stops the backend child.
   const sampleChildPeak = () => {
@@ -142,7 +139,6 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
   };
   try {
     while (epochsRun < epochs && !opts.signal?.aborted) {
-      epochsStarted++;
       const end = await runEpoch();
       interrupted = end === "stopped";
       if (end !== "end") break;
@@ -182,13 +178,7 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
     seed: loader.sampler.options.seed,
     frameRate: opts.clip.frameRate ?? null,
     interrupted,
-    clips: {
-      planned: loader.clipsPerEpoch * epochsStarted,
-      delivered: samples,
-      failed: null,
-      replaced: null,
-      padded: null,
-    },
+    clips: { ...stats.clips.total, failures: stats.clips.epochs.flatMap((e) => e.failures) },
     epochs: epochsRun + (batches >= maxBatches && maxBatches !== Infinity ? 1 : 0),
     batches,
     samples,
@@ -206,6 +196,20 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
     rssAfterEpochBytes: rssAfterEpoch,
     childRssAfterEpochBytes: childRssAfterEpoch,
   };
+}
+
+/** `clips: planned …, delivered …, failed …` and, when any failed, how they were replaced and where they failed. */
+function clipLines(c: LoadClipCounts): string[] {
+  const lines = [
+    `clips: planned ${c.planned}, delivered ${c.delivered}, failed ${c.failed}` +
+    (c.dropped > 0 ? `, dropped ${c.dropped}` : "") + (c.pending > 0 ? `, not reached ${c.pending}` : "") +
+    `; padded frames ${c.paddedFrames}`,
+  ];
+  if (c.failed > 0) {
+    const stages = Object.entries(c.failedByStage).map(([k, n]) => `${k} ${n}`).join(", ");
+    lines.push(`  failed clips: ${c.replaced} replaced; by stage: ${stages}`);
+  }
+  return lines;
 }
 
 const STOPPED = Symbol("stopped");
@@ -236,8 +240,8 @@ export function formatSummary(s: LoadSummary, width?: number): string {
     `samples/s ${s.samplesPerSec.toFixed(1)}   frames/s ${s.framesPerSec.toFixed(0)}`,
     `peak RSS ${mib(s.peakRssBytes)} MiB` +
     (s.childPeakRssBytes !== null ? `, backend child ${mib(s.childPeakRssBytes)} MiB` : ""),
-    `clips: planned ${s.clips.planned}, delivered ${s.clips.delivered}`,
-    `failures: ${Object.keys(s.failures).length === 0 ? "none" : JSON.stringify(s.failures)}`,
+    ...clipLines(s.clips),
+    `index and stage failures: ${Object.keys(s.failures).length === 0 ? "none" : JSON.stringify(s.failures)}`,
     "",
   ];
   if (s.child !== null) lines.push("backend child:", formatStats(s.child, { width }), "", "this process:");

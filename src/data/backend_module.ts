@@ -1,8 +1,9 @@
 /**
  * The backend module of the video loader's "subprocess" backend: `spawnBackend` imports it in a child process
- * and calls its default export, which builds the loader's front half (source → fetch → demux → disaggregate,
- * see `front.ts`) there. The child streams one item per clip (metadata + compressed packets) to the parent,
- * which decodes, batches and collates.
+ * and calls its default export, which builds the loader's front half (sample → fetch → demux → shuffle →
+ * disaggregate, see `front.ts`) there. The child streams one item per clip to the parent, which decodes,
+ * replaces, batches and collates: metadata + compressed packets, or, for a clip whose fetch or demux failed,
+ * its `FailedClip` (an ordinary JSON item, so the parent counts and replaces it like a failure of its own).
  *
  * The child's entry writes each item to its stdout synchronously (copying small parts, writing big ones
  * straight from their memory) before it asks for the next one, so asking for the next item means the previous
@@ -13,7 +14,7 @@
 
 import type { Pipeline, PipelineStats } from "../pipeline/pipeline.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
-import type { ClipPackets } from "./clip_worker.ts";
+import type { ClipItem } from "./clip_steps.ts";
 import { buildFront, type FrontArgs } from "./front.ts";
 
 /** The child's pipeline stats, plus its memory (relayed to the parent in STATS frames). */
@@ -23,7 +24,7 @@ export interface FrontStats extends PipelineStats {
 }
 
 /** What the child serves: each iteration is one epoch; `stats` (plus memory) and `stop` are the pipeline's. */
-export interface ServedFront extends AsyncIterable<ClipPackets> {
+export interface ServedFront extends AsyncIterable<ClipItem> {
   stats(): FrontStats;
   stop(): Promise<void>;
 }
@@ -38,15 +39,15 @@ export default function clipFront(args: FrontArgs): ServedFront {
  * the previous `next()` returned. Only for a consumer that is done with an item when it asks for the next one,
  * as the backend child's entry is.
  */
-export function releasingSpent(pipeline: Pipeline<ClipPackets>): ServedFront {
+export function releasingSpent(pipeline: Pipeline<ClipItem>): ServedFront {
   return {
     stats: () => ({ ...pipeline.stats(), memory: Deno.memoryUsage() }),
     stop: () => pipeline.stop(),
-    [Symbol.asyncIterator](): AsyncIterator<ClipPackets> {
+    [Symbol.asyncIterator](): AsyncIterator<ClipItem> {
       const it = pipeline[Symbol.asyncIterator]();
-      let spent: ClipPackets | undefined;
+      let spent: ClipItem | undefined;
       const release = () => {
-        if (spent !== undefined) releaseBuffers(spent.packets);
+        if (spent !== undefined && "packets" in spent) releaseBuffers(spent.packets);
         spent = undefined;
       };
       return {

@@ -5,7 +5,10 @@
  * training loop's speed during the replay is what it reaches with data loading for free: the gap between that
  * and its speed on the real loader is the data-loading headroom.
  *
- * Cached batches are yielded by reference, again and again: a loop that writes into a batch changes the cache.
+ * A kept batch survives its consumer's `using` (`for await (using batch of cacheLoader(...))`): the cache yields
+ * it behind a view whose `Symbol.dispose` does nothing, and disposes the kept batches itself when the replay
+ * ends. Batches it does not keep are yielded as they are, so `using` frees them as usual. Kept batches are
+ * yielded by reference, again and again: a loop that writes into a batch changes the cache.
  * @module
  */
 
@@ -36,13 +39,31 @@ export async function* cacheLoader<T>(loader: AsyncIterable<T>, opts: CacheLoade
   if (!Number.isInteger(stopAfter) || stopAfter < 1) {
     throw new InvalidArgumentError(`cacheLoader: stopAfter must be a positive integer, got ${stopAfter}`);
   }
-  const cache: T[] = [];
-  let yielded = 0;
-  for await (const batch of loader) {
-    if (cache.length < numCached) cache.push(batch);
-    yield batch;
-    if (++yielded >= stopAfter || yielded >= replayAfter) break; // leaving the loop stops the real loader
+  const kept: T[] = [], views: T[] = [];
+  try {
+    let yielded = 0;
+    for await (const batch of loader) {
+      if (kept.length < numCached) {
+        kept.push(batch);
+        views.push(undisposable(batch));
+        yield views[views.length - 1];
+      } else yield batch;
+      if (++yielded >= stopAfter || yielded >= replayAfter) break; // leaving the loop stops the real loader
+    }
+    for (let i = 0; yielded < stopAfter && views.length > 0; i++, yielded++) yield views[i % views.length];
+  } finally {
+    for (const b of kept) (b as Partial<Disposable>)[Symbol.dispose]?.();
   }
-  if (cache.length === 0) return;
-  for (let i = 0; yielded < stopAfter; i++, yielded++) yield cache[i % cache.length];
+}
+
+/** `x` behind a view whose `Symbol.dispose` does nothing (non-objects and non-disposables as they are). */
+function undisposable<T>(x: T): T {
+  if (
+    x === null || typeof x !== "object" || typeof (x as Partial<Disposable>)[Symbol.dispose] !== "function"
+  ) {
+    return x;
+  }
+  return new Proxy(x, {
+    get: (target, key) => key === Symbol.dispose ? () => {} : Reflect.get(target, key, target),
+  });
 }

@@ -13,41 +13,29 @@ import { decodeVideoNvdecSync, releaseNvdecDecoder } from "../nvdec/decoder.ts";
 import { demuxVideoSync } from "../media/demux.ts";
 import { VideoPackets, type VideoPacketsInit } from "../media/packets.ts";
 import { releaseBuffers, transferable, type Transferring } from "../pipeline/transfer.ts";
-import type { ClipMeta, DecodedClip } from "./collate.ts";
+import type { ClipBase, DecodedClip } from "./collate.ts";
+import type { ClipSpec } from "./clip_spec.ts";
+
+export type { ClipBase };
 
 /** One video with the clips to cut from it, after fetching. */
 export interface VideoTask {
   epoch: number;
   video: number;
   path: string;
-  label: number;
-  /** `[start, end)` seconds and the clip's position in the rank's epoch. */
-  clips: { position: number; start: number; end: number }[];
+  /** Each clip's metadata, window (`start`, `end`) included, as the loader planned it. */
+  clips: ClipBase[];
   /** The bytes (URLs, after fetching) or the local path itself. */
   src?: Uint8Array | string;
-  /** How the decode stage will decode these clips (travels with each clip). */
-  decode: ClipDecodeOptions;
+  /** What each clip becomes (travels with each clip). */
+  spec: ClipSpec;
 }
-
-/** Base metadata of a clip (collate adds pts and padding). */
-export type ClipBase = Omit<ClipMeta, "pts" | "padded"> & { position: number; epoch: number };
 
 /** The packets of one clip. */
 export interface ClipPackets {
   meta: ClipBase;
   packets: VideoPacketsInit;
-  decode: ClipDecodeOptions;
-}
-
-/** How clips are decoded. */
-export interface ClipDecodeOptions {
-  numFrames: number;
-  /** Resample to this rate (frames per second); omit to take the video's own frames. */
-  frameRate?: number;
-  width: number;
-  height: number;
-  /** Packed `[T, H, W, 3]` or planar `[T, 3, H, W]` frames. */
-  planar: boolean;
+  spec: ClipSpec;
 }
 
 /** Demuxes every clip window of one video; see the module docs. */
@@ -55,25 +43,13 @@ export function demuxClips(task: VideoTask): Transferring<ClipPackets[]> {
   const src = task.src ?? task.path;
   const windows = task.clips.map((c): [number, number] => [c.start, c.end]);
   const results = demuxVideoSync(src, { windows });
-  const out = results.map((packets, i): ClipPackets => ({
-    meta: {
-      path: task.path,
-      video: task.video,
-      label: task.label,
-      start: task.clips[i].start,
-      end: task.clips[i].end,
-      position: task.clips[i].position,
-      epoch: task.epoch,
-    },
-    packets,
-    decode: task.decode,
-  }));
+  const out = results.map((packets, i): ClipPackets => ({ meta: task.clips[i], packets, spec: task.spec }));
   return transferable(out, results.flatMap((p) => p.transferables()));
 }
 
 /** Decodes one clip to `numFrames` RGB frames of `width`×`height`; see the module docs. */
 export function decodeClip(item: ClipPackets): Transferring<DecodedClip> {
-  const opts = item.decode;
+  const opts = decodeOptions(item.spec);
   const frames = decodeVideoSync(VideoPackets.fromStructured(item.packets), {
     width: opts.width,
     height: opts.height,
@@ -100,7 +76,7 @@ export function decodeClip(item: ClipPackets): Transferring<DecodedClip> {
  * `numFrames` frames of the window are kept.
  */
 export async function decodeClipNvdec(item: ClipPackets): Promise<Transferring<DecodedClip>> {
-  const opts = item.decode;
+  const opts = decodeOptions(item.spec);
   using frames = decodeVideoNvdecSync(VideoPackets.fromStructured(item.packets), {
     width: opts.width,
     height: opts.height,
@@ -127,6 +103,18 @@ export async function decodeClipNvdec(item: ClipPackets): Promise<Transferring<D
   }
   const clip: DecodedClip = { meta: item.meta, data, pts, width: opts.width, height: opts.height };
   return transferable(clip, [data.buffer, pts.buffer]);
+}
+
+/** The parts of a spec these decoders follow so far. */
+function decodeOptions(spec: ClipSpec) {
+  const frameRate = spec.sampling.kind === "rate" ? spec.sampling.frameRate : undefined;
+  return {
+    numFrames: spec.numFrames,
+    width: spec.width,
+    height: spec.height,
+    planar: spec.planar,
+    frameRate,
+  };
 }
 
 /** `[source frame index, output pts]` for each output frame; see {@link decodeClipNvdec}. */

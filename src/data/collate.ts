@@ -1,102 +1,135 @@
 /**
- * `collate`: joins decoded clips into one batch: one `Uint8Array` shaped `[B, T, H, W, 3]` (layout `"BTHWC"`,
- * from packed `rgb24` clips) or `[B, 3, T, H, W]` (layout `"BCTHW"`, from `rgb24-planar` clips, whose frames are
- * `[3, H, W]` each and are regrouped plane by plane), plus the labels as an `Int32Array` and per-clip metadata.
- * A clip with fewer than `T` frames (the video ended inside the window) is padded by repeating its last frame;
- * `padded` in its metadata says how many frames were added. A batch is `Disposable` (see {@link Batch}).
+ * `collate`: joins decoded clips into one batch: one array shaped `[B, T, H, W, 3]` (layout `"BTHWC"`, from
+ * packed clips) or `[B, 3, T, H, W]` (layout `"BCTHW"`, from planar clips, whose frames are `[3, H, W]` each and
+ * are regrouped plane by plane), bytes (`Uint8Array`) or normalised floats (`Float32Array`) as the clips are,
+ * plus the labels as an `Int32Array` and per-clip metadata ({@link ClipMeta}). Every clip already holds exactly
+ * `T` frames (the decode Workers pad a short clip by repeating its last frame and say so in its metadata).
+ * A batch is `Disposable` (see {@link Batch}).
  * @module
  */
 
 import { InvalidArgumentError } from "../errors.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
+import type { ClipFailure } from "./clip_failure.ts";
+import type { ClipDtype, ClipOutcome } from "./clip_spec.ts";
 
 /** Memory layout of a batch. */
 export type BatchLayout = "BTHWC" | "BCTHW";
 
-/** What one clip of a batch is. */
-export interface ClipMeta {
+/**
+ * What one clip of a batch is: where it came from (`path`, the window the sampler asked for, its place in the
+ * plan, its seed, the manifest's other columns) and what it holds ({@link ClipOutcome}: each frame's time,
+ * padding, the time range its frames cover, rotation, crop and flip).
+ */
+export interface ClipMeta extends ClipOutcome {
   /** Video path or URL. */
   path: string;
   /** Index of the video in the dataset. */
   video: number;
-  /** Class index. */
+  /** Class index (-1 when the dataset has no labels). */
   label: number;
-  /** The window the sampler asked for, seconds. */
+  /** The window the sampler asked for, seconds (the frames cover `span`, see the README): its start... */
   start: number;
+  /** ...and its end. */
   end: number;
-  /** Presentation time of each of the clip's frames, seconds (padding repeats the last). */
-  pts: number[];
-  /** Frames added by repeating the last one. */
-  padded: number;
+  /** The epoch of the plan (0-based). */
+  epoch: number;
+  /** The clip's position in this rank's plan of the epoch (a substitute keeps the failed clip's). */
+  position: number;
+  /** Seed of the clip's random transforms (crop, flip): the sampler's `clipSeed`. */
+  seed: number;
+  /** The manifest's other columns for this video (captions, multi-label ids, targets), when it has any. */
+  fields?: Record<string, unknown>;
+  /**
+   * Set when this clip stands in for a planned clip that failed (`onClipError: "replace"`): that clip's
+   * failure. The substitute keeps the failed clip's `position`; its own window is `start`/`end` of `path`.
+   */
+  replaces?: ClipFailure;
 }
 
-/** One decoded clip, as the decode stage hands it to `collate`. */
+/** The metadata a clip has before it is decoded (the loader sets it; the decode Workers add the outcome). */
+export type ClipBase = Omit<ClipMeta, keyof ClipOutcome>;
+
+/** One decoded clip, as the decode stage hands it on. */
 export interface DecodedClip {
-  meta: Omit<ClipMeta, "pts" | "padded">;
-  /** `frames × frameSize` bytes: packed RGB (`[T, H, W, 3]`) or planar RGB (`[T, 3, H, W]`). */
-  data: Uint8Array;
-  /** Presentation time of each frame, seconds. */
-  pts: Float64Array | number[];
+  /** What the loader planned for it. */
+  meta: ClipBase;
+  /** `numFrames × frameSize` samples: packed RGB (`[T, H, W, 3]`) or planar RGB (`[T, 3, H, W]`). */
+  data: Uint8Array | Float32Array;
+  /** Frame width in pixels. */
   width: number;
+  /** Frame height in pixels. */
   height: number;
+  /** What the clip holds (see `clip_spec.ts`). */
+  outcome?: ClipOutcome;
+  /** Presentation time of each frame, seconds: decoders that predate `outcome` (see `legacy_clip.ts`). */
+  pts?: Float64Array | number[];
 }
+
+/** A decoded clip with its outcome, ready for a batch. */
+export type FilledClip = DecodedClip & { outcome: ClipOutcome };
 
 /**
  * A batch of clips. Disposable: `for await (using batch of loader)` (or `batch[Symbol.dispose]()`) frees its
  * pixels and labels as soon as the step is done instead of at V8's next garbage collection, which keeps the
- * loader's memory flat at its working set. After that, `data` and `labels` read as empty. Batches that are
- * kept (e.g. by `cacheLoader`) must simply not be disposed.
+ * loader's memory flat at its working set. After that, `data` and `labels` read as empty. `cacheLoader` keeps
+ * the batches it replays alive through their consumers' `using`.
  */
 export interface Batch extends Disposable {
-  /** Pixels; see {@link BatchLayout} and `shape`. */
-  data: Uint8Array;
+  /** Samples: bytes for `dtype` `"uint8"`, normalised floats for `"float32"`; see `shape`. */
+  data: Uint8Array | Float32Array;
+  /** The sample type of `data`. */
+  dtype: ClipDtype;
   /** `[B, T, H, W, 3]` or `[B, 3, T, H, W]`. */
   shape: number[];
+  /** Which of the two `shape` is. */
   layout: BatchLayout;
   /** `labels[b]` is the class of clip `b`. */
   labels: Int32Array;
+  /** `clips[b]` says what clip `b` is. */
   clips: ClipMeta[];
 }
 
-/** Collates clips into a batch of `numFrames` frames per clip; see the module docs. */
-export function collate(clips: readonly DecodedClip[], numFrames: number, layout: BatchLayout): Batch {
+/** Collates clips of `numFrames` frames each into a batch; see the module docs. */
+export function collate(clips: readonly FilledClip[], numFrames: number, layout: BatchLayout): Batch {
   if (clips.length === 0) throw new InvalidArgumentError("collate: no clips");
   const { width: W, height: H } = clips[0];
+  const float = clips[0].data instanceof Float32Array;
   const T = numFrames, B = clips.length, frameSize = W * H * 3, plane = W * H;
-  const data = new Uint8Array(B * T * frameSize);
+  const data = float ? new Float32Array(B * T * frameSize) : new Uint8Array(B * T * frameSize);
   const labels = new Int32Array(B);
   const metas: ClipMeta[] = [];
   for (const [b, c] of clips.entries()) {
+    const what = `collate: clip ${c.meta.path} [${c.meta.start}, ${c.meta.end})`;
     if (c.width !== W || c.height !== H) {
-      throw new InvalidArgumentError(
-        `collate: clip ${c.meta.path} is ${c.width}x${c.height}, batch is ${W}x${H}`,
-      );
+      throw new InvalidArgumentError(`${what} is ${c.width}x${c.height}, batch is ${W}x${H}`);
     }
-    const have = Math.floor(c.data.length / frameSize);
-    if (have === 0) {
-      throw new InvalidArgumentError(
-        `collate: clip ${c.meta.path} [${c.meta.start}, ${c.meta.end}) has no frames`,
-      );
+    if ((c.data instanceof Float32Array) !== float) {
+      throw new InvalidArgumentError(`${what}: sample type differs from the batch's first clip`);
     }
-    const pts: number[] = [];
-    for (let t = 0; t < T; t++) {
-      const src = Math.min(t, have - 1);
-      pts.push(c.pts[src]);
-      const frame = c.data.subarray(src * frameSize, (src + 1) * frameSize);
-      if (layout === "BTHWC") {
-        data.set(frame, (b * T + t) * frameSize);
-      } else {
+    if (c.data.length !== T * frameSize) {
+      throw new InvalidArgumentError(`${what} has ${c.data.length / frameSize} frames, the batch ${T}`);
+    }
+    if (layout === "BTHWC") {
+      (data as Uint8Array).set(c.data as Uint8Array, b * T * frameSize);
+    } else {
+      for (let t = 0; t < T; t++) {
+        const frame = c.data.subarray(t * frameSize, (t + 1) * frameSize);
         for (let ch = 0; ch < 3; ch++) {
-          data.set(frame.subarray(ch * plane, (ch + 1) * plane), ((b * 3 + ch) * T + t) * plane);
+          (data as Uint8Array).set(
+            frame.subarray(ch * plane, (ch + 1) * plane) as Uint8Array,
+            ((b * 3 + ch) * T + t) * plane,
+          );
         }
       }
     }
     labels[b] = c.meta.label;
-    metas.push({ ...c.meta, pts, padded: Math.max(0, T - have) });
+    metas.push({ ...c.meta, ...c.outcome });
   }
   const shape = layout === "BTHWC" ? [B, T, H, W, 3] : [B, 3, T, H, W];
   return {
     data,
+    dtype: float ? "float32" : "uint8",
     shape,
     layout,
     labels,

@@ -1,11 +1,22 @@
 /**
- * Labelled video datasets: a directory tree `root/<label>/<video>` or a manifest (CSV or JSONL) of
- * `path,label[,start,end]` rows. Paths may be local (relative ones resolve against the manifest's directory)
- * or `http(s)://` URLs; a manifest may itself be a URL.
+ * Labelled video datasets: a directory tree `root/<label>/…/<video>` or a manifest (CSV or JSONL). Paths may be
+ * local (relative ones resolve against the manifest's directory) or `http(s)://` URLs; a manifest may itself be
+ * a URL.
  *
- * Labels: a directory tree numbers its label directories in sorted order. A manifest whose labels are all
- * non-negative integers uses them as they are (class names are the numbers); otherwise the distinct label
- * names are numbered in sorted order.
+ * - Directory tree: each directory under `root` is a label (sorted by name, numbered from 0); every video file
+ *   under it, in nested folders too, is one item of that label. Symbolic links are followed (a link back to a
+ *   directory already on the path is skipped). Files that are not videos (by extension), hidden entries, files
+ *   directly under `root` and broken links are listed in `skipped` with the reason.
+ * - Manifest: columns by name. A CSV's first row is a header when it names any of `path`, `label`, `start`,
+ *   `end` (case-insensitive); a JSONL line is an object with those keys. `path` is required; `label`, `start`
+ *   and `end` (seconds, the range of the video to sample from) are optional; every other column goes through to
+ *   each item's `fields` (and from there to each clip's metadata): captions, multi-label ids, float targets. A
+ *   CSV column whose non-empty cells are all numbers gives numbers, else strings; an empty cell gives `null`.
+ *   A headerless CSV is read as `path,label[,start,end]`.
+ * - Labels: when every label is a non-negative integer they are used as they are (class `i` is named `"i"`);
+ *   when none is, the distinct names are numbered in sorted order; a mix is an error naming the first line of
+ *   the rarer kind (so a typo like `1O` among integers does not silently renumber every class). A manifest
+ *   without labels gives every item label -1 and no classes.
  * @module
  */
 
@@ -16,11 +27,22 @@ import { fetchBytes, isUrl } from "./fetch.ts";
 export interface VideoItem {
   /** Local path or http(s) URL. */
   path: string;
-  /** Class index into `VideoDataset.classes`. */
+  /** Class index into `VideoDataset.classes`; -1 when the dataset has no labels. */
   label: number;
-  /** Optional range of the video to sample from, seconds. */
+  /** Optional range of the video to sample from, seconds: its start... */
   start?: number;
+  /** ...and its end. */
   end?: number;
+  /** A manifest's other columns (captions, multi-label ids, targets), carried to each clip's metadata. */
+  fields?: Record<string, unknown>;
+}
+
+/** A file a directory tree left out, and why. */
+export interface SkippedFile {
+  /** The file (or link) under the dataset's root. */
+  path: string;
+  /** Why it was left out. */
+  reason: string;
 }
 
 /** A labelled list of videos. */
@@ -29,7 +51,10 @@ export interface VideoDataset {
   root: string;
   /** Class names; a label is an index into this list. */
   classes: string[];
+  /** The videos, in the dataset's order. */
   items: VideoItem[];
+  /** Files a directory tree left out, with the reason (empty for manifests). */
+  skipped?: SkippedFile[];
 }
 
 /** File extensions a directory tree treats as videos. */
@@ -46,8 +71,22 @@ export const VIDEO_EXTENSIONS: readonly string[] = [
   ".flv",
 ];
 
+/** Largest integer label taken as a class id (the class list has one name per id up to the largest). */
+const MAX_CLASS_ID = 1_000_000;
+
+function isVideoName(name: string): boolean {
+  const lower = name.toLowerCase().replace(/[?#].*$/, "");
+  return VIDEO_EXTENSIONS.some((x) => lower.endsWith(x));
+}
+
 /** Opens a dataset: a directory tree, or a `.csv` / `.jsonl` manifest (local or URL). */
 export async function openDataset(source: string): Promise<VideoDataset> {
+  if (isVideoName(source)) {
+    throw new DatasetError(
+      `${source}: open dataset failed: this is a video file, not a dataset; give a directory of ` +
+        `<label>/<video> folders or a CSV/JSONL manifest`,
+    );
+  }
   if (isUrl(source)) return await datasetFromManifest(source);
   let stat: Deno.FileInfo;
   try {
@@ -60,79 +99,235 @@ export async function openDataset(source: string): Promise<VideoDataset> {
   return stat.isDirectory ? await datasetFromDirectory(source) : await datasetFromManifest(source);
 }
 
-/** Reads `root/<label>/<video>`: labels are the sorted subdirectory names; only video extensions count. */
+/** Reads `root/<label>/…/<video>`; see the module docs. */
 export async function datasetFromDirectory(root: string): Promise<VideoDataset> {
+  const skipped: SkippedFile[] = [];
   const classes: string[] = [];
-  for await (const e of Deno.readDir(root)) {
-    if (e.isDirectory && !e.name.startsWith(".")) classes.push(e.name);
+  for (const e of await entries(root)) {
+    const path = `${root}/${e.name}`;
+    if (e.name.startsWith(".")) skipped.push({ path, reason: "hidden" });
+    else if (e.kind === "directory") classes.push(e.name);
+    else if (e.kind === "broken") skipped.push({ path, reason: "broken symbolic link" });
+    else skipped.push({ path, reason: "not inside a label directory" });
   }
   classes.sort();
   const items: VideoItem[] = [];
   for (const [label, name] of classes.entries()) {
     const files: string[] = [];
-    for await (const e of Deno.readDir(`${root}/${name}`)) {
-      if (e.isFile && VIDEO_EXTENSIONS.some((x) => e.name.toLowerCase().endsWith(x))) files.push(e.name);
-    }
+    await walk(`${root}/${name}`, new Set([await Deno.realPath(`${root}/${name}`)]), files, skipped);
     files.sort();
-    for (const f of files) items.push({ path: `${root}/${name}/${f}`, label });
+    for (const path of files) items.push({ path, label });
   }
+  skipped.sort((a, b) => a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
   if (items.length === 0) {
-    throw new DatasetError(`${root}: open dataset failed: no videos found under ${root}/<label>/`);
+    throw new DatasetError(
+      `${root}: open dataset failed: no videos found under ${root}/<label>/` +
+        (skipped.length > 0
+          ? ` (${skipped.length} file(s) skipped, e.g. ${skipped[0].path}: ${skipped[0].reason})`
+          : ""),
+    );
   }
-  return { root, classes, items };
+  return { root, classes, items, skipped };
 }
 
+interface Entry {
+  name: string;
+  kind: "directory" | "file" | "broken";
+}
+
+/** The entries of a directory, symbolic links resolved. */
+async function entries(dir: string): Promise<Entry[]> {
+  const out: Entry[] = [];
+  for await (const e of Deno.readDir(dir)) {
+    if (!e.isSymlink) {
+      out.push({ name: e.name, kind: e.isDirectory ? "directory" : "file" });
+      continue;
+    }
+    try {
+      const st = await Deno.stat(`${dir}/${e.name}`);
+      out.push({ name: e.name, kind: st.isDirectory ? "directory" : "file" });
+    } catch {
+      out.push({ name: e.name, kind: "broken" });
+    }
+  }
+  return out;
+}
+
+/** Collects the video files under `dir` (nested folders too); `onPath` holds the real paths of `dir`'s ancestors. */
+async function walk(
+  dir: string,
+  onPath: Set<string>,
+  files: string[],
+  skipped: SkippedFile[],
+): Promise<void> {
+  for (const e of await entries(dir)) {
+    const path = `${dir}/${e.name}`;
+    if (e.name.startsWith(".")) skipped.push({ path, reason: "hidden" });
+    else if (e.kind === "broken") skipped.push({ path, reason: "broken symbolic link" });
+    else if (e.kind === "file") {
+      if (isVideoName(e.name)) files.push(path);
+      else skipped.push({ path, reason: `not a video file extension (${VIDEO_EXTENSIONS.join(" ")})` });
+    } else {
+      const real = await Deno.realPath(path);
+      if (onPath.has(real)) {
+        skipped.push({ path, reason: "symbolic link loop (links to a directory above it)" });
+        continue;
+      }
+      await walk(path, new Set([...onPath, real]), files, skipped);
+    }
+  }
+}
+
+/** One manifest row before labels are numbered. */
 interface Row {
+  line: number;
   path: string;
-  label: string;
+  label?: string;
   start?: number;
   end?: number;
-  line: number;
+  fields?: Record<string, unknown>;
 }
 
-/** Reads a CSV (`path,label[,start,end]`, header optional) or JSONL (`{"path","label","start"?,"end"?}`) manifest. */
+/** Reads a CSV or JSONL manifest; see the module docs. */
 export async function datasetFromManifest(source: string): Promise<VideoDataset> {
-  let text: string;
+  let bytes: Uint8Array;
   try {
-    text = new TextDecoder().decode(await fetchBytes(source));
+    bytes = await fetchBytes(source);
   } catch (e) {
     throw new DatasetError(`${source}: read manifest failed: ${e instanceof Error ? e.message : e}`, {
       cause: e,
     });
   }
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch (e) {
+    throw new DatasetError(
+      `${source}: read manifest failed: not a text file (a dataset is a directory of <label>/<video> folders ` +
+        `or a CSV/JSONL manifest)`,
+      { cause: e },
+    );
+  }
   const jsonl = /\.jsonl?(\?.*)?$/i.test(source) || text.trimStart().startsWith("{");
   const rows = jsonl ? parseJsonl(text, source) : parseCsv(text, source);
   if (rows.length === 0) throw new DatasetError(`${source}: manifest has no rows`);
   const base = baseOf(source);
-  const numeric = rows.every((r) => /^\d+$/.test(r.label));
-  const classes = numeric
-    ? Array.from({ length: Math.max(...rows.map((r) => Number(r.label))) + 1 }, (_, i) => String(i))
-    : [...new Set(rows.map((r) => r.label))].sort();
-  const index = new Map(classes.map((c, i) => [c, i]));
+  const { classes, labelOf } = numberLabels(rows, source);
   const items = rows.map((r): VideoItem => {
-    const item: VideoItem = { path: resolvePath(r.path, base), label: index.get(r.label)! };
+    const item: VideoItem = { path: resolvePath(r.path, base), label: labelOf(r) };
     if (r.start !== undefined) item.start = r.start;
     if (r.end !== undefined) item.end = r.end;
+    if (r.fields !== undefined) item.fields = r.fields;
     return item;
   });
-  return { root: source, classes, items };
+  return { root: source, classes, items, skipped: [] };
 }
 
+/** Class names and each row's class index; see the module docs (Labels). */
+function numberLabels(rows: Row[], source: string): { classes: string[]; labelOf: (r: Row) => number } {
+  const labelled = rows.filter((r) => r.label !== undefined);
+  if (labelled.length === 0) return { classes: [], labelOf: () => -1 };
+  if (labelled.length < rows.length) {
+    const r = rows.find((r) => r.label === undefined)!;
+    throw new DatasetError(`${source}:${r.line}: no label, but ${labelled.length} other row(s) have one`);
+  }
+  const ints = rows.filter((r) => /^\d+$/.test(r.label!));
+  if (ints.length === rows.length) {
+    const max = Math.max(...rows.map((r) => Number(r.label)));
+    if (max > MAX_CLASS_ID) {
+      const r = rows.find((r) => Number(r.label) === max)!;
+      throw new DatasetError(
+        `${source}:${r.line}: label ${r.label} is above ${MAX_CLASS_ID}, the largest integer class id; use names`,
+      );
+    }
+    return { classes: Array.from({ length: max + 1 }, (_, i) => String(i)), labelOf: (r) => Number(r.label) };
+  }
+  if (ints.length > 0) {
+    const names = rows.length - ints.length;
+    const odd = names <= ints.length ? rows.find((r) => !/^\d+$/.test(r.label!))! : ints[0];
+    const kind = names <= ints.length ? "is not an integer" : "is an integer";
+    throw new DatasetError(
+      `${source}:${odd.line}: label "${odd.label}" ${kind}, but ${ints.length} row(s) have integer labels and ` +
+        `${names} have names: labels must be all class ids (integers >= 0) or all names`,
+    );
+  }
+  const classes = [...new Set(rows.map((r) => r.label!))].sort();
+  const index = new Map(classes.map((c, i) => [c, i]));
+  return { classes, labelOf: (r) => index.get(r.label!)! };
+}
+
+const COLUMNS = ["path", "label", "start", "end"];
+
 function parseCsv(text: string, source: string): Row[] {
-  const rows: Row[] = [];
+  const lines: { line: number; cells: string[] }[] = [];
   for (const [i, raw] of text.split(/\r?\n/).entries()) {
     const line = raw.trim();
     if (line === "" || line.startsWith("#")) continue;
-    const cells = splitCsvLine(line);
-    if (rows.length === 0 && cells[0].toLowerCase() === "path") continue; // header
-    if (cells.length < 2 || cells.length > 4) {
+    lines.push({ line: i + 1, cells: splitCsvLine(line) });
+  }
+  if (lines.length === 0) return [];
+  const first = lines[0].cells.map((c) => c.toLowerCase());
+  if (!first.some((c) => COLUMNS.includes(c))) {
+    return lines.map(({ line, cells }) => {
+      if (cells.length < 2 || cells.length > 4) {
+        throw new DatasetError(
+          `${source}:${line}: expected path,label[,start,end] (or a header naming the columns), got ${cells.length} fields`,
+        );
+      }
+      return row({ path: cells[0], label: cells[1], start: cells[2], end: cells[3] }, {}, line, source);
+    });
+  }
+  const header = lines[0].cells;
+  const names = first;
+  for (const [i, n] of names.entries()) {
+    if (n === "") {
+      throw new DatasetError(`${source}:${lines[0].line}: column ${i + 1} of the header has no name`);
+    }
+    if (names.indexOf(n) !== i) {
+      throw new DatasetError(`${source}:${lines[0].line}: column "${n}" appears twice`);
+    }
+  }
+  if (!names.includes("path")) {
+    throw new DatasetError(
+      `${source}:${lines[0].line}: the header (${header.join(", ")}) has no "path" column`,
+    );
+  }
+  const body = lines.slice(1);
+  for (const { line, cells } of body) {
+    if (cells.length > names.length) {
       throw new DatasetError(
-        `${source}:${i + 1}: expected path,label[,start,end], got ${cells.length} fields`,
+        `${source}:${line}: ${cells.length} fields, but the header names ${names.length}`,
       );
     }
-    rows.push(row(cells[0], cells[1], cells[2], cells[3], i + 1, source));
+    while (cells.length < names.length) cells.push(""); // trailing empty cells may be left out
   }
-  return rows;
+  // Extra columns: numbers when every non-empty cell of the column is one.
+  const extra = names.flatMap((n, i) => COLUMNS.includes(n) ? [] : [i]);
+  const numeric = new Set(
+    extra.filter((i) => body.every(({ cells }) => cells[i] === "" || Number.isFinite(Number(cells[i])))),
+  );
+  const at = (cells: string[], name: string) => {
+    const i = names.indexOf(name);
+    return i < 0 ? undefined : cells[i];
+  };
+  return body.map(({ line, cells }) => {
+    const fields: Record<string, unknown> = {};
+    for (const i of extra) {
+      fields[header[i]] = cells[i] === "" ? null : numeric.has(i) ? Number(cells[i]) : cells[i];
+    }
+    const label = at(cells, "label");
+    return row(
+      {
+        path: at(cells, "path")!,
+        label: label === "" ? undefined : label,
+        start: at(cells, "start"),
+        end: at(cells, "end"),
+      },
+      fields,
+      line,
+      source,
+    );
+  });
 }
 
 function splitCsvLine(line: string): string[] {
@@ -160,47 +355,67 @@ function parseJsonl(text: string, source: string): Row[] {
   const rows: Row[] = [];
   for (const [i, raw] of text.split(/\r?\n/).entries()) {
     if (raw.trim() === "") continue;
-    let o: Record<string, unknown>;
+    let o: unknown;
     try {
       o = JSON.parse(raw);
     } catch (e) {
       throw new DatasetError(`${source}:${i + 1}: not JSON: ${e instanceof Error ? e.message : e}`);
     }
-    if (typeof o !== "object" || o === null || typeof o.path !== "string" || o.label === undefined) {
-      throw new DatasetError(`${source}:${i + 1}: expected {"path": string, "label": ..., "start"?, "end"?}`);
+    if (
+      typeof o !== "object" || o === null || Array.isArray(o) ||
+      typeof (o as { path?: unknown }).path !== "string"
+    ) {
+      throw new DatasetError(
+        `${source}:${i + 1}: expected an object with a "path" string (and "label", "start", "end")`,
+      );
     }
-    const opt = (v: unknown) => v === undefined || v === null ? undefined : String(v);
-    rows.push(row(o.path, String(o.label), opt(o.start), opt(o.end), i + 1, source));
+    const { path, label, start, end, ...fields } = o as Record<string, unknown>;
+    if (label !== undefined && label !== null && typeof label !== "string" && typeof label !== "number") {
+      throw new DatasetError(
+        `${source}:${i + 1}: "label" must be a string or a number, got ${JSON.stringify(label)} ` +
+          `(put multi-label ids in another key: it goes through to each clip's metadata)`,
+      );
+    }
+    const text = (v: unknown) => v === undefined || v === null ? undefined : String(v);
+    rows.push(
+      row(
+        { path: path as string, label: text(label), start: text(start), end: text(end) },
+        fields,
+        i + 1,
+        source,
+      ),
+    );
   }
   return rows;
 }
 
 function row(
-  path: string,
-  label: string,
-  start: string | undefined,
-  end: string | undefined,
+  cells: { path: string; label?: string; start?: string; end?: string },
+  fields: Record<string, unknown>,
   line: number,
   source: string,
 ): Row {
-  if (path === "") throw new DatasetError(`${source}:${line}: empty path`);
-  if (label === "") throw new DatasetError(`${source}:${line}: empty label`);
-  const r: Row = { path, label, line };
-  const num = (s: string | undefined, what: string) => {
+  if (cells.path === "") throw new DatasetError(`${source}:${line}: empty path`);
+  const r: Row = { line, path: cells.path };
+  if (cells.label !== undefined) {
+    if (cells.label === "") throw new DatasetError(`${source}:${line}: empty label`);
+    r.label = cells.label;
+  }
+  const time = (s: string | undefined, what: string) => {
     if (s === undefined || s === "") return undefined;
     const n = Number(s);
     if (!Number.isFinite(n) || n < 0) {
-      throw new DatasetError(`${source}:${line}: ${what} "${s}" is not a time >= 0`);
+      throw new DatasetError(`${source}:${line}: ${what} "${s}" is not a time in seconds >= 0`);
     }
     return n;
   };
-  r.start = num(start, "start");
-  r.end = num(end, "end");
-  if (r.start !== undefined && r.end !== undefined && !(r.end > r.start)) {
-    throw new DatasetError(`${source}:${line}: end ${r.end} is not after start ${r.start}`);
+  const start = time(cells.start, "start"), end = time(cells.end, "end");
+  if (start !== undefined && end !== undefined && !(end > start)) {
+    throw new DatasetError(`${source}:${line}: end ${end} is not after start ${start}`);
   }
-  if (r.start === undefined) delete r.start;
-  if (r.end === undefined) delete r.end;
+  if (start !== undefined) r.start = start;
+  if (end !== undefined) r.end = end;
+  if (Object.keys(fields).length > 0) r.fields = fields;
   return r;
 }
 

@@ -1,48 +1,84 @@
 /**
- * The front half of the video loader: source → fetch → demux → disaggregate. It is built the same way in the
- * loader's own process (backend "inprocess") and in a backend child process (backend "subprocess", through
- * `backend_module.ts`), from JSON-compatible {@link FrontArgs}: the sampler is pure, so both sides plan the same
- * epochs from the same options.
+ * The front half of the video loader: sample → fetch → demux → shuffle → disaggregate. It is built the same way
+ * in the loader's own process (backend "inprocess") and in a backend child process (backend "subprocess",
+ * through `backend_module.ts`), from JSON-compatible {@link FrontArgs}: the sampler is pure, so both sides plan
+ * the same epochs from the same options.
  *
- * - source: each iteration plans the next epoch with the {@link ClipSampler} and yields one task per run of
+ * - sample: each iteration plans the next epoch with the {@link ClipSampler} and yields one task per run of
  *   adjacent clips of the same video (with `groupByVideo`, all of a video's clips);
  * - fetch (main thread, async, `concurrency.fetch` at once): URLs are fetched into memory with retries;
  *   local paths pass through (FFmpeg reads only the parts it needs);
  * - demux (`concurrency.demux` tasks at once in a `WorkerPool`; in-process the loader passes the pool its decode
  *   stage uses too, so demux and decode share one Worker per core instead of oversubscribing the CPU): one open
  *   of the file cuts every clip window;
- * - disaggregate: one item per clip.
+ * - shuffle: the seeded shuffle buffer (`sampler.shuffleBuffer` clips) interleaves the clips of different
+ *   videos; disaggregate: one item per clip.
+ *
+ * A fetch or demux failure does not fail the task: each of its clips goes on as a `FailedClip` (see
+ * `clip_steps.ts`), so every planned clip reaches the loader, loaded or failed.
  * @module
  */
 
-import type { MaxFailures } from "../pipeline/stage.ts";
 import { PipelineBuilder } from "../pipeline/builder.ts";
 import { WorkerPool } from "../pipeline/worker_pool.ts";
-import type { ClipDecodeOptions, ClipPackets, VideoTask } from "./clip_worker.ts";
+import { callingPool, type ClipItem, demuxVideo, fetchVideo } from "./clip_steps.ts";
+import type { ClipBase, VideoTask } from "./clip_worker.ts";
+import type { ClipSpec } from "./clip_spec.ts";
 import type { VideoItem } from "./dataset.ts";
-import { fetchBytes, type FetchOptions, isUrl } from "./fetch.ts";
-import { ClipSampler, type ResolvedSamplerOptions, type SampledVideo } from "./sampler.ts";
+import type { FetchOptions } from "./fetch.ts";
+import { type ClipRequest, ClipSampler, type ResolvedSamplerOptions, type SampledVideo } from "./sampler.ts";
+import { ShuffleBuffer } from "./shuffle_buffer.ts";
 
 /** Everything the front half needs; JSON-compatible so it can cross into a backend child. */
 export interface FrontArgs {
   /** The videos the sampler plans over (indexed ones only) and their ranges. */
   items: VideoItem[];
+  /** The range (and keyframes) of each entry of `items`. */
   ranges: SampledVideo[];
   /** Dataset index of each entry of `items` (reported as `ClipMeta.video`). */
   datasetIndex: number[];
+  /** The sampler's options, resolved (the child plans with the same ones). */
   sampler: ResolvedSamplerOptions;
   /** The epoch the first iteration plans. */
   firstEpoch: number;
-  decode: ClipDecodeOptions;
+  /** What each clip becomes (travels with each clip to the decode stage). */
+  spec: ClipSpec;
+  /** Tasks at once in the fetch and demux stages. */
   concurrency: { fetch: number; demux: number };
+  /** How URLs are fetched. */
   fetch: Omit<FetchOptions, "signal" | "range">;
-  maxFailures?: MaxFailures;
   /** Keep the sampler's order through the concurrent stages (default true): same seed, same batches. */
   ordered?: boolean;
 }
 
 /** The worker module for the demux and decode pools. */
 export const CLIP_WORKER: string = new URL("./clip_worker.ts", import.meta.url).href;
+
+/**
+ * The metadata of the planned clip `c` of `epoch` (entry `c.video` of `args.items`), placed at `position` with
+ * `seed`: the plan's own position and seed for a planned clip, the failed clip's for a substitute.
+ */
+export function clipBase(
+  args: FrontArgs,
+  epoch: number,
+  c: ClipRequest,
+  position = c.position,
+  seed = c.seed,
+): ClipBase {
+  const item = args.items[c.video];
+  const meta: ClipBase = {
+    path: item.path,
+    video: args.datasetIndex[c.video],
+    label: item.label,
+    start: c.start,
+    end: c.end,
+    epoch,
+    position,
+    seed,
+  };
+  if (item.fields !== undefined) meta.fields = item.fields;
+  return meta;
+}
 
 /** A continuous source: each iteration yields the video tasks of the next epoch. */
 export function epochSource(args: FrontArgs): Iterable<VideoTask> {
@@ -51,21 +87,20 @@ export function epochSource(args: FrontArgs): Iterable<VideoTask> {
   return {
     *[Symbol.iterator]() {
       const e = epoch++;
-      let task: VideoTask | undefined;
+      let task: VideoTask | undefined, current = -1;
       for (const c of sampler.epoch(e)) {
-        if (task !== undefined && task.video === args.datasetIndex[c.video]) {
-          task.clips.push({ position: c.position, start: c.start, end: c.end });
+        if (task !== undefined && c.video === current) {
+          task.clips.push(clipBase(args, e, c));
           continue;
         }
         if (task !== undefined) yield task;
-        const item = args.items[c.video];
+        current = c.video;
         task = {
           epoch: e,
           video: args.datasetIndex[c.video],
-          path: item.path,
-          label: item.label,
-          clips: [{ position: c.position, start: c.start, end: c.end }],
-          decode: args.decode,
+          path: args.items[c.video].path,
+          clips: [clipBase(args, e, c)],
+          spec: args.spec,
         };
       }
       if (task !== undefined) yield task;
@@ -73,27 +108,30 @@ export function epochSource(args: FrontArgs): Iterable<VideoTask> {
   };
 }
 
-/** Builds source → fetch → demux → disaggregate; see the module docs. */
+/** Builds sample → fetch → demux → shuffle → disaggregate; see the module docs. */
 export function buildFront(
   args: FrontArgs,
   pool: WorkerPool = new WorkerPool(CLIP_WORKER, { size: args.concurrency.demux }),
-): PipelineBuilder<ClipPackets> {
-  const maxFailures = args.maxFailures;
+): PipelineBuilder<ClipItem> {
   const ordered = args.ordered ?? true;
+  const perEpoch = new ClipSampler(args.ranges, args.sampler).length;
+  const shuffle = new ShuffleBuffer<ClipItem>(args.sampler.shuffleBuffer, args.sampler.seed, perEpoch);
+  const epochOf = (x: ClipItem) => "failed" in x ? x.failed.epoch : x.meta.epoch;
   return new PipelineBuilder()
     .addSource(epochSource(args), { name: "sample", continuous: true })
-    .pipe(async (task: VideoTask, ctx): Promise<VideoTask> => {
-      task.src = isUrl(task.path)
-        ? await fetchBytes(task.path, { ...args.fetch, signal: ctx.signal })
-        : task.path;
-      return task;
-    }, { name: "fetch", concurrency: args.concurrency.fetch, maxFailures, ordered })
-    .pipe<ClipPackets[]>("demuxClips", {
-      name: "demux",
-      executor: pool,
-      concurrency: args.concurrency.demux,
-      maxFailures,
+    .pipe((task: VideoTask, ctx) => fetchVideo(task, args.fetch, ctx.signal), {
+      name: "fetch",
+      concurrency: args.concurrency.fetch,
       ordered,
+    })
+    .pipe((task, ctx) => demuxVideo(pool, task, ctx.signal), {
+      name: "demux",
+      executor: callingPool(pool),
+      concurrency: args.concurrency.demux,
+      ordered,
+    })
+    .pipe((clips: ClipItem[]) => clips.length === 0 ? clips : shuffle.push(epochOf(clips[0]), clips), {
+      name: "shuffle",
     })
     .disaggregate({ name: "disaggregate" });
 }

@@ -1,23 +1,30 @@
 /**
- * `videoClassificationLoader`: batches of labelled clips for training a video classifier, built on the pipeline
+ * `videoClassificationLoader`: batches of labelled clips for training a video model, built on the pipeline
  * engine:
  *
  * ```
- * sample → fetch → demux → disaggregate → decode → aggregate → collate → (your training loop)
+ * sample → fetch → demux → shuffle → decode → replace → aggregate → collate → (your training loop)
  * ```
  *
  * - The dataset is indexed once (durations, keyframes when `sampler.keyframeAligned`); the sampler then plans each
- *   epoch up front, so the pipeline prefetches as far ahead as its queues allow.
- * - `backend: "subprocess"` runs sample → fetch → demux in a child Deno process (`backend_module.ts`); the parent
- *   decodes, batches and collates. `"inprocess"` (default) runs everything here.
- * - Decoding runs in a `WorkerPool` of `concurrency.decode` Workers (default: one per core), each clip resized to
- *   `clip.width`×`clip.height` RGB and resampled to `clip.frameRate` when given. In-process, demux tasks run in
- *   the same pool (one Worker per core in all, no oversubscription).
+ *   epoch up front, so the pipeline prefetches as far ahead as its queues allow. Each video is opened once for
+ *   all of its clips, and a seeded shuffle buffer (`sampler.shuffleBuffer`) interleaves the clips of different
+ *   videos, so batches mix videos.
+ * - `backend: "subprocess"` runs sample → fetch → demux → shuffle in a child Deno process
+ *   (`backend_module.ts`); the parent decodes, replaces, batches and collates. `"inprocess"` (default) runs
+ *   everything here.
+ * - Decoding runs in a `WorkerPool` of `concurrency.decode` Workers (default: one per core), each clip made what
+ *   its `ClipSpec` says (`clip_spec.ts`: frame sampling, size, resize mode, dtype, rotation). In-process, demux
+ *   tasks run in the same pool (one Worker per core in all, no oversubscription).
  * - `decode: "auto"` uses NVDEC when `src/nvdec` says it is available, the CPU otherwise (logging one line);
  *   `"nvdec"` fails when it is not available. NVDEC clips are resized on the GPU and copied to host memory, so
  *   batches look the same whichever decoder made them (default decode concurrency: the GPU's NVDEC engines).
- * - Failed items (missing file, HTTP 404, undecodable video) are counted per stage, logged and skipped; the epoch
- *   goes on, within the stages' `maxFailures` budget. Batches are then short of those clips.
+ * - Full batches: a clip that cannot be loaded (missing file, HTTP 404, undecodable, no frame in its window, too
+ *   much padding) is a value, not a pipeline failure, so it never takes other clips with it. With
+ *   `onClipError: "replace"` (default) its position is filled with a deterministic substitute from the same
+ *   epoch plan (`replace.ts`); `"skip"` leaves the batch short; `"fail"` ends the epoch with the clip's error.
+ *   `stats().clips` counts every planned clip, per epoch and in total: delivered, failed (with the cause),
+ *   replaced, dropped, padded frames (`clip_stats.ts`).
  *
  * - Memory: every clip's and packet's buffer is freed as soon as it has been copied into a batch or decoded (not
  *   at V8's next GC), and the loader pins glibc's mmap threshold for the process (`mmap_threshold.ts`) so freed
@@ -32,65 +39,46 @@
  * @module
  */
 
-import { errorText, InvalidArgumentError } from "../errors.ts";
+import { errorText, InvalidArgumentError, PipelineFailure } from "../errors.ts";
 import { PipelineBuilder } from "../pipeline/builder.ts";
 import type { Pipeline, PipelineStats } from "../pipeline/pipeline.ts";
-import type { MaxFailures } from "../pipeline/stage.ts";
+import { DEFAULT_MAX_FAILURES } from "../pipeline/stage.ts";
 import { WorkerPool } from "../pipeline/worker_pool.ts";
 import { type BackendSource, type BackendStats, spawnBackend } from "../backend/spawn.ts";
-import type { ClipDecodeOptions, ClipPackets, WorkerMemory } from "./clip_worker.ts";
+import type { WorkerMemory } from "./clip_worker.ts";
 import { nativeObjectCounts } from "../media/av_objects.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
 import { fixMmapThreshold } from "./mmap_threshold.ts";
-import { type Batch, type BatchLayout, collate, type DecodedClip } from "./collate.ts";
+import { clipFailureError, type FailedClip, isFailedClip } from "./clip_failure.ts";
+import type { ClipSpec } from "./clip_spec.ts";
+import { ClipAccounting, type ClipStats, type PlacedClip } from "./clip_stats.ts";
+import { callingPool, type ClipItem, decodeClipItem, type DecodeExport } from "./clip_steps.ts";
+import { type Batch, collate, type FilledClip } from "./collate.ts";
 import { openDataset, type VideoDataset } from "./dataset.ts";
-import type { FetchOptions } from "./fetch.ts";
 import { buildFront, CLIP_WORKER, type FrontArgs } from "./front.ts";
-import { ClipSampler, type SampledVideo, type SamplerOptions } from "./sampler.ts";
+import {
+  checkLoaderOptions,
+  defaultClipDuration,
+  type LoaderOptions,
+  type OnClipError,
+  resolveClipSpec,
+} from "./loader_options.ts";
+import { Replacer } from "./replace.ts";
+import { ClipSampler, type SampledVideo } from "./sampler.ts";
 import { indexDataset, type IndexFailure } from "./video_index.ts";
 import { nvdecAvailable, nvdecConcurrency, selectDecoder } from "../nvdec/available.ts";
 
-/** Options of {@link videoClassificationLoader}. */
-export interface LoaderOptions {
-  /** A dataset, or where to open one (directory tree, CSV/JSONL manifest, manifest URL). */
-  dataset: VideoDataset | string;
-  /** Sampling, shuffling and sharding (see `ClipSampler`). `clipDurationSec` defaults to the clip's length. */
-  sampler?: SamplerOptions;
-  batchSize: number;
-  /** What one clip becomes: `numFrames` frames of `width`×`height`, at `frameRate` fps when given. */
-  clip: { numFrames: number; frameRate?: number; width: number; height: number };
-  /** `[B, T, H, W, 3]` (default "BTHWC") or planar `[B, 3, T, H, W]` ("BCTHW"). */
-  layout?: BatchLayout;
-  /** Decoder: "cpu" (default), "nvdec", or "auto". */
-  decode?: "cpu" | "nvdec" | "auto";
-  /** Where sample → fetch → demux run (default "inprocess"). */
-  backend?: "inprocess" | "subprocess";
-  /** Tasks at once per stage (defaults: fetch 8, demux 1, decode = cores). */
-  concurrency?: { fetch?: number; demux?: number; decode?: number };
-  /** Batches buffered for the consumer (default 3); also the subprocess backend's item buffer. */
-  bufferSize?: number;
-  /**
-   * Keep the sampler's order through the concurrent stages (default true), so the same seed gives the same
-   * batches. `false` lets fast items overtake slow ones (a little more throughput, batches vary run to run).
-   */
-  ordered?: boolean;
-  /** Drop a last short batch of an epoch (default false). */
-  dropLast?: boolean;
-  /** HTTP retries, backoff and timeout. */
-  fetch?: Omit<FetchOptions, "signal" | "range">;
-  /** Failure budget of the fetch, demux and decode stages (the pipeline's default when omitted). */
-  maxFailures?: MaxFailures;
-  /** Called with stats every `reportInterval` ms while an epoch runs. */
-  onReport?: (stats: PipelineStats) => void;
-  reportInterval?: number;
-  /** Where failure and info lines go (default `console.error`). */
-  log?: (line: string) => void;
-}
+export type { ClipOptions, LoaderOptions, OnClipError } from "./loader_options.ts";
 
-/** Loader statistics: the pipeline's, the backend child's (subprocess), and indexing failures. */
+/** Loader statistics: in clips, the pipeline's per stage, the backend child's (subprocess), indexing failures. */
 export interface LoaderStats {
+  /** Every planned clip accounted for, per epoch and in total (see `clip_stats.ts`). */
+  clips: ClipStats;
+  /** The loader pipeline's per-stage rows (this process). */
   pipeline: PipelineStats;
+  /** The backend child's transport and pipeline stats (`backend: "subprocess"`), else null. */
   backend: BackendStats | null;
+  /** Videos that could not be indexed (left out of every epoch). */
   indexFailures: IndexFailure[];
 }
 
@@ -104,53 +92,126 @@ export interface LoaderMemory {
   workers: WorkerMemory[];
 }
 
+/**
+ * What the loader decides before it builds its pipeline: the dataset, the videos left out, the sampler, the clip
+ * spec and the front half's arguments. {@link planLoader} makes it; the loader and hand-built pipelines (see
+ * `examples/video_classification.ts`) start from it.
+ */
+export interface LoaderPlan {
+  /** The dataset, opened. */
+  dataset: VideoDataset;
+  /** Videos that could not be indexed (left out of every epoch). */
+  indexFailures: IndexFailure[];
+  /** The sampler planning the epochs over the indexed videos. */
+  sampler: ClipSampler;
+  /** What each clip becomes, defaults applied. */
+  spec: ClipSpec;
+  /** The front half's arguments (in this process, or for the backend child). */
+  front: FrontArgs;
+}
+
+/**
+ * Checks the options, opens and indexes the dataset (logging skipped files and videos left out) and plans the
+ * loader; see {@link LoaderPlan}. Throws `InvalidArgumentError` for an option out of range, `DatasetError` for a
+ * dataset that cannot be read, and `InvalidArgumentError` when no video could be indexed.
+ */
+export async function planLoader(opts: LoaderOptions): Promise<LoaderPlan> {
+  const log = opts.log ?? ((m: string) => console.error(m));
+  checkLoaderOptions(opts);
+  const spec = resolveClipSpec(opts.clip, opts.layout ?? "BTHWC");
+  const dataset = typeof opts.dataset === "string" ? await openDataset(opts.dataset) : opts.dataset;
+  const skipped = dataset.skipped ?? [];
+  for (const s of skipped.slice(0, 10)) log(`sluice: dataset: skipped ${s.path}: ${s.reason}`);
+  if (skipped.length > 10) {
+    log(`sluice: dataset: ${skipped.length - 10} more files skipped (dataset.skipped)`);
+  }
+  const keyframes = opts.sampler?.keyframeAligned ?? false;
+  const index = await indexDataset(dataset, { keyframes, fetch: opts.fetch });
+  for (const f of index.failures) log(`sluice: skipping ${f.path}: ${errorText(f.error, f.path)}`);
+  const kept = index.videos.flatMap((v, i) => v === null ? [] : [i]);
+  if (kept.length === 0) {
+    throw new InvalidArgumentError(`${dataset.root}: no video of the dataset could be indexed`);
+  }
+  const ranges: SampledVideo[] = kept.map((i) => {
+    const v = index.videos[i]!;
+    return v.keyframes
+      ? { start: v.start, end: v.end, keyframes: v.keyframes }
+      : { start: v.start, end: v.end };
+  });
+  const rates = kept.map((i) => index.videos[i]!.frameRate);
+  const clipDurationSec = opts.sampler?.clipDurationSec ?? defaultClipDuration(spec, rates);
+  const sampler = new ClipSampler(ranges, { ...opts.sampler, clipDurationSec });
+  warnUncovered(spec, clipDurationSec, rates, log);
+  const front: FrontArgs = {
+    items: kept.map((i) => dataset.items[i]),
+    ranges,
+    datasetIndex: kept,
+    sampler: { ...sampler.options },
+    firstEpoch: 0,
+    spec,
+    concurrency: { fetch: opts.concurrency?.fetch ?? 8, demux: opts.concurrency?.demux ?? 1 },
+    fetch: opts.fetch ?? {},
+    ordered: opts.ordered ?? true,
+  };
+  return { dataset, indexFailures: index.failures, sampler, spec, front };
+}
+
 /** A running loader; see the module docs. */
 export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDisposable {
   /** The dataset it loads from. */
   readonly dataset: VideoDataset;
   /** The sampler planning its epochs. */
   readonly sampler: ClipSampler;
+  /** What each clip becomes, defaults applied. */
+  readonly spec: ClipSpec;
   /** Clips per epoch for this rank. */
   readonly clipsPerEpoch: number;
-  /** Batches per epoch (fewer when items fail). */
+  /** Batches per epoch (fewer when `onClipError` is "skip" and every clip of a batch failed). */
   readonly batchesPerEpoch: number;
   /** The decoder in use after resolving "auto". */
   readonly decoder: "cpu" | "nvdec";
+  /** Where sample → fetch → demux run. */
   readonly backend: "inprocess" | "subprocess";
+  /** What a failed clip becomes. */
+  readonly onClipError: OnClipError;
   /** Videos that could not be indexed (left out of every epoch). */
   readonly indexFailures: IndexFailure[];
   readonly #pipeline: Pipeline<Batch>;
   readonly #backendSource: BackendSource | null;
   readonly #decodePool: WorkerPool;
+  readonly #accounting: ClipAccounting;
   #epoch = 0;
 
   /** Use {@link videoClassificationLoader}. */
   constructor(
     init: {
-      dataset: VideoDataset;
-      sampler: ClipSampler;
+      plan: LoaderPlan;
       batchSize: number;
       dropLast: boolean;
       decoder: "cpu" | "nvdec";
       backend: "inprocess" | "subprocess";
-      indexFailures: IndexFailure[];
+      onClipError: OnClipError;
       pipeline: Pipeline<Batch>;
       backendSource: BackendSource | null;
       decodePool: WorkerPool;
+      accounting: ClipAccounting;
     },
   ) {
-    this.dataset = init.dataset;
-    this.sampler = init.sampler;
-    this.clipsPerEpoch = init.sampler.length;
+    this.dataset = init.plan.dataset;
+    this.sampler = init.plan.sampler;
+    this.spec = init.plan.spec;
+    this.clipsPerEpoch = init.plan.sampler.length;
     this.batchesPerEpoch = init.dropLast
       ? Math.floor(this.clipsPerEpoch / init.batchSize)
       : Math.ceil(this.clipsPerEpoch / init.batchSize);
     this.decoder = init.decoder;
     this.backend = init.backend;
-    this.indexFailures = init.indexFailures;
+    this.onClipError = init.onClipError;
+    this.indexFailures = init.plan.indexFailures;
     this.#pipeline = init.pipeline;
     this.#backendSource = init.backendSource;
     this.#decodePool = init.decodePool;
+    this.#accounting = init.accounting;
   }
 
   /** The next epoch to run (0 before the first). */
@@ -160,13 +221,30 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
 
   /** Runs one epoch. */
   [Symbol.asyncIterator](): AsyncIterator<Batch> {
-    this.#epoch++;
-    return this.#pipeline[Symbol.asyncIterator]();
+    const epoch = this.#epoch++;
+    this.#accounting.begin(epoch);
+    const it = this.#pipeline[Symbol.asyncIterator]();
+    return {
+      next: async () => {
+        try {
+          const r = await it.next();
+          if (r.done) this.#accounting.complete(epoch);
+          else this.#accounting.delivered(r.value.clips);
+          return r;
+        } catch (e) {
+          // A clip's own error ("fail") or the clip budget's: more useful than the stage that relayed it.
+          if (e instanceof PipelineFailure && CLIP_ERRORS.has(e.cause as object)) throw e.cause;
+          throw e;
+        }
+      },
+      return: (value?: unknown) => it.return!(value),
+    };
   }
 
   /** Current statistics. */
   stats(): LoaderStats {
     return {
+      clips: this.#accounting.stats(),
       pipeline: this.#pipeline.stats(),
       backend: this.#backendSource?.stats() ?? null,
       indexFailures: this.indexFailures,
@@ -188,6 +266,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   /** Stops the pipeline, its Workers and the backend child. Idempotent. */
   async close(): Promise<void> {
     await this.#pipeline.stop();
+    await this.#decodePool.close();
     await this.#backendSource?.close();
   }
 
@@ -197,56 +276,28 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   }
 }
 
+/** Errors the loader's own steps throw to end an epoch (rethrown as they are, not as the stage's failure). */
+const CLIP_ERRORS = new WeakSet<object>();
+
 /** Opens and indexes the dataset and builds the loader; see the module docs and {@link LoaderOptions}. */
 export async function videoClassificationLoader(opts: LoaderOptions): Promise<VideoClassificationLoader> {
   const log = opts.log ?? ((m: string) => console.error(m));
-  checkOptions(opts);
+  const plan = await planLoader(opts);
   fixMmapThreshold();
-  const dataset = typeof opts.dataset === "string" ? await openDataset(opts.dataset) : opts.dataset;
-  const keyframes = opts.sampler?.keyframeAligned ?? false;
-  const index = await indexDataset(dataset, { keyframes, fetch: opts.fetch });
-  for (const f of index.failures) log(`sluice: skipping ${f.path}: ${errorText(f.error, f.path)}`);
-  const kept = index.videos.flatMap((v, i) => v === null ? [] : [i]);
-  if (kept.length === 0) {
-    throw new InvalidArgumentError(`${dataset.root}: no video of the dataset could be indexed`);
-  }
-  const ranges: SampledVideo[] = kept.map((i) => {
-    const v = index.videos[i]!;
-    return v.keyframes
-      ? { start: v.start, end: v.end, keyframes: v.keyframes }
-      : { start: v.start, end: v.end };
-  });
-  const clipDurationSec = opts.sampler?.clipDurationSec ?? defaultClipDuration(opts.clip, index.videos);
-  const sampler = new ClipSampler(ranges, { ...opts.sampler, clipDurationSec });
+  const { front: args, spec } = plan;
   const decoder = resolveDecoder(opts.decode ?? "cpu", log);
-  const layout = opts.layout ?? "BTHWC";
+  const decodeExport: DecodeExport = decoder === "nvdec" ? "decodeClipNvdec" : "decodeClip";
   const cores = navigator.hardwareConcurrency ?? 1;
-  const decode: ClipDecodeOptions = {
-    numFrames: opts.clip.numFrames,
-    width: opts.clip.width,
-    height: opts.clip.height,
-    planar: layout === "BCTHW",
-  };
-  if (opts.clip.frameRate !== undefined) decode.frameRate = opts.clip.frameRate;
-  const args: FrontArgs = {
-    items: kept.map((i) => dataset.items[i]),
-    ranges,
-    datasetIndex: kept,
-    sampler: { ...sampler.options },
-    firstEpoch: 0,
-    decode,
-    concurrency: { fetch: opts.concurrency?.fetch ?? 8, demux: opts.concurrency?.demux ?? 1 },
-    fetch: opts.fetch ?? {},
-  };
-  if (opts.maxFailures !== undefined) args.maxFailures = opts.maxFailures;
-  const ordered = opts.ordered ?? true;
-  args.ordered = ordered;
+  const ordered = args.ordered ?? true;
   const backend = opts.backend ?? "inprocess";
+  const onClipError = opts.onClipError ?? "replace";
+  const batchSize = opts.batchSize, dropLast = opts.dropLast ?? false;
   const decodeConcurrency = opts.concurrency?.decode ?? (decoder === "nvdec" ? nvdecConcurrency() : cores);
   const decodePool = new WorkerPool(CLIP_WORKER, {
     size: backend === "subprocess" ? decodeConcurrency : Math.max(decodeConcurrency, args.concurrency.demux),
   });
-  let front: PipelineBuilder<ClipPackets>;
+  const accounting = new ClipAccounting(plan.sampler.length, opts.maxFailures ?? DEFAULT_MAX_FAILURES, log);
+  let front: PipelineBuilder<ClipItem>;
   let backendSource: BackendSource | null = null;
   if (backend === "subprocess") {
     backendSource = spawnBackend({
@@ -257,27 +308,59 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
       permissions: ["--allow-read", "--allow-env", "--allow-ffi", "--allow-net"],
       log,
     });
-    front = new PipelineBuilder().addSource(backendSource as AsyncIterable<ClipPackets>, {
+    front = new PipelineBuilder().addSource(backendSource as AsyncIterable<ClipItem>, {
       name: "backend",
       continuous: true,
     });
   } else {
     front = buildFront(args, decodePool);
   }
-  const numFrames = opts.clip.numFrames;
+  const replacer = new Replacer(args, decodePool, decodeExport);
+  const place = async (x: FilledClip | FailedClip, signal: AbortSignal): Promise<PlacedClip> => {
+    if (!isFailedClip(x)) return { clip: x, failures: [] };
+    if (onClipError === "replace") return await replacer.replace(x.failed, signal);
+    if (onClipError === "skip") return { clip: null, failures: [x.failed] };
+    try {
+      accounting.collated(x.failed.epoch, [{ clip: null, failures: [x.failed] }]);
+    } catch (e) {
+      throw clipError(e);
+    }
+    throw clipError(clipFailureError(x.failed));
+  };
+  const collateBatch = (slots: PlacedClip[]): Batch | undefined => {
+    const first = slots[0];
+    const epoch = first.clip?.meta.epoch ?? first.failures[0].epoch;
+    const clips = slots.flatMap((s) => s.clip === null ? [] : [s.clip]);
+    const drop = dropLast && slots.length < batchSize;
+    try {
+      accounting.collated(epoch, slots, drop);
+    } catch (e) {
+      releaseBuffers(clips.map((c) => c.data));
+      throw clipError(e);
+    }
+    if (drop || clips.length === 0) {
+      releaseBuffers(clips.map((c) => c.data));
+      return undefined;
+    }
+    const batch = collate(clips, spec.numFrames, opts.layout ?? "BTHWC");
+    releaseBuffers(clips.map((c) => c.data)); // copied into the batch: free them now, not at the next GC
+    return batch;
+  };
   const pipeline = front
-    .pipe<DecodedClip>(decoder === "nvdec" ? "decodeClipNvdec" : "decodeClip", {
+    .pipe((item: ClipItem, ctx) => decodeClipItem(decodePool, decodeExport, item, ctx.signal), {
       name: "decode",
-      executor: decodePool,
-      maxFailures: opts.maxFailures,
+      executor: callingPool(decodePool),
+      concurrency: decodeConcurrency,
       ordered,
     })
-    .aggregate(opts.batchSize, { name: "aggregate", dropLast: opts.dropLast ?? false })
-    .pipe(function collateBatch(clips: DecodedClip[]): Batch {
-      const batch = collate(clips, numFrames, layout);
-      releaseBuffers(clips); // copied into the batch: free the clips' buffers now, not at the next GC
-      return batch;
-    }, { name: "collate" })
+    .pipe((x: FilledClip | FailedClip, ctx) => place(x, ctx.signal), {
+      name: "replace",
+      concurrency: decodeConcurrency,
+      ordered,
+      maxFailures: 0,
+    })
+    .aggregate(batchSize, { name: "aggregate" })
+    .pipe(collateBatch, { name: "collate", maxFailures: 0 })
     .addSink({ bufferSize: opts.bufferSize ?? 3 })
     // A dead, stalled or broken backend child ends the loop with its own error (BackendExitedError, ...).
     .build({
@@ -287,54 +370,41 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
       signal: backendSource?.failure,
     });
   return new VideoClassificationLoader({
-    dataset,
-    sampler,
-    batchSize: opts.batchSize,
-    dropLast: opts.dropLast ?? false,
+    plan,
+    batchSize,
+    dropLast,
     decoder,
     backend,
-    indexFailures: index.failures,
+    onClipError,
     pipeline,
     backendSource,
     decodePool,
+    accounting,
   });
 }
 
-function checkOptions(opts: LoaderOptions): void {
-  const posInt = (v: unknown) => Number.isInteger(v) && (v as number) >= 1;
-  if (!posInt(opts.batchSize)) {
-    throw new InvalidArgumentError(`loader: batchSize must be >= 1, got ${opts.batchSize}`);
-  }
-  const c = opts.clip;
-  if (!c || !posInt(c.numFrames) || !posInt(c.width) || !posInt(c.height)) {
-    throw new InvalidArgumentError("loader: clip needs positive integer numFrames, width and height");
-  }
-  if (c.frameRate !== undefined && !(c.frameRate > 0)) {
-    throw new InvalidArgumentError(`loader: clip.frameRate must be > 0, got ${c.frameRate}`);
-  }
-  for (const [k, v] of Object.entries(opts.concurrency ?? {})) {
-    if (v !== undefined && !posInt(v)) {
-      throw new InvalidArgumentError(`loader: concurrency.${k} must be >= 1`);
-    }
-  }
-  if (opts.backend !== undefined && opts.backend !== "inprocess" && opts.backend !== "subprocess") {
-    throw new InvalidArgumentError(
-      `loader: backend must be "inprocess" or "subprocess", got "${opts.backend}"`,
-    );
-  }
-  if (opts.decode !== undefined && !["cpu", "nvdec", "auto"].includes(opts.decode)) {
-    throw new InvalidArgumentError(`loader: decode must be "cpu", "nvdec" or "auto", got "${opts.decode}"`);
-  }
+function clipError(e: unknown): unknown {
+  if (e !== null && typeof e === "object") CLIP_ERRORS.add(e);
+  return e;
 }
 
-/** numFrames at the clip's frame rate, else at the slowest indexed video's rate (25 fps when unknown). */
-function defaultClipDuration(
-  clip: LoaderOptions["clip"],
-  videos: readonly ({ frameRate: number } | null)[],
-): number {
-  if (clip.frameRate !== undefined) return clip.numFrames / clip.frameRate;
-  const rates = videos.flatMap((v) => v !== null && v.frameRate > 0 ? [v.frameRate] : []);
-  return clip.numFrames / (rates.length > 0 ? Math.min(...rates) : 25);
+/**
+ * Logs one line when consecutive or strided frames cover much less of the window than it spans (e.g. 8 frames
+ * at 25 fps in 4 s windows hold 0.32 s of video): the clip's `span` says what they cover.
+ */
+function warnUncovered(spec: ClipSpec, windowSec: number, rates: number[], log: (m: string) => void): void {
+  const s = spec.sampling;
+  if (s.kind !== "consecutive" && s.kind !== "stride") return;
+  const known = rates.filter((r) => r > 0);
+  if (known.length === 0 || !Number.isFinite(windowSec)) return;
+  const covered = spec.numFrames * (s.kind === "stride" ? s.stride : 1) / Math.max(...known);
+  if (covered >= windowSec / 2) return;
+  log(
+    `sluice: ${spec.numFrames} ${s.kind} frames cover ${
+      covered.toFixed(2)
+    } s of each ${windowSec} s window ` +
+      `(at ${Math.max(...known)} fps): use sampling "uniform" or "rate" to spread them over the window`,
+  );
 }
 
 /** "auto" → NVDEC when available (else CPU, one log line); "nvdec" fails when it is not available. */

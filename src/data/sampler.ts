@@ -15,8 +15,18 @@
  * 3. each item gets its time window (`clipDurationSec` long) inside the video's range: `"uniform"` spreads the
  *    clips of a video evenly, `"random"` draws each start from a PRNG seeded by `(seed, epoch, video, clip)`
  *    (independent of the rank, so a padded duplicate is the same clip). With `keyframeAligned`, a start moves to
- *    a keyframe (the nearest one at or before a uniform start; a random keyframe among those that leave room
- *    for the clip), so decoding starts where the clip starts and no frame is decoded only to be thrown away.
+ *    a keyframe, so decoding starts where the clip starts and no frame is decoded only to be thrown away. A
+ *    video's clips take distinct keyframes within an epoch (a random draw without replacement among those that
+ *    leave room for the clip; for `"uniform"`, the nearest free one at or after the one at or before each exact
+ *    start), so no window appears twice in one epoch of one video; clips beyond the number of fitting keyframes
+ *    keep their exact (unaligned) starts.
+ *
+ * Each clip also gets a `seed` ({@link clipSeed} of `(seed, epoch, position)`) from which the decode Workers
+ * derive its random crop and flip, so they too are the same in every run, in-process or in a backend child.
+ *
+ * `shuffleBuffer` is applied by the loader, not here: with `groupByVideo` a video's clips are adjacent in the
+ * plan (one open of the file for all of them), and the loader interleaves the clips of different videos
+ * through a seeded shuffle buffer of that many clips after demuxing (see `shuffle_buffer.ts`).
  * @module
  */
 
@@ -24,8 +34,9 @@ import { InvalidArgumentError } from "../errors.ts";
 
 /** What the sampler needs to know about one video. */
 export interface SampledVideo {
-  /** Usable range of the video in seconds: `[start, end)`. */
+  /** Usable range of the video in seconds, `[start, end)`: its start... */
   start: number;
+  /** ...and its end. */
   end: number;
   /** Keyframe times in seconds, ascending (needed only for `keyframeAligned`). */
   keyframes?: readonly number[];
@@ -59,6 +70,12 @@ export interface SamplerOptions {
   worldSize?: number;
   /** Make ranks equal by padding (default) or dropping; see the module docs. */
   remainder?: ShardRemainder;
+  /**
+   * Clips the loader's shuffle buffer holds to interleave the clips of different videos (see the module docs).
+   * 0 turns it off. Costs that many demuxed (compressed) clips of memory.
+   * @default {max(64, 8 × clipsPerVideo) with shuffle and groupByVideo, else 0}
+   */
+  shuffleBuffer?: number;
 }
 
 /** One clip a rank must load. */
@@ -69,23 +86,38 @@ export interface ClipRequest {
   video: number;
   /** Which of the video's `clipsPerVideo` clips this is. */
   clip: number;
-  /** Time window in seconds, `[start, end)`. */
+  /** Time window in seconds, `[start, end)`: its start... */
   start: number;
+  /** ...and its end. */
   end: number;
+  /** The clip's own seed for random transforms: {@link clipSeed}`(seed, epoch, position)`. */
+  seed: number;
 }
 
 /** Sampler state resolved from options and environment. */
 export interface ResolvedSamplerOptions {
+  /** See {@link SamplerOptions.seed}. */
   seed: number;
+  /** See {@link SamplerOptions.shuffle}. */
   shuffle: boolean;
+  /** See {@link SamplerOptions.groupByVideo}. */
   groupByVideo: boolean;
+  /** See {@link SamplerOptions.clipsPerVideo}. */
   clipsPerVideo: number;
+  /** See {@link SamplerOptions.clipDurationSec}. */
   clipDurationSec: number;
+  /** See {@link SamplerOptions.placement}. */
   placement: ClipPlacement;
+  /** See {@link SamplerOptions.keyframeAligned}. */
   keyframeAligned: boolean;
+  /** See {@link SamplerOptions.rank}. */
   rank: number;
+  /** See {@link SamplerOptions.worldSize}. */
   worldSize: number;
+  /** See {@link SamplerOptions.remainder}. */
   remainder: ShardRemainder;
+  /** See {@link SamplerOptions.shuffleBuffer}. */
+  shuffleBuffer: number;
 }
 
 /** Plans epochs of clips; see the module docs. */
@@ -94,6 +126,11 @@ export class ClipSampler {
   readonly options: Readonly<ResolvedSamplerOptions>;
   readonly #videos: readonly SampledVideo[];
 
+  /**
+   * Resolves the options (defaults, `RANK` and `WORLD_SIZE`) and checks the videos' ranges.
+   * @param videos what the sampler needs to know of each video (range, keyframes)
+   * @param opts sampling, shuffling and sharding
+   */
   constructor(videos: readonly SampledVideo[], opts: SamplerOptions = {}) {
     this.options = resolveOptions(opts);
     for (const [i, v] of videos.entries()) {
@@ -126,7 +163,7 @@ export class ClipSampler {
       const video = Math.floor(item / o.clipsPerVideo);
       const clip = item % o.clipsPerVideo;
       const [start, end] = this.#window(epoch, video, clip);
-      out.push({ position, video, clip, start, end });
+      out.push({ position, video, clip, start, end, seed: clipSeed(o.seed, epoch, position) });
     }
     return out;
   }
@@ -154,14 +191,39 @@ export class ClipSampler {
     let start: number;
     if (o.placement === "uniform") {
       const k = o.clipsPerVideo;
-      start = v.start + slack * (k === 1 ? 0.5 : clip / (k - 1));
-      if (keys.length > 0) start = keys[Math.max(0, lastAtOrBefore(keys, start))];
+      const exact = (c: number) => v.start + slack * (k === 1 ? 0.5 : c / (k - 1));
+      start = exact(clip);
+      if (keys.length > 0) {
+        // The clips before this one took keyframes in the same greedy pass: nearest at or before, else the next free.
+        let taken = -1;
+        for (let c = 0; c <= clip && taken < keys.length; c++) {
+          taken = Math.max(lastAtOrBefore(keys, exact(c)), taken + 1, 0);
+        }
+        if (taken < keys.length) start = keys[taken];
+      }
+    } else if (clip < keys.length) {
+      // A draw without replacement: clip c of the video takes the c-th keyframe of a seeded permutation.
+      const order = shuffleInPlace(
+        keys.map((_, i) => i),
+        mulberry32(hashSeed(o.seed, epoch, video, KEYFRAME_DRAW)),
+      );
+      start = keys[order[clip]];
     } else {
-      const rand = mulberry32(hashSeed(o.seed, epoch, video, clip));
-      start = keys.length > 0 ? keys[Math.floor(rand() * keys.length)] : v.start + slack * rand();
+      start = v.start + slack * mulberry32(hashSeed(o.seed, epoch, video, clip))();
     }
     return [start, Math.min(start + d, v.end)];
   }
+}
+
+/** Seed-part tag of the per-video keyframe permutation (keeps it apart from the per-clip draws). */
+const KEYFRAME_DRAW = 0x6b657966;
+
+/**
+ * The seed of the clip at `position` of a rank's `epoch` (`attempt` 0), or of the `attempt`-th substitute the
+ * loader tries in that position when the clip fails; the decode Workers derive the clip's crop and flip from it.
+ */
+export function clipSeed(seed: number, epoch: number, position: number, attempt = 0): number {
+  return hashSeed(seed, epoch, position, attempt);
 }
 
 /** Keyframes inside `[start, end - d]` (a little tolerance for float rounding). */
@@ -196,7 +258,15 @@ function resolveOptions(opts: SamplerOptions): ResolvedSamplerOptions {
     rank,
     worldSize,
     remainder: opts.remainder ?? "pad",
+    shuffleBuffer: 0,
   };
+  const shuffled = o.shuffle && o.groupByVideo;
+  o.shuffleBuffer = opts.shuffleBuffer ?? (shuffled ? Math.max(64, 8 * o.clipsPerVideo) : 0);
+  if (!Number.isInteger(o.shuffleBuffer) || o.shuffleBuffer < 0) {
+    throw new InvalidArgumentError(
+      `sampler: shuffleBuffer must be an integer >= 0 (0: off), got ${o.shuffleBuffer}`,
+    );
+  }
   if (!Number.isInteger(o.worldSize) || o.worldSize < 1) {
     throw new InvalidArgumentError(`sampler: worldSize must be a positive integer, got ${o.worldSize}`);
   }

@@ -30,7 +30,9 @@ export interface SyntheticVideoOptions {
   frames?: number;
   /** Frames per second (default 25). */
   fps?: number;
+  /** Frame width in pixels, even (default 320). */
   width?: number;
+  /** Frame height in pixels, even (default 240). */
   height?: number;
   /** Keyframe interval in frames (default: fps, one keyframe a second). */
   gop?: number;
@@ -97,7 +99,9 @@ function checkByte(label: number, lo: number): number {
 
 /** What {@link readPattern} found in a frame. */
 export interface PatternReading {
+  /** The class index drawn in the frame. */
   label: number;
+  /** The frame's index in its video (its time is `frameIndex / fps`). */
   frameIndex: number;
 }
 
@@ -280,13 +284,19 @@ function drain(
 
 /** Options of {@link makeSyntheticDataset}. */
 export interface SyntheticDatasetOptions {
+  /** Videos to write. */
   videos: number;
+  /** Classes (1–256); video `n` has label `n mod classes`. */
   classes: number;
   /** Seconds per video (default 4). */
   durationSec?: number;
+  /** Frames per second (default 25). */
   fps?: number;
+  /** Frame size in pixels, even (default 320×240). */
   width?: number;
+  /** See `width`. */
   height?: number;
+  /** Encoder name (default: "libx264" if present, else "mpeg4"). */
   encoder?: string;
   /** Called after each video with (done, total). */
   onProgress?: (done: number, total: number) => void;

@@ -19,13 +19,17 @@ export interface IndexedVideo extends SampledVideo {
 
 /** A video left out of the index. */
 export interface IndexFailure {
+  /** The video's path or URL. */
   path: string;
+  /** Why it could not be indexed. */
   error: string;
 }
 
 /** Result of {@link indexDataset}: `videos[i]` is null for the videos in `failures`. */
 export interface DatasetIndex {
+  /** One entry per dataset item, null when it could not be indexed. */
   videos: (IndexedVideo | null)[];
+  /** The items left out, and why. */
   failures: IndexFailure[];
 }
 
@@ -35,6 +39,7 @@ export interface IndexOptions {
   keyframes?: boolean;
   /** Videos indexed at once (default 4). */
   concurrency?: number;
+  /** How URLs are fetched (retries, timeout). */
   fetch?: FetchOptions;
 }
 

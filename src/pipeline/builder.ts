@@ -6,8 +6,15 @@
 
 import { InvalidArgumentError } from "../errors.ts";
 import { type Executor, mainThread, type TaskContext } from "./executor.ts";
+import type { AutoConcurrencyOptions } from "./auto_policy.ts";
 import { type BuildOptions, Pipeline, type SinkOptions } from "./pipeline.ts";
-import { DEFAULT_MAX_FAILURES, type MaxFailures, type StageSpec } from "./stage.ts";
+import {
+  DEFAULT_MAX_FAILURES,
+  type MaxFailures,
+  type PipeSpec,
+  type StageBound,
+  type StageSpec,
+} from "./stage.ts";
 
 /** Options of `addSource`. */
 export interface SourceOptions {
@@ -17,15 +24,33 @@ export interface SourceOptions {
   continuous?: boolean;
 }
 
+/** Default bound for `maxConcurrency`. */
+const DEFAULT_MAX_CONCURRENCY = 64;
+
 /** Options of `pipe`. */
 export interface PipeOptions {
-  /** Tasks run at once (default: the executor's `size`, 1 on the main thread). Changeable while running. */
-  concurrency?: number;
+  /**
+   * Tasks run at once (default: the executor's `size`, 1 on the main thread), changeable while running. `"auto"`
+   * hands it to the pipeline's auto-concurrency controller, which starts at 1 and finds the value that gives the
+   * most throughput (see `BuildOptions.autoConcurrency`). A `WorkerPool` executor grows to fit
+   * (`WorkerPool.reserve`).
+   */
+  concurrency?: number | "auto";
+  /** The most tasks the controller may run at once (default 64; `"cpu"` stages also share the CPU budget). */
+  maxConcurrency?: number;
+  /**
+   * What limits the stage's useful concurrency, for the controller: `"cpu"` (it computes: Workers, synchronous
+   * FFI; such stages share the machine's cores) or `"io"` (it mostly waits: network, disk, a subprocess).
+   * Default: `"cpu"` with an executor other than the main thread, else `"io"`.
+   */
+  bound?: StageBound;
   /** Stage name in stats (default: the function's or export's name, else `pipe<N>`). */
   name?: string;
   /**
-   * Emit outputs in input order (default false: completion order). An ordered stage that returns an async
-   * iterable starts consuming it only when its turn comes, so its body runs one task at a time.
+   * Emit outputs in input order (default false: completion order). A finished task frees its slot at once; its
+   * output waits in a reorder buffer (at most `2 × concurrency + 2` tasks between admission and emission, so a
+   * slow task cannot make it grow without bound). An async-iterable output keeps its slot until it is streamed
+   * out in its turn, so an ordered stage's generator bodies run one at a time.
    */
   ordered?: boolean;
   /** Where tasks run (default: the main thread). A `WorkerPool` runs the export named by a string `fn`. */
@@ -36,6 +61,7 @@ export interface PipeOptions {
 
 /** Options of `aggregate`. */
 export interface AggregateOptions {
+  /** Stage name in stats (default `aggregate<N>`). */
   name?: string;
   /** Drop a last batch shorter than `n` (counted as dropped) instead of emitting it. Default false. */
   dropLast?: boolean;
@@ -64,10 +90,6 @@ export class PipelineBuilder<T = never> {
     return this.#with<U>({
       kind: "source",
       name: opts.name ?? "source",
-      concurrency: 1,
-      ordered: true,
-      executor: mainThread,
-      maxFailures: 0,
       source,
       continuous: opts.continuous ?? false,
     });
@@ -78,7 +100,9 @@ export class PipelineBuilder<T = never> {
    * `undefined` drops the item). With a `WorkerPool` executor, `fn` is the name of an export of the pool's module.
    */
   pipe<R>(fn: (item: T, ctx: TaskContext) => R, opts?: PipeOptions): PipelineBuilder<Output<R>>;
+  /** A stage that runs export `exportName` of the module of `opts.executor` (a `WorkerPool`) on each item. */
   pipe<U = unknown>(exportName: string, opts: PipeOptions & { executor: Executor }): PipelineBuilder<U>;
+  /** Implementation of the two overloads above. */
   pipe(
     fn: ((item: T, ctx: TaskContext) => unknown) | string,
     opts: PipeOptions = {},
@@ -88,33 +112,54 @@ export class PipelineBuilder<T = never> {
     if (typeof fn === "string" && opts.executor === undefined) {
       throw new InvalidArgumentError(`pipe("${fn}"): an export name needs an executor such as a WorkerPool`);
     }
-    const concurrency = opts.concurrency ?? executor.size;
-    if (!Number.isInteger(concurrency) || concurrency < 1) {
-      throw new InvalidArgumentError(`pipe: concurrency must be a positive integer, got ${concurrency}`);
+    const auto = opts.concurrency === "auto";
+    const concurrency = auto ? 1 : opts.concurrency ?? executor.size;
+    if (!Number.isInteger(concurrency) || (concurrency as number) < 1) {
+      throw new InvalidArgumentError(
+        `pipe: concurrency must be a positive integer or "auto", got ${opts.concurrency}`,
+      );
+    }
+    const maxConcurrency = opts.maxConcurrency ?? Math.max(DEFAULT_MAX_CONCURRENCY, concurrency as number);
+    if (!Number.isInteger(maxConcurrency) || maxConcurrency < 1) {
+      throw new InvalidArgumentError(
+        `pipe: maxConcurrency must be a positive integer, got ${maxConcurrency}`,
+      );
+    }
+    if (opts.bound !== undefined && opts.bound !== "cpu" && opts.bound !== "io") {
+      throw new InvalidArgumentError(`pipe: bound must be "cpu" or "io", got ${opts.bound}`);
     }
     const fnName = typeof fn === "string" ? fn : fn.name;
-    return this.#with({
+    const spec: PipeSpec = {
       kind: "pipe",
       name: opts.name ?? (fnName || `pipe${this.#specs.length}`),
-      concurrency,
-      ordered: opts.ordered ?? false,
-      fn: fn as StageSpec["fn"],
+      fn: fn as PipeSpec["fn"],
       executor,
+      concurrency: concurrency as number,
+      auto,
+      maxConcurrency,
+      bound: opts.bound ?? (executor === mainThread ? "io" : "cpu"),
+      ordered: opts.ordered ?? false,
       maxFailures: checkMaxFailures(opts.maxFailures ?? DEFAULT_MAX_FAILURES),
-    });
+    };
+    return this.#with(spec);
   }
 
   /** Flattens each incoming array (or iterable) into its elements. */
   disaggregate(opts: { name?: string } = {}): PipelineBuilder<T extends Iterable<infer E> ? E : unknown> {
     this.#needSource("disaggregate");
-    return this.#with(this.#fixed("disaggregate", opts.name));
+    return this.#with({ kind: "disaggregate", name: opts.name ?? `disaggregate${this.#specs.length}` });
   }
 
   /** Groups items into arrays of `n`; the last batch may be shorter unless `dropLast`. */
   aggregate(n: number, opts: AggregateOptions = {}): PipelineBuilder<T[]> {
     this.#needSource("aggregate");
     if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`aggregate: n must be >= 1, got ${n}`);
-    return this.#with({ ...this.#fixed("aggregate", opts.name), size: n, dropLast: opts.dropLast ?? false });
+    return this.#with({
+      kind: "aggregate",
+      name: opts.name ?? `aggregate${this.#specs.length}`,
+      size: n,
+      dropLast: opts.dropLast ?? false,
+    });
   }
 
   /** Sets the sink: the queue the consumer reads from (default 3 items). Optional before `build`. */
@@ -130,17 +175,6 @@ export class PipelineBuilder<T = never> {
   /** Builds with a default sink. */
   build(opts: BuildOptions = {}): Pipeline<T> {
     return this.addSink().build(opts);
-  }
-
-  #fixed(kind: "aggregate" | "disaggregate", name: string | undefined): StageSpec {
-    return {
-      kind,
-      name: name ?? `${kind}${this.#specs.length}`,
-      concurrency: 1,
-      ordered: true,
-      executor: mainThread,
-      maxFailures: 0,
-    };
   }
 
   #needSource(what: string): void {
@@ -171,6 +205,10 @@ export class SinkBuilder<T> {
     if (opts.reportInterval !== undefined && !(opts.reportInterval > 0)) {
       throw new InvalidArgumentError(`build: reportInterval must be > 0 ms, got ${opts.reportInterval}`);
     }
+    if (opts.stallThresholdMs !== undefined && !(opts.stallThresholdMs > 0)) {
+      throw new InvalidArgumentError(`build: stallThresholdMs must be > 0 ms, got ${opts.stallThresholdMs}`);
+    }
+    checkAutoOptions(opts.autoConcurrency ?? {});
     return new Pipeline<T>(this.#specs, this.#sink, opts);
   }
 }
@@ -189,4 +227,20 @@ function checkMaxFailures(m: MaxFailures): MaxFailures {
     return m;
   }
   throw new InvalidArgumentError(`maxFailures must be a count >= 0 or { rate in 0..1, after >= 1 }`);
+}
+
+function checkAutoOptions(o: AutoConcurrencyOptions): void {
+  const positive: (keyof AutoConcurrencyOptions)[] = ["intervalMs", "reprobeMs", "cpuBudget", "minTasks"];
+  for (const k of positive) {
+    const v = o[k];
+    if (v !== undefined && !(v > 0)) {
+      throw new InvalidArgumentError(`build: autoConcurrency.${k} must be > 0, got ${v}`);
+    }
+  }
+  for (const k of ["threshold", "drift"] as const) {
+    const v = o[k];
+    if (v !== undefined && !(v > 0 && v < 1)) {
+      throw new InvalidArgumentError(`build: autoConcurrency.${k} must be in (0, 1), got ${v}`);
+    }
+  }
 }

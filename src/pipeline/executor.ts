@@ -26,6 +26,11 @@ export interface Executor {
    * (a `WorkerPool`), an export name. May return a value, a promise, or an async iterable.
    */
   run(task: PipeFn | string, item: unknown, ctx: TaskContext): unknown;
+  /**
+   * A stage's claim: stage `stage` will run up to `n` tasks at once on this executor. Called when the stage starts
+   * and whenever its concurrency changes; an executor with a bounded capacity (a `WorkerPool`) grows to fit.
+   */
+  reserve?(stage: string, n: number): void;
   /** Releases resources (e.g. terminates Workers). The executor may start again lazily on the next `run`. */
   close(): void | Promise<void>;
 }

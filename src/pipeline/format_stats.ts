@@ -1,6 +1,6 @@
 /**
- * `formatStats`: renders {@link PipelineStats} as an aligned text table, one row per stage, and names the likely
- * bottleneck (the stage whose input queue is full while its output queue starves).
+ * `formatStats`: renders {@link PipelineStats} as an aligned text table, one row per stage, then a line per
+ * stalled stage, the auto-concurrency controller's last decision, and the likely bottleneck (see `bottleneck.ts`).
  * @module
  */
 
@@ -8,7 +8,7 @@ import type { PipelineStats, StageStats } from "./pipeline.ts";
 
 const COLUMNS: [string, (s: StageStats) => string][] = [
   ["stage", (s) => s.name],
-  ["conc", (s) => String(s.concurrency)],
+  ["conc", (s) => `${s.concurrency}${s.auto ? "*" : ""}`],
   ["in", (s) => String(s.tasksIn)],
   ["out", (s) => String(s.itemsOut)],
   ["drop", (s) => String(s.dropped)],
@@ -47,7 +47,10 @@ export interface FormatStatsOptions {
   width?: number;
 }
 
-/** An aligned table of the stats, followed by a line naming the likely bottleneck. */
+/**
+ * An aligned table of the stats, then a line per stalled stage, the auto-concurrency controller's last decision
+ * (when a stage is under it; `*` marks such stages' concurrency), and a line naming the likely bottleneck.
+ */
 export function formatStats(stats: PipelineStats, opts: FormatStatsOptions = {}): string {
   let columns = COLUMNS;
   const cells = [columns.map(([h]) => h), ...stats.stages.map((s) => columns.map(([, f]) => f(s)))];
@@ -65,6 +68,21 @@ export function formatStats(stats: PipelineStats, opts: FormatStatsOptions = {})
   lines.splice(1, 0, widths.map((w) => "-".repeat(w)).join("  "));
   const secs = (stats.elapsedMs / 1000).toFixed(1);
   lines.push(`${stats.consumed} items consumed in ${secs} s over ${stats.epochs} epoch(s)`);
+  const fit = (line: string) =>
+    opts.width === undefined || line.length <= opts.width ? line : line.slice(0, opts.width - 1) + "…";
+  for (const s of stats.stages) {
+    if (s.stalledMs <= 0) continue;
+    const running = s.kind === "source" ? "waiting on its iterator" : `${s.inFlight} task(s) running`;
+    lines.push(fit(`STALLED: ${s.name}: no progress for ${(s.stalledMs / 1000).toFixed(1)} s (${running})`));
+  }
+  const c = stats.controller;
+  if (c.stages.length > 0) {
+    const last = c.log.at(-1);
+    const what = last === undefined
+      ? ""
+      : `: last ${last.action} ${last.stage} ${last.from} → ${last.to}: ${last.reason}`;
+    lines.push(fit(`* auto concurrency (${c.state})${what}`));
+  }
   lines.push(bottleneckLine(stats));
   return lines.join("\n");
 }
@@ -72,12 +90,14 @@ export function formatStats(stats: PipelineStats, opts: FormatStatsOptions = {})
 function bottleneckLine(stats: PipelineStats): string {
   if (stats.bottleneck === null) return "bottleneck: none stands out";
   const s = stats.stages.find((x) => x.name === stats.bottleneck)!;
+  const busy = pct(s.utilization);
   if (s.kind === "consumer") {
-    return `bottleneck: the consumer (the sink queue is full ${pct(s.input!.fullFraction)})`;
+    const full = pct(s.input!.fullFraction);
+    return `bottleneck: the consumer (busy ${busy} between items, the sink full ${full} of the time)`;
   }
-  if (s.kind === "source") return `bottleneck: ${s.name} (the source; the queue after it is starving)`;
-  return `bottleneck: ${s.name} (input queue full ${pct(s.input?.fullFraction ?? 0)} of the time, ` +
-    `output starving; raise its concurrency or speed it up)`;
+  if (s.kind === "source") return `bottleneck: ${s.name} (the source, busy ${busy} producing items)`;
+  return `bottleneck: ${s.name} (busy ${busy}, input queue full ${pct(s.input?.fullFraction ?? 0)} of the ` +
+    `time; raise its concurrency or speed it up)`;
 }
 
 function ms(x: number): string {

@@ -1,49 +1,89 @@
 /**
  * A built pipeline: iterate it (`for await`) to run one epoch (one pass over the source); read `stats()` at
- * any time; change a stage's concurrency while it runs through `stage(name).setConcurrency(n)`; `stop()` it
- * (or `await using` it) to cancel in-flight work and terminate Workers.
+ * any time; change a stage's concurrency while it runs through `stage(name).setConcurrency(n)` (or hand it to the
+ * auto-concurrency controller with `"auto"`); `stop()` it (or `await using` it) to cancel in-flight work and
+ * terminate Workers. Stats and events leave through hooks (`hooks.ts`); a stage with work running and no progress
+ * for `stallThresholdMs` is reported as stalled.
  * @module
  */
 
 import { errorText, InvalidArgumentError, PipelineFailure, PipelineStoppedError } from "../errors.ts";
+import { AutoController, type ControllerStats } from "./auto_controller.ts";
+import { type AutoConcurrencyOptions, autoConfig, type Sample, type StageSample } from "./auto_policy.ts";
+import { bottleneckIndex, type Load, loadScore } from "./bottleneck.ts";
+import { type Clock, realClock } from "./clock.ts";
 import type { Executor } from "./executor.ts";
+import { envStatsJsonl, HookSet, jsonlStatsHook, type PipelineHook } from "./hooks.ts";
 import { BoundedQueue, CLOSED, EMPTY, type QueueCounters } from "./queue.ts";
-import { type RunContext, Stage, type StageKind, type StageSpec } from "./stage.ts";
+import {
+  QUEUE_SLACK,
+  type RunContext,
+  Stage,
+  type StageBound,
+  type StageKind,
+  type StageSpec,
+} from "./stage.ts";
 import { Tracer } from "./trace.ts";
 
 /** Statistics of one stage (cumulative over epochs; queue figures are for the current or last epoch). */
 export interface StageStats {
+  /** The stage's name (`"(consumer)"` for the code iterating the pipeline). */
   name: string;
+  /** What kind of stage it is; `"consumer"` for the last row. */
   kind: StageKind | "consumer";
+  /** Tasks it may run at once now. */
   concurrency: number;
+  /** Whether the auto-concurrency controller sets `concurrency`. */
+  auto: boolean;
+  /** `"cpu"` or `"io"` for pipe stages (what limits useful concurrency), `null` for the others. */
+  bound: StageBound | null;
+  /** Whether it emits outputs in input order. */
   ordered: boolean;
   /** Tasks admitted. Invariant: `tasksIn = done + dropped + failed + cancelled + inFlight + held`. */
   tasksIn: number;
+  /** Tasks that finished and produced their output(s). */
   done: number;
+  /** Tasks whose function returned `undefined` (and an aggregate's short last batch under `dropLast`). */
   dropped: number;
+  /** Tasks whose function threw. */
   failed: number;
+  /** Tasks cut short because the pipeline stopped. */
   cancelled: number;
+  /** Tasks running now. */
   inFlight: number;
+  /** Items held inside the stage: an aggregate's partial batch, an ordered stage's outputs awaiting their turn. */
   held: number;
   /** Items put on the output queue (differs from `done` for generators, aggregate, disaggregate). */
   itemsOut: number;
   /** Task compute time percentiles and mean, milliseconds (time blocked on a full output queue excluded). */
   p50Ms: number;
+  /** See `p50Ms`. */
   p90Ms: number;
+  /** See `p50Ms`. */
   p99Ms: number;
+  /** See `p50Ms`. */
   meanMs: number;
-  /** Compute time / (wall time × concurrency): near 1 means the stage's slots are always busy. */
+  /**
+   * Busy fraction (0..1): compute time over the slot time it had (concurrency × running time); for the source the
+   * time spent in its iterator, for the consumer the time not spent waiting for the next item.
+   */
   utilization: number;
   /** The input queue (null for the source). */
   input: QueueCounters | null;
   /** Time spent waiting on a full output queue (backpressure), summed over tasks, ms. */
   blockedPutMs: number;
+  /** `blockedPutMs` over the slot time the stage had (0..1): how much of its capacity waited on its downstream. */
+  blockedFraction: number;
   /** Time spent waiting on an empty input queue (starved), ms. */
   starvedMs: number;
   /** Output items per second of pipeline running time. */
   itemsPerSec: number;
-  /** How much this stage looks like the bottleneck: input-queue-full fraction + output-queue-empty fraction. */
+  /** How much this stage looks like the bottleneck (0..1): utilization weighted by its input queue's fill. */
   pressure: number;
+  /** How long it has had work running with no progress, once that exceeds the stall threshold; else 0. */
+  stalledMs: number;
+  /** Stalls seen so far. */
+  stalls: number;
 }
 
 /** Statistics of a whole pipeline; rows run source → stages → consumer. */
@@ -60,8 +100,15 @@ export interface PipelineStats {
   discarded: number;
   /** One row per stage, then one row `"(consumer)"` for the code iterating the pipeline (input = the sink). */
   stages: StageStats[];
-  /** Name of the likely bottleneck (its input queue full, its output queue empty), or null if none stands out. */
+  /**
+   * Name of the likely bottleneck: the busiest stage (or the consumer), its input queue's fill breaking ties, if it
+   * is busy enough to stand out; null otherwise (see `bottleneck.ts`).
+   */
   bottleneck: string | null;
+  /** Stages stalled now (work running, no progress for longer than the stall threshold). */
+  stalled: string[];
+  /** The auto-concurrency controller: stages it sets, what it is doing, its decisions. */
+  controller: ControllerStats;
 }
 
 /** Options of the sink, the queue between the last stage and the consumer. */
@@ -72,35 +119,52 @@ export interface SinkOptions {
 
 /** Options of `build()`. */
 export interface BuildOptions {
-  /** Milliseconds between `onReport` calls (and JSONL lines) while an epoch runs (default 10000). */
+  /** Milliseconds between reports to the hooks (`onReport`, JSONL lines) while an epoch runs (default 10000). */
   reportInterval?: number;
   /** Called with fresh stats every `reportInterval` ms while running, and once when an epoch ends. */
   onReport?: (stats: PipelineStats) => void;
+  /** Receivers of stats and events (stalls, concurrency changes); see `jsonlStatsHook`. */
+  hooks?: PipelineHook[];
   /** Aborting it stops the pipeline; the `for await` then throws the signal's reason. */
   signal?: AbortSignal;
   /** Writes a Chrome trace-event JSON file (Perfetto, chrome://tracing) at the end of each epoch. */
   trace?: string;
-  /** Where failure log lines go (default `console.error`). */
+  /** Where failure, stall and controller log lines go (default `console.error`). */
   log?: (message: string) => void;
   /** JSONL file appended with one stats line per report (default: the `SLUICE_STATS_JSONL` env variable). */
   statsJsonl?: string;
+  /** A stage with work running and no progress for this long is reported as stalled (default 30000 ms). */
+  stallThresholdMs?: number;
+  /** Tuning of the auto-concurrency controller (stages built with `concurrency: "auto"`). */
+  autoConcurrency?: AutoConcurrencyOptions;
+  /**
+   * The time source for stats, stall watch, reports and the controller (default: wall-clock time). Tests and
+   * simulations pass a virtual clock to get the same decisions from the same timings.
+   */
+  clock?: Clock;
 }
 
 /** What a running stage lets a controller (a tuner) do. */
 export interface StageControl {
+  /** The stage's name. */
   readonly name: string;
+  /** What kind of stage it is (only `pipe` stages change concurrency). */
   readonly kind: StageKind;
   /** Tasks the stage may run at once. */
   readonly concurrency: number;
-  /** Changes the stage's concurrency, effective immediately, also while it runs. */
-  setConcurrency(n: number): void;
+  /** Whether the pipeline's auto-concurrency controller sets the concurrency. */
+  readonly auto: boolean;
+  /**
+   * Changes the stage's concurrency, effective immediately, also while it runs. A number pins it (the controller
+   * lets go of it); `"auto"` hands it to the controller, starting from the current value.
+   */
+  setConcurrency(n: number | "auto"): void;
 }
 
 /** Name of the consumer row in stats. */
 export const CONSUMER = "(consumer)";
 const DEFAULT_REPORT_MS = 10_000;
-/** Above this pressure (max 2) a stage is named the bottleneck. */
-const BOTTLENECK_PRESSURE = 1.3;
+const DEFAULT_STALL_MS = 30_000;
 
 interface Epoch {
   readonly ac: AbortController;
@@ -111,7 +175,8 @@ interface Epoch {
   reason: unknown;
   aborted: boolean;
   finishing: Promise<void> | undefined;
-  timer: ReturnType<typeof setInterval> | undefined;
+  reportTimer: unknown;
+  stallTimer: unknown;
   onSignal: (() => void) | undefined;
 }
 
@@ -122,7 +187,13 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
   readonly #opts: BuildOptions;
   readonly #continuous: boolean;
   readonly #tracer: Tracer | undefined;
-  readonly #jsonl: string | undefined;
+  readonly #clock: Clock;
+  readonly #log: (message: string) => void;
+  readonly #hooks: HookSet;
+  readonly #stallMs: number;
+  readonly #controller: AutoController;
+  /** Stages stalled now, with the time their stall was reported. */
+  readonly #stalled = new Map<Stage, number>();
   #epoch: Epoch | undefined;
   #lastQueues: BoundedQueue<unknown>[] = [];
   #epochs = 0;
@@ -136,9 +207,28 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
     this.#stages = specs.map((s) => new Stage(s));
     this.#bufferSize = sink.bufferSize ?? 3;
     this.#opts = opts;
-    this.#continuous = specs[0].continuous === true;
+    this.#continuous = specs[0].kind === "source" && specs[0].continuous;
     this.#tracer = opts.trace === undefined ? undefined : new Tracer(opts.trace);
-    this.#jsonl = opts.statsJsonl ?? envJsonl();
+    this.#clock = opts.clock ?? realClock;
+    this.#log = opts.log ?? ((m: string) => console.error(m));
+    this.#stallMs = opts.stallThresholdMs ?? DEFAULT_STALL_MS;
+    const hooks = [...opts.hooks ?? []];
+    const onReport = opts.onReport;
+    if (onReport !== undefined) hooks.push({ report: (s) => onReport(s) });
+    const jsonl = opts.statsJsonl ?? envStatsJsonl();
+    if (jsonl !== undefined) hooks.push(jsonlStatsHook(jsonl));
+    this.#hooks = new HookSet(hooks, this.#log);
+    this.#controller = new AutoController(
+      autoConfig(opts.autoConcurrency),
+      this.#clock,
+      () => this.#sample(),
+      (name, to, reason) => this.#adjust(name, to, reason),
+      () => this.#stages.filter((s) => s.auto).map((s) => s.name),
+    );
+    const startController = () => {
+      if (this.#epoch !== undefined && !this.#epoch.aborted) this.#controller.start();
+    };
+    for (const s of this.#stages) s.onAuto = startController;
   }
 
   /** The stages, source first. */
@@ -183,14 +273,15 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
   /** Current statistics; cheap enough to poll (a few small objects, no per-item state). */
   stats(): PipelineStats {
     const epoch = this.#epoch;
-    const now = performance.now();
+    const now = this.#clock.now();
     const elapsedMs = this.#activeMs + (epoch === undefined ? 0 : now - epoch.t0);
     const queues = epoch?.queues ?? this.#lastQueues;
     const counters = queues.map((q) => q.counters());
-    const rows = this.#stages.map((s, i) => stageStats(s, counters[i - 1], counters[i], elapsedMs));
+    const rows = this.#stages.map((s, i) =>
+      this.#stageStats(s, counters[i - 1], counters[i], elapsedMs, now)
+    );
     rows.push(this.#consumerStats(counters[counters.length - 1], elapsedMs));
-    let best: StageStats | undefined;
-    for (const r of rows) if (best === undefined || r.pressure > best.pressure) best = r;
+    const b = bottleneckIndex(rows.map(rowLoad));
     return {
       elapsedMs,
       epochs: this.#epochs,
@@ -198,7 +289,9 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
       consumed: this.#consumed,
       discarded: this.#discarded,
       stages: rows,
-      bottleneck: best !== undefined && best.pressure >= BOTTLENECK_PRESSURE ? best.name : null,
+      bottleneck: b < 0 ? null : rows[b].name,
+      stalled: rows.filter((r) => r.stalledMs > 0).map((r) => r.name),
+      controller: this.#controller.stats(),
     };
   }
 
@@ -219,12 +312,13 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
       ac: new AbortController(),
       queues,
       runs: [],
-      t0: performance.now(),
+      t0: this.#clock.now(),
       failure: undefined,
       reason: undefined,
       aborted: false,
       finishing: undefined,
-      timer: undefined,
+      reportTimer: undefined,
+      stallTimer: undefined,
       onSignal: undefined,
     };
     this.#epoch = epoch;
@@ -234,7 +328,7 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
     if (epoch.aborted) return epoch;
     const ctx = this.#runContext(epoch);
     epoch.runs = this.#stages.map((s, i) => s.run(i === 0 ? undefined : queues[i - 1], queues[i], ctx));
-    this.#startReports(epoch);
+    this.#startTimers(epoch);
     return epoch;
   }
 
@@ -243,20 +337,20 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
     const queues: BoundedQueue<unknown>[] = [];
     for (let i = 0; i < n; i++) {
       const last = i === n - 1;
-      const capacity = last ? this.#bufferSize : this.#stages[i + 1].concurrency + 2;
+      const capacity = last ? this.#bufferSize : this.#stages[i + 1].concurrency + QUEUE_SLACK;
       const name = last ? "sink" : `${this.#stages[i + 1].name}.in`;
       const tracer = this.#tracer;
-      queues.push(new BoundedQueue(capacity, tracer && ((len) => tracer.counter(name, len))));
+      queues.push(new BoundedQueue(capacity, tracer && ((len) => tracer.counter(name, len)), this.#clock));
     }
     return queues;
   }
 
   #runContext(epoch: Epoch): RunContext {
-    const log = this.#opts.log ?? ((m: string) => console.error(m));
     return {
       signal: epoch.ac.signal,
       tracer: this.#tracer,
-      log,
+      log: this.#log,
+      clock: this.#clock,
       fail: (stage, error) => {
         if (epoch.failure !== undefined || epoch.aborted) return;
         epoch.failure = this.#failure(stage, error);
@@ -320,98 +414,212 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
   }
 
   async #settle(epoch: Epoch): Promise<void> {
-    clearInterval(epoch.timer);
+    this.#stopTimers(epoch);
     if (epoch.onSignal !== undefined) this.#opts.signal?.removeEventListener("abort", epoch.onSignal);
     await Promise.all(epoch.runs);
-    for (const s of this.#stages) s.resetEpoch();
     if (epoch.aborted || !this.#continuous) await this.#closeExecutors();
-    this.#activeMs += performance.now() - epoch.t0;
+    this.#activeMs += this.#clock.now() - epoch.t0;
     this.#epoch = undefined;
+    this.#watchStalls(); // stalled stages that ended with the epoch made progress
+    this.#stalled.clear();
     this.#tracer?.write();
-    this.#report();
+    this.#hooks.report(() => this.stats(), true);
   }
 
   async #closeExecutors(): Promise<void> {
     const seen = new Set<Executor>();
-    for (const s of this.#stages) seen.add(s.spec.executor);
+    for (const s of this.#stages) if (s.spec.kind === "pipe") seen.add(s.spec.executor);
     await Promise.all([...seen].map((e) => e.close()));
   }
 
-  // ---- reports --------------------------------------------------------------------------------------------
+  // ---- timers: reports, stall watch, auto concurrency -------------------------------------------------------
 
-  #startReports(epoch: Epoch): void {
-    if (this.#opts.onReport === undefined && this.#jsonl === undefined) return;
-    epoch.timer = setInterval(() => this.#report(), this.#opts.reportInterval ?? DEFAULT_REPORT_MS);
+  #startTimers(epoch: Epoch): void {
+    const clock = this.#clock;
+    if (this.#hooks.reporting) {
+      const every = this.#opts.reportInterval ?? DEFAULT_REPORT_MS;
+      const report = () => {
+        this.#hooks.report(() => this.stats(), false);
+        epoch.reportTimer = clock.setTimer(report, every);
+      };
+      epoch.reportTimer = clock.setTimer(report, every);
+    }
+    const watchEvery = Math.max(10, Math.min(1000, this.#stallMs / 4));
+    const watch = () => {
+      this.#watchStalls();
+      epoch.stallTimer = clock.setTimer(watch, watchEvery);
+    };
+    epoch.stallTimer = clock.setTimer(watch, watchEvery);
+    if (this.#stages.some((s) => s.auto)) this.#controller.start();
   }
 
-  #report(): void {
-    if (this.#opts.onReport === undefined && this.#jsonl === undefined) return;
-    const stats = this.stats();
-    this.#opts.onReport?.(stats);
-    if (this.#jsonl === undefined) return;
-    Deno.writeTextFileSync(this.#jsonl, JSON.stringify({ t: Date.now(), ...stats }) + "\n", { append: true });
+  #stopTimers(epoch: Epoch): void {
+    if (epoch.reportTimer !== undefined) this.#clock.clearTimer(epoch.reportTimer);
+    if (epoch.stallTimer !== undefined) this.#clock.clearTimer(epoch.stallTimer);
+    epoch.reportTimer = undefined;
+    epoch.stallTimer = undefined;
+    this.#controller.stop();
+  }
+
+  /** Reports each stage whose work made no progress for longer than the threshold (once per stall), and recoveries. */
+  #watchStalls(): void {
+    const now = this.#clock.now();
+    for (const s of this.#stages) {
+      const idle = s.noProgressMs(now);
+      const since = this.#stalled.get(s);
+      if (idle >= this.#stallMs && since === undefined) {
+        this.#stalled.set(s, now - idle);
+        s.stalls++;
+        const running = s.kind === "source" ? "waiting on its iterator" : `${s.inFlight} task(s) running`;
+        this.#log(
+          `sluice pipeline: stage "${s.name}" stalled: no progress for ${secs(idle)} (${running})`,
+        );
+        this.#hooks.event({ type: "stall", stage: s.name, noProgressMs: idle, inFlight: s.inFlight });
+      } else if (idle < this.#stallMs && since !== undefined) {
+        this.#stalled.delete(s);
+        const stalledMs = now - idle - since;
+        this.#log(`sluice pipeline: stage "${s.name}" made progress again after ${secs(stalledMs)}`);
+        this.#hooks.event({ type: "resume", stage: s.name, stalledMs });
+      }
+    }
+  }
+
+  #adjust(name: string, to: number, reason: string): void {
+    const s = this.#stages.find((x) => x.name === name);
+    if (s === undefined || !s.auto || s.concurrency === to) return;
+    const from = s.concurrency;
+    s.adjust(to);
+    this.#hooks.event({ type: "concurrency", stage: name, from, to, reason });
+  }
+
+  /** Every stage's cumulative counters now, for the controller. */
+  #sample(): Sample {
+    const now = this.#clock.now();
+    const queues = this.#epoch?.queues ?? this.#lastQueues;
+    const counters = queues.map((q) => q.counters());
+    const stages: StageSample[] = this.#stages.map((s, i) => {
+      const slotMs = s.slotMs(now);
+      const input = i === 0 ? undefined : counters[i - 1];
+      return {
+        name: s.name,
+        auto: s.auto,
+        concurrency: s.concurrency,
+        maxConcurrency: s.maxConcurrency,
+        bound: s.bound,
+        finished: s.done + s.dropped + s.failed,
+        busyMs: s.busyMs(now),
+        slotMs,
+        blockedMs: counters[i].putWaitMs,
+        inputItemMs: input === undefined ? slotMs : input.itemMs,
+        inputCapacity: input === undefined ? 1 : input.capacity,
+      };
+    });
+    const sink = counters[counters.length - 1];
+    stages.push({
+      name: CONSUMER,
+      auto: false,
+      concurrency: 1,
+      maxConcurrency: 1,
+      bound: undefined,
+      finished: this.#consumed,
+      busyMs: sink.elapsedMs - sink.getWaitMs,
+      slotMs: sink.elapsedMs,
+      blockedMs: 0,
+      inputItemMs: sink.itemMs,
+      inputCapacity: sink.capacity,
+    });
+    return { t: now, stages };
+  }
+
+  // ---- stats rows -----------------------------------------------------------------------------------------
+
+  #stageStats(
+    s: Stage,
+    input: QueueCounters | undefined,
+    output: QueueCounters | undefined,
+    elapsedMs: number,
+    now: number,
+  ): StageStats {
+    const lat = s.latency;
+    const slotMs = s.slotMs(now);
+    const utilization = slotMs > 0 ? Math.min(1, s.busyMs(now) / slotMs) : 0;
+    const inputFill = input === undefined ? 1 : input.meanOccupancy / input.capacity;
+    const blockedPutMs = output?.putWaitMs ?? 0;
+    const blockedFraction = slotMs > 0 ? Math.min(1, blockedPutMs / slotMs) : 0;
+    const idle = s.noProgressMs(now);
+    return {
+      name: s.name,
+      kind: s.kind,
+      concurrency: s.concurrency,
+      auto: s.auto,
+      bound: s.bound ?? null,
+      ordered: s.ordered,
+      tasksIn: s.tasksIn,
+      done: s.done,
+      dropped: s.dropped,
+      failed: s.failed,
+      cancelled: s.cancelled,
+      inFlight: s.inFlight,
+      held: s.held,
+      itemsOut: s.itemsOut,
+      p50Ms: lat.quantile(0.5),
+      p90Ms: lat.quantile(0.9),
+      p99Ms: lat.quantile(0.99),
+      meanMs: lat.mean,
+      utilization,
+      input: input ?? null,
+      blockedPutMs,
+      blockedFraction,
+      starvedMs: input?.getWaitMs ?? 0,
+      itemsPerSec: rate(s.itemsOut, elapsedMs),
+      pressure: loadScore({ busy: utilization, blocked: blockedFraction, inputFill }),
+      stalledMs: idle >= this.#stallMs ? idle : 0,
+      stalls: s.stalls,
+    };
   }
 
   #consumerStats(sink: QueueCounters | undefined, elapsedMs: number): StageStats {
-    const inFlight = 0;
+    const utilization = sink === undefined || sink.elapsedMs <= 0
+      ? 0
+      : Math.max(0, 1 - sink.getWaitMs / sink.elapsedMs);
+    const inputFill = sink === undefined ? 0 : sink.meanOccupancy / sink.capacity;
     return {
       name: CONSUMER,
       kind: "consumer",
       concurrency: 1,
+      auto: false,
+      bound: null,
       ordered: true,
       tasksIn: this.#consumed,
       done: this.#consumed,
       dropped: 0,
       failed: 0,
       cancelled: 0,
-      inFlight,
+      inFlight: 0,
       held: 0,
       itemsOut: this.#consumed,
       p50Ms: 0,
       p90Ms: 0,
       p99Ms: 0,
       meanMs: 0,
-      utilization: 0,
+      utilization,
       input: sink ?? null,
       blockedPutMs: 0,
+      blockedFraction: 0,
       starvedMs: sink?.getWaitMs ?? 0,
       itemsPerSec: rate(this.#consumed, elapsedMs),
-      pressure: (sink?.fullFraction ?? 0) + 1,
+      pressure: loadScore({ busy: utilization, blocked: 0, inputFill }),
+      stalledMs: 0,
+      stalls: 0,
     };
   }
 }
 
-function stageStats(
-  s: Stage,
-  input: QueueCounters | undefined,
-  output: QueueCounters | undefined,
-  elapsedMs: number,
-): StageStats {
-  const lat = s.latency;
-  const inputFull = s.kind === "source" ? 1 : input?.fullFraction ?? 0;
+function rowLoad(r: StageStats): Load {
   return {
-    name: s.name,
-    kind: s.kind,
-    concurrency: s.concurrency,
-    ordered: s.ordered,
-    tasksIn: s.tasksIn,
-    done: s.done,
-    dropped: s.dropped,
-    failed: s.failed,
-    cancelled: s.cancelled,
-    inFlight: s.inFlight,
-    held: s.held,
-    itemsOut: s.itemsOut,
-    p50Ms: lat.quantile(0.5),
-    p90Ms: lat.quantile(0.9),
-    p99Ms: lat.quantile(0.99),
-    meanMs: lat.mean,
-    utilization: elapsedMs > 0 ? Math.min(1, s.busyMs / (elapsedMs * s.concurrency)) : 0,
-    input: input ?? null,
-    blockedPutMs: output?.putWaitMs ?? 0,
-    starvedMs: input?.getWaitMs ?? 0,
-    itemsPerSec: rate(s.itemsOut, elapsedMs),
-    pressure: inputFull + (output?.emptyFraction ?? 0),
+    busy: r.utilization,
+    blocked: r.blockedFraction,
+    inputFill: r.input === null ? 1 : r.input.meanOccupancy / r.input.capacity,
   };
 }
 
@@ -419,10 +627,6 @@ function rate(n: number, ms: number): number {
   return ms > 0 ? n / (ms / 1000) : 0;
 }
 
-function envJsonl(): string | undefined {
-  try {
-    return Deno.env.get("SLUICE_STATS_JSONL") || undefined;
-  } catch {
-    return undefined; // no --allow-env: no JSONL
-  }
+function secs(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
 }

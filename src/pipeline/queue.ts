@@ -10,11 +10,19 @@ export const EMPTY: unique symbol = Symbol("sluice.queue.empty");
 /** Returned by {@link BoundedQueue.get} once the queue is closed and drained. */
 export const CLOSED: unique symbol = Symbol("sluice.queue.closed");
 
-type Getter<T> = (value: T | typeof CLOSED) => void;
+interface Getter<T> {
+  /** When it started waiting (clock ms). */
+  t: number;
+  resolve: (value: T | typeof CLOSED) => void;
+}
 interface Putter<T> {
   item: T;
+  /** When it started waiting (clock ms). */
+  t: number;
   resolve: (accepted: boolean) => void;
 }
+
+import { type Clock, realClock } from "./clock.ts";
 
 /** Counters a queue keeps about itself; all times in milliseconds. */
 export interface QueueCounters {
@@ -28,10 +36,18 @@ export interface QueueCounters {
   fullFraction: number;
   /** Fraction (0..1) of the elapsed time the queue was empty. */
   emptyFraction: number;
-  /** Total time producers spent waiting on a full queue (summed over producers). */
+  /** Total time producers spent waiting on a full queue (summed over producers, including waits under way). */
   putWaitMs: number;
-  /** Total time consumers spent waiting on an empty queue (summed over consumers). */
+  /** Total time consumers spent waiting on an empty queue (summed over consumers, including waits under way). */
   getWaitMs: number;
+  /** Time since the queue was created (the denominator of the fractions above). */
+  elapsedMs: number;
+  /** Time the queue was full (`fullFraction × elapsedMs`). */
+  fullMs: number;
+  /** Time the queue was empty (`emptyFraction × elapsedMs`). */
+  emptyMs: number;
+  /** Integral of the length over time, item·ms (`meanOccupancy × elapsedMs`). */
+  itemMs: number;
 }
 
 /** A bounded async FIFO with cheap occupancy accounting. */
@@ -44,8 +60,9 @@ export class BoundedQueue<T> {
   readonly #putters: Putter<T>[] = [];
   readonly #onChange: ((length: number) => void) | undefined;
   // Time accounting.
-  readonly #t0 = performance.now();
-  #lastT = this.#t0;
+  readonly #clock: Clock;
+  readonly #t0: number;
+  #lastT: number;
   #area = 0;
   #fullMs = 0;
   #emptyMs = 0;
@@ -55,10 +72,14 @@ export class BoundedQueue<T> {
   /**
    * @param capacity the bound (at least 1)
    * @param onChange called with the new length whenever it changes (used for tracing; leave unset otherwise)
+   * @param clock where waits and occupancy are timed (default: wall-clock time)
    */
-  constructor(capacity: number, onChange?: (length: number) => void) {
+  constructor(capacity: number, onChange?: (length: number) => void, clock: Clock = realClock) {
     this.#capacity = Math.max(1, Math.floor(capacity));
     this.#onChange = onChange;
+    this.#clock = clock;
+    this.#t0 = clock.now();
+    this.#lastT = this.#t0;
   }
 
   /** Items buffered now (not counting producers waiting to put). */
@@ -91,7 +112,8 @@ export class BoundedQueue<T> {
     if (this.#closed) return true;
     const getter = this.#getters.shift();
     if (getter !== undefined) {
-      getter(item);
+      this.#getWaitMs += this.#clock.now() - getter.t;
+      getter.resolve(item);
       return true;
     }
     if (this.length >= this.#capacity) return false;
@@ -102,16 +124,7 @@ export class BoundedQueue<T> {
   /** Puts, waiting while full. Resolves `false` if the queue was aborted before the item got in. */
   put(item: T): Promise<boolean> {
     if (this.tryPut(item)) return Promise.resolve(!this.#closed);
-    const t = performance.now();
-    return new Promise<boolean>((resolve) => {
-      this.#putters.push({
-        item,
-        resolve: (ok) => {
-          this.#putWaitMs += performance.now() - t;
-          resolve(ok);
-        },
-      });
-    });
+    return new Promise<boolean>((resolve) => this.#putters.push({ item, t: this.#clock.now(), resolve }));
   }
 
   /** Takes without waiting: an item, or {@link EMPTY}, or {@link CLOSED} once closed and drained. */
@@ -124,13 +137,7 @@ export class BoundedQueue<T> {
   get(): Promise<T | typeof CLOSED> | T | typeof CLOSED {
     const x = this.tryGet();
     if (x !== EMPTY) return x;
-    const t = performance.now();
-    return new Promise((resolve) => {
-      this.#getters.push((v) => {
-        this.#getWaitMs += performance.now() - t;
-        resolve(v);
-      });
-    });
+    return new Promise((resolve) => this.#getters.push({ t: this.#clock.now(), resolve }));
   }
 
   /** No more puts: consumers drain what is buffered, then see {@link CLOSED}. Waiting producers still get in. */
@@ -138,11 +145,12 @@ export class BoundedQueue<T> {
     if (this.#closed) return;
     // Producers already waiting hold items that were accounted as produced: let them in first.
     for (const p of this.#putters.splice(0)) {
+      this.#putWaitMs += this.#clock.now() - p.t;
       this.#push(p.item);
       p.resolve(true);
     }
     this.#closed = true;
-    for (const g of this.#getters.splice(0)) g(CLOSED);
+    this.#releaseGetters();
   }
 
   /** Closes and discards everything buffered; waiting producers get `false`. Returns the items discarded. */
@@ -153,26 +161,43 @@ export class BoundedQueue<T> {
     this.#head = 0;
     this.#closed = true;
     for (const p of this.#putters.splice(0)) {
+      this.#putWaitMs += this.#clock.now() - p.t;
       dropped.push(p.item);
       p.resolve(false);
     }
-    for (const g of this.#getters.splice(0)) g(CLOSED);
+    this.#releaseGetters();
     this.#onChange?.(0);
     return dropped;
+  }
+
+  #releaseGetters(): void {
+    for (const g of this.#getters.splice(0)) {
+      this.#getWaitMs += this.#clock.now() - g.t;
+      g.resolve(CLOSED);
+    }
   }
 
   /** Snapshot of the counters (one small object). */
   counters(): QueueCounters {
     this.#tick();
-    const elapsed = Math.max(1e-9, this.#lastT - this.#t0);
+    const elapsedMs = this.#lastT - this.#t0;
+    const elapsed = Math.max(1e-9, elapsedMs);
+    let putWaitMs = this.#putWaitMs;
+    for (const p of this.#putters) putWaitMs += this.#lastT - p.t;
+    let getWaitMs = this.#getWaitMs;
+    for (const g of this.#getters) getWaitMs += this.#lastT - g.t;
     return {
       length: this.length,
       capacity: this.#capacity,
       meanOccupancy: this.#area / elapsed,
       fullFraction: this.#fullMs / elapsed,
       emptyFraction: this.#emptyMs / elapsed,
-      putWaitMs: this.#putWaitMs,
-      getWaitMs: this.#getWaitMs,
+      putWaitMs,
+      getWaitMs,
+      elapsedMs,
+      fullMs: this.#fullMs,
+      emptyMs: this.#emptyMs,
+      itemMs: this.#area,
     };
   }
 
@@ -202,6 +227,7 @@ export class BoundedQueue<T> {
   #admitPutters(): void {
     while (this.#putters.length > 0 && this.length < this.#capacity) {
       const p = this.#putters.shift()!;
+      this.#putWaitMs += this.#clock.now() - p.t;
       this.#push(p.item);
       p.resolve(true);
     }
@@ -209,7 +235,7 @@ export class BoundedQueue<T> {
 
   /** Integrates occupancy up to now. */
   #tick(): void {
-    const now = performance.now();
+    const now = this.#clock.now();
     const dt = now - this.#lastT;
     if (dt <= 0) return;
     const len = this.length;

@@ -1,18 +1,24 @@
 /**
- * One running pipeline stage: admits up to `concurrency` tasks from its input queue, runs them on its executor,
- * puts their outputs on its output queue (in completion order, or input order when `ordered`), and keeps the
- * counters the stats are built from. Concurrency may change while it runs ({@link Stage.setConcurrency}).
+ * One stage of a built pipeline: its description ({@link StageSpec}, one shape per kind), the counters the stats
+ * are built from, its concurrency (changeable while it runs, by hand or by the auto-concurrency controller), and
+ * what every kind's runner shares (putting outputs, counting failures, the stall watch). Each kind runs in its own
+ * small runner: `run_source.ts`, `run_pipe.ts`, `run_aggregate.ts`, `run_disaggregate.ts`.
  * @module
  */
 
 import { errorText, InvalidArgumentError, type StageError } from "../errors.ts";
+import { type Clock, realClock } from "./clock.ts";
 import { describeItem } from "./describe.ts";
-import { type Executor, mainThread, type PipeFn, type TaskContext } from "./executor.ts";
+import type { Executor, PipeFn } from "./executor.ts";
 import { type BoundedQueue, CLOSED, EMPTY } from "./queue.ts";
+import { runAggregate } from "./run_aggregate.ts";
+import { runDisaggregate } from "./run_disaggregate.ts";
+import { runPipe } from "./run_pipe.ts";
+import { runSource } from "./run_source.ts";
 import { LatencySketch } from "./sketch.ts";
 import type { Tracer } from "./trace.ts";
 
-/** Extra room in a stage's input queue beyond its concurrency. */
+/** Extra room in a stage's input queue beyond its concurrency (also an ordered stage's reorder slack). */
 export const QUEUE_SLACK = 2;
 /** Failures logged per stage before further ones are only counted. */
 const LOGGED_FAILURES = 10;
@@ -25,27 +31,66 @@ export type MaxFailures = number | { rate: number; after: number };
 /** Default failure budget: give up when more than half of the tasks fail, judged after 20 tasks. */
 export const DEFAULT_MAX_FAILURES: MaxFailures = { rate: 0.5, after: 20 };
 
-/** The kinds of stage a pipeline is made of. */
-export type StageKind = "source" | "pipe" | "aggregate" | "disaggregate";
+/**
+ * What limits a stage's useful concurrency: `"cpu"` stages compute (Workers, synchronous FFI) and share the
+ * machine's cores; `"io"` stages mostly wait (network, disk, a subprocess) and may run far more tasks than cores.
+ */
+export type StageBound = "cpu" | "io";
 
-/** Everything the builder knows about a stage. */
-export interface StageSpec {
-  kind: StageKind;
+/** The source: pulls items from an iterable. */
+export interface SourceSpec {
+  kind: "source";
   name: string;
-  concurrency: number;
-  ordered: boolean;
-  fn?: PipeFn | string;
-  executor: Executor;
-  maxFailures: MaxFailures;
-  /** Source only. */
-  source?: Iterable<unknown> | AsyncIterable<unknown>;
-  /** Source only: re-iterate the source for each epoch. */
-  continuous?: boolean;
-  /** Aggregate only. */
-  size?: number;
-  /** Aggregate only. */
-  dropLast?: boolean;
+  source: Iterable<unknown> | AsyncIterable<unknown>;
+  /** Re-iterate the source for each epoch. */
+  continuous: boolean;
 }
+
+/** A stage mapping each item with a function, up to `concurrency` tasks at once. */
+export interface PipeSpec {
+  kind: "pipe";
+  name: string;
+  /** The stage function, or the export an executor (a `WorkerPool`) runs. */
+  fn: PipeFn | string;
+  executor: Executor;
+  /** Starting concurrency (the controller's first value when `auto`). */
+  concurrency: number;
+  /** Whether the auto-concurrency controller sets the concurrency. */
+  auto: boolean;
+  /** Upper bound for the controller (and for `setConcurrency("auto")`). */
+  maxConcurrency: number;
+  bound: StageBound;
+  ordered: boolean;
+  maxFailures: MaxFailures;
+}
+
+/** Groups items into arrays of `size`. */
+export interface AggregateSpec {
+  kind: "aggregate";
+  name: string;
+  size: number;
+  /** Drop a last batch shorter than `size`. */
+  dropLast: boolean;
+}
+
+/** Flattens each incoming iterable into its elements. */
+export interface DisaggregateSpec {
+  kind: "disaggregate";
+  name: string;
+}
+
+/** Everything the builder knows about a stage: one shape per kind. */
+export type StageSpec = SourceSpec | PipeSpec | AggregateSpec | DisaggregateSpec;
+// Every kind has a spec, and every spec a kind.
+const _kinds: Record<StageKind, StageSpec["kind"]> & Record<StageSpec["kind"], StageKind> = {
+  source: "source",
+  pipe: "pipe",
+  aggregate: "aggregate",
+  disaggregate: "disaggregate",
+};
+
+/** The kinds of stage a pipeline is made of (one {@link StageSpec} shape and one runner each). */
+export type StageKind = "source" | "pipe" | "aggregate" | "disaggregate";
 
 /** What a running epoch gives its stages. */
 export interface RunContext {
@@ -54,18 +99,7 @@ export interface RunContext {
   fail(stage: Stage, error: unknown): void;
   log(message: string): void;
   readonly tracer: Tracer | undefined;
-}
-
-/** An aggregate's result for an item that went into a batch still being filled. */
-const HELD: unique symbol = Symbol("sluice.stage.held");
-
-function isThenable(x: unknown): x is PromiseLike<unknown> {
-  return x !== null && typeof x === "object" && typeof (x as PromiseLike<unknown>).then === "function";
-}
-
-function isAsyncIterable(x: unknown): x is AsyncIterable<unknown> {
-  return x !== null && typeof x === "object" &&
-    typeof (x as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function";
+  readonly clock: Clock;
 }
 
 /** A stage of a built pipeline. Counters are cumulative over epochs. */
@@ -74,7 +108,6 @@ export class Stage {
   readonly kind: StageKind;
   readonly ordered: boolean;
   readonly spec: StageSpec;
-  #concurrency: number;
 
   /** Tasks admitted (items taken from the input queue). */
   tasksIn = 0;
@@ -88,30 +121,43 @@ export class Stage {
   cancelled = 0;
   /** Tasks running now. */
   inFlight = 0;
-  /** Items held inside the stage (an `aggregate`'s partial batch). */
+  /** Items held inside the stage: an `aggregate`'s partial batch, an ordered stage's results awaiting their turn. */
   held = 0;
   /** Items put on the output queue. */
   itemsOut = 0;
-  /** Sum of task compute time (ms), excluding time blocked on a full output queue. */
-  busyMs = 0;
   /** Task compute time distribution. */
   readonly latency: LatencySketch = new LatencySketch();
   /** The first few errors. */
   readonly errors: StageError[] = [];
+  /** Stalls seen: periods longer than the pipeline's stall threshold with work running and no progress. */
+  stalls = 0;
 
-  #input: BoundedQueue<unknown> | undefined;
-  #wake: (() => void) | undefined;
-  #drained: (() => void) | undefined;
-  #batch: unknown[] = [];
-  #lanes: number[] = [];
-  #nextLane = 0;
+  /** Set by the running pipe runner: called when the concurrency changes (it admits more or fewer tasks). */
+  onConcurrency: (() => void) | undefined;
+  /** Set by the pipeline: called when the stage is handed to the auto-concurrency controller. */
+  onAuto: (() => void) | undefined;
+
+  #concurrency: number;
+  #auto: boolean;
+  #clock: Clock = realClock;
+  // Slot time: the integral of the concurrency over the time the stage ran (the denominator of utilization).
+  #slotMs = 0;
+  #slotT = 0;
+  #running = false;
+  // Work running now (tasks computing, or the source waiting on its iterator), its integral over time (busy
+  // time, which excludes time blocked on a full output queue), and the last progress (for the stall watch).
+  #working = 0;
+  #workMs = 0;
+  #workT = 0;
+  #progressAt = 0;
 
   constructor(spec: StageSpec) {
     this.spec = spec;
     this.name = spec.name;
     this.kind = spec.kind;
-    this.ordered = spec.ordered;
-    this.#concurrency = spec.concurrency;
+    this.ordered = spec.kind === "pipe" ? spec.ordered : true;
+    this.#concurrency = spec.kind === "pipe" ? spec.concurrency : 1;
+    this.#auto = spec.kind === "pipe" && spec.auto;
   }
 
   /** Tasks this stage may run at once. */
@@ -119,267 +165,165 @@ export class Stage {
     return this.#concurrency;
   }
 
+  /** Whether the pipeline's auto-concurrency controller sets this stage's concurrency. */
+  get auto(): boolean {
+    return this.#auto;
+  }
+
+  /** The most tasks the controller may give this stage (1 for stages that are not `pipe`). */
+  get maxConcurrency(): number {
+    return this.spec.kind === "pipe" ? this.spec.maxConcurrency : 1;
+  }
+
+  /** `"cpu"` or `"io"` for `pipe` stages (see {@link StageBound}); `undefined` for the others. */
+  get bound(): StageBound | undefined {
+    return this.spec.kind === "pipe" ? this.spec.bound : undefined;
+  }
+
   /**
    * Changes how many tasks may run at once, effective immediately (also while running): raising it admits more
    * tasks at once, lowering it lets running tasks finish and admits new ones only below the new bound. The input
-   * queue's bound follows (concurrency + a small slack). Source, aggregate and disaggregate stages stay at 1.
+   * queue's bound follows (concurrency + a small slack), and a `WorkerPool` executor grows to fit
+   * (`WorkerPool.reserve`). A number takes the stage out of the auto-concurrency controller's hands; `"auto"`
+   * hands it (back) to the controller, which starts from the current value. Source, aggregate and disaggregate
+   * stages stay at 1.
    */
-  setConcurrency(n: number): void {
-    if (!Number.isInteger(n) || n < 1) {
-      throw new InvalidArgumentError(
-        `stage "${this.name}": concurrency must be a positive integer, got ${n}`,
-      );
-    }
-    if (this.kind !== "pipe") {
+  setConcurrency(n: number | "auto"): void {
+    if (this.spec.kind !== "pipe") {
       throw new InvalidArgumentError(
         `stage "${this.name}" is a ${this.kind} stage; its concurrency is fixed at 1`,
       );
     }
+    if (n === "auto") {
+      this.#auto = true;
+      if (this.#concurrency > this.spec.maxConcurrency) this.#apply(this.spec.maxConcurrency);
+      this.onAuto?.();
+      return;
+    }
+    if (!Number.isInteger(n) || n < 1) {
+      throw new InvalidArgumentError(
+        `stage "${this.name}": concurrency must be a positive integer or "auto", got ${n}`,
+      );
+    }
+    this.#auto = false;
+    this.#apply(n);
+  }
+
+  /** The controller's change: like {@link setConcurrency} but keeps the stage under the controller. */
+  adjust(n: number): void {
+    this.#apply(n);
+  }
+
+  #apply(n: number): void {
+    if (n === this.#concurrency) return;
+    if (this.#running) {
+      const now = this.#clock.now();
+      this.#slotMs += this.#concurrency * (now - this.#slotT);
+      this.#slotT = now;
+    }
     this.#concurrency = n;
-    if (this.#input !== undefined) this.#input.capacity = n + QUEUE_SLACK;
-    this.#wakeDispatcher();
+    if (this.spec.kind === "pipe") this.spec.executor.reserve?.(this.name, n);
+    this.onConcurrency?.();
   }
 
   /** Runs the stage for one epoch; resolves once its output queue is closed. Never rejects. */
-  run(
+  async run(
     input: BoundedQueue<unknown> | undefined,
     output: BoundedQueue<unknown>,
     ctx: RunContext,
   ): Promise<void> {
-    if (this.kind === "source") return this.#runSource(output, ctx);
-    return this.#runStage(input!, output, ctx);
-  }
-
-  // ---- source ---------------------------------------------------------------------------------------------
-
-  async #runSource(output: BoundedQueue<unknown>, ctx: RunContext): Promise<void> {
-    const src = this.spec.source!;
-    const it = isAsyncIterable(src)
-      ? src[Symbol.asyncIterator]()
-      : (src as Iterable<unknown>)[Symbol.iterator]();
-    const aborted = abortPromise(ctx.signal);
-    let finished = false;
+    this.#clock = ctx.clock;
+    this.#slotT = ctx.clock.now();
+    this.#running = true;
+    const spec = this.spec;
     try {
-      while (!ctx.signal.aborted) {
-        const t0 = performance.now();
-        let r = it.next() as IteratorResult<unknown> | Promise<IteratorResult<unknown>>;
-        if (isThenable(r)) {
-          const raced = await Promise.race([r, aborted.promise]);
-          if (raced === undefined) break;
-          r = raced;
-        }
-        const dt = performance.now() - t0;
-        this.latency.record(dt);
-        this.busyMs += dt;
-        if (r.done) {
-          finished = true;
-          break;
-        }
-        this.tasksIn++;
-        this.done++;
-        await this.#put(output, r.value);
+      switch (spec.kind) {
+        case "source":
+          return await runSource(this, spec, output, ctx);
+        case "pipe":
+          spec.executor.reserve?.(this.name, this.#concurrency);
+          return await runPipe(this, spec, input!, output, ctx);
+        case "aggregate":
+          return await runAggregate(this, spec, input!, output, ctx);
+        case "disaggregate":
+          return await runDisaggregate(this, spec, input!, output, ctx);
       }
-    } catch (e) {
-      finished = true;
-      this.failed++;
-      this.#remember(e, "the source iterator");
-      ctx.fail(this, e);
     } finally {
-      aborted.dispose();
-      if (!finished) closeIterator(it);
-      output.close();
+      this.#slotMs += this.#concurrency * (ctx.clock.now() - this.#slotT);
+      this.#running = false;
     }
   }
 
-  // ---- pipe / aggregate / disaggregate ---------------------------------------------------------------------
+  // ---- shared by the runners ------------------------------------------------------------------------------
 
-  async #runStage(
-    input: BoundedQueue<unknown>,
-    output: BoundedQueue<unknown>,
-    ctx: RunContext,
-  ): Promise<void> {
-    this.#input = input;
-    input.capacity = this.#concurrency + QUEUE_SLACK;
-    const onAbort = () => this.#wakeDispatcher();
-    ctx.signal.addEventListener("abort", onAbort);
-    let turn: Promise<void> = Promise.resolve();
-    try {
-      for (;;) {
-        while (this.inFlight >= this.#concurrency && !ctx.signal.aborted) {
-          await new Promise<void>((r) => this.#wake = r);
-        }
-        if (ctx.signal.aborted) break;
-        let item = input.tryGet();
-        if (item === EMPTY) item = await input.get();
-        if (item === CLOSED) break;
-        this.tasksIn++;
-        if (ctx.signal.aborted) {
-          this.cancelled++;
-          break;
-        }
-        this.inFlight++;
-        if (!this.ordered) {
-          this.#task(item, output, ctx, undefined, undefined);
-          continue;
-        }
-        const prev = turn;
-        let release!: () => void;
-        turn = new Promise<void>((r) => release = r);
-        this.#task(item, output, ctx, prev, release);
-      }
-      if (this.inFlight > 0) await new Promise<void>((r) => this.#drained = r);
-      if (!ctx.signal.aborted) await this.#flushBatch(output);
-    } finally {
-      ctx.signal.removeEventListener("abort", onAbort);
-      this.#input = undefined;
-      output.close();
-    }
+  /** The clock of the running epoch. */
+  now(): number {
+    return this.#clock.now();
   }
 
-  async #task(
-    item: unknown,
-    output: BoundedQueue<unknown>,
-    ctx: RunContext,
-    prevTurn: Promise<void> | undefined,
-    release: (() => void) | undefined,
-  ): Promise<void> {
-    const lane = ctx.tracer === undefined ? 0 : this.#takeLane();
-    const t0 = performance.now();
-    let computeMs = 0;
-    try {
-      let result = this.#call(item, ctx);
-      if (isThenable(result)) result = await result;
-      computeMs = performance.now() - t0;
-      if (prevTurn !== undefined) await prevTurn;
-      computeMs += await this.#emit(result, output, ctx);
-    } catch (e) {
-      if (computeMs === 0) computeMs = performance.now() - t0;
-      if (prevTurn !== undefined) await prevTurn;
-      this.#onFailure(e, item, ctx);
-    } finally {
-      this.latency.record(computeMs);
-      this.busyMs += computeMs;
-      if (ctx.tracer !== undefined) {
-        ctx.tracer.span(this.name, lane, t0, performance.now());
-        this.#lanes.push(lane);
-      }
-      this.inFlight--;
-      release?.();
-      this.#wakeDispatcher();
-      if (this.inFlight === 0 && this.#drained !== undefined) {
-        const d = this.#drained;
-        this.#drained = undefined;
-        d();
-      }
-    }
+  /** Work started (a task's compute, the source waiting on its iterator); returns the clock time. */
+  workStarted(): number {
+    const now = this.#clock.now();
+    this.#workMs += this.#working * (now - this.#workT);
+    this.#workT = now;
+    if (this.#working++ === 0) this.#progressAt = now;
+    return now;
   }
 
-  #call(item: unknown, ctx: RunContext): unknown {
-    const taskCtx: TaskContext = { signal: ctx.signal, stage: this.name };
-    switch (this.kind) {
-      case "aggregate":
-        return this.#aggregate(item);
-      case "disaggregate":
-        return item;
-      default:
-        return (this.spec.executor ?? mainThread).run(this.spec.fn!, item, taskCtx);
-    }
+  /** Work ended (its output is ready, or it failed): progress. Returns the clock time. */
+  workEnded(): number {
+    const now = this.#clock.now();
+    this.#workMs += this.#working * (now - this.#workT);
+    this.#workT = now;
+    this.#working--;
+    this.#progressAt = now;
+    return now;
   }
 
-  #aggregate(item: unknown): unknown {
-    this.#batch.push(item);
-    if (this.#batch.length < this.spec.size!) return HELD;
-    const batch = this.#batch;
-    this.#batch = [];
-    return batch;
+  /** Records one task's compute time. */
+  record(ms: number): void {
+    this.latency.record(ms);
   }
 
-  /** Puts a task's result on the output queue; returns compute time spent producing streamed outputs. */
-  async #emit(result: unknown, output: BoundedQueue<unknown>, ctx: RunContext): Promise<number> {
-    if (result === HELD) {
-      this.held++;
-      return 0;
-    }
-    if (result === undefined) {
-      this.dropped++;
-      return 0;
-    }
-    if (this.kind === "aggregate") {
-      const n = (result as unknown[]).length;
-      this.held -= n - 1;
-      this.done += n;
-      await this.#put(output, result);
-      return 0;
-    }
-    if (this.kind === "disaggregate") return await this.#emitMany(result, output, ctx);
-    if (isAsyncIterable(result)) return await this.#emitStream(result, output, ctx);
-    this.done++;
-    await this.#put(output, result);
-    return 0;
+  /**
+   * Takes the next item from the input queue without waiting, and counts it in: the item, {@link EMPTY} when none
+   * is buffered, or {@link CLOSED} once the input is drained or the epoch stopped (an item taken then is counted
+   * as cancelled).
+   */
+  takeNow(input: BoundedQueue<unknown>, ctx: RunContext): unknown {
+    const item = input.tryGet();
+    return item === EMPTY ? EMPTY : this.#admit(item, ctx);
   }
 
-  async #emitMany(result: unknown, output: BoundedQueue<unknown>, ctx: RunContext): Promise<number> {
-    if (result === null || typeof result !== "object" || !(Symbol.iterator in result)) {
-      throw new InvalidArgumentError(
-        `stage "${this.name}": disaggregate needs an array or iterable, got ${describeItem(result)}`,
-      );
-    }
-    for (const x of result as Iterable<unknown>) {
-      if (ctx.signal.aborted) break;
-      await this.#put(output, x);
-    }
-    this.done++;
-    return 0;
+  /** Like {@link takeNow}, waiting while the input is empty (never {@link EMPTY}). */
+  async take(input: BoundedQueue<unknown>, ctx: RunContext): Promise<unknown> {
+    const item = this.takeNow(input, ctx);
+    return item !== EMPTY ? item : this.#admit(await input.get(), ctx);
   }
 
-  async #emitStream(
-    stream: AsyncIterable<unknown>,
-    output: BoundedQueue<unknown>,
-    ctx: RunContext,
-  ): Promise<number> {
-    const it = stream[Symbol.asyncIterator]();
-    let computeMs = 0;
-    for (;;) {
-      const t0 = performance.now();
-      const r = await it.next();
-      computeMs += performance.now() - t0;
-      if (r.done) break;
-      await this.#put(output, r.value);
-      if (ctx.signal.aborted) {
-        await it.return?.();
-        break;
-      }
-    }
-    this.done++;
-    return computeMs;
+  #admit(item: unknown, ctx: RunContext): unknown {
+    if (item === CLOSED) return CLOSED;
+    this.tasksIn++;
+    if (!ctx.signal.aborted) return item;
+    this.cancelled++;
+    return CLOSED;
   }
 
-  async #put(output: BoundedQueue<unknown>, value: unknown): Promise<void> {
+  /** Puts a value on the output queue, waiting while it is full. */
+  async put(output: BoundedQueue<unknown>, value: unknown): Promise<void> {
     if (!output.tryPut(value)) await output.put(value);
     this.itemsOut++;
   }
 
-  async #flushBatch(output: BoundedQueue<unknown>): Promise<void> {
-    if (this.kind !== "aggregate" || this.#batch.length === 0) return;
-    const batch = this.#batch;
-    this.#batch = [];
-    this.held -= batch.length;
-    if (this.spec.dropLast) {
-      this.dropped += batch.length;
-      return;
-    }
-    this.done += batch.length;
-    await this.#put(output, batch);
-  }
-
-  #onFailure(e: unknown, item: unknown, ctx: RunContext): void {
+  /** Counts and logs a task's failure; ends the epoch once the stage is over its failure budget. */
+  taskFailed(e: unknown, item: unknown, ctx: RunContext): void {
     if (ctx.signal.aborted) {
       this.cancelled++;
       return;
     }
     this.failed++;
     const what = describeItem(item);
-    this.#remember(e, what);
+    this.remember(e, what);
     if (this.failed <= LOGGED_FAILURES) {
       ctx.log(`sluice pipeline: stage "${this.name}" failed on ${what}: ${errorText(e, what)}`);
     } else if (this.failed === LOGGED_FAILURES + 1) {
@@ -388,15 +332,33 @@ export class Stage {
     if (this.#overBudget()) ctx.fail(this, e);
   }
 
-  #remember(e: unknown, what: string): void {
+  /** Keeps one of the stage's first errors for {@link PipelineFailure}. */
+  remember(e: unknown, what: string): void {
     if (this.errors.length < KEPT_ERRORS) this.errors.push({ stage: this.name, item: what, error: e });
   }
 
   #overBudget(): boolean {
-    const max = this.spec.maxFailures;
+    const max = this.spec.kind === "pipe" ? this.spec.maxFailures : 0;
     if (typeof max === "number") return this.failed > max;
     const finished = this.done + this.dropped + this.failed;
     return finished >= max.after && this.failed / finished > max.rate;
+  }
+
+  // ---- read by stats and the controller --------------------------------------------------------------------
+
+  /** Time spent working, integrated over concurrent tasks, including work under way, ms. */
+  busyMs(now: number): number {
+    return this.#workMs + this.#working * (now - this.#workT);
+  }
+
+  /** Concurrency integrated over the time the stage ran, slot·ms (utilization = busyMs / slotMs). */
+  slotMs(now: number): number {
+    return this.#slotMs + (this.#running ? this.#concurrency * (now - this.#slotT) : 0);
+  }
+
+  /** How long the stage has had work running with no progress (0 when it has none running). */
+  noProgressMs(now: number): number {
+    return this.#working > 0 ? now - this.#progressAt : 0;
   }
 
   /** Items that entered but are not accounted for yet (0 when the stage is idle). */
@@ -404,43 +366,15 @@ export class Stage {
     return this.tasksIn -
       (this.done + this.dropped + this.failed + this.cancelled + this.inFlight + this.held);
   }
-
-  /** Clears per-epoch state that must not leak into the next epoch (a partial batch after a stop). */
-  resetEpoch(): void {
-    if (this.#batch.length > 0) {
-      this.cancelled += this.#batch.length;
-      this.held -= this.#batch.length;
-      this.#batch = [];
-    }
-  }
-
-  #takeLane(): number {
-    return this.#lanes.pop() ?? this.#nextLane++;
-  }
-
-  #wakeDispatcher(): void {
-    const w = this.#wake;
-    if (w === undefined) return;
-    this.#wake = undefined;
-    w();
-  }
 }
 
-function abortPromise(signal: AbortSignal): { promise: Promise<undefined>; dispose(): void } {
-  let onAbort: (() => void) | undefined;
-  const promise = new Promise<undefined>((resolve) => {
-    onAbort = () => resolve(undefined);
-    if (signal.aborted) resolve(undefined);
-    else signal.addEventListener("abort", onAbort, { once: true });
-  });
-  return { promise, dispose: () => signal.removeEventListener("abort", onAbort!) };
+/** Whether `x` is a promise or another thenable. */
+export function isThenable(x: unknown): x is PromiseLike<unknown> {
+  return x !== null && typeof x === "object" && typeof (x as PromiseLike<unknown>).then === "function";
 }
 
-function closeIterator(it: Iterator<unknown> | AsyncIterator<unknown>): void {
-  try {
-    const r = it.return?.();
-    if (isThenable(r)) (r as Promise<unknown>).then(undefined, () => {});
-  } catch {
-    // The source's own cleanup failed while stopping; nothing left to report it to.
-  }
+/** Whether `x` is an async iterable (a stage function that streams many outputs returns one). */
+export function isAsyncIterable(x: unknown): x is AsyncIterable<unknown> {
+  return x !== null && typeof x === "object" &&
+    typeof (x as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function";
 }

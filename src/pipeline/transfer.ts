@@ -14,13 +14,17 @@
  * @module
  */
 
-const TRANSFER = Symbol.for("sluice.transferable");
+/** Marks a {@link Transferring} (a registered symbol, so it survives being imported twice). */
+export const TRANSFER: unique symbol = Symbol.for("sluice.transferable");
 const MAX_DEPTH = 3;
 
 /** A value with an explicit transfer list; create with {@link transferable}. */
 export interface Transferring<T> {
+  /** The mark {@link unwrapResult} looks for. */
   readonly [TRANSFER]: true;
+  /** What is posted. */
   readonly value: T;
+  /** Exactly the buffers moved with it. */
   readonly transfer: Transferable[];
 }
 

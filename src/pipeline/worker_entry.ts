@@ -1,11 +1,15 @@
 /**
  * The script each `WorkerPool` Worker runs: imports the user's module (URL sent in the `init` message) and runs
  * its exported functions on `call` messages, one at a time, posting results back with their buffers transferred
- * (see `transfer.ts`). A worker that is about to die (`self.close()`, `Deno.exit()`) says so first, so the pool
- * can fail the running task with `WorkerCrashedError` instead of waiting forever.
+ * (see `transfer.ts`). A worker that is about to die (`self.close()`, `Deno.exit()`, an uncaught exception or
+ * unhandled rejection) says so first, so the pool can fail the running task with `WorkerCrashedError` (the
+ * uncaught error as its `cause`) and replace the Worker, instead of waiting forever. Uncaught errors are handled
+ * here rather than left to Deno, which would print them to stderr as "Uncaught (in worker …)" although the pool
+ * reports them.
  * @module
  */
 
+import { type SerializedError, serializeError } from "../errors.ts";
 import { unwrapResult } from "./transfer.ts";
 
 /** Messages the pool sends. */
@@ -18,8 +22,10 @@ export type ToWorker =
 /** Messages a worker sends. */
 export type FromWorker =
   | { type: "result"; id: number; value: unknown }
-  | { type: "error"; id: number; error: { name: string; message: string; stack?: string } }
-  | { type: "dying"; reason: string }
+  /** The export threw: the error keeps its class, fields and cause chain (`deserializeError`). */
+  | { type: "error"; id: number; error: SerializedError }
+  /** The worker is about to die (or must be replaced): `error` is the uncaught error, if that is why. */
+  | { type: "dying"; reason: string; error?: SerializedError }
   | { type: "released"; error?: string };
 
 /**
@@ -30,6 +36,8 @@ interface WorkerScope {
   postMessage(message: unknown, transfer: Transferable[]): void;
   onmessage: ((e: MessageEvent<ToWorker>) => void) | null;
   close(): void;
+  addEventListener(type: "error", listener: (e: ErrorEvent) => void): void;
+  addEventListener(type: "unhandledrejection", listener: (e: PromiseRejectionEvent) => void): void;
 }
 const scope = globalThis as unknown as WorkerScope;
 
@@ -63,8 +71,7 @@ async function call(id: number, name: string, args: unknown[]): Promise<void> {
     const { value, transfer } = unwrapResult(await fn(...args));
     post({ type: "result", id, value }, transfer);
   } catch (e) {
-    const err = e instanceof Error ? e : new Error(String(e));
-    post({ type: "error", id, error: { name: err.name, message: err.message, stack: err.stack } });
+    post({ type: "error", id, error: serializeError(e) });
   }
 }
 
@@ -79,7 +86,24 @@ async function release(): Promise<void> {
   }
 }
 
+/** An uncaught error or unhandled rejection: report it as the Worker's death; the pool terminates it. */
+function catchUncaught(): void {
+  const dying = (what: string, e: unknown) => {
+    const err = serializeError(e);
+    post({ type: "dying", reason: `${what} ${err.name}: ${err.message}`, error: err });
+  };
+  scope.addEventListener("error", (e) => {
+    e.preventDefault();
+    dying("uncaught", e.error ?? e.message);
+  });
+  scope.addEventListener("unhandledrejection", (e) => {
+    e.preventDefault();
+    dying("unhandled rejection", e.reason);
+  });
+}
+
 patchExits();
+catchUncaught();
 scope.onmessage = (e: MessageEvent<ToWorker>) => {
   const msg = e.data;
   if (msg.type === "init") {

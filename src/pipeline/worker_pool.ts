@@ -3,18 +3,31 @@
  * one task per Worker at a time. This is how synchronous FFmpeg FFI work reaches every core. Arguments and
  * results move as transferables (see `transfer.ts` for the convention). A Worker that dies mid-task fails that
  * task with {@link WorkerCrashedError} and is replaced; `close()` terminates every Worker (the pool starts new
- * ones lazily if used again).
+ * ones lazily if used again). Errors thrown by an export keep their class (`serializeError` in `errors.ts`).
+ *
+ * The pool's size may change while it runs: {@link WorkerPool.resize} sets it, and each pipeline stage running
+ * on the pool claims its concurrency ({@link WorkerPool.reserve}); the pool runs up to the larger of the two.
+ * Workers start lazily when calls wait; shrinking retires idle Workers at once and busy ones after their task.
  * @module
  */
 
-import { InvalidArgumentError, PipelineStoppedError, WorkerCrashedError } from "../errors.ts";
+import {
+  deserializeError,
+  InvalidArgumentError,
+  PipelineStoppedError,
+  type SerializedError,
+  WorkerCrashedError,
+} from "../errors.ts";
 import type { Executor, PipeFn, TaskContext } from "./executor.ts";
 import { collectTransferables } from "./transfer.ts";
 import type { FromWorker, ToWorker } from "./worker_entry.ts";
 
 /** Options of a {@link WorkerPool}. */
 export interface WorkerPoolOptions {
-  /** Number of Workers (default: `navigator.hardwareConcurrency`). */
+  /**
+   * Workers it may run at once (default: `navigator.hardwareConcurrency`); change it later with
+   * {@link WorkerPool.resize}. Stages that claim more concurrency grow the pool ({@link WorkerPool.reserve}).
+   */
   size?: number;
   /**
    * How long `close()` waits for each Worker to finish its current task and run the module's `release` export
@@ -44,24 +57,74 @@ const ENTRY = new URL("./worker_entry.ts", import.meta.url);
 
 /** A pool of Deno Workers running the exports of one module. */
 export class WorkerPool implements Executor {
-  /** Number of Workers (the default concurrency of stages using this pool). */
-  readonly size: number;
   /** The module each Worker imports. */
   readonly moduleUrl: string;
   readonly #releaseTimeoutMs: number;
   readonly #slots: Slot[] = [];
   readonly #pending: Call[] = [];
+  /** Workers being retired (releasing, then terminated); `close()` waits for them. */
+  readonly #retiring = new Set<Promise<void>>();
+  /** The size set by the constructor or {@link resize}. */
+  #base: number;
+  /** Concurrency claimed per stage ({@link reserve}). */
+  readonly #claims = new Map<string, number>();
+  #size: number;
   #nextId = 1;
   #nextIndex = 0;
   #crashes = 0;
 
-  /** @param moduleUrl the module whose exports tasks call (resolve relative paths with `import.meta.resolve`) */
+  /**
+   * A pool for the exports of one module; no Worker starts until a call needs one.
+   * @param moduleUrl the module whose exports tasks call (resolve relative paths with `import.meta.resolve`)
+   */
   constructor(moduleUrl: string | URL, opts: WorkerPoolOptions = {}) {
     this.moduleUrl = new URL(moduleUrl).href;
-    this.size = opts.size ?? navigator.hardwareConcurrency ?? 1;
+    this.#base = checkSize(opts.size ?? navigator.hardwareConcurrency ?? 1, "size");
+    this.#size = this.#base;
     this.#releaseTimeoutMs = opts.releaseTimeoutMs ?? 2000;
-    if (!Number.isInteger(this.size) || this.size < 1) {
-      throw new InvalidArgumentError(`WorkerPool: size must be a positive integer, got ${opts.size}`);
+  }
+
+  /**
+   * Workers the pool may run at once (the default concurrency of stages using it): the larger of the size set by
+   * the constructor or {@link resize} and the largest concurrency a stage claimed ({@link reserve}).
+   */
+  get size(): number {
+    return this.#size;
+  }
+
+  /**
+   * Sets the pool's size while it runs. Growing lets waiting calls start at once (Workers start lazily);
+   * shrinking retires idle Workers now and busy ones as soon as their current task finishes (running tasks are
+   * never cut short), each running the module's `release` export first, as in {@link close}. The pool never runs
+   * fewer Workers than a stage using it claimed ({@link reserve}).
+   */
+  resize(n: number): void {
+    this.#base = checkSize(n, "resize");
+    this.#apply();
+  }
+
+  /**
+   * A stage's claim on the pool: `stage` wants to run `n` tasks at once. Pipeline stages call it when they start
+   * and whenever their concurrency changes (`setConcurrency`, the auto-concurrency controller), so raising a stage
+   * above the pool's size grows the pool. Stages sharing one pool (the loader's demux and decode, in-process)
+   * share its Workers first come, first served: the pool runs as many Workers as the largest claim (or the size
+   * set by {@link resize}, if larger), not their sum. Give each stage its own pool to keep their Workers apart.
+   */
+  reserve(stage: string, n: number): void {
+    this.#claims.set(stage, checkSize(n, "reserve"));
+    this.#apply();
+  }
+
+  #apply(): void {
+    let size = this.#base;
+    for (const n of this.#claims.values()) if (n > size) size = n;
+    const grew = size > this.#size;
+    this.#size = size;
+    if (grew) return this.#pump();
+    // Shrinking: retire idle Workers now; busy ones retire when their task ends (see #onMessage).
+    for (let i = this.#slots.length - 1; i >= 0 && this.#slots.length > size; i--) {
+      const slot = this.#slots[i];
+      if (slot.current === undefined && slot.pinned.length === 0) this.#retireSlot(slot);
     }
   }
 
@@ -137,12 +200,19 @@ export class WorkerPool implements Executor {
       slot.current?.reject(err);
       for (const c of slot.pinned.splice(0)) c.reject(err);
     }
-    await Promise.all(slots.map((slot) => this.#retire(slot)));
+    await Promise.all([...slots.map((slot) => this.#retire(slot)), ...this.#retiring]);
   }
 
   /** Same as {@link close}. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
+  }
+
+  /** Takes a Worker out of the pool and retires it in the background (`close()` waits for it). */
+  #retireSlot(slot: Slot): void {
+    this.#slots.splice(this.#slots.indexOf(slot), 1);
+    const p = this.#retire(slot).finally(() => this.#retiring.delete(p));
+    this.#retiring.add(p);
   }
 
   /** Asks a Worker to run its release hook, then terminates it (also when it does not answer in time). */
@@ -185,7 +255,7 @@ export class WorkerPool implements Executor {
   }
 
   #spawn(): Slot | undefined {
-    if (this.#slots.length >= this.size) return undefined;
+    if (this.#slots.length >= this.#size) return undefined;
     const worker = new Worker(ENTRY, { type: "module", name: `sluice-pool-${this.#nextIndex}` });
     const slot: Slot = { worker, index: this.#nextIndex++, current: undefined, pinned: [] };
     worker.onmessage = (e: MessageEvent<FromWorker>) => this.#onMessage(slot, e.data);
@@ -201,24 +271,26 @@ export class WorkerPool implements Executor {
   }
 
   #onMessage(slot: Slot, msg: FromWorker): void {
-    if (msg.type === "dying") return this.#crash(slot, msg.reason);
+    if (msg.type === "dying") return this.#crash(slot, msg.reason, msg.error);
     if (msg.type === "released") return; // answered while retiring (see #retire), which installs its own handler
     const c = slot.current;
     if (c === undefined || c.id !== msg.id) return;
     slot.current = undefined;
     if (msg.type === "result") c.resolve(msg.value);
-    else c.reject(rebuildError(msg.error, c.name, this.moduleUrl));
+    else c.reject(rebuildError(msg.error, slot, c.name, this.moduleUrl));
     const pinned = slot.pinned.shift();
     if (pinned !== undefined) return this.#dispatch(slot, pinned);
+    if (this.#slots.length > this.#size) this.#retireSlot(slot); // the pool shrank while this task ran
     this.#pump();
   }
 
-  #crash(slot: Slot, reason: string): void {
+  #crash(slot: Slot, reason: string, error?: SerializedError): void {
     const i = this.#slots.indexOf(slot);
     if (i < 0) return; // already replaced or closed
     this.#slots.splice(i, 1);
     slot.worker.terminate();
     this.#crashes++;
+    const options = error === undefined ? undefined : { cause: deserializeError(error) };
     const c = slot.current;
     if (c !== undefined) {
       c.reject(
@@ -226,6 +298,7 @@ export class WorkerPool implements Executor {
           `WorkerPool ${this.moduleUrl}: worker ${slot.index} died while running "${c.name}": ${reason}; ` +
             `it was replaced`,
           c.name,
+          options,
         ),
       );
     }
@@ -234,6 +307,7 @@ export class WorkerPool implements Executor {
         new WorkerCrashedError(
           `WorkerPool ${this.moduleUrl}: worker ${slot.index} died before running "${p.name}": ${reason}`,
           p.name,
+          options,
         ),
       );
     }
@@ -241,14 +315,24 @@ export class WorkerPool implements Executor {
   }
 }
 
-function rebuildError(
-  e: { name: string; message: string; stack?: string },
-  name: string,
-  url: string,
-): Error {
-  // Where it ran goes in the stack, not the message: log lines show the message, one line, to users.
-  const err = new Error(e.message);
-  err.name = e.name;
-  err.stack = `${e.stack ?? `${e.name}: ${e.message}`}\n    in worker, export "${name}" of ${url}`;
+/**
+ * The error a Worker's export threw, as an instance of its own class (a `MediaError` stays a `MediaError`, with
+ * its fields and cause chain); where it was thrown goes into the stack, not the message.
+ */
+function rebuildError(e: SerializedError, slot: Slot, name: string, url: string): Error {
+  const err = deserializeError(e);
+  const stack = err.stack ?? `${err.name}: ${err.message}`;
+  Object.defineProperty(err, "stack", {
+    value: `${stack}\n    at export "${name}" of ${url} (in Worker sluice-pool-${slot.index})`,
+    writable: true,
+    configurable: true,
+  });
   return err;
+}
+
+function checkSize(n: number, what: string): number {
+  if (!Number.isInteger(n) || n < 1) {
+    throw new InvalidArgumentError(`WorkerPool: ${what} needs a positive integer, got ${n}`);
+  }
+  return n;
 }

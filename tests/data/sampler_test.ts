@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ClipSampler, type SampledVideo } from "../../src/data/sampler.ts";
+import { ClipSampler, clipSeed, type SampledVideo } from "../../src/data/sampler.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
 
 const videos: SampledVideo[] = Array.from({ length: 11 }, (_, i) => ({
@@ -124,30 +124,63 @@ Deno.test("uniform placement spreads clips from the start to the end of the vide
   assert.deepEqual(one.epoch(0).map((c) => [c.start, c.end]), [[4, 6]]);
 });
 
-Deno.test("keyframe-aligned clips start at keyframes that leave room for the clip", () => {
+Deno.test("keyframe-aligned clips start at keyframes that leave room for the clip, never twice in a video's epoch", () => {
   const v: SampledVideo[] = [{ start: 0, end: 10, keyframes: [0, 2.4, 4.8, 7.2, 9.6] }];
-  const r = new ClipSampler(v, {
-    seed: 5,
-    clipsPerVideo: 20,
-    clipDurationSec: 2,
-    keyframeAligned: true,
-    rank: 0,
-    worldSize: 1,
-  });
-  const starts = new Set(r.epoch(0).map((c) => c.start));
-  for (const t of starts) assert.ok([0, 2.4, 4.8, 7.2].includes(t), `start ${t} is a fitting keyframe`);
-  assert.ok(starts.size > 1);
-  const u = new ClipSampler(v, {
-    shuffle: false,
-    placement: "uniform",
-    clipsPerVideo: 3,
-    clipDurationSec: 2,
-    keyframeAligned: true,
-    rank: 0,
-    worldSize: 1,
-  });
+  const plan = (clipsPerVideo: number, epoch: number) =>
+    new ClipSampler(v, {
+      seed: 5,
+      clipsPerVideo,
+      clipDurationSec: 2,
+      keyframeAligned: true,
+      rank: 0,
+      worldSize: 1,
+    })
+      .epoch(epoch);
+  for (let epoch = 0; epoch < 20; epoch++) {
+    // Before: each clip drew its keyframe independently, so 3 clips of 4 fitting keyframes often shared one.
+    const starts = plan(3, epoch).map((c) => c.start);
+    for (const t of starts) assert.ok([0, 2.4, 4.8, 7.2].includes(t), `start ${t} is a fitting keyframe`);
+    assert.equal(new Set(starts).size, 3, `epoch ${epoch}: distinct windows ${starts}`);
+  }
+  assert.notDeepEqual(plan(3, 0).map((c) => c.start).sort(), plan(3, 1).map((c) => c.start).sort());
+  // More clips than fitting keyframes: the rest keep exact (unaligned) starts, all distinct.
+  const many = plan(6, 0);
+  assert.equal(many.filter((c) => [0, 2.4, 4.8, 7.2].includes(c.start)).length, 4);
+  assert.equal(new Set(many.map((c) => c.start)).size, 6);
+  const u = (keyframes: number[], clipsPerVideo: number) =>
+    new ClipSampler([{ start: 0, end: 10, keyframes }], {
+      shuffle: false,
+      placement: "uniform",
+      clipsPerVideo,
+      clipDurationSec: 2,
+      keyframeAligned: true,
+      rank: 0,
+      worldSize: 1,
+    }).epoch(0).map((c) => c.start);
   // exact uniform starts 0, 4, 8 → keyframes at or before: 0, 2.4, 7.2
-  assert.deepEqual(u.epoch(0).map((c) => c.start), [0, 2.4, 7.2]);
+  assert.deepEqual(u([0, 2.4, 4.8, 7.2, 9.6], 3), [0, 2.4, 7.2]);
+  // Before: 0, 4 and 8 all moved to keyframe 0 (the same window three times). Now: the next free keyframe.
+  assert.deepEqual(u([0, 5, 9], 3), [0, 5, 8]);
+});
+
+Deno.test("each clip carries a seed of (seed, epoch, position), the same on every rank's copy of a plan", () => {
+  const s = new ClipSampler(videos, { seed: 9, clipsPerVideo: 2, rank: 1, worldSize: 3 });
+  const plan = s.epoch(4);
+  assert.deepEqual(plan.map((c) => c.seed), plan.map((c) => clipSeed(9, 4, c.position)));
+  assert.equal(new Set(plan.map((c) => c.seed)).size, plan.length);
+  assert.notEqual(clipSeed(9, 4, 0), clipSeed(9, 4, 0, 1), "a substitute's seed differs from the clip's");
+});
+
+Deno.test("shuffleBuffer: defaults to max(64, 8 x clipsPerVideo) when grouping shuffled videos, else 0", () => {
+  assert.equal(new ClipSampler(videos, {}).options.shuffleBuffer, 64);
+  assert.equal(new ClipSampler(videos, { clipsPerVideo: 16 }).options.shuffleBuffer, 128);
+  assert.equal(new ClipSampler(videos, { shuffle: false }).options.shuffleBuffer, 0);
+  assert.equal(new ClipSampler(videos, { groupByVideo: false }).options.shuffleBuffer, 0);
+  assert.equal(new ClipSampler(videos, { shuffleBuffer: 5 }).options.shuffleBuffer, 5);
+  assert.throws(
+    () => new ClipSampler(videos, { shuffleBuffer: -1 }),
+    /shuffleBuffer must be an integer >= 0/,
+  );
 });
 
 Deno.test("clips longer than the video take the whole video", () => {

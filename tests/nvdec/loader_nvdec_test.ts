@@ -25,6 +25,9 @@ async function load(opts: LoaderOptions): Promise<Batch[]> {
   const batches: Batch[] = [];
   for await (const b of loader) batches.push(b);
   for (const s of loader.stats().pipeline.stages) assert.equal(s.failed, 0, `${s.name} failures`);
+  const clips = loader.stats().clips.total;
+  assert.equal(clips.planned, clips.delivered, "every planned clip delivered");
+  assert.equal(clips.failed + clips.pending + clips.dropped, 0);
   assert.equal(loader.decoder, opts.decode ?? "cpu");
   return batches;
 }
@@ -67,7 +70,7 @@ Deno.test({
           [...x.pts],
         ]),
       );
-      worst = Math.min(worst, psnr(g.data, c.data));
+      worst = Math.min(worst, psnr(g.data as Uint8Array, c.data as Uint8Array));
       let near = 0, max = 0;
       for (let k = 0; k < g.data.length; k++) {
         const d = Math.abs(g.data[k] - c.data[k]);

@@ -5,31 +5,41 @@ import type { PipelineStats } from "../../src/pipeline/pipeline.ts";
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** source → fast → `slowStage` (throttled) → fast → consumer; returns the final stats. */
-async function runThrottled(): Promise<PipelineStats> {
+/**
+ * source → demux → decode → resize → consumer, where the stage named `slow` takes 3 ms a task (one at a time) and
+ * the others nothing; returns the final stats.
+ */
+async function runThrottled(slow: string): Promise<PipelineStats> {
+  const stage = (name: string, concurrency: number) => ({
+    name,
+    concurrency: name === slow ? 1 : concurrency,
+  });
+  const work = (name: string) => async (x: number) => {
+    if (name === slow) await sleep(3);
+    return x;
+  };
   const p = new PipelineBuilder()
     .addSource(Array.from({ length: 60 }, (_, i) => i))
-    .pipe((x: number) => x, { name: "demux", concurrency: 2 })
-    .pipe(async (x: number) => {
-      await sleep(3);
-      return x;
-    }, { name: "decode", concurrency: 1 })
-    .pipe((x: number) => x, { name: "resize", concurrency: 2 })
+    .pipe(work("demux"), stage("demux", 2))
+    .pipe(work("decode"), stage("decode", 2))
+    .pipe(work("resize"), stage("resize", 2))
     .build();
   for await (const _ of p) { /* fast consumer */ }
   return p.stats();
 }
 
 Deno.test("stats: a throttled stage is named the bottleneck", async () => {
-  const stats = await runThrottled();
+  const stats = await runThrottled("decode");
   assert.equal(stats.bottleneck, "decode");
   const table = formatStats(stats);
-  assert.match(table, /bottleneck: decode \(input queue full/);
+  assert.match(table, /bottleneck: decode \(busy \d+%, input queue full/);
   const lines = table.split("\n");
   assert.match(lines[0], /^stage\s+conc\s+in\s+out/);
   assert.equal(lines.filter((l) => /^(source|demux|decode|resize|\(consumer\))\s/.test(l)).length, 5);
   const widths = new Set(lines.slice(0, 7).map((l) => l.length));
   assert.ok(widths.size <= 3, "rows are aligned");
+  assert.equal((await runThrottled("demux")).bottleneck, "demux", "a slow demux before a fast decode");
+  assert.equal((await runThrottled("resize")).bottleneck, "resize");
 });
 
 Deno.test("stats: a slow consumer is named the bottleneck", async () => {

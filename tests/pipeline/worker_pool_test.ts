@@ -1,7 +1,15 @@
 import assert from "node:assert/strict";
 import { PipelineBuilder } from "../../src/pipeline/builder.ts";
 import { WorkerPool } from "../../src/pipeline/worker_pool.ts";
-import { PipelineStoppedError, WorkerCrashedError } from "../../src/errors.ts";
+import {
+  FetchError,
+  InvalidArgumentError,
+  MediaError,
+  PipelineFailure,
+  PipelineStoppedError,
+  ProtocolError,
+  WorkerCrashedError,
+} from "../../src/errors.ts";
 
 const MOD = import.meta.resolve("./fixtures/worker_mod.ts");
 
@@ -135,4 +143,140 @@ Deno.test("WorkerPool: callEach runs once in every Worker, after its current tas
   } finally {
     await pool.close();
   }
+});
+
+Deno.test("WorkerPool: errors thrown in a Worker keep their class, fields and cause chain", async () => {
+  const pool = new WorkerPool(MOD, { size: 1 });
+  try {
+    const media = await pool.call("throwTyped", ["media"]).then(() => undefined, (e) => e);
+    assert.ok(media instanceof MediaError, `got ${media?.constructor?.name}: ${media}`);
+    assert.equal(media.source, "clip.mp4");
+    assert.equal(media.operation, "decode");
+    assert.equal(media.reason, "no frame in window");
+    assert.equal(media.code, undefined);
+    assert.equal(
+      media.message,
+      "clip.mp4: decode failed: no frame in window",
+      "the message is not rewritten",
+    );
+    assert.ok(media.cause instanceof MediaError);
+    assert.equal(media.cause.code, -1094995529);
+    assert.match(media.stack ?? "", /worker_mod\.ts/, "the Worker's stack is kept");
+    assert.match(media.stack ?? "", /export "throwTyped"/, "where it ran is in the stack");
+    const fetch = await pool.call("throwTyped", ["fetch"]).then(() => undefined, (e) => e);
+    assert.ok(fetch instanceof FetchError);
+    assert.deepEqual([fetch.status, fetch.attempts], [503, 3]);
+    const proto = await pool.call("throwTyped", ["protocol"]).then(() => undefined, (e) => e);
+    assert.ok(proto instanceof ProtocolError);
+    assert.equal(proto.offset, 4);
+    const arg = await pool.call("throwTyped", ["?"]).then(() => undefined, (e) => e);
+    assert.ok(arg instanceof InvalidArgumentError && arg.cause instanceof MediaError);
+    // An uncaught error that kills the Worker: WorkerCrashedError, with the typed error as its cause.
+    const crash = await pool.call("crashTyped").then(() => undefined, (e) => e);
+    assert.ok(crash instanceof WorkerCrashedError);
+    assert.ok(crash.cause instanceof MediaError, String(crash.cause));
+    assert.equal(crash.cause.source, "late.mp4");
+  } finally {
+    await pool.close();
+  }
+});
+
+Deno.test("pipeline + WorkerPool: a stage's failures keep their class in PipelineFailure", async () => {
+  const pool = new WorkerPool(MOD, { size: 1 });
+  const p = new PipelineBuilder()
+    .addSource(["media"])
+    .pipe("throwTyped", { executor: pool, name: "decode", maxFailures: 0 })
+    .build({ log: () => {} });
+  const err = await (async () => {
+    for await (const _ of p) { /* */ }
+  })().then(() => undefined, (e) => e);
+  assert.ok(err instanceof PipelineFailure);
+  assert.ok(err.cause instanceof MediaError);
+  assert.ok(err.errors[0].error instanceof MediaError);
+});
+
+Deno.test("WorkerPool.resize: growing starts queued calls at once", async () => {
+  const pool = new WorkerPool(MOD, { size: 1 });
+  try {
+    const calls = [
+      pool.call<string>("nap", [300]),
+      pool.call<string>("nap", [10]),
+      pool.call<string>("nap", [10]),
+    ];
+    assert.equal(pool.workers, 1, "two calls wait in the queue");
+    pool.resize(3);
+    assert.equal(pool.size, 3);
+    assert.equal(pool.workers, 3, "the queued calls got Workers of their own");
+    const names = await Promise.all(calls);
+    assert.deepEqual(names, ["sluice-pool-0", "sluice-pool-1", "sluice-pool-2"]);
+  } finally {
+    await pool.close();
+  }
+});
+
+Deno.test("WorkerPool.resize: shrinking lets running tasks finish, retires idle Workers at once (with release)", async () => {
+  const dir = await Deno.makeTempDir();
+  const pool = new WorkerPool(MOD, { size: 3 });
+  try {
+    await Promise.all([pool.call("nap", [1]), pool.call("nap", [1]), pool.call("nap", [1])]); // start three
+    await pool.callEach("setReleaseMarker", [dir]);
+    const running = [
+      pool.call<string>("nap", [200]),
+      pool.call<string>("nap", [200]),
+      pool.call<string>("nap", [200]),
+    ];
+    pool.resize(1);
+    assert.equal(pool.workers, 3, "busy Workers are not cut short");
+    const queued = pool.call<string>("nap", [1]);
+    assert.deepEqual((await Promise.all(running)).sort(), [
+      "sluice-pool-0",
+      "sluice-pool-1",
+      "sluice-pool-2",
+    ]);
+    await queued;
+    assert.equal(pool.workers, 1, "Workers above the new size retire as their tasks end");
+    pool.resize(3);
+    await Promise.all([pool.call("nap", [50]), pool.call("nap", [50]), pool.call("nap", [50])]);
+    assert.equal(pool.workers, 3);
+    await pool.callEach("setReleaseMarker", [dir]);
+    pool.resize(2); // all idle: one retires now
+    assert.equal(pool.workers, 2);
+    await pool.close();
+    assert.equal([...Deno.readDirSync(dir)].length, 5, "every retired Worker ran the release export");
+  } finally {
+    await pool.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+  assert.throws(() => pool.resize(0), InvalidArgumentError);
+});
+
+Deno.test("WorkerPool.reserve: a stage raised above the pool's size grows it; shared pools follow the largest claim", async () => {
+  const pool = new WorkerPool(MOD, { size: 1 });
+  let maxWorkers = 0;
+  const p = new PipelineBuilder()
+    .addSource(Array.from({ length: 30 }, (_, i) => i))
+    .pipe<string>("nap", { executor: pool, name: "a", concurrency: 1 })
+    .pipe((name: string) => name.length, { name: "b" })
+    .build();
+  let n = 0;
+  for await (const _ of p) {
+    if (++n === 3) p.stage("a").setConcurrency(3);
+    maxWorkers = Math.max(maxWorkers, pool.workers);
+  }
+  assert.equal(pool.size, 3);
+  assert.equal(maxWorkers, 3, "three Workers ran once the stage asked for three");
+
+  const shared = new WorkerPool(MOD, { size: 1 });
+  const q = new PipelineBuilder()
+    .addSource([1, 2, 3, 4])
+    .pipe<number>("double", { executor: shared, name: "first", concurrency: 2 })
+    .pipe<number>("double", { executor: shared, name: "second", concurrency: 3 })
+    .build();
+  const out: number[] = [];
+  for await (const x of q) out.push(x);
+  assert.deepEqual(out.sort((a, b) => a - b), [4, 8, 12, 16]);
+  assert.equal(shared.size, 3, "the largest claim, not the sum");
+  q.stage("second").setConcurrency(1);
+  assert.equal(shared.size, 2, "lowering a claim shrinks the pool back to the next largest");
+  await shared.close();
 });

@@ -1,0 +1,84 @@
+/**
+ * A clip that could not be loaded, as a value: the loader's fetch, demux and decode steps catch a clip's error
+ * and pass a {@link FailedClip} down the pipeline in the clip's place (through a backend child too, as an
+ * ordinary item), so one bad clip never takes other clips, or a batch, with it, and every planned clip is
+ * accounted for at the end: delivered, or failed with its cause.
+ * @module
+ */
+
+import { errorText, MediaError, type SluiceError } from "../errors.ts";
+
+/** Why one clip failed. */
+export interface ClipFailure {
+  /** Video path or URL. */
+  path: string;
+  /** Index of the video in the dataset. */
+  video: number;
+  /** The epoch of the plan (0-based). */
+  epoch: number;
+  /** The clip's position in the rank's plan of the epoch (a substitute's: the position it was to fill). */
+  position: number;
+  /** The window that was asked for, seconds: its start... */
+  start: number;
+  /** ...and its end. */
+  end: number;
+  /** Where it failed: `"fetch"`, `"demux"` or `"decode"` (or the stage the error itself names). */
+  stage: string;
+  /** The error's class name, e.g. `"MediaError"`. */
+  errorName: string;
+  /** The error as one line, `Name: message`, the file left out (it is `path`). */
+  error: string;
+  /** 0 for the planned clip; `k` for the `k`-th substitute tried in its position (see the loader's docs). */
+  attempt: number;
+}
+
+/** A failed clip travelling in a clip's place. */
+export interface FailedClip {
+  failed: ClipFailure;
+}
+
+/** The clip fields a failure record is made from. */
+export type FailedClipIdentity = Pick<ClipFailure, "path" | "video" | "epoch" | "position" | "start" | "end">;
+
+/** Whether a pipeline item is a {@link FailedClip}. */
+export function isFailedClip(x: unknown): x is FailedClip {
+  return x !== null && typeof x === "object" && "failed" in x;
+}
+
+/** The failure record of `clip`, which failed in `stage` with `error`. */
+export function clipFailure(
+  clip: FailedClipIdentity,
+  stage: string,
+  error: unknown,
+  attempt = 0,
+): ClipFailure {
+  const e = error instanceof Error ? error : new Error(String(error));
+  const named = (e as { stage?: unknown }).stage;
+  return {
+    path: clip.path,
+    video: clip.video,
+    epoch: clip.epoch,
+    position: clip.position,
+    start: clip.start,
+    end: clip.end,
+    stage: typeof named === "string" && named !== "" ? named : stage,
+    errorName: e.name,
+    error: errorText(e, clip.path),
+    attempt,
+  };
+}
+
+/** One line for a log: stage, file, error and window (the file named once, times to the millisecond). */
+export function formatClipFailure(f: ClipFailure): string {
+  const what = f.attempt === 0 ? "clip" : `substitute ${f.attempt} for position ${f.position}, clip`;
+  return `${f.stage} failed on ${f.path}: ${f.error} (${what} [${f.start.toFixed(3)}, ${f.end.toFixed(3)}))`;
+}
+
+/** The error `onClipError: "fail"` stops the epoch with. */
+export function clipFailureError(f: ClipFailure): SluiceError {
+  return new MediaError(
+    f.path,
+    `${f.stage} of clip [${f.start.toFixed(3)}, ${f.end.toFixed(3)})`,
+    f.error,
+  );
+}

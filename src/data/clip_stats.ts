@@ -1,0 +1,226 @@
+/**
+ * The loader's accounting in clips, the one unit a training run cares about. Every position of a rank's epoch
+ * plan ends in exactly one of three states: delivered (its own clip is in a batch), failed (its clip could not
+ * be loaded; the cause is listed), or dropped (its batch was a short last one and `dropLast` is set). So, once
+ * an epoch has run to its end, `planned = delivered + failed + dropped`. Of the failed positions, `replaced`
+ * ones were filled with a substitute clip (`onClipError: "replace"`), which is why batches stay full:
+ * clips in batches = `delivered + replaced`. Padded frames (a window with fewer frames than the clip asks for)
+ * are counted too.
+ *
+ * The loader counts failures and dropped positions as it closes each batch, in batch order
+ * ({@link ClipAccounting.collated}), and delivered clips as it hands each batch to the consumer
+ * ({@link ClipAccounting.delivered}): a batch still buffered when an epoch is stopped early is not delivered,
+ * and its clips stay `pending`. The counts are kept per epoch and in total.
+ * @module
+ */
+
+import { InvalidArgumentError, PipelineFailure } from "../errors.ts";
+import type { MaxFailures } from "../pipeline/stage.ts";
+import { type ClipFailure, formatClipFailure } from "./clip_failure.ts";
+import type { ClipMeta, FilledClip } from "./collate.ts";
+
+/** One position of the plan after the replacement step: the clip for its batch, or none, and what failed. */
+export interface PlacedClip {
+  /** The position's own clip, a substitute (its `meta.replaces` is set), or null when it has none. */
+  clip: FilledClip | null;
+  /** The planned clip's failure (attempt 0), then each failed substitute's, in the order they were tried. */
+  failures: ClipFailure[];
+}
+
+/** Clip counts; see the module docs for how they add up. */
+export interface ClipCounts {
+  /** Positions in the plan. */
+  planned: number;
+  /** Positions whose own clip is in a batch handed to the consumer. */
+  delivered: number;
+  /** Positions whose clip failed (replaced or not). */
+  failed: number;
+  /** Failed positions filled with a substitute clip that was handed to the consumer. */
+  replaced: number;
+  /** Positions left out with a short last batch (`dropLast`). */
+  dropped: number;
+  /** Planned positions not accounted for yet: in flight, or not reached when an epoch was stopped early. */
+  pending: number;
+  /** Substitutes that failed too (listed in `failures` with their attempt number). */
+  substitutesFailed: number;
+  /** Frames padded (repeats of a clip's last frame) in the clips of batches. */
+  paddedFrames: number;
+  /** Clips of batches with any padded frame. */
+  paddedClips: number;
+  /** Failed positions per stage (`fetch`, `demux`, `decode`, …). */
+  failedByStage: Record<string, number>;
+}
+
+/** The counts of one epoch, with its failures. */
+export interface ClipEpochStats extends ClipCounts {
+  /** The plan's epoch (0-based). */
+  epoch: number;
+  /** True once the epoch ran to its end (then `pending` is 0). */
+  complete: boolean;
+  /** Failures of planned clips and substitutes, in batch order: the first {@link LISTED_FAILURES}. */
+  failures: ClipFailure[];
+  /** Failures beyond those listed. */
+  unlisted: number;
+}
+
+/** `loader.stats().clips`: cumulative counts and one entry per epoch started. */
+export interface ClipStats {
+  /** Sums over every epoch started. */
+  total: ClipCounts;
+  /** One entry per epoch started, in order. */
+  epochs: ClipEpochStats[];
+}
+
+/** Failures listed per epoch (the rest are counted). */
+export const LISTED_FAILURES = 100;
+/** Failure lines logged per run (the rest are counted). */
+const LOGGED_FAILURES = 10;
+
+function zero(planned: number): ClipCounts {
+  return {
+    planned,
+    delivered: 0,
+    failed: 0,
+    replaced: 0,
+    dropped: 0,
+    pending: planned,
+    substitutesFailed: 0,
+    paddedFrames: 0,
+    paddedClips: 0,
+    failedByStage: {},
+  };
+}
+
+/** Counts clips per epoch; see the module docs. */
+export class ClipAccounting {
+  readonly #planned: number;
+  readonly #maxFailures: MaxFailures;
+  readonly #log: (line: string) => void;
+  readonly #epochs = new Map<number, ClipEpochStats>();
+  /** Positions collated per epoch (the failure budget's denominator: delivery lags behind by the buffers). */
+  readonly #seen = new Map<number, number>();
+  #logged = 0;
+
+  /**
+   * @param planned positions per epoch (the sampler's length)
+   * @param maxFailures failed positions an epoch tolerates (see `LoaderOptions.maxFailures`)
+   * @param log where failure lines go (the first few of the run)
+   */
+  constructor(planned: number, maxFailures: MaxFailures, log: (line: string) => void) {
+    this.#planned = planned;
+    this.#maxFailures = maxFailures;
+    this.#log = log;
+  }
+
+  /** The entry of `epoch`, created on first use. */
+  #epoch(epoch: number): ClipEpochStats {
+    let e = this.#epochs.get(epoch);
+    if (e === undefined) {
+      e = { epoch, complete: false, ...zero(this.#planned), failures: [], unlisted: 0 };
+      this.#epochs.set(epoch, e);
+    }
+    return e;
+  }
+
+  /** Starts counting `epoch` (so an epoch that yields nothing still shows). */
+  begin(epoch: number): void {
+    this.#epoch(epoch);
+  }
+
+  /** Marks `epoch` as run to its end. */
+  complete(epoch: number): void {
+    this.#epoch(epoch).complete = true;
+  }
+
+  /**
+   * Counts the positions of a batch as the pipeline closes it, in batch order (or one position stopping the
+   * epoch): their failures, and, with `dropped` (a short last batch left out), the positions whose own clip
+   * is lost with it. Throws `PipelineFailure` once the epoch's failures exceed `maxFailures`.
+   */
+  collated(epoch: number, slots: readonly PlacedClip[], dropped = false): void {
+    const e = this.#epoch(epoch);
+    for (const s of slots) {
+      const own = s.failures.length === 0; // the position's own clip was loaded
+      if (own && s.clip === null) {
+        throw new InvalidArgumentError(`clip accounting: a position with neither a clip nor a failure`);
+      }
+      for (const f of s.failures) this.#failure(e, f);
+      if (!own) {
+        e.failed++;
+        e.pending--;
+        const stage = s.failures[0].stage;
+        e.failedByStage[stage] = (e.failedByStage[stage] ?? 0) + 1;
+      } else if (dropped) {
+        e.dropped++;
+        e.pending--;
+      }
+    }
+    this.#seen.set(epoch, (this.#seen.get(epoch) ?? 0) + slots.length);
+    this.#checkBudget(e);
+  }
+
+  /** Counts the clips of a batch handed to the consumer: delivered, or substitutes, and their padding. */
+  delivered(clips: readonly Pick<ClipMeta, "epoch" | "padded" | "replaces">[]): void {
+    for (const c of clips) {
+      const e = this.#epoch(c.epoch);
+      if (c.replaces === undefined) {
+        e.delivered++;
+        e.pending--;
+      } else e.replaced++;
+      if (c.padded > 0) {
+        e.paddedFrames += c.padded;
+        e.paddedClips++;
+      }
+    }
+  }
+
+  #failure(e: ClipEpochStats, f: ClipFailure): void {
+    if (f.attempt > 0) e.substitutesFailed++;
+    if (e.failures.length < LISTED_FAILURES) e.failures.push(f);
+    else e.unlisted++;
+    const n = this.#logged++;
+    if (n < LOGGED_FAILURES) this.#log(`sluice loader: epoch ${e.epoch}: ${formatClipFailure(f)}`);
+    else if (n === LOGGED_FAILURES) this.#log(`sluice loader: further failures are counted in stats().clips`);
+  }
+
+  #checkBudget(e: ClipEpochStats): void {
+    const max = this.#maxFailures;
+    const finished = this.#seen.get(e.epoch) ?? 0;
+    const over = typeof max === "number"
+      ? e.failed > max
+      : finished >= max.after && e.failed / finished > max.rate;
+    if (!over) return;
+    const budget = typeof max === "number" ? `${max}` : `rate ${max.rate} after ${max.after}`;
+    const first = e.failures.find((f) => f.attempt === 0);
+    throw new PipelineFailure(
+      `loader: ${e.failed} of ${finished} clips failed in epoch ${e.epoch}, above maxFailures (${budget})` +
+        (first === undefined ? "" : `; first: ${formatClipFailure(first)}`),
+      Object.entries(e.failedByStage).map(([stage, failed]) => ({ stage, tasksIn: finished, failed })),
+      e.failures.slice(0, 3).map((f) => ({
+        stage: f.stage,
+        item: f.path,
+        error: f.error,
+      })),
+    );
+  }
+
+  /** The counts so far: a copy, per epoch and in total. */
+  stats(): ClipStats {
+    const epochs = [...this.#epochs.values()].map((e) => ({
+      ...e,
+      failedByStage: { ...e.failedByStage },
+      failures: [...e.failures],
+    }));
+    const total = zero(0);
+    for (const e of epochs) {
+      for (const k of Object.keys(total) as (keyof ClipCounts)[]) {
+        if (k === "failedByStage") {
+          for (const [s, n] of Object.entries(e.failedByStage)) {
+            total.failedByStage[s] = (total.failedByStage[s] ?? 0) + n;
+          }
+        } else total[k] += e[k];
+      }
+    }
+    return { total, epochs };
+  }
+}
