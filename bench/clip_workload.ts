@@ -466,6 +466,15 @@ export function markdownTable(v: VariantResult, baseline: string): string {
   return rows.join("\n");
 }
 
+/** The line under the tables that says what decode amplification is (and when a figure is not one). */
+export function amplificationNote(results: VariantResult[]): string {
+  return "Decode amplification = frames decoded / frames delivered, where the contender can count them" +
+    (results.some((v) => v.results.some((r) => r.summary?.amplification === 1))
+      ? ". A figure of exactly 1.00 comes from a loader that reports only the frames it delivered as decoded " +
+        "(sluice's decode Workers bridged by `src/data/legacy_clip.ts` do): it is not a measurement."
+      : ".");
+}
+
 function fmtDb(x: number): string {
   return x === Infinity ? "∞" : `${x.toFixed(1)} dB`;
 }
@@ -515,5 +524,6 @@ if (import.meta.main) {
       );
       console.log(markdownTable(v, PYTORCH_PYAV.id));
     }
+    console.log(`\n${amplificationNote(results)}`);
   }
 }

@@ -21,6 +21,7 @@ import { parseArgs } from "node:util";
 import { ffmpegInfo } from "../src/media/ffmpeg.ts";
 import {
   allContenders,
+  amplificationNote,
   DEFAULT_DIR,
   markdownTable,
   PYTHON,
@@ -227,7 +228,7 @@ export function report(meta: RunMeta, results: VariantResult[], svgName: string)
       markdownTable(v, BASELINE),
       "",
     ]),
-    "Decode amplification = frames decoded / frames delivered, where the contender can count them.",
+    amplificationNote(results),
     "",
   ].join("\n");
 }
