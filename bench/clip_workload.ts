@@ -479,16 +479,31 @@ function fmtDb(x: number): string {
   return x === Infinity ? "∞" : `${x.toFixed(1)} dB`;
 }
 
+/** Command-line options shared by this script and `bench/compare.ts` (see their module docs). */
+export const WORKLOAD_ARGS = {
+  dir: { type: "string" },
+  seed: { type: "string", default: "1" },
+  passes: { type: "string", default: "5" },
+  rounds: { type: "string", default: "1" },
+  variants: { type: "string", default: Object.keys(VARIANTS).join(",") },
+  contenders: { type: "string" },
+} as const;
+
+/** The contenders named by `--contenders a,b,...` (all of `all` when absent). */
+export function selectContenders(ids: string | undefined, all: Contender[]): Contender[] {
+  if (ids === undefined) return all;
+  return ids.split(",").map((id) => {
+    const c = all.find((x) => x.id === id);
+    if (!c) throw new Error(`unknown contender ${id} (${all.map((x) => x.id).join(", ")})`);
+    return c;
+  });
+}
+
 if (import.meta.main) {
   const { values } = parseArgs({
     args: Deno.args,
     options: {
-      dir: { type: "string" },
-      seed: { type: "string", default: "1" },
-      passes: { type: "string", default: "5" },
-      rounds: { type: "string", default: "1" },
-      variants: { type: "string", default: Object.keys(VARIANTS).join(",") },
-      contenders: { type: "string" },
+      ...WORKLOAD_ARGS,
       config: { type: "string", multiple: true },
       json: { type: "boolean" },
     },
@@ -500,14 +515,10 @@ if (import.meta.main) {
     const name = spec.slice(0, eq);
     configs.push({ id: name, name: `sluice ${name}`, options: JSON.parse(spec.slice(eq + 1)) });
   }
-  const all = allContenders(configs);
-  const ids = values.contenders?.split(",") ??
-    [...configs.map((c) => c.id), PYTORCH_PYAV.id];
-  const contenders = ids.map((id) => {
-    const c = all.find((x) => x.id === id);
-    if (!c) throw new Error(`unknown contender ${id} (${all.map((x) => x.id).join(", ")})`);
-    return c;
-  });
+  const contenders = selectContenders(
+    values.contenders ?? [...configs.map((c) => c.id), PYTORCH_PYAV.id].join(","),
+    allContenders(configs),
+  );
   const results = await runWorkload({
     dir: values.dir,
     seed: Number(values.seed),

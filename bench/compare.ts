@@ -26,9 +26,11 @@ import {
   markdownTable,
   PYTHON,
   runWorkload,
+  selectContenders,
   SLUICE_CONFIGS,
   type VariantResult,
   WORKLOAD,
+  WORKLOAD_ARGS,
 } from "./clip_workload.ts";
 
 const BASELINE = SLUICE_CONFIGS[0].id;
@@ -237,12 +239,7 @@ if (import.meta.main) {
   const { values } = parseArgs({
     args: Deno.args,
     options: {
-      dir: { type: "string" },
-      seed: { type: "string", default: "1" },
-      passes: { type: "string", default: "5" },
-      rounds: { type: "string", default: "1" },
-      variants: { type: "string", default: "gop250,gop30" },
-      contenders: { type: "string" },
+      ...WORKLOAD_ARGS,
       out: { type: "string", default: new URL("RESULTS.md", import.meta.url).pathname },
       from: { type: "string" },
     },
@@ -252,12 +249,7 @@ if (import.meta.main) {
   if (values.from !== undefined) {
     ({ meta, results } = JSON.parse(Deno.readTextFileSync(values.from)));
   } else {
-    const all = allContenders();
-    const contenders = values.contenders === undefined ? all : values.contenders.split(",").map((id) => {
-      const c = all.find((x) => x.id === id);
-      if (!c) throw new Error(`unknown contender ${id} (${all.map((x) => x.id).join(", ")})`);
-      return c;
-    });
+    const contenders = selectContenders(values.contenders, allContenders());
     const loadBefore = loadAverage();
     const started = new Date();
     results = await runWorkload({
