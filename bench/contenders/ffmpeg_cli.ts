@@ -15,20 +15,9 @@
  * @module
  */
 
-import { parseArgs } from "node:util";
-import type { Clip, ClipList } from "./harness.ts";
+import { type Clip, contenderArgs } from "./harness.ts";
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: {
-    clips: { type: "string" },
-    mode: { type: "string", default: "time" },
-    out: { type: "string" },
-    jobs: { type: "string", default: "2" },
-  },
-});
-const list = JSON.parse(Deno.readTextFileSync(values.clips!)) as ClipList;
-const verify = values.mode === "verify";
+const { list, verify, out, opts } = contenderArgs(Deno.args, { jobs: "2" });
 const { numFrames: T, width: W, height: H, batchSize } = list;
 const clipBytes = T * W * H * 3;
 
@@ -78,7 +67,7 @@ async function runPass(
       flush();
     }
   };
-  await Promise.all(Array.from({ length: Number(values.jobs) }, job));
+  await Promise.all(Array.from({ length: Number(opts.jobs) }, job));
   return emitted;
 }
 
@@ -91,8 +80,8 @@ if (verify) {
   const all = new Uint8Array(frames.reduce((a, f) => a + f.length, 0));
   let o = 0;
   for (const f of frames) all.set(f, (o += f.length) - f.length);
-  Deno.writeFileSync(`${values.out}/frames.bin`, all);
-  Deno.writeTextFileSync(`${values.out}/pts.json`, JSON.stringify(allPts));
+  Deno.writeFileSync(`${out}/frames.bin`, all);
+  Deno.writeTextFileSync(`${out}/pts.json`, JSON.stringify(allPts));
 } else {
   for (const [p, clips] of list.passes.entries()) {
     console.log(JSON.stringify({ event: "start", pass: p }));

@@ -22,6 +22,7 @@
  * @module
  */
 
+import { parseArgs } from "node:util";
 import { psnr } from "../../tests/helpers/decode_oracles.ts";
 
 /** One clip: a time window of one video. */
@@ -47,6 +48,31 @@ export interface ClipList {
   passes: Clip[][];
   /** How sluice's sampler was configured to plan exactly these clips (`LoaderOptions` minus per-config options). */
   sluice: Record<string, unknown>;
+}
+
+/**
+ * Parses a Deno contender's command line: `--clips`, `--mode`, `--out` and the contender's own string options
+ * (with defaults); reads the clip list.
+ */
+export function contenderArgs<K extends string>(
+  args: string[],
+  own: Record<K, string>,
+): { list: ClipList; verify: boolean; out: string | undefined; opts: Record<K, string> } {
+  const options: Record<string, { type: "string"; default?: string }> = {
+    clips: { type: "string" },
+    mode: { type: "string", default: "time" },
+    out: { type: "string" },
+  };
+  for (const [k, v] of Object.entries(own)) options[k] = { type: "string", default: v as string };
+  const { values } = parseArgs({ args, options });
+  const v = values as Record<string, string | undefined>;
+  if (v.clips === undefined) throw new Error("--clips FILE is required");
+  if (v.mode !== "time" && v.mode !== "verify") {
+    throw new Error(`--mode must be time or verify, got ${v.mode}`);
+  }
+  if (v.mode === "verify" && v.out === undefined) throw new Error("--mode verify needs --out DIR");
+  const opts = Object.fromEntries(Object.keys(own).map((k) => [k, v[k]!])) as Record<K, string>;
+  return { list: JSON.parse(Deno.readTextFileSync(v.clips)), verify: v.mode === "verify", out: v.out, opts };
 }
 
 /** One pass as a contender reported it, with the harness's CPU samples. */

@@ -12,22 +12,11 @@
  * @module
  */
 
-import { parseArgs } from "node:util";
 import { type LoaderOptions, videoClassificationLoader } from "../../src/data/loader.ts";
-import type { Clip, ClipList } from "./harness.ts";
+import { type Clip, contenderArgs } from "./harness.ts";
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: {
-    clips: { type: "string" },
-    mode: { type: "string", default: "time" },
-    out: { type: "string" },
-    config: { type: "string", default: "{}" },
-  },
-});
-const list = JSON.parse(Deno.readTextFileSync(values.clips!)) as ClipList;
-const config = JSON.parse(values.config!) as Record<string, unknown>;
-const verify = values.mode === "verify";
+const { list, verify, out, opts: own } = contenderArgs(Deno.args, { config: "{}" });
+const config = JSON.parse(own.config) as Record<string, unknown>;
 
 /** Deep merge of plain objects (`b` wins); arrays and other values are replaced. */
 function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
@@ -83,7 +72,7 @@ for (let p = 0; p < passes; p++) {
   }
   console.log(JSON.stringify({ event: "end", pass: p, wall, clips: seen.size, frames: emitted, decoded }));
   if (frames) {
-    Deno.writeFileSync(`${values.out}/frames.bin`, frames);
-    Deno.writeTextFileSync(`${values.out}/pts.json`, JSON.stringify(pts));
+    Deno.writeFileSync(`${out}/frames.bin`, frames);
+    Deno.writeTextFileSync(`${out}/pts.json`, JSON.stringify(pts));
   }
 }
