@@ -475,8 +475,9 @@ export function amplificationNote(results: VariantResult[]): string {
       : ".");
 }
 
-function fmtDb(x: number): string {
-  return x === Infinity ? "∞" : `${x.toFixed(1)} dB`;
+/** PSNR in dB; identical frames give Infinity (null after a JSON round trip, as in `--from` files). */
+function fmtDb(x: number | null): string {
+  return x === null || x === Infinity ? "∞" : `${x.toFixed(1)} dB`;
 }
 
 /** Command-line options shared by this script and `bench/compare.ts` (see their module docs). */
@@ -488,6 +489,21 @@ export const WORKLOAD_ARGS = {
   variants: { type: "string", default: Object.keys(VARIANTS).join(",") },
   contenders: { type: "string" },
 } as const;
+
+/** {@link runWorkload}'s options from parsed {@link WORKLOAD_ARGS}. */
+export function workloadOptions(
+  values: { dir?: string; seed?: string; passes?: string; rounds?: string; variants?: string },
+  contenders: Contender[],
+): WorkloadOptions {
+  return {
+    dir: values.dir,
+    seed: Number(values.seed ?? 1),
+    passes: Number(values.passes ?? 5),
+    rounds: Number(values.rounds ?? 1),
+    variants: (values.variants ?? Object.keys(VARIANTS).join(",")).split(","),
+    contenders,
+  };
+}
 
 /** The contenders named by `--contenders a,b,...` (all of `all` when absent). */
 export function selectContenders(ids: string | undefined, all: Contender[]): Contender[] {
@@ -519,14 +535,7 @@ if (import.meta.main) {
     values.contenders ?? [...configs.map((c) => c.id), PYTORCH_PYAV.id].join(","),
     allContenders(configs),
   );
-  const results = await runWorkload({
-    dir: values.dir,
-    seed: Number(values.seed),
-    passes: Number(values.passes),
-    rounds: Number(values.rounds),
-    variants: values.variants!.split(","),
-    contenders,
-  });
+  const results = await runWorkload(workloadOptions(values, contenders));
   if (values.json) console.log(JSON.stringify(results, null, 2));
   else {
     for (const v of results) {

@@ -31,6 +31,7 @@ import {
   type VariantResult,
   WORKLOAD,
   WORKLOAD_ARGS,
+  workloadOptions,
 } from "./clip_workload.ts";
 
 const BASELINE = SLUICE_CONFIGS[0].id;
@@ -252,14 +253,7 @@ if (import.meta.main) {
     const contenders = selectContenders(values.contenders, allContenders());
     const loadBefore = loadAverage();
     const started = new Date();
-    results = await runWorkload({
-      dir: values.dir,
-      seed: Number(values.seed),
-      passes: Number(values.passes),
-      rounds: Number(values.rounds),
-      variants: values.variants!.split(","),
-      contenders,
-    });
+    results = await runWorkload(workloadOptions(values, contenders));
     meta = {
       args: [...Deno.args],
       started: started.toISOString(),
