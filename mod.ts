@@ -62,18 +62,15 @@ export {
   nvdecConcurrency,
   selectDecoder,
 } from "./src/nvdec/available.ts";
-export {
-  type CropRect,
-  decodeVideoNvdec,
-  type NvdecOptions,
-  releaseNvdecDecoder,
-} from "./src/nvdec/decoder.ts";
+export { decodeVideoNvdec, type NvdecOptions, releaseDecoderNvdec } from "./src/nvdec/decoder.ts";
 export { CudaBuffer, CudaFrames, type NvdecPixelFormat } from "./src/nvdec/cuda_buffer.ts";
 export { toCuda } from "./src/nvdec/to_cuda.ts";
 export { CudaError, NvdecUnsupportedError } from "./src/errors.ts";
 
 // CPU decoding
-export { type DecodeOptions, decodeVideo } from "./src/media/decode.ts";
+export { type DecodeOptions, decodeVideo, releaseDecoder } from "./src/media/decode.ts";
+export type { SamplingOptions } from "./src/media/frame_select.ts";
+export type { CropRect } from "./src/media/crop.ts";
 export {
   frameAt,
   type PixelFormat,
@@ -148,6 +145,20 @@ export {
   type SyntheticVideoOptions,
 } from "./src/data/synthetic.ts";
 export { DatasetError, FetchError, type FetchPhase } from "./src/errors.ts";
+
+// Serving batches to trainers in other processes (PyTorch: python/)
+export {
+  BatchServer,
+  type LoaderFactory,
+  type LoaderRequest,
+  serveLoader,
+  type ServeOptions,
+  type ServeStats,
+  type SessionStats,
+} from "./src/serve/server.ts";
+export { SERVE_PROTOCOL_VERSION } from "./src/serve/protocol.ts";
+export type { SlotRingStats } from "./src/serve/slot_ring.ts";
+export { ServeError } from "./src/errors.ts";
 
 // Pipelines
 export {

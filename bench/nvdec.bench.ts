@@ -3,7 +3,7 @@
  * `nvdecAvailable()` is ok (a machine with an NVIDIA driver); skips cleanly elsewhere.
  */
 import { nvdecAvailable } from "../src/nvdec/available.ts";
-import { decodeVideoNvdec, releaseNvdecDecoder } from "../src/nvdec/decoder.ts";
+import { decodeVideoNvdec, releaseDecoderNvdec } from "../src/nvdec/decoder.ts";
 import { demuxVideo } from "../src/media/demux.ts";
 import { decodeVideo } from "../src/media/decode.ts";
 import type { VideoPackets } from "../src/media/packets.ts";
@@ -22,11 +22,11 @@ Deno.bench({ name: "cpu decodeVideo rgb24-planar", group: "decode", baseline: tr
   await decodeVideo(plain!, { pixelFormat: "rgb24-planar" });
 });
 
-Deno.bench({ name: "nvdec decodeVideoNvdec rgb-planar", group: "decode", ignore }, async () => {
-  using frames = await decodeVideoNvdec(annexB!, { pixelFormat: "rgb-planar" });
+Deno.bench({ name: "nvdec decodeVideoNvdec rgb24-planar", group: "decode", ignore }, async () => {
+  using frames = await decodeVideoNvdec(annexB!, { pixelFormat: "rgb24-planar" });
   void frames;
 });
 
 globalThis.addEventListener("unload", () => {
-  if (!ignore) releaseNvdecDecoder();
+  if (!ignore) releaseDecoderNvdec();
 });

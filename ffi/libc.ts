@@ -8,6 +8,16 @@
 export const LIBC_SYMBOLS = {
   fcntl: { parameters: ["i32", "i32", "i32"], result: "i32" }, // int fcntl(int fd, int cmd, int arg)
   mallopt: { parameters: ["i32", "i32"], result: "i32" }, // int mallopt(int param, int value) — glibc <malloc.h>
+  memfd_create: { parameters: ["buffer", "u32"], result: "i32" }, // int memfd_create(const char *name, unsigned int flags)
+  ftruncate: { parameters: ["i32", "i64"], result: "i32" }, // int ftruncate(int fd, off_t length)
+  mmap: {
+    parameters: ["pointer", "usize", "i32", "i32", "i32", "i64"], // void *addr, size_t length, int prot, int flags, int fd, off_t offset
+    result: "pointer", // void *mmap(...)
+  },
+  munmap: { parameters: ["pointer", "usize"], result: "i32" }, // int munmap(void *addr, size_t length)
+  close: { parameters: ["i32"], result: "i32" }, // int close(int fd)
+  __errno_location: { parameters: [], result: "pointer" }, // int *__errno_location(void) — this thread's errno
+  strerror: { parameters: ["i32"], result: "pointer" }, // char *strerror(int errnum)
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /** The C library's soname on Linux. */
@@ -22,3 +32,13 @@ export const F_GETPIPE_SZ = 1032;
  * (returned to the system by `munmap` when freed). Setting it also turns off glibc's dynamic raising of it.
  */
 export const M_MMAP_THRESHOLD = -3;
+
+/** `memfd_create` flag from <sys/mman.h>: close the descriptor on `exec` (child processes do not inherit it). */
+export const MFD_CLOEXEC = 1;
+
+/** `mmap` protections and flags from <sys/mman.h> (Linux). */
+export const PROT_READ = 1;
+export const PROT_WRITE = 2;
+export const MAP_SHARED = 1;
+/** `mmap`'s failure value, `(void *) -1`. */
+export const MAP_FAILED = 0xffff_ffff_ffff_ffffn;

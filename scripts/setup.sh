@@ -2,8 +2,9 @@
 # Installs what sluice needs on a Debian/Ubuntu machine with Node/npm, and nothing that is already there.
 #   scripts/setup.sh         Deno (pinned, from npm, into node_modules) and the FFmpeg runtime libraries
 #   scripts/setup.sh --dev   also what the tests and benchmarks use: FFmpeg -dev headers, the ffmpeg/ffprobe
-#                            CLI, a C compiler, pkg-config, PyAV (bench baseline), util-linux's `script` and tmux
-#                            (the CLI's live-view tests)
+#                            CLI, a C compiler, pkg-config, util-linux's `script` and tmux (the CLI's live-view
+#                            tests), and for the Python client's tests and benchmarks Debian's numpy, torch,
+#                            torchvision, PyAV and pytest (they serve /usr/bin/python3 only)
 # Runs as root or through sudo; never asks questions (apt-get -y, DEBIAN_FRONTEND=noninteractive).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,7 +59,10 @@ if [ $dev = 1 ]; then
   command -v tmux >/dev/null || missing+=(tmux)
   [ -f /usr/include/x86_64-linux-gnu/libavformat/avformat.h ] || [ -f /usr/include/libavformat/avformat.h ] ||
     missing+=(libavformat-dev libavcodec-dev libavutil-dev libswscale-dev)
-  /usr/bin/python3 -c "import av" 2>/dev/null || missing+=(python3-av)
+  for m in numpy:python3-numpy torch:python3-torch torchvision:python3-torchvision av:python3-av \
+    pytest:python3-pytest; do
+    /usr/bin/python3 -c "import ${m%%:*}" 2>/dev/null || missing+=("${m#*:}")
+  done
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then

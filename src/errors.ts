@@ -47,6 +47,32 @@ export class MediaError extends SluiceError {
   }
 }
 
+/**
+ * One training clip could not be delivered as asked: it names the file, the clip's window, the stage that failed
+ * (`"demux"` or `"decode"`) and the cause (no frame presented in the window, a file that ends before it,
+ * undecodable packets, or more padding than `maxPadFraction` allows). The original error, when there was one,
+ * is the `cause`.
+ */
+export class ClipError extends MediaError {
+  /** The clip's window `[start, end)` in seconds. */
+  readonly window: [number, number];
+  /** Where it failed. */
+  readonly stage: "demux" | "decode";
+  constructor(
+    source: string,
+    stage: "demux" | "decode",
+    window: [number, number],
+    reason: string,
+    options?: ErrorOptions,
+  ) {
+    super(source, stage, reason, undefined, options);
+    const ms = (t: number) => Number(t.toFixed(3));
+    this.message = `${source}: clip [${ms(window[0])}, ${ms(window[1])}) s: ${stage} failed: ${reason}`;
+    this.window = window;
+    this.stage = stage;
+  }
+}
+
 /** Bytes that should follow one of sluice's binary layouts (packets, frames) do not. */
 export class ProtocolError extends SluiceError {
   /** Byte offset in the stream or buffer where the problem was found. */
@@ -226,6 +252,20 @@ export class NvdecUnsupportedError extends SluiceError {
 }
 
 /**
+ * Serving batches to another process (`sluice serve`, `serveLoader`) failed: shared memory could not be
+ * created, a peer broke the protocol or speaks another version, or the server is busy.
+ */
+export class ServeError extends SluiceError {
+  /** What went wrong, one of the codes of docs/serve_protocol.md (e.g. `"protocol-version"`, `"busy"`). */
+  readonly code: string;
+  /** An error with `code` and `message`. */
+  constructor(code: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/**
  * A thrown value as one line of a log: `Name: message`, line breaks folded to "; ". When the caller prints
  * `subject` (the file or item) in front of it and the message starts with that same subject, the message's copy
  * is left out, so the line names it once.
@@ -300,6 +340,7 @@ for (
     DatasetError,
     CudaError,
     NvdecUnsupportedError,
+    ServeError,
     Error,
     TypeError,
     RangeError,

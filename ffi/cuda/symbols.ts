@@ -69,9 +69,13 @@ export const CUDA_SYMBOLS = {
     parameters: ["pointer", "u32", "u32", "u32", "u32", "u32", "u32", "u32", "pointer", "buffer", "pointer"],
     result: "i32",
   },
+  cuIpcGetMemHandle: { parameters: ["buffer", "u64"], result: "i32" }, // CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
   cuGetErrorName: { parameters: ["i32", "buffer"], result: "i32" }, // CUresult cuGetErrorName(CUresult error, const char **pStr)
   cuGetErrorString: { parameters: ["i32", "buffer"], result: "i32" }, // CUresult cuGetErrorString(CUresult error, const char **pStr)
 } as const satisfies Deno.ForeignLibraryInterface;
+
+/** Bytes of a `CUipcMemHandle` (`CU_IPC_HANDLE_SIZE`): an opaque handle another process opens. */
+export const CU_IPC_HANDLE_SIZE = 64;
 
 /** `CUmemorytype` values used in `CUDA_MEMCPY2D`. */
 export const CU_MEMORYTYPE = { HOST: 1, DEVICE: 2 } as const;

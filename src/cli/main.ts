@@ -8,6 +8,7 @@
  * sluice probe FILE...
  * sluice make-dataset DIR --videos N --classes K
  * sluice load DATASET [options]
+ * sluice serve DATASET --socket PATH [options]
  * sluice bench-decode FILE...
  * ```
  *
@@ -25,6 +26,7 @@ import { benchDecodeCommand } from "./commands/bench_decode.ts";
 import { loadCommand } from "./commands/load.ts";
 import { makeDatasetCommand } from "./commands/make_dataset.ts";
 import { probeCommand } from "./commands/probe.ts";
+import { serveCommand } from "./commands/serve.ts";
 
 export {
   type BooleanOption,
@@ -54,6 +56,7 @@ export const COMMANDS: readonly Command[] = [
   probeCommand,
   makeDatasetCommand,
   loadCommand,
+  serveCommand,
   benchDecodeCommand,
 ];
 
@@ -61,7 +64,8 @@ export const COMMANDS: readonly Command[] = [
 export function main(args: readonly string[]): Promise<number> {
   return runCli(COMMANDS, args, {
     program: "sluice",
-    summary: "video data loading for GPUs: probe media, make a test dataset, run and measure the loader",
+    summary:
+      "video data loading for GPUs: probe media, make a test dataset, run, measure and serve the loader",
   });
 }
 

@@ -1,36 +1,18 @@
 /**
  * What one training clip is: how its frames are chosen inside its time window and how its pixels are
- * transformed on their way into a batch. The loader (`loader.ts`) builds a {@link ClipSpec} once from its
- * options; the decode Workers (`clip_worker.ts`, CPU and NVDEC alike) follow it for every clip; a clip's
- * {@link ClipOutcome} says exactly what it holds.
+ * transformed on their way into a batch. The loader builds a {@link ClipSpec} once from its options
+ * (`resolveClipSpec` in `loader_options.ts`: defaults and validation); the decode Workers (`clip_worker.ts`, CPU
+ * and NVDEC alike) follow it for every clip; a clip's {@link ClipOutcome} says exactly what it holds.
  *
- * Types only: behaviour lives in `src/media` (frame selection, transforms) and `src/data` (sampling, batching).
+ * Frame choice is `src/media/frame_select.ts` (the one rule both decoders follow); the region each resize mode
+ * keeps is `src/media/crop.ts`; the pixels are written by `src/media/frame_writer.ts`.
  * @module
  */
 
-/**
- * How a clip's `numFrames` frames are chosen from the frames presented in its window `[start, end)`:
- * - `"consecutive"`: the first `numFrames` frames at the video's own rate;
- * - `"rate"`: resampled to `frameRate` fps by presentation time (FFmpeg's `fps` filter, `round=near`);
- * - `"uniform"`: `numFrames` times spread evenly over the window (TSN-style), each showing the latest frame
- *   presented at or before it;
- * - `"stride"`: every `stride`-th frame at the video's own rate, starting with the first.
- */
-export type FrameSampling =
-  | { kind: "consecutive" }
-  | { kind: "rate"; frameRate: number }
-  | { kind: "uniform" }
-  | { kind: "stride"; stride: number };
+import type { FrameSampling } from "../media/frame_select.ts";
+import type { ResizeMode } from "../media/crop.ts";
 
-/**
- * How a frame becomes `width`×`height`:
- * - `"stretch"`: the whole frame scaled to the output size (aspect ratio not kept);
- * - `"short-side"`: shorter side scaled to fit, aspect kept, then a centre crop;
- * - `"random-crop"`: as `"short-side"`, but the crop is placed at random (one place for all frames of a clip);
- * - `"random-resized-crop"`: a random region covering `scale` of the frame's area with aspect ratio in `ratio`,
- *   scaled to the output size (one region for all frames of a clip).
- */
-export type ResizeMode = "stretch" | "short-side" | "random-crop" | "random-resized-crop";
+export type { FrameSampling, ResizeMode };
 
 /** Output sample type: bytes as decoded, or `float32` normalised per channel as `(x / 255 - mean) / std`. */
 export type ClipDtype = "uint8" | "float32";
@@ -40,44 +22,67 @@ export type Interpolation = "bilinear" | "bicubic" | "area";
 
 /** Everything that decides a clip's frames and pixels; JSON-compatible (it crosses Workers and processes). */
 export interface ClipSpec {
+  /** Frames per clip: every clip has exactly this many (padding counted), or fails. */
   numFrames: number;
+  /** Which frames of the window fill the clip (see `frame_select.ts`). Default `{ kind: "consecutive" }`. */
   sampling: FrameSampling;
+  /** Output size of each frame, as displayed. */
   width: number;
+  /** See `width`. */
   height: number;
+  /** Default `"stretch"`. */
   resize: ResizeMode;
-  /** `"random-resized-crop"` only: fraction of the frame's area, `[min, max]`. */
+  /** `"random-resized-crop"` only: fraction of the frame's area, `[min, max]`. Default `[0.08, 1]`. */
   scale: [number, number];
-  /** `"random-resized-crop"` only: aspect ratio (width / height) range, `[min, max]`. */
+  /** `"random-resized-crop"` only: aspect ratio (width / height) range, `[min, max]`. Default `[3/4, 4/3]`. */
   ratio: [number, number];
-  /** Probability of mirroring a clip horizontally (all its frames alike). */
+  /** Probability of mirroring a clip horizontally (all its frames alike). Default 0. */
   flipProbability: number;
+  /** Default `"bilinear"` (the ffmpeg CLI's `scale=W:H:flags=bilinear`, byte for byte). */
   interpolation: Interpolation;
-  /** Packed `[T, H, W, 3]` (false) or planar `[T, 3, H, W]` (true) frames. */
+  /** Packed `[T, H, W, 3]` (false, default) or planar `[T, 3, H, W]` (true) frames. */
   planar: boolean;
+  /** Default `"uint8"`. */
   dtype: ClipDtype;
   /** `float32` only: per-channel (R, G, B) mean and standard deviation, on the `[0, 1]` scale. */
   mean: [number, number, number];
+  /** See `mean`. */
   std: [number, number, number];
-  /** Apply the video's display rotation so frames look as a player shows them (true) or keep coded pixels. */
+  /**
+   * Apply the video's display rotation so frames look as a player shows them (true, default) or keep coded
+   * pixels (false).
+   */
   rotate: boolean;
-  /** A clip whose padding (repeats of its last frame) would exceed this fraction of `numFrames` fails. */
+  /**
+   * A clip whose padding (repeats of its last frame) would exceed this fraction of `numFrames` fails.
+   * Default 0.5.
+   */
   maxPadFraction: number;
 }
 
-/** Where a clip's frames came from and what was done to them (part of each clip's metadata). */
+/**
+ * Where a clip's frames came from and what was done to them: the decode Workers return it as
+ * `DecodedClip.outcome`; `collate` merges it into the clip's `ClipMeta`.
+ */
 export interface ClipOutcome {
-  /** Presentation time of each output frame, seconds (padding repeats the last). */
+  /** Presentation time of each output frame, seconds (grid kinds: the slot's time; padding repeats the last). */
   pts: number[];
-  /** Frames added by repeating the last one. */
+  /** Frames added by repeating the last one (at most `maxPadFraction · numFrames`). */
   padded: number;
-  /** Time range the clip's frames cover: first frame's time to the end of the last one shown, seconds. */
+  /**
+   * Time range the clip's frames cover, seconds: from the first frame's time to the end of the last one shown
+   * (its time plus one step of the sampling: `1/fps` of the video for `"consecutive"`, `stride/fps` for
+   * `"stride"`, `1/frameRate` for `"rate"`, `(end − start)/numFrames` for `"uniform"`).
+   */
   span: [number, number];
   /** Display rotation of the video in degrees (counter-clockwise, as ffprobe reports) and whether applied. */
   rotation: number;
+  /** Whether `rotation` was applied (`rotate` and a non-zero rotation). */
   rotated: boolean;
   /** Source region taken from each (rotated) frame before resizing: `[x, y, width, height]` in pixels. */
   crop: [number, number, number, number];
+  /** Whether the clip was mirrored left–right. */
   flipped: boolean;
-  /** Frames the decoder produced for this clip, and frames it skipped without decoding (see stats). */
+  /** Frames the decoder produced for this clip (decoding starts at the keyframe before the window). */
   decodedFrames: number;
 }

@@ -11,9 +11,8 @@ import type { Executor, PipeFn, TaskContext } from "../pipeline/executor.ts";
 import type { WorkerPool } from "../pipeline/worker_pool.ts";
 import { clipFailure, type FailedClip, isFailedClip } from "./clip_failure.ts";
 import type { ClipPackets, VideoTask } from "./clip_worker.ts";
-import type { DecodedClip, FilledClip } from "./collate.ts";
+import type { FilledClip } from "./collate.ts";
 import { fetchBytes, type FetchOptions, isUrl } from "./fetch.ts";
-import { completeClip } from "./legacy_clip.ts";
 
 /** A clip on its way: its packets, or its failure. */
 export type ClipItem = ClipPackets | FailedClip;
@@ -82,10 +81,10 @@ export async function decodeClipItem(
   attempt = 0,
 ): Promise<FilledClip | FailedClip> {
   if (isFailedClip(item)) return item;
-  const { meta, spec } = item;
+  const { meta } = item;
   try {
-    const clip = await pool.run(exportName, item, { signal, stage: "decode" }) as DecodedClip;
-    return completeClip(clip, spec);
+    // The Workers return exactly the clip the spec promises (with its outcome) or throw a ClipError.
+    return await pool.run(exportName, item, { signal, stage: "decode" }) as FilledClip;
   } catch (e) {
     if (signal.aborted) throw e;
     return { failed: clipFailure(meta, "decode", e, attempt) };

@@ -62,8 +62,6 @@ export interface DecodedClip {
   height: number;
   /** What the clip holds (see `clip_spec.ts`). */
   outcome?: ClipOutcome;
-  /** Presentation time of each frame, seconds: decoders that predate `outcome` (see `legacy_clip.ts`). */
-  pts?: Float64Array | number[];
 }
 
 /** A decoded clip with its outcome, ready for a batch. */

@@ -147,7 +147,7 @@ export async function planLoader(opts: LoaderOptions): Promise<LoaderPlan> {
     ranges,
     datasetIndex: kept,
     sampler: { ...sampler.options },
-    firstEpoch: 0,
+    firstEpoch: opts.firstEpoch ?? 0,
     spec,
     concurrency: { fetch: opts.concurrency?.fetch ?? 8, demux: opts.concurrency?.demux ?? 1 },
     fetch: opts.fetch ?? {},
@@ -168,6 +168,8 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   readonly clipsPerEpoch: number;
   /** Batches per epoch (fewer when `onClipError` is "skip" and every clip of a batch failed). */
   readonly batchesPerEpoch: number;
+  /** Clips per batch (the last batch of an epoch may have fewer). */
+  readonly batchSize: number;
   /** The decoder in use after resolving "auto". */
   readonly decoder: "cpu" | "nvdec";
   /** Where sample → fetch → demux run. */
@@ -201,6 +203,8 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     this.sampler = init.plan.sampler;
     this.spec = init.plan.spec;
     this.clipsPerEpoch = init.plan.sampler.length;
+    this.batchSize = init.batchSize;
+    this.#epoch = init.plan.front.firstEpoch;
     this.batchesPerEpoch = init.dropLast
       ? Math.floor(this.clipsPerEpoch / init.batchSize)
       : Math.ceil(this.clipsPerEpoch / init.batchSize);

@@ -93,6 +93,8 @@ export interface LoaderOptions {
   ordered?: boolean;
   /** Drop a last short batch of an epoch (default false). */
   dropLast?: boolean;
+  /** The epoch the first iteration runs (default 0), e.g. to resume a job where it stopped. */
+  firstEpoch?: number;
   /**
    * A clip that cannot be loaded (fetch, demux or decode fails, no frame in its window, too much padding):
    * `"replace"` (default) fills its place with another clip of this rank's epoch plan, chosen
@@ -129,6 +131,7 @@ export function checkLoaderOptions(opts: LoaderOptions): void {
     if (v !== undefined) int(`concurrency.${k}`, v, 1, 256);
   }
   if (opts.bufferSize !== undefined) int("bufferSize", opts.bufferSize, 1, 1024);
+  if (opts.firstEpoch !== undefined) int("firstEpoch", opts.firstEpoch, 0, Number.MAX_SAFE_INTEGER);
   const mf = opts.maxFailures;
   if (typeof mf === "number") int("maxFailures", mf, 0, Number.MAX_SAFE_INTEGER);
   else if (mf !== undefined) {

@@ -11,9 +11,10 @@
  * @module
  */
 
+import { OutSlot } from "../../ffi/out_slot.ts";
 import { AVERROR_EAGAIN, AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";
 import { cstr } from "../../ffi/cstring.ts";
-import { CodecContext, Frame, Packet, pointerFromSlot, pointerSlot } from "../media/av_objects.ts";
+import { CodecContext, Frame, Packet } from "../media/av_objects.ts";
 import { check, ffmpeg } from "../media/ffmpeg.ts";
 import { codecContext, formatContext, frame as frameFields, packet, stream } from "../media/structs.ts";
 import { InvalidArgumentError, MediaError } from "../errors.ts";
@@ -195,13 +196,13 @@ export function encodeSyntheticVideo(path: string, opts: SyntheticVideoOptions):
   }
   check(avcodec.avcodec_open2(enc.ptr, codec, null), path, `avcodec_open2(${encoderName})`);
 
-  const ctxSlot = pointerSlot();
+  const ctxSlot = new OutSlot();
   check(
-    avformat.avformat_alloc_output_context2(ctxSlot, null, cstr("mp4"), cstr(path)),
+    avformat.avformat_alloc_output_context2(ctxSlot.bytes, null, cstr("mp4"), cstr(path)),
     path,
     "alloc output",
   );
-  const oc = pointerFromSlot(ctxSlot) as Deno.PointerObject;
+  const oc = ctxSlot.pointer as Deno.PointerObject;
   try {
     const st = avformat.avformat_new_stream(oc, null);
     if (st === null) throw new MediaError(path, "avformat_new_stream", "out of memory");
@@ -211,9 +212,9 @@ export function encodeSyntheticVideo(path: string, opts: SyntheticVideoOptions):
       "parameters_from_context",
     );
     stream.setTimeBase(st, [1, fps]);
-    const pbSlot = pointerSlot();
-    check(avformat.avio_open(pbSlot, cstr(path), AVIO_FLAG_WRITE), path, "avio_open");
-    formatContext.setPb(oc, pointerFromSlot(pbSlot));
+    const pbSlot = new OutSlot();
+    check(avformat.avio_open(pbSlot.bytes, cstr(path), AVIO_FLAG_WRITE), path, "avio_open");
+    formatContext.setPb(oc, pbSlot.pointer);
     try {
       check(avformat.avformat_write_header(oc, null), path, "avformat_write_header");
       const tb = stream.timeBase(st);
@@ -233,7 +234,7 @@ export function encodeSyntheticVideo(path: string, opts: SyntheticVideoOptions):
       write();
       check(avformat.av_write_trailer(oc), path, "av_write_trailer");
     } finally {
-      const pb = pointerSlot(formatContext.pb(oc));
+      const pb = new OutSlot(formatContext.pb(oc)).bytes;
       avformat.avio_closep(pb);
       formatContext.setPb(oc, null);
     }

@@ -4,6 +4,7 @@
  * A FinalizationRegistry frees what a caller forgot, as a safety net only (it runs late, if ever).
  * @module
  */
+import { OutSlot } from "../../ffi/out_slot.ts";
 import { ffmpeg } from "./ffmpeg.ts";
 import { codecpar, type Ptr } from "./structs.ts";
 import { MediaError, SluiceError } from "../errors.ts";
@@ -13,8 +14,7 @@ type Freer = (pp: Uint8Array<ArrayBuffer>) => void;
 
 /** Calls a `void xxx_free(T **p)` function on a raw pointer. */
 function freeThroughPointer(free: Freer, p: Ptr): void {
-  const pp = new BigUint64Array([BigInt(Deno.UnsafePointer.value(p))]);
-  free(new Uint8Array(pp.buffer));
+  free(new OutSlot(p).bytes);
 }
 
 /** Per class name: objects alive now, and objects the safety net freed because nobody disposed them. */
@@ -137,25 +137,12 @@ export class BsfContext extends Owned {
 export class ScaleContext extends Owned {
   constructor(ptr: Deno.PointerValue) {
     const { swscale } = ffmpeg();
-    super(ptr, (pp) => swscale.sws_freeContext(derefPointer(pp)), "SwsContext");
+    super(
+      ptr,
+      (pp) => swscale.sws_freeContext(Deno.UnsafePointer.create(new BigUint64Array(pp.buffer)[0])),
+      "SwsContext",
+    );
   }
-}
-
-function derefPointer(pp: Uint8Array<ArrayBuffer>): Deno.PointerValue {
-  return Deno.UnsafePointer.create(new BigUint64Array(pp.buffer)[0]);
-}
-
-/**
- * Reads back the pointer an out-parameter (`T **`) received, e.g. after `avformat_open_input(&ctx, ...)`.
- * `slot` is an 8-byte buffer passed as the `T **` argument.
- */
-export function pointerFromSlot(slot: Uint8Array<ArrayBuffer>): Deno.PointerValue {
-  return derefPointer(slot);
-}
-
-/** A fresh 8-byte `T **` out-parameter slot holding NULL. */
-export function pointerSlot(initial: Deno.PointerValue = null): Uint8Array<ArrayBuffer> {
-  return new Uint8Array(new BigUint64Array([BigInt(Deno.UnsafePointer.value(initial))]).buffer);
 }
 
 /** FFmpeg's `AV_INPUT_BUFFER_PADDING_SIZE` (64 since 4.0): bit readers read past the end of extradata. */

@@ -5,10 +5,11 @@
  * {@link VideoPackets} with `h264_mp4toannexb` / `hevc_mp4toannexb`).
  * @module
  */
+import { OutSlot } from "../../ffi/out_slot.ts";
 import { cstr } from "../../ffi/cstring.ts";
 import { AVERROR_EAGAIN, AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";
 import { MediaError } from "../errors.ts";
-import { BsfContext, Packet, pointerFromSlot, pointerSlot, writeCodecParameters } from "./av_objects.ts";
+import { BsfContext, Packet, writeCodecParameters } from "./av_objects.ts";
 import { check, ffmpeg } from "./ffmpeg.ts";
 import { NOPTS, VideoPackets } from "./packets.ts";
 import { codecInfoFromPar } from "./probe.ts";
@@ -29,9 +30,9 @@ export function openBsf(
   if (filter === null) {
     throw new MediaError(label, "av_bsf_get_by_name", `unknown bitstream filter "${name}"`);
   }
-  const slot = pointerSlot();
-  check(avcodec.av_bsf_alloc(filter, slot), label, `av_bsf_alloc(${name})`);
-  const bsf = new BsfContext(pointerFromSlot(slot) as Ptr);
+  const slot = new OutSlot();
+  check(avcodec.av_bsf_alloc(filter, slot.bytes), label, `av_bsf_alloc(${name})`);
+  const bsf = new BsfContext(slot.pointer as Ptr);
   try {
     fillParIn(bsfContext.parIn(bsf.ptr));
     bsfContext.setTimeBaseIn(bsf.ptr, timeBase);

@@ -3,34 +3,49 @@
  * by the demuxer) into {@link VideoFrames} with libavcodec and libswscale, synchronous FFI calls on the calling
  * thread (run it inside a Worker for parallelism; see `decode_worker.ts`).
  *
- * - Frames whose pts (`pts × timeBase`, or the best-effort timestamp when pts is missing) lies in the packets'
- *   window `[start, end)` are converted and resized straight into their slot of one contiguous output buffer;
- *   the others (decoded only because a window starts after a keyframe) are dropped before conversion.
- * - `frameRate` resamples by pts like FFmpeg's `fps` filter (`round=near`): see {@link DecodeOptions.frameRate}.
- * - Rotation is reported (`VideoFrames.rotation`), never applied: pixels stay in coded orientation.
+ * - Which decoded frames fill the output is decided by the frame selector (`frame_select.ts`, the rule the NVDEC
+ *   decoder and the loader's clips share): by default every frame whose pts (`pts × timeBase`, or the best-effort
+ *   timestamp when pts is missing) lies in the packets' window `[start, end)`; `frameRate` resamples like FFmpeg's
+ *   `fps` filter (see {@link DecodeOptions.frameRate}); `sampling` picks `"uniform"` or `"stride"` frames.
+ *   Frames are converted and resized straight into their slot of one contiguous output buffer (or the caller's,
+ *   `into`); the others are dropped before conversion. Output is bounded by the stream, not by the window.
+ * - Rotation is reported (`VideoFrames.rotation`) and applied only with `rotate: true`; `crop` and `flip` take a
+ *   region and mirror it (`frame_writer.ts`).
  * - Corrupt packets are counted (`failedPackets`) and skipped, or fail the call with `onCorrupt: "error"`.
  * - The codec context is cached per thread and flushed between calls with the same codec parameters:
- *   decoder init is expensive and takes FFmpeg's process-wide codec lock.
+ *   decoder init is expensive and takes FFmpeg's process-wide codec lock. {@link releaseDecoder} frees it.
  * @module
  */
-import { errorText, ffmpeg } from "./ffmpeg.ts";
+import { check, errorText, ffmpeg } from "./ffmpeg.ts";
 import { CodecContext, CodecParameters, Frame, Packet, writeCodecParameters } from "./av_objects.ts";
 import { codecParamsKey } from "./codec_params.ts";
 import { codecContext, frame as avframe, packet as avpacket, type Ptr } from "./structs.ts";
 import { AVERROR_EAGAIN, AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";
 import { cstr } from "../../ffi/cstring.ts";
 import { InvalidArgumentError, MediaError } from "../errors.ts";
+import { settle } from "../settle.ts";
 import { inWindow, NOPTS, ptsToSeconds, VideoPackets } from "./packets.ts";
-import { frameLayout, frameShape, PIXEL_FORMATS, type PixelFormat, type VideoFrames } from "./frames.ts";
-import { Scaler, type ScaleTarget, SWS_FLAGS } from "./scale.ts";
+import { frameShape, PIXEL_FORMATS, type PixelFormat, type VideoFrames } from "./frames.ts";
+import { Scaler, SWS_FLAGS } from "./scale.ts";
+import {
+  type FrameSampling,
+  FrameSelector,
+  resolveSampling,
+  type SamplingOptions,
+  type SlotPlan,
+} from "./frame_select.ts";
+import type { CropRect } from "./crop.ts";
+import { type FrameDestination, FrameWriter } from "./frame_writer.ts";
 
 /** Options of {@link decodeVideo}. */
-export interface DecodeOptions {
+export interface DecodeOptions extends SamplingOptions {
   /**
-   * Output size in pixels (default: the decoded frame's size). Give one of them to keep the aspect ratio of the
-   * coded frame (the other is rounded to the nearest integer, at least 1).
+   * Output size in pixels (default: the decoded frame's size, or the `crop` region's). Give one of them to keep
+   * the aspect ratio (the other is rounded to the nearest integer, at least 1). With `rotate`, the size as
+   * displayed.
    */
   width?: number;
+  /** See `width`. */
   height?: number;
   /** Output layout (default `"rgb24"`); see `frames.ts`. */
   pixelFormat?: PixelFormat;
@@ -38,12 +53,19 @@ export interface DecodeOptions {
    * Resample to this many frames per second by pts, like FFmpeg's `fps=N` filter with `round=near`: output slot
    * `k` has time `t_k = origin + k/N` and shows the latest decoded frame whose time, rounded to the nearest slot,
    * is `<= k` (a frame whose time is `t` falls in slot `round((t - origin)·N)`); frames are duplicated or dropped
-   * to fill the slots. With a window `[s, e)`: origin `s`, slots `t_k < e`, frames at or after `e` are never
+   * to fill the slots. With a window `[s, e)`: origin `s`, slots `t_k < e` and before the end of the last frame
+   * (`pts + duration` of the latest packet: output is bounded by the stream), frames at or after `e` are never
    * shown, and a slot before the first decoded frame shows that first frame. Without a window (whole stream):
    * origin 0, slots from `round(first·N)` to `round(end·N)` exclusive where `end` is the last packet's
    * `pts + duration`, exactly the frames `ffmpeg -i F -vf fps=N` writes. Output `pts` are the slot times.
+   * Shorthand for `sampling: { kind: "rate", frameRate }`.
    */
   frameRate?: number;
+  /**
+   * Which frames fill the output (default `"consecutive"`, or `"rate"` with `frameRate`); see `frame_select.ts`
+   * for the exact rule of each kind. `"uniform"` needs `numFrames`.
+   */
+  sampling?: FrameSampling;
   /** Stop after this many output frames (fewer when the packets hold fewer: `short` is then true). */
   numFrames?: number;
   /** libavcodec `thread_count` (default 1: decode concurrency comes from the pipeline's Workers). */
@@ -53,43 +75,136 @@ export interface DecodeOptions {
   /** What a packet the decoder rejects does: `"skip"` (default: counted in `failedPackets`) or `"error"`. */
   onCorrupt?: "skip" | "error";
   /** swscale interpolation (default `"bilinear"`, which matches `ffmpeg -vf scale=W:H:flags=bilinear`). */
-  interpolation?: keyof typeof SWS_FLAGS;
+  interpolation?: "bilinear" | "bicubic" | "area" | "point" | "fastBilinear" | "lanczos";
+  /** Turn frames as a player shows them (the stream's display rotation; default false: coded orientation). */
+  rotate?: boolean;
+  /** Keep only this region of each frame (as displayed: after `rotate`), then resize it. */
+  crop?: CropRect;
+  /** Mirror frames left–right (after rotation and crop). */
+  flip?: boolean;
+  /**
+   * Write the frames here (`data` from element `offset` on) instead of allocating; it must have room for them
+   * (an `InvalidArgumentError` names the shortfall). `VideoFrames.data` is then a view of it.
+   */
+  into?: { data: Uint8Array; offset?: number };
 }
 
 /** Decodes `packets` into frames. See the module docs and {@link DecodeOptions}. */
 export function decodeVideo(packets: VideoPackets, opts: DecodeOptions = {}): Promise<VideoFrames> {
-  try {
-    return Promise.resolve(decodeVideoSync(packets, opts));
-  } catch (e) {
-    return Promise.reject(e);
-  }
+  return settle(() => decodeVideoSync(packets, opts));
 }
 
 /** The synchronous core of {@link decodeVideo}, for code already running inside a Worker. */
 export function decodeVideoSync(packets: VideoPackets, opts: DecodeOptions = {}): VideoFrames {
   const p = VideoPackets.fromStructured(packets);
   const o = validate(p, opts);
+  const rotation = opts.rotate ? p.rotation : 0;
+  const crop = opts.crop;
+  const writer = new FrameWriter({
+    format: o.pixelFormat,
+    width: opts.width,
+    height: opts.height,
+    rotation,
+    mirror: opts.flip ?? false,
+    region: crop ? () => crop : undefined,
+    flags: o.flags,
+    norm: null,
+  }, threadScaler(o.flags));
+  const dest = opts.into ? { data: opts.into.data, offset: opts.into.offset ?? 0 } : null;
+  const run = decodeFrames(p, o, writer, dest);
+  const width = writer.ready ? writer.width : opts.width ?? p.width;
+  const height = writer.ready ? writer.height : opts.height ?? p.height;
+  const n = run.pts.length;
+  return {
+    data: run.data.subarray(run.offset, run.offset + n * writer.frameSize) as Uint8Array,
+    shape: frameShape(o.pixelFormat, n, width, height),
+    pts: run.pts,
+    pixelFormat: o.pixelFormat,
+    width,
+    height,
+    frameSize: writer.frameSize,
+    planes: writer.planes,
+    rotation: p.rotation,
+    rotated: rotation !== 0,
+    failedPackets: run.failedPackets,
+    decodedFrames: run.decodedFrames,
+    short: Number.isFinite(o.numFrames) && n < o.numFrames,
+    source: p.source,
+  };
+}
+
+/** What {@link decodeFrames} did. */
+export interface DecodeRun {
+  /** The buffer holding the frames (the caller's destination, or a new one) and the element offset of frame 0. */
+  data: Uint8Array | Float32Array;
+  offset: number;
+  /** Time of each output frame (its grid time when resampling). */
+  pts: Float64Array;
+  /** Frames the decoder produced, and packets it rejected (with the first rejection's message). */
+  decodedFrames: number;
+  failedPackets: number;
+  firstFailure: string;
+}
+
+/**
+ * The decode behind {@link decodeVideo} and the loader's clips: decodes `packets`, keeps the frames the selector
+ * chooses (`o.sampling`, `o.numFrames`) and writes each through `writer` into `dest` (frame `k` at element
+ * `dest.offset + k·writer.frameSize`), or into a buffer grown as needed when `dest` is null.
+ */
+export function decodeFrames(
+  p: VideoPackets,
+  o: ResolvedOptions,
+  writer: FrameWriter,
+  dest: FrameDestination | null,
+): DecodeRun {
   const decoder = acquireDecoder(p, o.threads);
   decoder.setSkipNonRef(o.skipNonRef);
-  const sink = new FrameSink(p, o, estimateCapacity(p, o));
-  const selector = o.frameRate > 0 ? new Resampler(p, o, sink) : new WindowFilter(p, sink);
+  const selector = new FrameSelector(slotPlan(p, o));
+  const capacity = selector.capacity(framesInWindow(p));
+  if (capacity > MAX_SLOTS_PER_PACKET * Math.max(1, p.numPackets)) {
+    // Only resampling repeats frames; this many repeats means the timestamps (or the window) are not a video's.
+    throw new MediaError(
+      p.source,
+      "decode",
+      `${p.numPackets} packets with timestamps over ${slotSpan(p)} would fill ${capacity} output frames ` +
+        `(more than ${MAX_SLOTS_PER_PACKET} a packet): pass numFrames or a narrower window`,
+    );
+  }
+  const out = new SlotBuffer(p.source, writer, dest, capacity);
   try {
-    runDecode(decoder, p, o, sink, selector);
+    runDecode(decoder, p, o, selector, out);
   } catch (e) {
     // A failure mid-stream leaves the codec in an unknown state: drop it rather than reuse it.
     releaseDecoder();
     throw e;
   }
-  return sink.finish(selector.decoded, decoder.failed);
+  const pts = new Float64Array(selector.filled);
+  for (let k = 0; k < pts.length; k++) pts[k] = selector.time(k);
+  return {
+    data: out.data,
+    offset: out.offset,
+    pts,
+    decodedFrames: out.decoded,
+    failedPackets: decoder.failed,
+    firstFailure: decoder.firstFailure,
+  };
+}
+
+/** Output frames a decode may produce per packet (resampling repeats frames; nothing else does). */
+const MAX_SLOTS_PER_PACKET = 1000;
+
+/** The time range the packets' timestamps claim, for messages. */
+function slotSpan(p: VideoPackets): string {
+  const plan = slotPlan(p, { sampling: { kind: "consecutive" }, numFrames: Infinity });
+  return `[${Number(plan.streamStart.toFixed(3))}, ${Number(plan.streamEnd.toFixed(3))}) s`;
 }
 
 // ------------------------------------------------------------------------------------------ options
 
-interface ResolvedOptions {
-  width: number | undefined;
-  height: number | undefined;
+/** {@link DecodeOptions} checked and with their defaults. */
+export interface ResolvedOptions {
   pixelFormat: PixelFormat;
-  frameRate: number;
+  sampling: FrameSampling;
   numFrames: number;
   threads: number;
   skipNonRef: boolean;
@@ -97,7 +212,8 @@ interface ResolvedOptions {
   flags: number;
 }
 
-function validate(p: VideoPackets, opts: DecodeOptions): ResolvedOptions {
+/** Checks `opts` against `p` and fills in the defaults; throws `InvalidArgumentError` naming the option. */
+export function validate(p: VideoPackets, opts: DecodeOptions): ResolvedOptions {
   const bad = (what: string) => new InvalidArgumentError(`${p.source}: decodeVideo: ${what}`);
   const positiveInt = (v: number | undefined, name: string) => {
     if (v !== undefined && (!Number.isInteger(v) || v < 1)) {
@@ -106,24 +222,22 @@ function validate(p: VideoPackets, opts: DecodeOptions): ResolvedOptions {
   };
   positiveInt(opts.width, "width");
   positiveInt(opts.height, "height");
-  positiveInt(opts.numFrames, "numFrames");
   positiveInt(opts.threads, "threads");
   const pixelFormat = opts.pixelFormat ?? "rgb24";
   if (!PIXEL_FORMATS.includes(pixelFormat)) throw bad(`unknown pixelFormat "${pixelFormat}"`);
-  if (opts.frameRate !== undefined && !(opts.frameRate > 0 && Number.isFinite(opts.frameRate))) {
-    throw bad(`frameRate must be a positive number, got ${opts.frameRate}`);
-  }
+  const { sampling, numFrames } = resolveSampling(opts, bad);
   const onCorrupt = opts.onCorrupt ?? "skip";
   if (onCorrupt !== "skip" && onCorrupt !== "error") throw bad(`onCorrupt must be "skip" or "error"`);
   const interpolation = opts.interpolation ?? "bilinear";
   if (!(interpolation in SWS_FLAGS)) throw bad(`unknown interpolation "${interpolation}"`);
   if (p.timeBase[1] === 0) throw bad(`time base ${p.timeBase[0]}/${p.timeBase[1]} is invalid`);
+  if (opts.into !== undefined && !(opts.into.data instanceof Uint8Array)) {
+    throw bad("into.data must be a Uint8Array");
+  }
   return {
-    width: opts.width,
-    height: opts.height,
     pixelFormat,
-    frameRate: opts.frameRate ?? 0,
-    numFrames: opts.numFrames ?? Infinity,
+    sampling,
+    numFrames,
     threads: opts.threads ?? 1,
     skipNonRef: opts.skipNonRef ?? false,
     onCorrupt,
@@ -132,15 +246,6 @@ function validate(p: VideoPackets, opts: DecodeOptions): ResolvedOptions {
 }
 
 // ------------------------------------------------------------------------------------------ timestamps
-
-/**
- * Rounds to the nearest integer, halves away from zero, like `av_rescale_q_rnd(..., AV_ROUND_NEAR_INF)` does on
- * exact rationals: a value within 1e-9 of a half counts as the half (a 25 fps frame at 0.04·k s lands exactly
- * between two 12.5 fps slots, which floating point would otherwise decide at random).
- */
-function roundNear(x: number): number {
-  return x >= 0 ? Math.floor(x + 0.5 + 1e-9) : -Math.floor(-x + 0.5 + 1e-9);
-}
 
 /** Seconds of a timestamp in `timeBase` units (`null` / NOPTS → NaN), as ffprobe computes `pts_time`. */
 function seconds(ts: bigint | null, tb: [number, number]): number {
@@ -153,42 +258,37 @@ function frameSeconds(f: Ptr, tb: [number, number]): number {
   return seconds(avframe.pts(f) ?? avframe.bestEffortTimestamp(f), tb);
 }
 
-/** End of the stream in seconds: the latest `pts + duration` in the packet table (NaN when no pts). */
-function streamEnd(p: VideoPackets): number {
-  let end = NaN;
+/**
+ * The frame selector's view of `p`: its window, and the extent of the frames its packets hold: the earliest pts
+ * and the latest `pts + duration` (a packet without duration lasts one frame at the stream's rate).
+ */
+export function slotPlan(p: VideoPackets, o: { sampling: FrameSampling; numFrames: number }): SlotPlan {
+  let start = Infinity, end = NaN;
   const fallback = p.frameRate > 0 ? 1 / p.frameRate : 0;
   for (let i = 0; i < p.numPackets; i++) {
     const t = seconds(p.pts[i], p.timeBase);
     if (Number.isNaN(t)) continue;
     const d = p.duration[i] > 0n ? seconds(p.duration[i], p.timeBase) : fallback;
+    if (t < start) start = t;
     if (!(t + d <= end)) end = t + d;
   }
-  return end;
+  return {
+    sampling: o.sampling,
+    window: p.window,
+    numFrames: o.numFrames,
+    streamEnd: end,
+    streamStart: start,
+  };
 }
 
-/** How many output frames to allocate room for before decoding (grown if the guess is short). */
-function estimateCapacity(p: VideoPackets, o: ResolvedOptions): number {
+/** Packets presented in the window (those without a time count too): what the native kinds can fill at most. */
+export function framesInWindow(p: VideoPackets): number {
   let n = 0;
-  if (o.frameRate > 0) {
-    if (p.window) n = Math.max(0, Math.ceil((p.window[1] - p.window[0]) * o.frameRate - 1e-9));
-    else {
-      let first = Infinity;
-      for (let i = 0; i < p.numPackets; i++) {
-        const t = seconds(p.pts[i], p.timeBase);
-        if (t < first) first = t;
-      }
-      const end = streamEnd(p);
-      n = Number.isFinite(first) && Number.isFinite(end)
-        ? roundNear(end * o.frameRate) - roundNear(first * o.frameRate) + 1
-        : p.numPackets;
-    }
-  } else {
-    for (let i = 0; i < p.numPackets; i++) {
-      const t = seconds(p.pts[i], p.timeBase);
-      if (Number.isNaN(t) || inWindow(p.window, t)) n++;
-    }
+  for (let i = 0; i < p.numPackets; i++) {
+    const t = seconds(p.pts[i], p.timeBase);
+    if (Number.isNaN(t) || inWindow(p.window, t)) n++;
   }
-  return Math.max(0, Math.min(n, o.numFrames));
+  return n;
 }
 
 // ------------------------------------------------------------------------------------------ decoder
@@ -253,22 +353,23 @@ export class Decoder {
     using par = new CodecParameters();
     writeCodecParameters(par.ptr, p);
     const ctx = this.#ctx.ptr;
-    this.#check(avcodec.avcodec_parameters_to_context(ctx, par.ptr), "avcodec_parameters_to_context");
+    check(avcodec.avcodec_parameters_to_context(ctx, par.ptr), p.source, "avcodec_parameters_to_context");
     codecContext.setPktTimebase(ctx, p.timeBase);
-    this.#check(avutil.av_opt_set_int(ctx, cstr("threads"), BigInt(threads), 0), "av_opt_set_int(threads)");
-    this.#check(avcodec.avcodec_open2(ctx, codec, null), `avcodec_open2(${p.codec})`);
-  }
-
-  #check(code: number, op: string): void {
-    if (code < 0) throw new MediaError(this.source, op, errorText(code), code);
+    check(
+      avutil.av_opt_set_int(ctx, cstr("threads"), BigInt(threads), 0),
+      p.source,
+      "av_opt_set_int(threads)",
+    );
+    check(avcodec.avcodec_open2(ctx, codec, null), p.source, `avcodec_open2(${p.codec})`);
   }
 
   /** Sets `skip_frame` to `nonref` (true) or `default`. */
   setSkipNonRef(skip: boolean): void {
     const want = skip ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
     if (want === this.#skip) return;
-    this.#check(
+    check(
       ffmpeg().avutil.av_opt_set_int(this.#ctx.ptr, cstr("skip_frame"), BigInt(want), 0),
+      this.source,
       "av_opt_set_int(skip_frame)",
     );
     this.#skip = want;
@@ -355,7 +456,8 @@ export function releaseDecoder(): void {
 
 let scaler: Scaler | undefined;
 
-function acquireScaler(flags: number): Scaler {
+/** This thread's swscale wrapper for `flags` (kept between calls; {@link releaseDecoder} frees it). */
+export function threadScaler(flags: number): Scaler {
   if (scaler && scaler.flags === flags) return scaler;
   scaler?.[Symbol.dispose]();
   scaler = new Scaler(flags);
@@ -364,16 +466,6 @@ function acquireScaler(flags: number): Scaler {
 
 // ------------------------------------------------------------------------------------------ decode loop
 
-/** Receives a decoded frame (owned by the decoder) and decides what becomes of it. */
-interface FrameSelector {
-  /** Frames seen. */
-  decoded: number;
-  /** Takes the frame in `decoder.frames[0]`; may swap the decoder's two frames to keep it. */
-  take(decoder: Decoder): void;
-  /** End of stream. */
-  finish(decoder: Decoder): void;
-}
-
 /** Bound on receive calls per packet: a decoder never yields this many frames for one packet. */
 const MAX_FRAMES_PER_PACKET = 4096;
 
@@ -381,23 +473,24 @@ function runDecode(
   decoder: Decoder,
   p: VideoPackets,
   o: ResolvedOptions,
-  sink: FrameSink,
   sel: FrameSelector,
+  out: SlotBuffer,
 ): void {
-  for (let i = 0; i < p.numPackets && !sink.full; i++) {
+  for (let i = 0; i < p.numPackets && !sel.done; i++) {
     let ret = decoder.send(p, i);
     if (ret === AVERROR_EAGAIN) {
-      drain(decoder, o, sel, sink, i);
+      drain(decoder, p, o, sel, out, i);
       ret = decoder.send(p, i);
     }
     if (ret < 0 && ret !== AVERROR_EAGAIN) failPacket(decoder, o, ret, `packet ${i} (pts ${p.pts[i]})`);
-    drain(decoder, o, sel, sink, i);
+    drain(decoder, p, o, sel, out, i);
   }
-  if (!sink.full) {
+  if (!sel.done) {
     decoder.sendEof();
-    drain(decoder, o, sel, sink, -1);
+    drain(decoder, p, o, sel, out, -1);
   }
-  sel.finish(decoder);
+  const n = sel.finish();
+  if (n > 0) out.fill(decoder.frames[1].ptr, sel.filled - n, n);
 }
 
 function failPacket(decoder: Decoder, o: ResolvedOptions, code: number, what: string): void {
@@ -412,8 +505,15 @@ function failPacket(decoder: Decoder, o: ResolvedOptions, code: number, what: st
   }
 }
 
-function drain(decoder: Decoder, o: ResolvedOptions, sel: FrameSelector, sink: FrameSink, i: number): void {
-  for (let n = 0; n < MAX_FRAMES_PER_PACKET && !sink.full; n++) {
+function drain(
+  decoder: Decoder,
+  p: VideoPackets,
+  o: ResolvedOptions,
+  sel: FrameSelector,
+  out: SlotBuffer,
+  i: number,
+): void {
+  for (let n = 0; n < MAX_FRAMES_PER_PACKET && !sel.done; n++) {
     const ret = decoder.receive(decoder.frames[0]);
     if (ret === AVERROR_EAGAIN || ret === AVERROR_EOF) return;
     if (ret < 0) {
@@ -421,199 +521,85 @@ function drain(decoder: Decoder, o: ResolvedOptions, sel: FrameSelector, sink: F
       if (i < 0) return; // a failing drain may keep failing: stop
       continue;
     }
-    sel.take(decoder);
+    out.decoded++;
+    const [cur, held] = decoder.frames;
+    const before = sel.filled;
+    const d = sel.offer(frameSeconds(cur.ptr, p.timeBase));
+    if (d.held > 0) out.fill(held.ptr, before, d.held);
+    if (d.current > 0) out.fill(cur.ptr, before + d.held, d.current);
+    if (d.hold) {
+      // This frame becomes the held one: swap the decoder's frames so frames[1] keeps it referenced.
+      held.unref();
+      decoder.frames.reverse();
+    }
     decoder.frames[0].unref();
-  }
-}
-
-/** Plain mode: keeps the frames whose pts is in the window. */
-class WindowFilter implements FrameSelector {
-  decoded = 0;
-  readonly #p: VideoPackets;
-  readonly #sink: FrameSink;
-  constructor(p: VideoPackets, sink: FrameSink) {
-    this.#p = p;
-    this.#sink = sink;
-  }
-  take(decoder: Decoder): void {
-    this.decoded++;
-    const f = decoder.frames[0].ptr;
-    const t = frameSeconds(f, this.#p.timeBase);
-    if (Number.isNaN(t) ? this.#p.window !== null : !inWindow(this.#p.window, t)) return;
-    this.#sink.write(f, t);
-  }
-  finish(): void {}
-}
-
-/** `frameRate` mode: FFmpeg `fps` filter semantics (see {@link DecodeOptions.frameRate}). */
-class Resampler implements FrameSelector {
-  decoded = 0;
-  readonly #p: VideoPackets;
-  readonly #sink: FrameSink;
-  readonly #rate: number;
-  readonly #origin: number;
-  #next: number | undefined; // next slot to emit
-  #end: number; // first slot not emitted
-  #held = false; // decoder.frames[1] holds the latest eligible frame
-
-  constructor(p: VideoPackets, o: ResolvedOptions, sink: FrameSink) {
-    this.#p = p;
-    this.#sink = sink;
-    this.#rate = o.frameRate;
-    if (p.window) {
-      this.#origin = p.window[0];
-      this.#next = 0;
-      this.#end = Math.ceil((p.window[1] - p.window[0]) * o.frameRate - 1e-9);
-    } else {
-      this.#origin = 0;
-      this.#end = roundNear(streamEnd(p) * o.frameRate);
-    }
-  }
-
-  #slotOf(t: number): number {
-    return roundNear((t - this.#origin) * this.#rate);
-  }
-
-  take(decoder: Decoder): void {
-    this.decoded++;
-    const f = decoder.frames[0].ptr;
-    const t = frameSeconds(f, this.#p.timeBase);
-    if (Number.isNaN(t)) return;
-    if (this.#p.window && t >= this.#p.window[1]) return;
-    const slot = this.#slotOf(t);
-    if (this.#next === undefined) this.#next = slot; // whole stream: the grid starts at the first frame
-    // Slots before this frame's slot show the held frame (or, before any frame, this one).
-    const upTo = Math.min(slot, this.#end);
-    if (this.#held) this.#emit(decoder.frames[1].ptr, upTo);
-    else this.#emit(f, upTo);
-    // This frame becomes the held one: swap the decoder's frames so frames[1] keeps it referenced.
-    decoder.frames[1].unref();
-    decoder.frames.reverse();
-    this.#held = true;
-  }
-
-  /** Emits slots `next .. upTo-1` showing frame `f`: scaled once, copied for duplicates. */
-  #emit(f: Ptr, upTo: number): void {
-    let first = -1;
-    while (this.#next !== undefined && this.#next < upTo && !this.#sink.full) {
-      const t = this.#origin + this.#next / this.#rate;
-      if (first < 0) first = this.#sink.write(f, t);
-      else this.#sink.duplicate(first, t);
-      this.#next++;
-    }
-  }
-
-  finish(decoder: Decoder): void {
-    if (this.#held) this.#emit(decoder.frames[1].ptr, this.#end);
   }
 }
 
 // ------------------------------------------------------------------------------------------ output
 
-/**
- * Bytes kept free after the last slot: swscale's SIMD converters may write whole vector groups past the end of a
- * row (FFmpeg's own frames have this padding), which must not run off the end of the output buffer.
- */
-function tailSlack(width: number): number {
-  return 4 * width + 256;
-}
-
-/** The growing output: one contiguous buffer of frame slots plus their pts. */
-class FrameSink {
-  readonly #p: VideoPackets;
-  readonly #o: ResolvedOptions;
-  readonly #limit: number;
+/** The output slots: the caller's destination, or a buffer grown as frames come. */
+class SlotBuffer {
+  data: Uint8Array | Float32Array;
+  offset: number;
+  /** Frames the decoder produced. */
+  decoded = 0;
+  readonly #source: string;
+  readonly #writer: FrameWriter;
+  readonly #fixed: boolean;
   #capacity: number;
-  #data = new Uint8Array(0);
-  #pts: Float64Array;
-  #count = 0;
-  #target: ScaleTarget | undefined;
-  #frameSize = 0;
-  #slack = 0;
-  #scaler: Scaler;
 
-  constructor(p: VideoPackets, o: ResolvedOptions, capacity: number) {
-    this.#p = p;
-    this.#o = o;
-    this.#limit = o.numFrames;
+  constructor(source: string, writer: FrameWriter, dest: FrameDestination | null, capacity: number) {
+    this.#source = source;
+    this.#writer = writer;
+    this.#fixed = dest !== null;
+    this.data = dest?.data ?? new Uint8Array(0);
+    this.offset = dest?.offset ?? 0;
     this.#capacity = Math.max(1, capacity);
-    this.#pts = new Float64Array(this.#capacity);
-    this.#scaler = acquireScaler(o.flags);
   }
 
-  /** True once `numFrames` frames were written. */
-  get full(): boolean {
-    return this.#count >= this.#limit;
+  /** Writes frame `f` into slots `[first, first + count)`: converted once, copied for the others. */
+  fill(f: Ptr, first: number, count: number): void {
+    const w = this.#writer;
+    if (!w.ready) w.init(avframe.width(f), avframe.height(f));
+    this.#reserve(first + count);
+    const size = w.frameSize, at = this.offset + first * size;
+    w.write(f, this.data, at, this.#source);
+    for (let k = 1; k < count; k++) this.data.copyWithin(at + k * size, at, at + size);
   }
 
-  /** Scales frame `f` into the next slot with time `t`; returns the slot index. */
-  write(f: Ptr, t: number): number {
-    const target = this.#target ?? this.#init(f);
-    this.#reserve();
-    const slot = this.#count++;
-    this.#pts[slot] = t;
-    this.#scaler.scaleInto(f, this.#data, slot * this.#frameSize, target, this.#p.source);
-    return slot;
+  #reserve(slots: number): void {
+    const size = this.#writer.frameSize;
+    if (this.#fixed) {
+      if (this.offset + slots * size > this.data.length) {
+        throw new InvalidArgumentError(
+          `${this.#source}: the destination has room for ${
+            Math.floor((this.data.length - this.offset) / size)
+          } ` +
+            `frames of ${size} elements from offset ${this.offset}; frame ${slots - 1} does not fit`,
+        );
+      }
+      return;
+    }
+    if (this.data.length === 0) this.data = this.#alloc(this.#capacity * size);
+    if (slots * size <= this.data.length) return;
+    this.#capacity = Math.max(slots, this.#capacity + 4, Math.ceil(this.#capacity * 1.5));
+    const next = this.#alloc(this.#capacity * size);
+    next.set(this.data);
+    this.data = next;
   }
 
-  /** Copies slot `from` into the next slot with time `t`. */
-  duplicate(from: number, t: number): void {
-    this.#reserve();
-    const slot = this.#count++;
-    this.#pts[slot] = t;
-    const size = this.#frameSize;
-    this.#data.copyWithin(slot * size, from * size, (from + 1) * size);
-  }
-
-  #init(f: Ptr): ScaleTarget {
-    const fw = avframe.width(f), fh = avframe.height(f);
-    let { width, height } = this.#o;
-    if (width === undefined && height === undefined) [width, height] = [fw, fh];
-    else if (width === undefined) width = Math.max(1, Math.round((height! * fw) / fh));
-    else if (height === undefined) height = Math.max(1, Math.round((width * fh) / fw));
-    const { planes, frameSize } = frameLayout(this.#o.pixelFormat, width, height!);
-    this.#target = { format: this.#o.pixelFormat, width, height: height!, planes };
-    this.#frameSize = frameSize;
-    this.#slack = tailSlack(width);
-    this.#data = new Uint8Array(frameSize * this.#capacity + this.#slack);
-    return this.#target;
-  }
-
-  #reserve(): void {
-    if (this.#count < this.#capacity) return;
-    const capacity = Math.max(this.#capacity + 4, Math.ceil(this.#capacity * 1.5));
-    const data = new Uint8Array(capacity * this.#frameSize + this.#slack);
-    data.set(this.#data.subarray(0, this.#count * this.#frameSize));
-    const pts = new Float64Array(capacity);
-    pts.set(this.#pts.subarray(0, this.#count));
-    this.#data = data;
-    this.#pts = pts;
-    this.#capacity = capacity;
-  }
-
-  finish(decoded: number, failedPackets: number): VideoFrames {
-    const format = this.#o.pixelFormat;
-    const width = this.#target?.width ?? this.#o.width ?? this.#p.width;
-    const height = this.#target?.height ?? this.#o.height ?? this.#p.height;
-    const { planes, frameSize } = frameLayout(format, width, height);
-    const n = this.#count;
-    // A view: the buffer keeps its few KB of tail slack rather than being copied to drop it.
-    const data = this.#data.subarray(0, n * frameSize);
-    const pts = n === this.#capacity ? this.#pts : this.#pts.slice(0, n);
-    return {
-      data,
-      shape: frameShape(format, n, width, height),
-      pts,
-      pixelFormat: format,
-      width,
-      height,
-      frameSize,
-      planes,
-      rotation: this.#p.rotation,
-      failedPackets,
-      decodedFrames: decoded,
-      short: Number.isFinite(this.#o.numFrames) && n < this.#o.numFrames,
-      source: this.#p.source,
-    };
+  #alloc(bytes: number): Uint8Array {
+    try {
+      return new Uint8Array(bytes);
+    } catch (e) {
+      throw new MediaError(
+        this.#source,
+        "decode",
+        `no memory for ${this.#capacity} output frames (${(bytes / 2 ** 20).toFixed(1)} MiB): ${e}`,
+        undefined,
+        { cause: e },
+      );
+    }
   }
 }

@@ -12,16 +12,21 @@
  * Several windows are cut from one open of the file: they are visited in start order, packets already read are
  * reused when windows overlap or follow closely, and results come back in the caller's order.
  *
+ * A window finds its keyframe the same way in every container: seek, then read what follows the landing point
+ * (see `seekFor`); a seek that landed past the keyframe (MPEG-TS seeks by dts) goes further back. A window past
+ * the last packet fails with "file ends at X s, before the window [s, e)".
+ *
  * `avformat_find_stream_info` (decoder init behind FFmpeg's process-wide lock) runs only when the container
- * header lacks the codec or frame size (e.g. MPEG-TS); MP4/MOV/MKV/WebM headers have them.
+ * header lacks the codec or frame size (e.g. MPEG-TS) or has no streams at all (FLV, MPEG-PS);
+ * MP4/MOV/MKV/WebM headers have them.
  * @module
  */
 import { AVERROR_EAGAIN, AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";
-import { InvalidArgumentError, MediaError } from "../errors.ts";
+import { InvalidArgumentError, MediaError, SluiceError } from "../errors.ts";
 import { type BsfContext, Packet } from "./av_objects.ts";
 import { openBsfForStream } from "./bsf.ts";
 import { check, ffmpeg } from "./ffmpeg.ts";
-import { NOPTS, ptsToSeconds, VideoPackets } from "./packets.ts";
+import { NOPTS, ptsToSeconds, VideoPackets, type VideoPacketsInit } from "./packets.ts";
 import {
   codecInfoFromPar,
   headerIncomplete,
@@ -42,6 +47,7 @@ import {
   type Rational,
   stream,
 } from "./structs.ts";
+import { settle } from "../settle.ts";
 
 /** A time window `[start, end)` in seconds. */
 export type TimeWindow = [number, number];
@@ -69,6 +75,10 @@ export const REORDER_MARGIN = 16;
 const MAX_SEEK_RETRIES = 8;
 const AVSEEK_FLAG_BACKWARD = 1;
 const AVSEEK_FLAG_BYTE = 2;
+/** Packets after a keyframe without pts that bound when it is presented (see `PacketRun.keyframeSeconds`). */
+const LEADING_LOOKAHEAD = 4;
+/** How far before the stream's start time a rewind seeks (dts run ahead of the start time's pts). */
+const REWIND_MARGIN_SEC = 10;
 
 // ------------------------------------------------------------------------------------------ packet run
 
@@ -111,6 +121,21 @@ class PacketRun {
   seconds(i: number, tb: Rational): number {
     const t = this.pts[i] !== NOPTS ? this.pts[i] : this.dts[i];
     return t === NOPTS ? NaN : ptsToSeconds(t, tb);
+  }
+
+  /**
+   * When keyframe `i` is presented, for choosing where a window's decode starts. A keyframe without a pts
+   * (MPEG-PS) is presented after its dts, and after the leading B-frames that follow it in decode order
+   * (open GOP: they need the previous GOP): the latest time among the next {@link LEADING_LOOKAHEAD} packets
+   * bounds it from above, so a window is never started at a keyframe whose leading frames it holds.
+   */
+  keyframeSeconds(i: number, tb: Rational): number {
+    if (this.pts[i] !== NOPTS) return ptsToSeconds(this.pts[i], tb);
+    let t = this.seconds(i, tb);
+    for (let j = i + 1; j < Math.min(this.length, i + 1 + LEADING_LOOKAHEAD); j++) {
+      if (this.pts[j] !== NOPTS) t = Math.max(t, ptsToSeconds(this.pts[j], tb));
+    }
+    return t;
   }
 
   isKey(i: number): boolean {
@@ -181,13 +206,15 @@ class StreamReader implements Disposable {
   fromStart = true;
   readonly #src: MediaSource;
   readonly #index: number;
+  readonly #tb: Rational;
   readonly #pkt = new Packet();
   readonly #out: Packet | null;
   readonly #bsf: BsfContext | null;
 
-  constructor(src: MediaSource, index: number, bsf: BsfContext | null) {
+  constructor(src: MediaSource, index: number, tb: Rational, bsf: BsfContext | null) {
     this.#src = src;
     this.#index = index;
+    this.#tb = tb;
     this.#bsf = bsf;
     this.#out = bsf ? new Packet() : null;
   }
@@ -237,20 +264,38 @@ class StreamReader implements Disposable {
   }
 
   /** Seeks to the keyframe at or before `ts` (stream time base) and empties the run. */
-  seek(ts: bigint, toStart: boolean): void {
-    const { avformat, avcodec } = ffmpeg();
-    const rc = avformat.av_seek_frame(this.#src.fmt, this.#index, ts, AVSEEK_FLAG_BACKWARD);
+  seek(ts: bigint): void {
+    const rc = ffmpeg().avformat.av_seek_frame(this.#src.fmt, this.#index, ts, AVSEEK_FLAG_BACKWARD);
     if (rc < 0) {
-      // No index to seek with (e.g. Matroska without cues): rewind to byte 0 and read forward instead.
-      if (avformat.av_seek_frame(this.#src.fmt, -1, 0n, AVSEEK_FLAG_BYTE) < 0) {
-        check(rc, this.#src.label, "av_seek_frame");
-      }
-      toStart = true;
+      // No index to seek with (e.g. Matroska without cues): read forward from the start instead.
+      this.rewind(ts);
+      return;
     }
-    if (this.#bsf) avcodec.av_bsf_flush(this.#bsf.ptr);
+    this.#reset(false);
+  }
+
+  /**
+   * Goes back to the first packet of the stream. A seek to the stream's start time is not enough where seeks go
+   * by dts (MPEG-TS lands on the last packet *decoded* at or before the target, and the first keyframe is decoded
+   * before the start time, which is its pts): seek well before it first, then to it (index-based demuxers refuse
+   * a time before their first entry), then to byte 0.
+   */
+  rewind(startTs: bigint): void {
+    const { avformat } = ffmpeg();
+    const fmt = this.#src.fmt;
+    const early = startTs - BigInt(Math.ceil(REWIND_MARGIN_SEC / ptsToSeconds(1, this.#tb)));
+    let rc = avformat.av_seek_frame(fmt, this.#index, early, AVSEEK_FLAG_BACKWARD);
+    if (rc < 0) rc = avformat.av_seek_frame(fmt, this.#index, startTs, AVSEEK_FLAG_BACKWARD);
+    if (rc < 0) rc = avformat.av_seek_frame(fmt, -1, 0n, AVSEEK_FLAG_BYTE);
+    check(rc, this.#src.label, "av_seek_frame");
+    this.#reset(true);
+  }
+
+  #reset(fromStart: boolean): void {
+    if (this.#bsf) ffmpeg().avcodec.av_bsf_flush(this.#bsf.ptr);
     this.run.clear();
     this.eof = false;
-    this.fromStart = toStart;
+    this.fromStart = fromStart;
   }
 
   [Symbol.dispose](): void {
@@ -288,10 +333,10 @@ function validateWindow(w: unknown, label: string, facts: StreamFacts): TimeWind
     throw new MediaError(
       label,
       "demux window",
-      `window [${fmtSec(s)}, ${fmtSec(e)}) s starts at or after the end of stream ${facts.index} ` +
-        `(${fmtSec(facts.startSec)} s + duration ${fmtSec(facts.endSec - facts.startSec)} s = ${
-          fmtSec(facts.endSec)
-        } s)`,
+      `file ends at ${fmtSec(facts.endSec)} s (stream ${facts.index}: start ${fmtSec(facts.startSec)} s + ` +
+        `duration ${fmtSec(facts.endSec - facts.startSec)} s), before the window [${fmtSec(s)}, ${
+          fmtSec(e)
+        })`,
     );
   }
   if (e <= facts.startSec) {
@@ -315,7 +360,7 @@ function secondsToTs(sec: number, tb: Rational): bigint {
 function startKeyframe(run: PacketRun, s: number, tb: Rational): number {
   let k = -1;
   for (let i = 0; i < run.length; i++) {
-    if (run.isKey(i) && run.seconds(i, tb) <= s) k = i;
+    if (run.isKey(i) && run.keyframeSeconds(i, tb) <= s) k = i;
   }
   return k;
 }
@@ -323,6 +368,11 @@ function startKeyframe(run: PacketRun, s: number, tb: Rational): number {
 function firstKeyframe(run: PacketRun): number {
   for (let i = 0; i < run.length; i++) if (run.isKey(i)) return i;
   return -1;
+}
+
+/** Decode time of packet `i` in seconds (its pts when it has no dts), NaN when it has neither. */
+function decodeSeconds(run: PacketRun, i: number, tb: Rational): number {
+  return run.dts[i] !== NOPTS ? ptsToSeconds(run.dts[i], tb) : run.seconds(i, tb);
 }
 
 /** Whether the run can serve a window starting at `s` without a seek. */
@@ -337,23 +387,50 @@ function runCovers(reader: StreamReader, s: number, facts: StreamFacts): boolean
   return startKeyframe(run, s, facts.tb) >= 0 || (reader.fromStart && firstKeyframe(run) >= 0);
 }
 
-/** Seeks so that the run starts at a keyframe presented at or before `s` (or at the stream's start). */
+/**
+ * After a seek, reads until it is known whether the run reaches a keyframe presented at or before `s`: true at
+ * the first keyframe when it is, false when it is presented after `s`, when a packet decoded after `s` comes
+ * first (every keyframe after it is decoded, so presented, after `s` too), or at the end of the file.
+ */
+function landedBefore(reader: StreamReader, s: number, tb: Rational): boolean {
+  const run = reader.run;
+  for (let i = 0;; i++) {
+    if (i >= run.length && !reader.next()) return false;
+    if (run.isKey(i)) {
+      while (run.length <= i + LEADING_LOOKAHEAD && reader.next()) { /* what keyframeSeconds looks at */ }
+      return !(run.keyframeSeconds(i, tb) > s); // no timestamp: nothing better to try
+    }
+    if (decodeSeconds(run, i, tb) > s) return false;
+  }
+}
+
+/**
+ * Seeks so that the run holds a keyframe presented at or before `s` (or starts at the stream's start).
+ *
+ * A seek may land past that keyframe in any container: MPEG-TS seeks by dts and lands on the last packet decoded
+ * at or before the target, keyframe or not, so with B-frames (a keyframe decoded before it is presented) or a long
+ * GOP the packets after the landing point start mid-GOP; an index can point anywhere a muxer put it. Whatever the
+ * container, what is read after the landing point decides ({@link landedBefore}); when it shows the landing was
+ * too late, the seek goes back further (1 s, 2 s, 4 s, ... before where it landed), and after
+ * {@link MAX_SEEK_RETRIES} tries to the start of the stream, where the first keyframe is always right.
+ */
 function seekFor(reader: StreamReader, s: number, facts: StreamFacts): void {
   const { tb } = facts;
   let target = s;
   for (let attempt = 0;; attempt++) {
-    const toStart = target <= facts.startSec || attempt >= MAX_SEEK_RETRIES;
-    reader.seek(secondsToTs(toStart ? facts.startSec : target, tb), toStart);
-    while (firstKeyframe(reader.run) < 0 && reader.next()) { /* find the first keyframe after the seek */ }
-    const k = firstKeyframe(reader.run);
-    if (k < 0 || reader.fromStart) return;
-    const t = reader.run.seconds(k, tb);
-    if (!(t > s)) return; // at or before s (or no timestamp: nothing better to try)
-    target = Math.min(target, t) - Math.pow(2, attempt); // landed after s: go further back
+    if (target <= facts.startSec || attempt >= MAX_SEEK_RETRIES) {
+      reader.rewind(secondsToTs(facts.startSec, tb));
+    } else reader.seek(secondsToTs(target, tb));
+    if (reader.fromStart || landedBefore(reader, s, tb)) return;
+    const landed = reader.run.length > 0 ? decodeSeconds(reader.run, 0, tb) : NaN;
+    target = (landed < target ? landed : target) - Math.pow(2, attempt);
   }
 }
 
-/** Positions the reader so that its run holds the keyframe a window starting at `s` needs. Returns its index. */
+/**
+ * Positions the reader so that its run holds the keyframe a window starting at `s` needs. Returns its index,
+ * or -1 when the stream has no keyframe at or before `s` and the run is not at the stream's start.
+ */
 function positionFor(reader: StreamReader, s: number, facts: StreamFacts): number {
   const { tb } = facts;
   if (!runCovers(reader, s, facts)) seekFor(reader, s, facts);
@@ -385,6 +462,20 @@ function readThrough(reader: StreamReader, k: number, e: number, tb: Rational): 
   }
 }
 
+/** End of the last frame in the run: the latest `pts + duration` (`fallback` seconds when no duration). */
+function runEnd(run: PacketRun, tb: Rational, fallback: number): number {
+  let end = -Infinity;
+  for (let i = 0; i < run.length; i++) {
+    const d = run.duration[i] > 0n
+      ? ptsToSeconds(run.duration[i], tb)
+      : Number.isFinite(fallback)
+      ? fallback
+      : 0;
+    end = Math.max(end, run.seconds(i, tb) + d);
+  }
+  return end;
+}
+
 /** Index one past the last packet (decode order, from `k`) presented before `e`. */
 function windowEnd(run: PacketRun, k: number, e: number, tb: Rational): number {
   let end = k + 1;
@@ -396,15 +487,30 @@ function windowEnd(run: PacketRun, k: number, e: number, tb: Rational): number {
 
 /** Demuxes synchronously (the work behind {@link demuxVideo}); returns one result per window, or one in all. */
 export function demuxVideoSync(src: MediaInput, opts: DemuxOptions = {}): VideoPackets[] {
+  const out = demuxEachSync(src, opts);
+  for (const r of out) if (r instanceof SluiceError) throw r;
+  return out as VideoPackets[];
+}
+
+/**
+ * Like {@link demuxVideoSync}, but a window that cannot be served (outside the stream, past the end of a
+ * truncated file, unreadable packets) gives its error in its place instead of failing the other windows. Errors
+ * that concern the whole input (it cannot be opened, has no video stream) are thrown.
+ */
+export function demuxEachSync(src: MediaInput, opts: DemuxOptions = {}): (VideoPackets | SluiceError)[] {
   if (opts.window !== undefined && opts.windows !== undefined) {
     throw new InvalidArgumentError("demuxVideo: pass either `window` or `windows`, not both");
   }
   using source = MediaSource.open(src);
   const label = source.label;
   const fmt = source.fmt;
+  const mode = opts.streamInfo ?? "auto";
+  // FLV and MPEG-PS have no header: their streams appear only once packets are read.
+  if (mode !== "never" && formatContext.nbStreams(fmt) === 0) {
+    source.findStreamInfo({ probesize: 1_000_000, maxAnalyzeDurationUs: 1_000_000 });
+  }
   const index = selectVideoStream(source, opts.streamIndex, "demux");
   const st = formatContext.stream(fmt, index);
-  const mode = opts.streamInfo ?? "auto";
   if (mode === "always" || (mode === "auto" && headerIncomplete(st, false))) {
     source.findStreamInfo({ probesize: 1_000_000, maxAnalyzeDurationUs: 1_000_000 });
   }
@@ -428,7 +534,7 @@ export function demuxVideoSync(src: MediaInput, opts: DemuxOptions = {}): VideoP
     rotation: streamRotation(st),
     startTimeSec: startSec,
   };
-  using reader = new StreamReader(source, index, bsf);
+  using reader = new StreamReader(source, index, tb, bsf);
 
   const wanted = opts.windows ?? (opts.window ? [opts.window] : null);
   if (wanted === null) {
@@ -436,30 +542,73 @@ export function demuxVideoSync(src: MediaInput, opts: DemuxOptions = {}): VideoP
     if (reader.run.length === 0) throw new MediaError(label, "demux", `stream ${index} has no packets`);
     return [new VideoPackets({ ...common, window: null, ...reader.run.slice(0, reader.run.length) })];
   }
-  const windows = wanted.map((w) => validateWindow(w, label, facts));
-  const order = windows.map((_, i) => i).sort((a, b) =>
-    windows[a][0] - windows[b][0] || windows[a][1] - windows[b][1]
-  );
-  const results: VideoPackets[] = new Array(windows.length);
+  const windows = wanted.map((w) => {
+    try {
+      return validateWindow(w, label, facts);
+    } catch (e) {
+      if (e instanceof SluiceError) return e;
+      throw e;
+    }
+  });
+  const order = windows.flatMap((w, i) => w instanceof SluiceError ? [] : [i]).sort((a, b) => {
+    const [wa, wb] = [windows[a] as TimeWindow, windows[b] as TimeWindow];
+    return wa[0] - wb[0] || wa[1] - wb[1];
+  });
+  const results: (VideoPackets | SluiceError)[] = windows.map((w) => w instanceof SluiceError ? w : null!);
   for (const wi of order) {
-    const [s, e] = windows[wi];
-    const k = positionFor(reader, s, facts);
-    if (k < 0) {
+    try {
+      results[wi] = cutWindow(reader, windows[wi] as TimeWindow, facts, common);
+    } catch (e) {
+      if (!(e instanceof SluiceError)) throw e;
+      results[wi] = e;
+    }
+  }
+  return results;
+}
+
+/** The packets of window `[s, e)`, read on from where the reader stands (see the module docs). */
+function cutWindow(
+  reader: StreamReader,
+  [s, e]: TimeWindow,
+  facts: StreamFacts,
+  common: Omit<
+    VideoPacketsInit,
+    "window" | "pts" | "dts" | "duration" | "flags" | "offsets" | "sizes" | "data"
+  >,
+): VideoPackets {
+  const { tb, index } = facts;
+  const label = common.source;
+  const k = positionFor(reader, s, facts);
+  if (k >= 0) readThrough(reader, k, e, tb);
+  if (reader.eof) {
+    const last = runEnd(reader.run, tb, common.frameRate > 0 ? 1 / common.frameRate : 0);
+    if (!(last > s)) {
+      const header = facts.endSec === null
+        ? ""
+        : ` (the header says it lasts until ${fmtSec(facts.endSec)} s)`;
       throw new MediaError(
         label,
         "demux window",
-        `no keyframe found at or before ${fmtSec(s)} s in stream ${index}`,
+        reader.run.length === 0
+          ? `stream ${index} has no packets${header}`
+          : `file ends at ${fmtSec(last)} s, before the window [${fmtSec(s)}, ${fmtSec(e)})${header}`,
       );
     }
-    readThrough(reader, k, e, tb);
-    const end = windowEnd(reader.run, k, e, tb);
-    // Each window owns its buffers (extradata included): windows travel to Workers one by one, and a
-    // transferred buffer is detached for every object that shares it.
-    const extradata = common.extradata.slice();
-    results[wi] = new VideoPackets({ ...common, extradata, window: [s, e], ...reader.run.slice(k, end) });
-    reader.run.dropBefore(k); // later windows start no earlier, so they never need packets before k
   }
-  return results;
+  if (k < 0) {
+    throw new MediaError(
+      label,
+      "demux window",
+      `no keyframe found at or before ${fmtSec(s)} s in stream ${index}`,
+    );
+  }
+  const end = windowEnd(reader.run, k, e, tb);
+  // Each window owns its buffers (extradata included): windows travel to Workers one by one, and a
+  // transferred buffer is detached for every object that shares it.
+  const extradata = common.extradata.slice();
+  const out = new VideoPackets({ ...common, extradata, window: [s, e], ...reader.run.slice(k, end) });
+  reader.run.dropBefore(k); // later windows start no earlier, so they never need packets before k
+  return out;
 }
 
 /** Demuxes the whole video stream (or one window of it). */
@@ -478,10 +627,8 @@ export function demuxVideo(
  * is synchronous FFI (meant to run inside a Worker); the Promise is for API symmetry.
  */
 export function demuxVideo(src: MediaInput, opts: DemuxOptions = {}): Promise<VideoPackets | VideoPackets[]> {
-  try {
+  return settle(() => {
     const out = demuxVideoSync(src, opts);
-    return Promise.resolve(opts.windows !== undefined ? out : out[0]);
-  } catch (e) {
-    return Promise.reject(e);
-  }
+    return opts.windows !== undefined ? out : out[0];
+  });
 }

@@ -25,7 +25,9 @@ export const PIXEL_FORMATS: readonly PixelFormat[] = ["rgb24", "bgr24", "gray", 
 export interface PlaneLayout {
   /** Byte offset from the start of the frame. */
   offset: number;
+  /** Plane width in samples. */
   width: number;
+  /** Plane height in rows. */
   height: number;
   /** Bytes per row (tight: no padding). */
   stride: number;
@@ -39,19 +41,20 @@ export interface VideoFrames {
   shape: number[];
   /** Presentation time of each frame in seconds on the stream's absolute timeline (`pts × timeBase`). */
   pts: Float64Array;
+  /** Layout of `data` (see the module docs). */
   pixelFormat: PixelFormat;
   /** Output frame width and height in pixels. */
   width: number;
+  /** See `width`. */
   height: number;
   /** Bytes per frame. */
   frameSize: number;
   /** The planes of one frame (one entry for packed formats). */
   planes: PlaneLayout[];
-  /**
-   * Display rotation in degrees, counter-clockwise, as ffprobe reports it (0, 90, 180, -90). It is reported,
-   * not applied: the pixels are in coded orientation.
-   */
+  /** Display rotation of the stream in degrees, counter-clockwise, as ffprobe reports it (0, 90, 180, -90). */
   rotation: number;
+  /** True when `rotation` was applied (`rotate: true`): the pixels are as displayed; else in coded orientation. */
+  rotated: boolean;
   /** Packets the decoder rejected or failed on (corrupt bitstream); their frames are missing. */
   failedPackets: number;
   /** Frames the decoder produced in total, including those outside the window and those resampling dropped. */

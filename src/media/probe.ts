@@ -23,6 +23,7 @@ import {
   stream,
 } from "./structs.ts";
 import { type CodecInfo, ptsToSeconds } from "./packets.ts";
+import { settle } from "../settle.ts";
 
 /** `AVMediaType` values. */
 const MEDIA_TYPES = ["video", "audio", "data", "subtitle", "attachment"] as const;
@@ -35,15 +36,19 @@ const AV_DISPOSITION_ATTACHED_PIC = 0x400;
 
 /** One stream of any type. */
 export interface StreamInfo {
+  /** Absolute stream index in the container. */
   index: number;
   /** "video", "audio", "data", "subtitle", "attachment" or "unknown". */
   type: string;
   /** FFmpeg codec name ("h264", "aac", ...), "none" when unknown. */
   codec: string;
+  /** FFmpeg `AVCodecID`. */
   codecId: number;
+  /** Time base of the stream's timestamps, `[num, den]`. */
   timeBase: [number, number];
   /** Seconds, or null when the container does not say. */
   durationSec: number | null;
+  /** Seconds, or null when the container does not say. */
   startTimeSec: number | null;
   /** Bits per second, 0 when unknown. */
   bitRate: number;
@@ -55,12 +60,15 @@ export interface StreamInfo {
 
 /** The video stream `probe()` reports on. */
 export interface VideoStreamInfo {
+  /** Absolute stream index in the container. */
   index: number;
+  /** FFmpeg codec name ("h264", "hevc", ...). */
   codec: string;
   /** Profile name ("High", "Main 10", ...), or null. */
   profile: string | null;
   /** Coded size. Display size differs when `rotation` is ±90. */
   width: number;
+  /** See `width`. */
   height: number;
   /** FFmpeg pixel format name ("yuv420p", "yuv420p10le", ...), or null when unknown. */
   pixelFormat: string | null;
@@ -70,6 +78,7 @@ export interface VideoStreamInfo {
   frameRate: number;
   /** The same as a rational, `[0, 1]` when unknown. */
   frameRateRational: [number, number];
+  /** Time base of the stream's timestamps, `[num, den]`. */
   timeBase: [number, number];
   /** Frame count from the container (`nb_frames`), null when the container does not say. */
   numFrames: number | null;
@@ -85,10 +94,15 @@ export interface VideoStreamInfo {
 
 /** The audio stream `probe()` picked (FFmpeg's "best" audio stream). */
 export interface AudioStreamInfo {
+  /** Absolute stream index in the container. */
   index: number;
+  /** FFmpeg codec name ("aac", "opus", ...). */
   codec: string;
+  /** Samples per second. */
   sampleRate: number;
+  /** Time base of the stream's timestamps, `[num, den]`. */
   timeBase: [number, number];
+  /** Seconds, or null when unknown. */
   durationSec: number | null;
 }
 
@@ -104,7 +118,9 @@ export interface MediaInfo {
   bitRate: number;
   /** The chosen video stream (FFmpeg's best, or `streamIndex`), null when the file has none. */
   video: VideoStreamInfo | null;
+  /** FFmpeg's best audio stream, null when the file has none. */
   audio: AudioStreamInfo | null;
+  /** Every stream of the container, in index order. */
   streams: StreamInfo[];
 }
 
@@ -351,9 +367,5 @@ export function probeSync(src: MediaInput, opts: ProbeOptions = {}): MediaInfo {
  * for missing, empty or unreadable input. The work is synchronous FFI; the Promise is for API symmetry.
  */
 export function probe(src: MediaInput, opts: ProbeOptions = {}): Promise<MediaInfo> {
-  try {
-    return Promise.resolve(probeSync(src, opts));
-  } catch (e) {
-    return Promise.reject(e);
-  }
+  return settle(() => probeSync(src, opts));
 }

@@ -8,7 +8,8 @@
  */
 import { ffmpeg } from "./ffmpeg.ts";
 import { ScaleContext } from "./av_objects.ts";
-import { frame as avframe, type Ptr } from "./structs.ts";
+import { frame as avframe, pixelFormatInfo, type Ptr } from "./structs.ts";
+import type { CropRect } from "./crop.ts";
 import { MediaError } from "../errors.ts";
 import type { PixelFormat, PlaneLayout } from "./frames.ts";
 
@@ -71,6 +72,8 @@ export class Scaler {
   #ctx: ScaleContext | undefined;
   #key = "";
   readonly #dst = new BigUint64Array(4);
+  readonly #src = new BigUint64Array(4);
+  readonly #srcStride = new Int32Array(4);
   readonly #dstStride = new Int32Array(4);
   readonly #details = new Int32Array(12);
 
@@ -79,11 +82,20 @@ export class Scaler {
   }
 
   /**
-   * Converts `frame` into `out` starting at byte `offset`, laid out as `target`. `source` names the input for
-   * error messages.
+   * Converts `frame` into `out` starting at byte `offset`, laid out as `target`; with `crop`, only that region
+   * of the frame (its left and top rounded down to whole chroma samples, as FFmpeg's `crop` filter does) is
+   * scaled, by pointing swscale at it: no copy. `source` names the input for error messages.
    */
-  scaleInto(frame: Ptr, out: Uint8Array, offset: number, target: ScaleTarget, source: string): void {
-    const ctx = this.#context(frame, target, source);
+  scaleInto(
+    frame: Ptr,
+    out: Uint8Array,
+    offset: number,
+    target: ScaleTarget,
+    source: string,
+    crop: CropRect | null = null,
+  ): void {
+    const w = crop?.width ?? avframe.width(frame), h = crop?.height ?? avframe.height(frame);
+    const ctx = this.#context(frame, w, h, target, source);
     const base = BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(out))) + BigInt(offset);
     const order = OUTPUT_FORMATS[target.format].planeOrder;
     for (let i = 0; i < order.length; i++) {
@@ -91,11 +103,13 @@ export class Scaler {
       this.#dst[i] = base + BigInt(plane.offset);
       this.#dstStride[i] = plane.stride;
     }
-    const h = avframe.height(frame);
+    const [src, stride] = crop === null
+      ? [avframe.dataArray(frame), avframe.linesizeArray(frame)]
+      : this.#cropped(frame, crop, source);
     const rows = ffmpeg().swscale.sws_scale(
       ctx,
-      avframe.dataArray(frame),
-      avframe.linesizeArray(frame),
+      src,
+      stride,
       0,
       h,
       new Uint8Array(this.#dst.buffer),
@@ -106,8 +120,41 @@ export class Scaler {
     }
   }
 
-  #context(frame: Ptr, target: ScaleTarget, source: string): Ptr {
-    const w = avframe.width(frame), h = avframe.height(frame), fmt = avframe.format(frame);
+  /** Plane pointers and strides of the region `crop` of `frame`. */
+  #cropped(frame: Ptr, crop: CropRect, source: string): [Ptr, Ptr] {
+    const fmt = avframe.format(frame);
+    const info = pixelFormatInfo(fmt);
+    const fw = avframe.width(frame), fh = avframe.height(frame);
+    if (info?.planes == null) {
+      throw new MediaError(source, "crop", `pixel format ${info?.name ?? fmt} cannot be cropped in place`);
+    }
+    if (
+      !(crop.left >= 0 && crop.top >= 0 && crop.width >= 1 && crop.height >= 1 &&
+        crop.left + crop.width <= fw && crop.top + crop.height <= fh)
+    ) {
+      throw new MediaError(source, "crop", `crop ${JSON.stringify(crop)} is outside the ${fw}x${fh} frame`);
+    }
+    const x = crop.left & ~((1 << info.log2ChromaW) - 1), y = crop.top & ~((1 << info.log2ChromaH) - 1);
+    const data = new Deno.UnsafePointerView(avframe.dataArray(frame));
+    const lines = new Deno.UnsafePointerView(avframe.linesizeArray(frame));
+    for (let p = 0; p < 4; p++) {
+      const plane = info.planes[p];
+      const ptr = data.getBigUint64(p * 8);
+      const stride = lines.getInt32(p * 4);
+      this.#srcStride[p] = stride;
+      if (plane === undefined || ptr === 0n) {
+        this.#src[p] = ptr;
+        continue;
+      }
+      const col = plane.subsampled ? x >> info.log2ChromaW : x;
+      const row = plane.subsampled ? y >> info.log2ChromaH : y;
+      this.#src[p] = ptr + BigInt(row * stride + col * plane.step);
+    }
+    return [Deno.UnsafePointer.of(this.#src) as Ptr, Deno.UnsafePointer.of(this.#srcStride) as Ptr];
+  }
+
+  #context(frame: Ptr, w: number, h: number, target: ScaleTarget, source: string): Ptr {
+    const fmt = avframe.format(frame);
     const cs = avframe.colorspace(frame), range = avframe.colorRange(frame);
     const key = `${w}x${h}/${fmt}/${cs}/${range}->${target.width}x${target.height}/${target.format}`;
     if (this.#ctx && key === this.#key) return this.#ctx.ptr;

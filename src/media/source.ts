@@ -9,10 +9,10 @@
  * container header lacks what they need.
  * @module
  */
+import { OutSlot } from "../../ffi/out_slot.ts";
 import { cstr } from "../../ffi/cstring.ts";
 import { AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";
 import { InvalidArgumentError, MediaError } from "../errors.ts";
-import { pointerFromSlot, pointerSlot } from "./av_objects.ts";
 import { check, ffmpeg } from "./ffmpeg.ts";
 import { AVFMT_FLAG_CUSTOM_IO, formatContext, ioContext, type Ptr } from "./structs.ts";
 
@@ -121,7 +121,7 @@ class MemoryIo {
     const { avutil, avformat } = ffmpeg();
     const buffer = ioContext.buffer(this.#ctx);
     if (buffer !== null) avutil.av_free(buffer);
-    avformat.avio_context_free(pointerSlot(this.#ctx));
+    avformat.avio_context_free(new OutSlot(this.#ctx).bytes);
     this.#ctx = null;
     this.#closeCallbacks();
   }
@@ -158,9 +158,9 @@ export class MediaSource {
     }
     const { avformat } = ffmpeg();
     if (typeof src === "string") {
-      const slot = pointerSlot();
-      check(avformat.avformat_open_input(slot, cstr(src), null, null), label, "avformat_open_input");
-      return new MediaSource(label, pointerFromSlot(slot) as Ptr, null);
+      const slot = new OutSlot();
+      check(avformat.avformat_open_input(slot.bytes, cstr(src), null, null), label, "avformat_open_input");
+      return new MediaSource(label, slot.pointer as Ptr, null);
     }
     if (src.byteLength === 0) {
       throw new MediaError(label, "avformat_open_input", "the input is empty (0 bytes)");
@@ -173,14 +173,14 @@ export class MediaSource {
     }
     formatContext.setPb(fmt, io.ctx);
     formatContext.setFlags(fmt, formatContext.flags(fmt) | AVFMT_FLAG_CUSTOM_IO);
-    const slot = pointerSlot(fmt);
+    const slot = new OutSlot(fmt);
     // On failure avformat_open_input frees the context (not our custom pb) and writes NULL to the slot.
-    const rc = avformat.avformat_open_input(slot, cstr(""), null, null);
+    const rc = avformat.avformat_open_input(slot.bytes, cstr(""), null, null);
     if (rc < 0) {
       io[Symbol.dispose]();
       check(rc, label, "avformat_open_input");
     }
-    return new MediaSource(label, pointerFromSlot(slot) as Ptr, io);
+    return new MediaSource(label, slot.pointer as Ptr, io);
   }
 
   /** The `AVFormatContext`; throws after release. */
@@ -213,7 +213,7 @@ export class MediaSource {
   /** Closes the demuxer, then frees the custom I/O (if any). Safe to call twice. */
   [Symbol.dispose](): void {
     if (this.#fmt === null) return;
-    ffmpeg().avformat.avformat_close_input(pointerSlot(this.#fmt));
+    ffmpeg().avformat.avformat_close_input(new OutSlot(this.#fmt).bytes);
     this.#fmt = null;
     this.#io?.[Symbol.dispose]();
   }

@@ -324,22 +324,53 @@ export const bsfContext = {
 
 // ---------------------------------------------------------------- AVPixFmtDescriptor
 
+/** `AV_PIX_FMT_FLAG_PAL`, `AV_PIX_FMT_FLAG_BITSTREAM`, `AV_PIX_FMT_FLAG_RGB`. */
+const PIX_FMT_FLAG_PAL = 2, PIX_FMT_FLAG_BITSTREAM = 4, PIX_FMT_FLAG_RGB = 32;
+
 /** Facts about a pixel format from `av_pix_fmt_desc_get`. */
-export function pixelFormatInfo(
-  fmt: number,
-): { name: string; bitDepth: number; log2ChromaW: number; log2ChromaH: number; flags: number } | null {
+export interface PixelFormatInfo {
+  name: string;
+  bitDepth: number;
+  log2ChromaW: number;
+  log2ChromaH: number;
+  /** `AV_PIX_FMT_FLAG_*` (all defined bits fit in 32). */
+  flags: number;
+  /**
+   * Per plane: bytes from one pixel to the next (of its first component) and whether the plane is chroma
+   * subsampled by `log2Chroma*`; null for palette and bitstream formats, whose pixels are not whole bytes.
+   */
+  planes: { step: number; subsampled: boolean }[] | null;
+}
+
+/** Facts about a pixel format from `av_pix_fmt_desc_get`, or null when FFmpeg does not know it. */
+export function pixelFormatInfo(fmt: number): PixelFormatInfo | null {
   const { avutil } = ffmpeg();
   const d = avutil.av_pix_fmt_desc_get(fmt);
   if (d === null) return null;
   const l = L();
   const v = view(d);
   const namePtr = v.getPointer(l.AVPixFmtDescriptor.name);
+  const flags = Number(v.getBigUint64(l.AVPixFmtDescriptor.flags));
+  const comp = (c: number, f: "plane" | "step" | "depth") =>
+    v.getInt32(l.AVPixFmtDescriptor.comp + c * l.AVComponentDescriptor.$size + l.AVComponentDescriptor[f]);
+  let planes: { step: number; subsampled: boolean }[] | null = null;
+  if (!(flags & (PIX_FMT_FLAG_PAL | PIX_FMT_FLAG_BITSTREAM))) {
+    planes = [];
+    const n = v.getUint8(l.AVPixFmtDescriptor.nb_components);
+    for (let c = 0; c < n; c++) {
+      const plane = comp(c, "plane");
+      planes[plane] ??= {
+        step: comp(c, "step"),
+        subsampled: (c === 1 || c === 2) && !(flags & PIX_FMT_FLAG_RGB),
+      };
+    }
+  }
   return {
     name: namePtr === null ? "" : Deno.UnsafePointerView.getCString(namePtr),
-    bitDepth: v.getInt32(l.AVPixFmtDescriptor.comp + l.AVComponentDescriptor.depth),
+    bitDepth: comp(0, "depth"),
     log2ChromaW: v.getUint8(l.AVPixFmtDescriptor.log2_chroma_w),
     log2ChromaH: v.getUint8(l.AVPixFmtDescriptor.log2_chroma_h),
-    /** `AV_PIX_FMT_FLAG_*` (all defined bits fit in 32). */
-    flags: v.getUint32(l.AVPixFmtDescriptor.flags),
+    flags,
+    planes,
   };
 }

@@ -3,9 +3,10 @@
  * the call (no context is retained), with a one-line reason when it cannot.
  * @module
  */
+import { OutSlot } from "../../ffi/out_slot.ts";
 import { CUVIDDECODECAPS } from "../../ffi/nvcuvid/layouts.ts";
 import { CUDA_VIDEO_CHROMA, CUDA_VIDEO_CODEC } from "../../ffi/nvcuvid/symbols.ts";
-import { acquireContext, check, cuda, nvcuvid, outSlot, releaseContext, withContext } from "./driver.ts";
+import { acquireContext, checkCu, cuda, nvcuvid, releaseContext, withContext } from "./driver.ts";
 import { StructBuffer } from "./struct_buffer.ts";
 
 /** The answer of {@link nvdecAvailable}. */
@@ -19,15 +20,15 @@ export function nvdecAvailable(device = 0): NvdecAvailability {
   try {
     const cu = cuda();
     nvcuvid();
-    const count = outSlot();
-    check(cu.cuDeviceGetCount(count.bytes), "cuDeviceGetCount");
+    const count = new OutSlot();
+    checkCu(cu.cuDeviceGetCount(count.bytes), "", "cuDeviceGetCount");
     if (count.i32[0] <= device) {
       return { ok: false, reason: `CUDA device ${device} does not exist (${count.i32[0]} found)` };
     }
     const name = new Uint8Array(256);
-    check(cu.cuDeviceGetName(name, name.length, device), "cuDeviceGetName");
-    const version = outSlot();
-    check(cu.cuDriverGetVersion(version.bytes), "cuDriverGetVersion");
+    checkCu(cu.cuDeviceGetName(name, name.length, device), "", "cuDeviceGetName");
+    const version = new OutSlot();
+    checkCu(cu.cuDriverGetVersion(version.bytes), "", "cuDriverGetVersion");
     const text = new TextDecoder().decode(name.subarray(0, name.indexOf(0)));
     return { ok: true, device: text, driverVersion: version.i32[0] };
   } catch (e) {
@@ -44,7 +45,7 @@ export function nvdecEngines(device = 0): number | undefined {
       return withContext(dc, () => {
         const caps = new StructBuffer(CUVIDDECODECAPS)
           .i32("eCodecType", CUDA_VIDEO_CODEC.H264).i32("eChromaFormat", CUDA_VIDEO_CHROMA.YUV420);
-        check(nvcuvid().cuvidGetDecoderCaps(caps.bytes), "cuvidGetDecoderCaps");
+        checkCu(nvcuvid().cuvidGetDecoderCaps(caps.bytes), "", "cuvidGetDecoderCaps");
         return caps.getU8("nNumNVDECs") || undefined;
       });
     } finally {

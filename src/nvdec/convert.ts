@@ -3,9 +3,10 @@
  * `kernels/nv12_to_rgb_ptx.ts` with `cuModuleLoadData` (the driver JITs it), once per context and thread.
  * @module
  */
+import { OutSlot } from "../../ffi/out_slot.ts";
 import { cstr } from "../../ffi/cstring.ts";
 import { NV12_TO_RGB_ENTRY, NV12_TO_RGB_PTX } from "./kernels/nv12_to_rgb_ptx.ts";
-import { check, cuda, type DeviceContext, outSlot, slotPointer } from "./driver.ts";
+import { checkCu, cuda, type DeviceContext } from "./driver.ts";
 
 /** Colour matrix of the conversion. */
 export type ColorMatrix = "bt601" | "bt709";
@@ -32,20 +33,20 @@ function kernel(dc: DeviceContext): Deno.PointerObject {
   const known = functions.get(dc);
   if (known) return known;
   const cu = cuda();
-  const mod = outSlot();
-  check(cu.cuModuleLoadData(mod.bytes, cstr(NV12_TO_RGB_PTX)), "cuModuleLoadData", "NV12 to RGB kernel");
-  const module = slotPointer(mod);
+  const mod = new OutSlot();
+  checkCu(cu.cuModuleLoadData(mod.bytes, cstr(NV12_TO_RGB_PTX)), "NV12 to RGB kernel", "cuModuleLoadData");
+  const module = mod.pointer;
   dc.cleanups.push(() => {
     functions.delete(dc);
     cu.cuModuleUnload(module);
   });
-  const fn = outSlot();
-  check(
+  const fn = new OutSlot();
+  checkCu(
     cu.cuModuleGetFunction(fn.bytes, module, cstr(NV12_TO_RGB_ENTRY)),
-    "cuModuleGetFunction",
     NV12_TO_RGB_ENTRY,
+    "cuModuleGetFunction",
   );
-  const f = slotPointer(fn) as Deno.PointerObject;
+  const f = fn.pointer as Deno.PointerObject;
   functions.set(dc, f);
   return f;
 }
@@ -89,7 +90,7 @@ export function launchNv12ToRgb(dc: DeviceContext, c: Nv12ToRgb, stream: Deno.Po
   const { pointers, values } = packKernelParams(c);
   const gx = Math.ceil(c.width / BLOCK_X);
   const gy = Math.ceil(c.height / BLOCK_Y);
-  check(
+  checkCu(
     cuda().cuLaunchKernel(
       f,
       gx,
@@ -103,8 +104,8 @@ export function launchNv12ToRgb(dc: DeviceContext, c: Nv12ToRgb, stream: Deno.Po
       new Uint8Array(pointers.buffer),
       null,
     ),
-    "cuLaunchKernel",
     NV12_TO_RGB_ENTRY,
+    "cuLaunchKernel",
   );
   void values; // kept alive until here: the driver reads the values during the call
 }

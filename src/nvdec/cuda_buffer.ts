@@ -3,23 +3,19 @@
  * Each holds a reference to its device's context until disposed (`using`, or `[Symbol.dispose]()`).
  * @module
  */
+import { OutSlot } from "../../ffi/out_slot.ts";
 import { CUDA_MEMCPY2D } from "../../ffi/cuda/layouts.ts";
 import { CU_MEMORYTYPE } from "../../ffi/cuda/symbols.ts";
 import { SluiceError } from "../errors.ts";
-import {
-  acquireContext,
-  check,
-  cuda,
-  type DeviceContext,
-  outSlot,
-  releaseContext,
-  withContext,
-} from "./driver.ts";
+import { acquireContext, checkCu, cuda, type DeviceContext, releaseContext, withContext } from "./driver.ts";
 import { StructBuffer } from "./struct_buffer.ts";
+import { settle } from "../settle.ts";
 
 /** A block of device memory on one GPU. */
 export class CudaBuffer {
+  /** CUDA device ordinal. */
   readonly device: number;
+  /** Size in bytes. */
   readonly byteLength: number;
   #ptr: bigint;
   readonly #dc: DeviceContext;
@@ -54,11 +50,15 @@ export class CudaBuffer {
   static alloc(byteLength: number, device = 0): CudaBuffer {
     const dc = acquireContext(device);
     try {
-      const slot = outSlot();
+      const slot = new OutSlot();
       withContext(
         dc,
         () =>
-          check(cuda().cuMemAlloc_v2(slot.bytes, BigInt(byteLength)), "cuMemAlloc_v2", `${byteLength} bytes`),
+          checkCu(
+            cuda().cuMemAlloc_v2(slot.bytes, BigInt(byteLength)),
+            `${byteLength} bytes`,
+            "cuMemAlloc_v2",
+          ),
       );
       return new CudaBuffer(dc, slot.u64[0], byteLength);
     } catch (e) {
@@ -89,7 +89,7 @@ export class CudaBuffer {
       )
       .u32("dstMemoryType", CU_MEMORYTYPE.HOST).ptr("dstHost", Deno.UnsafePointer.of(out))
       .u64("dstPitch", rowBytes).u64("WidthInBytes", rowBytes).u64("Height", rows);
-    withContext(this.#dc, () => check(cuda().cuMemcpy2D_v2(c.bytes), "cuMemcpy2D_v2", "device to host"));
+    withContext(this.#dc, () => checkCu(cuda().cuMemcpy2D_v2(c.bytes), "device to host", "cuMemcpy2D_v2"));
   }
 
   /** Frees the memory and drops the context reference (a view: nothing). Safe to call twice. */
@@ -98,7 +98,7 @@ export class CudaBuffer {
     const p = this.#ptr;
     this.#ptr = 0n;
     try {
-      withContext(this.#dc, () => check(cuda().cuMemFree_v2(p), "cuMemFree_v2"));
+      withContext(this.#dc, () => checkCu(cuda().cuMemFree_v2(p), "", "cuMemFree_v2"));
     } finally {
       releaseContext(this.#dc);
     }
@@ -106,7 +106,7 @@ export class CudaBuffer {
 }
 
 /** Output layout of a GPU decode. */
-export type NvdecPixelFormat = "rgb-planar" | "bgr-planar" | "nv12";
+export type NvdecPixelFormat = "rgb24-planar" | "bgr24-planar" | "nv12";
 
 /** Frames decoded on the GPU, in device memory: `[T, 3, H, W]` planar RGB/BGR or `[T, 1.5H, W]` NV12. */
 export class CudaFrames {
@@ -114,18 +114,26 @@ export class CudaFrames {
   readonly devicePtr: bigint;
   /** Bytes between rows in device memory (rows are tight: equal to W). */
   readonly pitch: number;
+  /** `[T, 3, H, W]` (planar RGB/BGR) or `[T, 1.5H, W]` (NV12). */
   readonly shape: [number, number, number, number] | [number, number, number];
   /** Presentation time of each frame in seconds (`pts × timeBase`), like the CPU decoder's. */
   readonly pts: Float64Array;
+  /** CUDA device ordinal. */
   readonly device: number;
+  /** Layout of each frame. */
   readonly pixelFormat: NvdecPixelFormat;
+  /** Frame width in pixels. */
   readonly width: number;
+  /** Frame height in pixels. */
   readonly height: number;
   /** Bytes per frame. */
   readonly frameSize: number;
+  /** Frames the decoder output in all (those the frame selector skipped included). */
+  readonly decodedFrames: number;
   readonly #buffer: CudaBuffer;
   readonly #owned: boolean;
 
+  /** Wraps `init.buffer` (freed on dispose when `owned`) holding `init.pts.length` frames. */
   constructor(init: {
     buffer: CudaBuffer;
     owned: boolean;
@@ -133,6 +141,7 @@ export class CudaFrames {
     width: number;
     height: number;
     pts: Float64Array;
+    decodedFrames?: number;
   }) {
     this.#buffer = init.buffer;
     this.#owned = init.owned;
@@ -140,6 +149,7 @@ export class CudaFrames {
     this.width = init.width;
     this.height = init.height;
     this.pts = init.pts;
+    this.decodedFrames = init.decodedFrames ?? init.pts.length;
     this.device = init.buffer.device;
     this.devicePtr = init.buffer.devicePtr;
     this.pitch = init.width;
@@ -154,14 +164,12 @@ export class CudaFrames {
 
   /** Copies every frame to host memory, tight rows (nv12: W·H·3/2 bytes per frame, luma then interleaved UV). */
   toHost(): Promise<Uint8Array> {
-    try {
+    return settle(() => {
       const rows = (this.frameSize / this.width) * this.pts.length;
       const out = new Uint8Array(this.frameSize * this.pts.length);
       if (rows > 0) this.#buffer.copyToHost(0, this.pitch, this.width, rows, out);
-      return Promise.resolve(out);
-    } catch (e) {
-      return Promise.reject(e);
-    }
+      return out;
+    });
   }
 
   /** Frees the device memory (when this object allocated it). */

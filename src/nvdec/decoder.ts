@@ -1,7 +1,8 @@
 /**
  * `decodeVideoNvdec(packets, opts)`: GPU decode through libnvcuvid. Same input as the CPU `decodeVideo`
- * (a {@link VideoPackets}, whole stream or window) and the same window / pts semantics: frames whose
- * `pts × timeBase` lies in the packets' window `[start, end)` are kept, in presentation order.
+ * (a {@link VideoPackets}, whole stream or window) and the same frame choice: the display callback asks the frame
+ * selector (`src/media/frame_select.ts`, the CPU decoder's rule) what each frame does, and only frames that fill
+ * output slots (or are held back for later ones, under `frameRate`/`"uniform"` sampling) are mapped and converted.
  *
  * - The parser's three callbacks are `Deno.UnsafeCallback`s run synchronously inside `cuvidParseVideoData`.
  *   An exception in a callback would be swallowed by the C side: it is stored, the callback returns 0, and it
@@ -18,9 +19,10 @@
  * - Odd display sizes (e.g. 161x121) are rejected with {@link NvdecUnsupportedError} unless `width`/`height`
  *   (even) are given: NV12 output has whole 2x2 chroma blocks.
  * - The decoder is cached per thread and reconfigured (`cuvidReconfigureDecoder`) for the next stream when
- *   it fits; {@link releaseNvdecDecoder} destroys it. Any failure destroys it and releases everything taken.
+ *   it fits; {@link releaseDecoderNvdec} destroys it. Any failure destroys it and releases everything taken.
  * @module
  */
+import { OutSlot } from "../../ffi/out_slot.ts";
 import {
   CUVIDDECODECAPS,
   CUVIDDECODECREATEINFO,
@@ -43,41 +45,37 @@ import {
 import { CUDA_MEMCPY2D } from "../../ffi/cuda/layouts.ts";
 import { CU_MEMORYTYPE } from "../../ffi/cuda/symbols.ts";
 import { InvalidArgumentError, NvdecUnsupportedError } from "../errors.ts";
-import { inWindow, NOPTS, ptsToSeconds, VideoPackets } from "../media/packets.ts";
+import { NOPTS, ptsToSeconds, VideoPackets } from "../media/packets.ts";
+import { FrameSelector, resolveSampling, type SamplingOptions } from "../media/frame_select.ts";
+import { framesInWindow, slotPlan } from "../media/decode.ts";
+import type { CropRect } from "../media/crop.ts";
 import { filterPackets } from "../media/bsf.ts";
 import {
   acquireContext,
-  check,
+  checkCu,
   cuda,
   cudaError,
   type DeviceContext,
   nvcuvid,
-  outSlot,
   releaseContext,
-  slotPointer,
   withContext,
 } from "./driver.ts";
 import { CudaBuffer, CudaFrames, type NvdecPixelFormat } from "./cuda_buffer.ts";
 import { type ColorMatrix, launchNv12ToRgb } from "./convert.ts";
 import { StructBuffer, StructView } from "./struct_buffer.ts";
+import { settle } from "../settle.ts";
 
-/** A crop rectangle in coded-frame pixels (applied before resizing). */
-export interface CropRect {
-  left: number;
-  top: number;
-  width: number;
-  height: number;
-}
-
-/** Options of {@link decodeVideoNvdec}. */
-export interface NvdecOptions {
+/** Options of {@link decodeVideoNvdec}: the frame choice (`sampling`, `frameRate`, `numFrames`) is the CPU's. */
+export interface NvdecOptions extends SamplingOptions {
   /** CUDA device ordinal (default 0). */
   device?: number;
   /** Output size (default: the displayed or cropped size); must be even (a hardware constraint). */
   width?: number;
+  /** See `width`. */
   height?: number;
+  /** Region of the coded frame (within its display area) taken before resizing: the decoder's display area. */
   crop?: CropRect;
-  /** Default `"rgb-planar"`. */
+  /** Default `"rgb24-planar"`. */
   pixelFormat?: NvdecPixelFormat;
   /** Write into this buffer (e.g. a slot of a batch) instead of allocating; it must be large enough. */
   batch?: CudaBuffer;
@@ -106,12 +104,12 @@ interface CachedDecoder {
 let cached: CachedDecoder | undefined;
 
 /** Destroys this thread's cached decoder, if any, and drops its context reference. */
-export function releaseNvdecDecoder(): void {
+export function releaseDecoderNvdec(): void {
   const c = cached;
   if (!c) return;
   cached = undefined;
   try {
-    withContext(c.dc, () => check(nvcuvid().cuvidDestroyDecoder(c.handle), "cuvidDestroyDecoder"));
+    withContext(c.dc, () => checkCu(nvcuvid().cuvidDestroyDecoder(c.handle), "", "cuvidDestroyDecoder"));
   } finally {
     releaseContext(c.dc);
   }
@@ -140,7 +138,11 @@ class Session {
   fullRange = false;
   buffer: CudaBuffer | undefined;
   owned = false;
-  pts: number[] = [];
+  readonly selector: FrameSelector;
+  /** Frames the parser displayed. */
+  displayed = 0;
+  /** Grid sampling: the frame held back for later slots (converted once, copied into each). */
+  #scratch: CudaBuffer | undefined;
   readonly #p: VideoPackets;
   readonly #o: NvdecOptions;
   readonly #fmt: NvdecPixelFormat;
@@ -149,8 +151,9 @@ class Session {
   constructor(p: VideoPackets, o: NvdecOptions, dc: DeviceContext) {
     this.#p = p;
     this.#o = o;
-    this.#fmt = o.pixelFormat ?? "rgb-planar";
+    this.#fmt = o.pixelFormat ?? "rgb24-planar";
     this.#dc = dc;
+    this.selector = new FrameSelector(slotPlan(p, resolveSampling(o, (w) => new InvalidArgumentError(w))));
   }
 
   get frameSize(): number {
@@ -203,34 +206,34 @@ class Session {
           `${this.#p.source}: NVDEC parser sent a picture before any sequence header`,
         );
       }
-      check(nvcuvid().cuvidDecodePicture(cached.handle, pic), "cuvidDecodePicture", this.#p.source);
+      checkCu(nvcuvid().cuvidDecodePicture(cached.handle, pic), this.#p.source, "cuvidDecodePicture");
       return 1;
     });
   }
 
-  /** `pfnDisplayPicture`: maps the surface, writes it into its output slot, unmaps. */
+  /**
+   * `pfnDisplayPicture`: asks the frame selector what the frame does; when it fills slots or is held back, maps
+   * the surface, converts it into its slot (or the scratch frame), unmaps.
+   */
   display(infoPtr: Deno.PointerValue): number {
     return this.#guard(() => {
       if (infoPtr === null) return 1;
       const info = new StructView(CUVIDPARSERDISPINFO, infoPtr);
+      this.displayed++;
       const ts = info.i64("timestamp");
-      const t = ts === NOPTS ? NaN : ptsToSeconds(ts, this.#p.timeBase);
-      if (Number.isNaN(t) ? this.#p.window !== null : !inWindow(this.#p.window, t)) return 1;
-      const slot = this.pts.length;
-      if ((slot + 1) * this.frameSize > this.buffer!.byteLength) {
-        throw new InvalidArgumentError(
-          `${this.#p.source}: decodeVideoNvdec: output buffer holds only ${slot} frames`,
-        );
-      }
+      const before = this.selector.filled;
+      const d = this.selector.offer(ts === NOPTS ? NaN : ptsToSeconds(ts, this.#p.timeBase));
+      if (d.held > 0) this.#fillFromScratch(before, d.held);
+      if (d.current === 0 && !d.hold) return 1;
       const vpp = new StructBuffer(CUVIDPROCPARAMS)
         .i32("progressive_frame", info.i32("progressive_frame")).i32(
           "top_field_first",
           info.i32("top_field_first"),
         );
-      const dptr = outSlot();
+      const dptr = new OutSlot();
       const pitch = new Uint32Array(1);
       const nv = nvcuvid();
-      check(
+      checkCu(
         nv.cuvidMapVideoFrame64(
           cached!.handle,
           info.i32("picture_index"),
@@ -238,27 +241,66 @@ class Session {
           new Uint8Array(pitch.buffer),
           vpp.bytes,
         ),
-        "cuvidMapVideoFrame64",
         this.#p.source,
+        "cuvidMapVideoFrame64",
       );
       try {
-        this.#writeSlot(dptr.u64[0], pitch[0], slot);
+        if (d.current > 0) {
+          const first = before + d.held;
+          this.#writeSlot(dptr.u64[0], pitch[0], this.#slotPtr(first));
+          for (let k = 1; k < d.current; k++) this.#copyFrame(this.#slotPtr(first), this.#slotPtr(first + k));
+        }
+        if (d.hold) this.#writeSlot(dptr.u64[0], pitch[0], this.#scratchPtr());
       } finally {
-        check(
+        checkCu(
           nv.cuvidUnmapVideoFrame64(cached!.handle, dptr.u64[0]),
-          "cuvidUnmapVideoFrame64",
           this.#p.source,
+          "cuvidUnmapVideoFrame64",
         );
       }
-      this.pts.push(t);
       return 1;
     });
   }
 
-  #writeSlot(src: bigint, pitch: number, slot: number): void {
+  /** End of stream: the held frame fills the slots left. */
+  finish(): void {
+    const before = this.selector.filled;
+    const n = this.selector.finish();
+    if (n > 0) this.#fillFromScratch(before, n);
+  }
+
+  /** Frees the scratch frame. */
+  releaseScratch(): void {
+    this.#scratch?.[Symbol.dispose]();
+    this.#scratch = undefined;
+  }
+
+  #fillFromScratch(first: number, count: number): void {
+    for (let k = 0; k < count; k++) this.#copyFrame(this.#scratchPtr(), this.#slotPtr(first + k));
+  }
+
+  /** Device address of output slot `slot`, checked against the buffer. */
+  #slotPtr(slot: number): bigint {
+    if ((slot + 1) * this.frameSize > this.buffer!.byteLength) {
+      throw new InvalidArgumentError(
+        `${this.#p.source}: decodeVideoNvdec: output buffer holds only ${slot} frames`,
+      );
+    }
+    return this.buffer!.devicePtr + BigInt(slot * this.frameSize);
+  }
+
+  #scratchPtr(): bigint {
+    this.#scratch ??= CudaBuffer.alloc(this.frameSize, this.#dc.device);
+    return this.#scratch.devicePtr;
+  }
+
+  #copyFrame(src: bigint, dst: bigint): void {
+    this.#copy2d(src, this.outWidth, dst, this.outWidth, this.frameSize / this.outWidth);
+  }
+
+  #writeSlot(src: bigint, pitch: number, dst: bigint): void {
     const w = this.outWidth;
     const h = this.outHeight;
-    const dst = this.buffer!.devicePtr + BigInt(slot * this.frameSize);
     const chroma = src + BigInt(pitch * ((h + 1) & ~1));
     if (this.#fmt === "nv12") {
       this.#copy2d(src, pitch, dst, w, h);
@@ -274,7 +316,7 @@ class Session {
       height: h,
       matrix: this.matrix,
       fullRange: this.fullRange,
-      bgr: this.#fmt === "bgr-planar",
+      bgr: this.#fmt === "bgr24-planar",
     });
   }
 
@@ -283,7 +325,7 @@ class Session {
       .u32("srcMemoryType", CU_MEMORYTYPE.DEVICE).u64("srcDevice", src).u64("srcPitch", srcPitch)
       .u32("dstMemoryType", CU_MEMORYTYPE.DEVICE).u64("dstDevice", dst).u64("dstPitch", width)
       .u64("WidthInBytes", width).u64("Height", rows);
-    check(cuda().cuMemcpy2DAsync_v2(c.bytes, null), "cuMemcpy2DAsync_v2", "NV12 surface to output");
+    checkCu(cuda().cuMemcpy2DAsync_v2(c.bytes, null), "NV12 surface to output", "cuMemcpy2DAsync_v2");
   }
 
   #guard(fn: () => number): number {
@@ -312,7 +354,7 @@ class Session {
     }
     const caps = new StructBuffer(CUVIDDECODECAPS)
       .i32("eCodecType", f.codec).i32("eChromaFormat", f.chroma).u32("nBitDepthMinus8", f.bitDepth - 8);
-    check(nvcuvid().cuvidGetDecoderCaps(caps.bytes), "cuvidGetDecoderCaps", src);
+    checkCu(nvcuvid().cuvidGetDecoderCaps(caps.bytes), src, "cuvidGetDecoderCaps");
     const limit = (what: string, msg: string) =>
       new NvdecUnsupportedError(`${src}: the GPU's decoder ${msg}`, what);
     if (!caps.getU8("bIsSupported")) {
@@ -377,7 +419,7 @@ class Session {
       this.buffer = this.#o.batch;
       return;
     }
-    const frames = Math.max(1, this.#p.numPackets);
+    const frames = Math.max(1, this.selector.capacity(framesInWindow(this.#p)));
     this.buffer = CudaBuffer.alloc(frames * this.frameSize, this.#dc.device);
     this.owned = true;
   }
@@ -401,10 +443,14 @@ class Session {
           "displayBottom",
           area.bottom,
         );
-      check(nvcuvid().cuvidReconfigureDecoder(c.handle, r.bytes), "cuvidReconfigureDecoder", this.#p.source);
+      checkCu(
+        nvcuvid().cuvidReconfigureDecoder(c.handle, r.bytes),
+        this.#p.source,
+        "cuvidReconfigureDecoder",
+      );
       return c.surfaces;
     }
-    releaseNvdecDecoder();
+    releaseDecoderNvdec();
     const ci = new StructBuffer(CUVIDDECODECREATEINFO)
       .u64("ulWidth", f.codedWidth).u64("ulHeight", f.codedHeight).u64("ulNumDecodeSurfaces", surfaces)
       .i32("CodecType", f.codec).i32("ChromaFormat", f.chroma).u64("bitDepthMinus8", f.bitDepth - 8)
@@ -418,11 +464,11 @@ class Session {
         "ulNumOutputSurfaces",
         2,
       );
-    const h = outSlot();
-    check(nvcuvid().cuvidCreateDecoder(h.bytes, ci.bytes), "cuvidCreateDecoder", this.#p.source);
+    const h = new OutSlot();
+    checkCu(nvcuvid().cuvidCreateDecoder(h.bytes, ci.bytes), this.#p.source, "cuvidCreateDecoder");
     this.#dc.refs++; // the cached decoder holds its own context reference
     cached = {
-      handle: slotPointer(h) as Deno.PointerObject,
+      handle: h.pointer as Deno.PointerObject,
       dc: this.#dc,
       codec: f.codec,
       maxWidth: f.codedWidth,
@@ -448,8 +494,9 @@ function validate(p: VideoPackets, o: NvdecOptions): number {
       throw bad(`${k} must be an even integer >= 2, got ${v}`);
     }
   }
-  const fmt = o.pixelFormat ?? "rgb-planar";
-  if (!["rgb-planar", "bgr-planar", "nv12"].includes(fmt)) throw bad(`unknown pixelFormat "${fmt}"`);
+  const fmt = o.pixelFormat ?? "rgb24-planar";
+  if (!["rgb24-planar", "bgr24-planar", "nv12"].includes(fmt)) throw bad(`unknown pixelFormat "${fmt}"`);
+  resolveSampling(o, bad);
   return codec;
 }
 
@@ -482,11 +529,7 @@ function isAnnexB(b: Uint8Array): boolean {
 
 /** Decodes `packets` on the GPU. See the module docs. */
 export function decodeVideoNvdec(packets: VideoPackets, opts: NvdecOptions = {}): Promise<CudaFrames> {
-  try {
-    return Promise.resolve(decodeVideoNvdecSync(packets, opts));
-  } catch (e) {
-    return Promise.reject(e);
-  }
+  return settle(() => decodeVideoNvdecSync(packets, opts));
 }
 
 /** The synchronous core of {@link decodeVideoNvdec} (the parser's callbacks need the calling thread). */
@@ -497,25 +540,33 @@ export function decodeVideoNvdecSync(packets: VideoPackets, opts: NvdecOptions =
   const dc = acquireContext(opts.device ?? 0);
   const s = new Session(p, opts, dc);
   try {
-    withContext(dc, () => parseAll(p, opts, codec, s));
+    withContext(dc, () => {
+      parseAll(p, opts, codec, s);
+      if (s.error === undefined && s.buffer) s.finish();
+      if (s.error === undefined) checkCu(cuda().cuStreamSynchronize(null), p.source, "cuStreamSynchronize");
+    });
     if (s.error !== undefined) throw s.error;
     if (!s.buffer) s.outWidth = s.outHeight = 0;
     const buffer = s.buffer ?? CudaBuffer.alloc(1, dc.device);
+    const pts = new Float64Array(s.selector.filled);
+    for (let k = 0; k < pts.length; k++) pts[k] = s.selector.time(k);
     const frames = new CudaFrames({
       buffer,
       owned: s.buffer ? s.owned : true,
-      pixelFormat: opts.pixelFormat ?? "rgb-planar",
+      pixelFormat: opts.pixelFormat ?? "rgb24-planar",
       width: s.outWidth || 2,
       height: s.outHeight || 2,
-      pts: Float64Array.from(s.pts),
+      pts,
+      decodedFrames: s.displayed,
     });
     return frames;
   } catch (e) {
     // A failure leaves the decoder in an unknown state: destroy it, and free what this call allocated.
-    releaseNvdecDecoder();
+    releaseDecoderNvdec();
     if (s.owned) s.buffer?.[Symbol.dispose]();
     throw e;
   } finally {
+    s.releaseScratch();
     releaseContext(dc);
   }
 }
@@ -541,15 +592,15 @@ function parseAll(p: VideoPackets, o: NvdecOptions, codec: number, s: Session): 
         disp.pointer,
       )
       .ptr("pExtVideoInfo", seqhdr.length > 0 ? Deno.UnsafePointer.of(ext.bytes) : null);
-    const slot = outSlot();
-    check(nv.cuvidCreateVideoParser(slot.bytes, params.bytes), "cuvidCreateVideoParser", p.source);
-    parser = slotPointer(slot);
+    const slot = new OutSlot();
+    checkCu(nv.cuvidCreateVideoParser(slot.bytes, params.bytes), p.source, "cuvidCreateVideoParser");
+    parser = slot.pointer;
     const pkt = new StructBuffer(CUVIDSOURCEDATAPACKET);
     if (seqhdr.length > 0) {
       pkt.u64("flags", 0).u64("payload_size", seqhdr.length).ptr("payload", Deno.UnsafePointer.of(seqhdr));
       const rc = nv.cuvidParseVideoData(parser, pkt.bytes);
       if (s.error === undefined && rc !== 0) {
-        throw cudaError(rc, "cuvidParseVideoData(sequence header)", p.source);
+        throw cudaError(rc, p.source, "cuvidParseVideoData(sequence header)");
       }
     }
     for (let i = 0; i < p.numPackets && s.error === undefined; i++) {
@@ -562,7 +613,7 @@ function parseAll(p: VideoPackets, o: NvdecOptions, codec: number, s: Session): 
         );
       const rc = nv.cuvidParseVideoData(parser, pkt.bytes);
       if (s.error !== undefined) break;
-      if (rc !== 0) throw cudaError(rc, "cuvidParseVideoData", p.source);
+      if (rc !== 0) throw cudaError(rc, p.source, "cuvidParseVideoData");
     }
     if (s.error === undefined) {
       pkt.u64("flags", CUVID_PKT.ENDOFSTREAM).u64("payload_size", 0).ptr("payload", null).u64(
@@ -570,9 +621,8 @@ function parseAll(p: VideoPackets, o: NvdecOptions, codec: number, s: Session): 
         0n,
       );
       const rc = nv.cuvidParseVideoData(parser, pkt.bytes);
-      if (s.error === undefined && rc !== 0) throw cudaError(rc, "cuvidParseVideoData", p.source);
+      if (s.error === undefined && rc !== 0) throw cudaError(rc, p.source, "cuvidParseVideoData");
     }
-    if (s.error === undefined) check(cuda().cuStreamSynchronize(null), "cuStreamSynchronize", p.source);
   } finally {
     if (parser !== null) nv.cuvidDestroyVideoParser(parser);
     seq.close();

@@ -3,6 +3,7 @@
  * its own copy), `CUresult` checking into {@link CudaError}, and primary-context references per device.
  * @module
  */
+import { OutSlot } from "../../ffi/out_slot.ts";
 import { type CudaLibrary, loadCuda } from "../../ffi/cuda/library.ts";
 import { loadNvcuvid, type NvcuvidLibrary } from "../../ffi/nvcuvid/library.ts";
 import { cudaErrorText } from "../../ffi/cuda/errors.ts";
@@ -21,7 +22,7 @@ let initialized = false;
 export function cuda(): CudaSymbols {
   cudaLib ??= loadCuda();
   if (!initialized) {
-    check(cudaLib.symbols.cuInit(0), "cuInit");
+    checkCu(cudaLib.symbols.cuInit(0), "", "cuInit");
     initialized = true;
   }
   return cudaLib.symbols;
@@ -33,27 +34,19 @@ export function nvcuvid(): NvcuvidSymbols {
   return nvcuvidLib.symbols;
 }
 
-/** Throws a {@link CudaError} naming `call` when `code` is not `CUDA_SUCCESS`. */
-export function check(code: number, call: string, context = ""): void {
+/**
+ * Throws a {@link CudaError} naming `operation` (and `source`, what it was for, when not empty) when `code` is
+ * not `CUDA_SUCCESS`: FFmpeg's `check(code, source, operation)` for `CUresult`s, same argument order.
+ */
+export function checkCu(code: number, source: string, operation: string): void {
   if (code === 0) return;
-  throw cudaError(code, call, context);
+  throw cudaError(code, source, operation);
 }
 
 /** The {@link CudaError} for `code` (its name and text from the driver when it is loaded). */
-export function cudaError(code: number, call: string, context = ""): CudaError {
+export function cudaError(code: number, source: string, operation: string): CudaError {
   const text = cudaLib ? cudaErrorText(cudaLib.symbols, code) : { name: `CUresult ${code}`, description: "" };
-  return new CudaError(call, code, text.name, text.description, context);
-}
-
-/** An 8-byte out-parameter slot (`T **`, `CUdeviceptr *`, `int *`). */
-export function outSlot(): { bytes: Uint8Array<ArrayBuffer>; u64: BigUint64Array; i32: Int32Array } {
-  const buf = new ArrayBuffer(8);
-  return { bytes: new Uint8Array(buf), u64: new BigUint64Array(buf), i32: new Int32Array(buf) };
-}
-
-/** A pointer read from an out-parameter slot. */
-export function slotPointer(slot: { u64: BigUint64Array }): Deno.PointerValue {
-  return Deno.UnsafePointer.create(slot.u64[0]);
+  return new CudaError(operation, code, text.name, text.description, source);
 }
 
 // ------------------------------------------------------------------------------------------ contexts
@@ -85,26 +78,26 @@ export function acquireContext(device = 0): DeviceContext {
     return existing;
   }
   const cu = cuda();
-  const dev = outSlot();
-  check(cu.cuDeviceGet(dev.bytes, device), "cuDeviceGet", `CUDA device ${device}`);
-  const cur = outSlot();
-  check(cu.cuCtxGetCurrent(cur.bytes), "cuCtxGetCurrent");
-  const current = slotPointer(cur);
+  const dev = new OutSlot();
+  checkCu(cu.cuDeviceGet(dev.bytes, device), `CUDA device ${device}`, "cuDeviceGet");
+  const cur = new OutSlot();
+  checkCu(cu.cuCtxGetCurrent(cur.bytes), "", "cuCtxGetCurrent");
+  const current = cur.pointer;
   if (current !== null) {
-    const curDev = outSlot();
+    const curDev = new OutSlot();
     if (cu.cuCtxGetDevice(curDev.bytes) === 0 && curDev.i32[0] === dev.i32[0]) {
       const dc = { device, ctx: current, retained: false, refs: 1, cleanups: [] };
       contexts.set(device, dc);
       return dc;
     }
   }
-  const pctx = outSlot();
-  check(
+  const pctx = new OutSlot();
+  checkCu(
     cu.cuDevicePrimaryCtxRetain(pctx.bytes, dev.i32[0]),
-    "cuDevicePrimaryCtxRetain",
     `CUDA device ${device}`,
+    "cuDevicePrimaryCtxRetain",
   );
-  const dc = { device, ctx: slotPointer(pctx) as Deno.PointerObject, retained: true, refs: 1, cleanups: [] };
+  const dc = { device, ctx: pctx.pointer as Deno.PointerObject, retained: true, refs: 1, cleanups: [] };
   contexts.set(device, dc);
   return dc;
 }
@@ -119,13 +112,15 @@ export function releaseContext(dc: DeviceContext): void {
       for (const fn of dc.cleanups.splice(0).reverse()) fn();
     });
   }
-  if (dc.retained) check(cuda().cuDevicePrimaryCtxRelease_v2(dc.device), "cuDevicePrimaryCtxRelease_v2");
+  if (dc.retained) {
+    checkCu(cuda().cuDevicePrimaryCtxRelease_v2(dc.device), "", "cuDevicePrimaryCtxRelease_v2");
+  }
 }
 
 /** Runs `fn` with `dc` pushed as the current context, popping it afterwards whatever happens. */
 export function withContext<T>(dc: DeviceContext, fn: () => T): T {
   const cu = cuda();
-  check(cu.cuCtxPushCurrent_v2(dc.ctx), "cuCtxPushCurrent_v2", `CUDA device ${dc.device}`);
+  checkCu(cu.cuCtxPushCurrent_v2(dc.ctx), `CUDA device ${dc.device}`, "cuCtxPushCurrent_v2");
   try {
     return fn();
   } finally {

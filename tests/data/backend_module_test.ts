@@ -4,8 +4,8 @@ import { releasingSpent } from "../../src/data/backend_module.ts";
 import type { ClipPackets } from "../../src/data/clip_worker.ts";
 import type { ClipItem } from "../../src/data/clip_steps.ts";
 
-function packets(x: ClipItem): ClipPackets["packets"] {
-  assert.ok("packets" in x, "a clip with packets");
+function packets(x: ClipItem): NonNullable<ClipPackets["packets"]> {
+  assert.ok("packets" in x && x.packets !== undefined, "a clip with packets");
   return x.packets;
 }
 
@@ -26,11 +26,11 @@ Deno.test("releasingSpent: asking for the next item frees the previous one's pac
     assert.equal(first.done, false);
     assert.equal(packets(first.value).data.length, 1000, "the item being served is intact");
     await it.next();
-    assert.equal(src[0].packets.data.length, 0, "item 0 was freed when item 1 was asked for");
-    assert.equal(src[1].packets.data.length, 1001);
+    assert.equal(src[0].packets!.data.length, 0, "item 0 was freed when item 1 was asked for");
+    assert.equal(src[1].packets!.data.length, 1001);
     await it.next();
     assert.equal((await it.next()).done, true);
-    assert.deepEqual(src.map((x) => x.packets.data.length), [0, 0, 0]);
+    assert.deepEqual(src.map((x) => x.packets!.data.length), [0, 0, 0]);
     assert.equal(served.stats().consumed, 3);
   } finally {
     await served.stop();
@@ -47,7 +47,7 @@ Deno.test("releasingSpent: leaving early frees the item in hand", async () => {
       assert.equal(packets(x).data.length, 1000);
       break;
     }
-    assert.equal(src[0].packets.data.length, 0);
+    assert.equal(src[0].packets!.data.length, 0);
   } finally {
     await served.stop();
   }

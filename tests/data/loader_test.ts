@@ -538,16 +538,7 @@ Deno.test("options that make no sense are rejected with one line naming the opti
   }
 });
 
-/**
- * Written against the clip contract (`clip_spec.ts`): "uniform" and "stride" sampling need decode Workers that
- * follow it (the clips-media branch). Set to true once they do (see notes/clips-data.md).
- */
-const DECODERS_FOLLOW_CLIP_SPEC = false;
-
-Deno.test({
-  name: "uniform and stride sampling: the frames the spec names, spread over the window",
-  ignore: !DECODERS_FOLLOW_CLIP_SPEC,
-}, async () => {
+Deno.test("uniform and stride sampling: the frames the spec names, spread over the window", async () => {
   const ds = await dataset();
   const base: LoaderOptions = {
     dataset: ds,

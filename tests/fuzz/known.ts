@@ -18,15 +18,7 @@ export interface KnownBug {
   shape?: (c: FuzzCase) => boolean;
 }
 
-export const KNOWN_BUGS: KnownBug[] = [
-  {
-    // decodeVideo with frameRate sizes its output from the window or the packets' timestamps, not the stream:
-    // corrupted timestamps (or a wide window) ask for millions of frames.
-    issue: "issue 16 'Unbounded output' (src/media/decode.ts, clips-media)",
-    pattern: /^RangeError: (Array buffer allocation failed|Invalid typed array length)[\s\S]*FrameSink/,
-    shape: (c) => c.decode?.frameRate !== undefined && c.decode.numFrames === undefined,
-  },
-];
+export const KNOWN_BUGS: KnownBug[] = [];
 
 /** The known bug a failure matches, if any. */
 export function knownBug(

@@ -1,12 +1,6 @@
+import { OutSlot } from "../../ffi/out_slot.ts";
 import assert from "node:assert/strict";
-import {
-  CodecContext,
-  Frame,
-  nativeObjectCounts,
-  Packet,
-  pointerFromSlot,
-  pointerSlot,
-} from "../../src/media/av_objects.ts";
+import { CodecContext, Frame, nativeObjectCounts, Packet } from "../../src/media/av_objects.ts";
 import { frame, packet } from "../../src/media/structs.ts";
 import { ffmpeg } from "../../src/media/ffmpeg.ts";
 import { SluiceError } from "../../src/errors.ts";
@@ -56,8 +50,8 @@ Deno.test("owned objects: a codec context for a decoder found by name", () => {
 
 Deno.test("pointer slots round-trip a pointer value", () => {
   const p = Deno.UnsafePointer.create(0x1234_5678n);
-  assert.equal(Deno.UnsafePointer.value(pointerFromSlot(pointerSlot(p))), 0x1234_5678n);
-  assert.equal(pointerFromSlot(pointerSlot()), null);
+  assert.equal(Deno.UnsafePointer.value(new OutSlot(p).pointer), 0x1234_5678n);
+  assert.equal(new OutSlot().pointer, null);
 });
 
 Deno.test("owned objects: live counts per class follow allocation and release", () => {

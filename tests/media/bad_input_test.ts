@@ -105,12 +105,17 @@ Deno.test({
   ignore: !CLI,
   fn: async () => {
     const clip = await generateClip({ durationSec: 2 });
-    await rejectsMedia(demuxVideo(clip, { window: [5, 6] }), clip, "demux window", /duration 2 s/);
+    await rejectsMedia(
+      demuxVideo(clip, { window: [5, 6] }),
+      clip,
+      "demux window",
+      /file ends at 2 s \(stream 0: start 0 s \+ duration 2 s\), before the window \[5, 6\)/,
+    );
     await rejectsMedia(
       demuxVideo(clip, { windows: [[0, 1], [2, 3]] }),
       clip,
       "demux window",
-      /end of stream/,
+      /file ends at 2 s .*before the window \[2, 3\)/,
     );
     await rejectsMedia(demuxVideo(clip, { window: [-3, -1] }), clip, "demux window", /ends before/);
     for (const w of [[1, 1], [2, 1], [NaN, 1], [0, Infinity]]) {

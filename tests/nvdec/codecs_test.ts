@@ -4,7 +4,7 @@
  * and 10-bit rejected with a typed error.
  */
 import assert from "node:assert/strict";
-import { decodeVideoNvdec, releaseNvdecDecoder } from "../../src/nvdec/decoder.ts";
+import { decodeVideoNvdec, releaseDecoderNvdec } from "../../src/nvdec/decoder.ts";
 import { demuxVideo } from "../../src/media/demux.ts";
 import type { VideoPackets } from "../../src/media/packets.ts";
 import { NvdecUnsupportedError } from "../../src/errors.ts";
@@ -46,7 +46,7 @@ Deno.test({
     assert.equal(packets.extradata[0], 1, "avcC/hvcC extradata (configuration version 1)");
     await nv12Identical(clip, 25);
   }
-  releaseNvdecDecoder();
+  releaseDecoderNvdec();
   assert.deepEqual(unbalanced(dbl.log()), {});
 });
 
@@ -64,7 +64,7 @@ Deno.test({ name: "nvdec: VP9 (WebM) decodes to NV12 byte-identical to libavcode
     durationSec: 1,
   });
   await nv12Identical(clip, 25);
-  releaseNvdecDecoder();
+  releaseDecoderNvdec();
   const log = dbl.log();
   assert.deepEqual(unbalanced(log), {});
   assert.ok(
@@ -82,7 +82,7 @@ Deno.test({
   const dbl = await useDouble();
   dbl.configure();
   await nv12Identical(av1, 30);
-  releaseNvdecDecoder();
+  releaseDecoderNvdec();
   const log = dbl.log();
   assert.deepEqual(unbalanced(log), {});
   // av1C is 17 bytes: 4 of header, then the 13-byte sequence header OBU (ffprobe -show_data).
@@ -107,7 +107,7 @@ Deno.test({
     using frames = await decodeVideoNvdec(packets, { pixelFormat: "nv12", width: 160, height: 120 });
     assert.deepEqual(frames.shape, [30, 180, 160]);
   }
-  releaseNvdecDecoder();
+  releaseDecoderNvdec();
   assert.deepEqual(unbalanced(dbl.log()), {});
   assert.equal(dbl.liveAllocations(), 0);
 });
@@ -131,7 +131,7 @@ Deno.test(
       assert.match((e as Error).message, /10-bit video is not supported .*P016/);
       return true;
     });
-    releaseNvdecDecoder();
+    releaseDecoderNvdec();
     assert.deepEqual(unbalanced(dbl.log()), {});
     assert.equal(dbl.liveAllocations(), 0);
   },

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { decodeVideoNvdec, releaseNvdecDecoder } from "../../src/nvdec/decoder.ts";
+import { decodeVideoNvdec, releaseDecoderNvdec } from "../../src/nvdec/decoder.ts";
 import { demuxVideo } from "../../src/media/demux.ts";
 import { decodeVideo } from "../../src/media/decode.ts";
 import type { VideoPackets } from "../../src/media/packets.ts";
@@ -36,7 +36,7 @@ Deno.test(
         assert.ok(Math.abs(t - cpu.pts[i]) < 1e-9, `pts[${i}] ${t} != ${cpu.pts[i]}`)
       );
     }
-    releaseNvdecDecoder();
+    releaseDecoderNvdec();
     const log = dbl.log();
     assert.deepEqual(unbalanced(log), {});
     assert.ok(
@@ -55,14 +55,14 @@ Deno.test(
     const clip = await generateClip({ width: 320, height: 180, bframes: 2, gop: 12, durationSec: 1 });
     const packets = await annexB(clip);
     {
-      using frames = await decodeVideoNvdec(packets, { pixelFormat: "rgb-planar" });
+      using frames = await decodeVideoNvdec(packets, { pixelFormat: "rgb24-planar" });
       assert.deepEqual(frames.shape, [25, 3, 180, 320]);
       const host = await frames.toHost();
       const cpu = packedToPlanar(await ffmpegDecodeRaw(clip, { pixFmt: "rgb24" }), 320, 180);
       const db = psnr(host, cpu);
       assert.ok(db >= 45, `PSNR ${db.toFixed(2)} dB`);
     }
-    releaseNvdecDecoder();
+    releaseDecoderNvdec();
     const log = dbl.log();
     assert.deepEqual(unbalanced(log), {});
     assert.ok(
@@ -98,7 +98,7 @@ Deno.test({
     assert.equal(host.length, cli.length, spec.c);
     assert.ok(host.every((v, i) => v === cli[i]), `${spec.c}: NV12 bytes differ`);
   }
-  releaseNvdecDecoder();
+  releaseDecoderNvdec();
   assert.deepEqual(unbalanced(dbl.log()), {});
 });
 
@@ -116,6 +116,6 @@ Deno.test({ name: "nvdec: windows and pts agree with the CPU decoder", ignore },
     assert.ok(frames.pts.length > 10);
     frames.pts.forEach((t, i) => assert.ok(Math.abs(t - cpu.pts[i]) < 1e-9));
   }
-  releaseNvdecDecoder();
+  releaseDecoderNvdec();
   assert.deepEqual(unbalanced(dbl.log()), {});
 });

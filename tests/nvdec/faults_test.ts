@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { decodeVideoNvdec, releaseNvdecDecoder } from "../../src/nvdec/decoder.ts";
+import { decodeVideoNvdec, releaseDecoderNvdec } from "../../src/nvdec/decoder.ts";
 import { nvdecAvailable, nvdecConcurrency } from "../../src/nvdec/available.ts";
 import { demuxVideo } from "../../src/media/demux.ts";
 import type { VideoPackets } from "../../src/media/packets.ts";
@@ -36,7 +36,7 @@ for (const c of CASES) {
         assert.equal(e.errorName, c.errorName);
         return true;
       });
-      releaseNvdecDecoder();
+      releaseDecoderNvdec();
       const log = dbl.log();
       assert.ok(log.some((l) => l.startsWith(`${c.call} INJECTED`)));
       assert.deepEqual(unbalanced(log), {});

@@ -8,7 +8,7 @@
  * 35 dB, leaves ~3 dB for another scaler's filter; a wrong size, offset, plane order or row would fall far lower.
  */
 import assert from "node:assert/strict";
-import { decodeVideoNvdec, releaseNvdecDecoder } from "../../src/nvdec/decoder.ts";
+import { decodeVideoNvdec, releaseDecoderNvdec } from "../../src/nvdec/decoder.ts";
 import { CudaBuffer } from "../../src/nvdec/cuda_buffer.ts";
 import { demuxVideo } from "../../src/media/demux.ts";
 import { decodeVideo } from "../../src/media/decode.ts";
@@ -35,7 +35,7 @@ Deno.test(
     const dbl = await useDouble();
     dbl.configure();
     for (const [w, h] of [[160, 90], [224, 128], [480, 270]]) {
-      using gpu = await decodeVideoNvdec(clip.packets, { width: w, height: h, pixelFormat: "rgb-planar" });
+      using gpu = await decodeVideoNvdec(clip.packets, { width: w, height: h, pixelFormat: "rgb24-planar" });
       assert.deepEqual(gpu.shape, [25, 3, h, w]);
       const cpu = await decodeVideo(clip.packets, { width: w, height: h, pixelFormat: "rgb24-planar" });
       assert.deepEqual(Array.from(gpu.pts), Array.from(cpu.pts));
@@ -43,7 +43,7 @@ Deno.test(
       console.log(`resize 320x180 -> ${w}x${h}: PSNR ${db.toFixed(2)} dB`);
       assert.ok(db >= RESIZE_PSNR_DB, `${w}x${h}: PSNR ${db.toFixed(2)} dB`);
     }
-    releaseNvdecDecoder();
+    releaseDecoderNvdec();
     const log = dbl.log();
     assert.deepEqual(unbalanced(log), {});
     assert.ok(
@@ -93,7 +93,7 @@ Deno.test(
       );
     }
     {
-      using gpu = await decodeVideoNvdec(clip.packets, { crop, pixelFormat: "rgb-planar" });
+      using gpu = await decodeVideoNvdec(clip.packets, { crop, pixelFormat: "rgb24-planar" });
       const rgb = await ffmpegDecodeRaw(clip.path, {
         pixFmt: "rgb24",
         streamIndex: 0,
@@ -107,7 +107,7 @@ Deno.test(
       () => decodeVideoNvdec(clip.packets, { crop: { left: 200, top: 0, width: 200, height: 100 } }),
       InvalidArgumentError,
     );
-    releaseNvdecDecoder();
+    releaseDecoderNvdec();
     assert.deepEqual(unbalanced(dbl.log()), {});
     assert.equal(dbl.liveAllocations(), 0);
   },
@@ -153,7 +153,7 @@ Deno.test(
         /output buffer holds only 24 frames/,
       );
     }
-    releaseNvdecDecoder();
+    releaseDecoderNvdec();
     assert.deepEqual(unbalanced(dbl.log()), {});
     assert.equal(dbl.liveAllocations(), 0);
   },

@@ -7,15 +7,7 @@
 import { defineCommand, UsageError } from "../args.ts";
 import { formatSummary, runLoad } from "../load.ts";
 import { print, terminalSize, wrapLine } from "../tty.ts";
-
-const concurrency = (stage: string, dflt: number, defaultText?: string) => ({
-  type: "integer" as const,
-  default: dflt,
-  min: 1,
-  max: 256,
-  defaultText,
-  help: `${stage} tasks at once`,
-});
+import { LOADER_OPTIONS, loaderOptionsOf } from "./loader_options.ts";
 
 /** The `load` command. */
 export const loadCommand = defineCommand({
@@ -29,56 +21,9 @@ export const loadCommand = defineCommand({
     help: "a directory with one folder per class, a .csv or .jsonl manifest, or an http(s) URL of one",
   }],
   options: {
-    "batch-size": { type: "integer", default: 8, min: 1, max: 4096, help: "clips per batch" },
-    frames: { type: "integer", default: 8, min: 1, max: 1024, help: "frames per clip" },
-    width: { type: "integer", default: 112, min: 1, max: 16384, help: "clip frame width" },
-    height: { type: "integer", default: 112, min: 1, max: 16384, help: "clip frame height" },
-    "frame-rate": {
-      type: "number",
-      above: 0,
-      max: 1000,
-      defaultText: "each video's own rate",
-      help: "resample clips to this many frames per second",
-    },
+    ...LOADER_OPTIONS,
     batches: { type: "integer", min: 1, defaultText: "whole epochs", help: "stop after this many batches" },
     epochs: { type: "integer", min: 1, max: 1_000_000, defaultText: "1", help: "epochs to run" },
-    "clips-per-video": {
-      type: "integer",
-      default: 1,
-      min: 1,
-      max: 100_000,
-      help: "clips per video per epoch",
-    },
-    "clip-duration": {
-      type: "number",
-      above: 0,
-      max: 86_400,
-      defaultText: "the clip's length",
-      help: "seconds of video each clip is taken from",
-    },
-    placement: { type: "enum", values: ["random", "uniform"], default: "random", help: "where clips start" },
-    "keyframe-aligned": { type: "boolean", help: "start clips at keyframes (cheaper seeks)" },
-    seed: { type: "integer", default: 0, min: 0, max: Number.MAX_SAFE_INTEGER, help: "sampler seed" },
-    backend: {
-      type: "enum",
-      values: ["inprocess", "subprocess"],
-      default: "inprocess",
-      help: "where sample, fetch and demux run: this process or a Deno child",
-    },
-    decode: { type: "enum", values: ["cpu", "nvdec", "auto"], default: "cpu", help: "decoder" },
-    "fetch-concurrency": concurrency("fetch", 8),
-    "demux-concurrency": concurrency("demux", 1),
-    "decode-concurrency": concurrency(
-      "decode",
-      navigator.hardwareConcurrency ?? 1,
-      `the number of cores (${navigator.hardwareConcurrency ?? 1} here)`,
-    ),
-    layout: {
-      type: "enum",
-      values: ["BTHWC", "BCTHW"],
-      default: "BTHWC",
-      help: "batch layout: [B,T,H,W,3] or planar [B,3,T,H,W]",
-    },
     refresh: {
       type: "integer",
       default: 500,
@@ -103,31 +48,9 @@ export const loadCommand = defineCommand({
     Deno.addSignalListener("SIGINT", onSigint);
     try {
       const summary = await runLoad({
-        dataset: positionals[0],
-        batchSize: values["batch-size"],
-        clip: {
-          numFrames: values.frames,
-          width: values.width,
-          height: values.height,
-          frameRate: values["frame-rate"],
-        },
-        sampler: {
-          seed: values.seed,
-          clipsPerVideo: values["clips-per-video"],
-          clipDurationSec: values["clip-duration"],
-          placement: values.placement,
-          keyframeAligned: values["keyframe-aligned"],
-        },
+        ...loaderOptionsOf(positionals[0], values),
         batches: values.batches,
         epochs: values.epochs ?? 1,
-        backend: values.backend,
-        decode: values.decode,
-        layout: values.layout,
-        concurrency: {
-          fetch: values["fetch-concurrency"],
-          demux: values["demux-concurrency"],
-          decode: values["decode-concurrency"],
-        },
         live: values.json ? undefined : Deno.stderr,
         refreshMs: values.refresh,
         signal: ac.signal,

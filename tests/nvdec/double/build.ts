@@ -117,6 +117,7 @@ const PAIRS: [string, string][] = [
   ["cuvidCreateVideoParser", "cuvidDestroyVideoParser"],
   ["cuvidCreateDecoder", "cuvidDestroyDecoder"],
   ["cuvidMapVideoFrame64", "cuvidUnmapVideoFrame64"],
+  ["cuIpcOpenMemHandle_v2", "cuIpcCloseMemHandle"],
 ];
 
 /** Successful acquisitions minus releases per resource kind, from the call log (all zero when balanced). */

@@ -4,11 +4,18 @@
  * a table maps them to host allocations and every copy is bounds-checked. Per-thread state (contexts are
  * per-thread in CUDA too; Deno runs test modules on separate threads). Fault injection: "name:N[=code],..."
  * (the Nth call of `name` fails) from NVDOUBLE_FAIL or nvdouble_configure(); call log to NVDOUBLE_LOG.
+ * CUDA IPC: an exported allocation moves into a memfd, and its handle names (pid, fd, size); another process
+ * opens /proc/<pid>/fd/<fd> and maps the same pages under a device address of its own.
  */
+#define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "nvdouble.h"
 
 #define MAX_ALLOCS 4096
@@ -16,7 +23,8 @@
 #define MAX_STACK 64
 #define DEV_BASE 0xDEAD000000000000ULL
 
-typedef struct { CUdeviceptr base; size_t size; unsigned char *host; } Alloc;
+/* host: calloc'd, or mmap'd from a memfd (shm_fd = fd + 1, exported) or from another process (imported). */
+typedef struct { CUdeviceptr base; size_t size; unsigned char *host; int shm_fd; int imported; } Alloc;
 typedef struct { char name[64]; int nth; int code; int seen; } Fault;
 
 static __thread Alloc allocs[MAX_ALLOCS];
@@ -55,11 +63,18 @@ static void parse_faults(const char *spec) {
   }
 }
 
-static void reset_all(void) {
-  for (int i = 0; i < MAX_ALLOCS; i++) {
-    free(allocs[i].host);
-    memset(&allocs[i], 0, sizeof allocs[i]);
+static void release_host(Alloc *a) {
+  if (a->shm_fd || a->imported) {
+    if (a->host) munmap(a->host, a->size ? a->size : 1);
+    if (a->shm_fd) close(a->shm_fd - 1);
+  } else {
+    free(a->host);
   }
+  memset(a, 0, sizeof *a);
+}
+
+static void reset_all(void) {
+  for (int i = 0; i < MAX_ALLOCS; i++) release_host(&allocs[i]);
   next_base = DEV_BASE;
   memset(retains, 0, sizeof retains);
   memset(streams, 0, sizeof streams);
@@ -129,11 +144,11 @@ int dbl_has_context(void) { return depth > 0 && stack[depth - 1] != NULL; }
 
 /* ------------------------------------------------------------------ device memory */
 
-CUresult dbl_dev_alloc(size_t size, CUdeviceptr *out) {
+static CUresult add_alloc(unsigned char *host, size_t size, int imported, CUdeviceptr *out) {
   for (int i = 0; i < MAX_ALLOCS; i++) {
     if (allocs[i].host) continue;
-    allocs[i].host = calloc(1, size ? size : 1);
-    if (!allocs[i].host) return DBL_OUT_OF_MEMORY;
+    allocs[i].host = host;
+    allocs[i].imported = imported;
     allocs[i].size = size;
     allocs[i].base = next_base;
     next_base += ((size + 0xFFFFF) & ~(CUdeviceptr)0xFFFFF) + 0x100000; /* 1 MiB guard gap */
@@ -143,11 +158,18 @@ CUresult dbl_dev_alloc(size_t size, CUdeviceptr *out) {
   return DBL_OUT_OF_MEMORY;
 }
 
+CUresult dbl_dev_alloc(size_t size, CUdeviceptr *out) {
+  unsigned char *host = calloc(1, size ? size : 1);
+  if (!host) return DBL_OUT_OF_MEMORY;
+  CUresult rc = add_alloc(host, size, 0, out);
+  if (rc) free(host);
+  return rc;
+}
+
 CUresult dbl_dev_free(CUdeviceptr p) {
   for (int i = 0; i < MAX_ALLOCS; i++) {
-    if (allocs[i].host && allocs[i].base == p) {
-      free(allocs[i].host);
-      memset(&allocs[i], 0, sizeof allocs[i]);
+    if (allocs[i].host && !allocs[i].imported && allocs[i].base == p) {
+      release_host(&allocs[i]);
       return DBL_SUCCESS;
     }
   }
@@ -386,6 +408,83 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
   if (!s || !dst) { dbl_log("cuMemcpyDtoH_v2 rc=1 out-of-bounds"); return DBL_INVALID_VALUE; }
   memcpy(dst, s, n);
   return DBL_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ IPC */
+
+static const char IPC_MAGIC[8] = {'N', 'V', 'D', 'B', 'L', 'I', 'P', 'C'};
+
+CUresult cuIpcGetMemHandle(DblIpcHandle *h, CUdeviceptr p) {
+  FAULT("cuIpcGetMemHandle");
+  NEED_CTX("cuIpcGetMemHandle");
+  Alloc *a = NULL;
+  for (int i = 0; i < MAX_ALLOCS; i++)
+    if (allocs[i].host && !allocs[i].imported && allocs[i].base == p) a = &allocs[i];
+  if (!h || !a) { dbl_log("cuIpcGetMemHandle rc=1 not-an-allocation-base h=0x%llx", p); return DBL_INVALID_VALUE; }
+  if (!a->shm_fd) { /* move the allocation into a memfd another process can map */
+    size_t n = a->size ? a->size : 1;
+    int fd = memfd_create("nvdouble-ipc", MFD_CLOEXEC);
+    if (fd < 0) return DBL_OUT_OF_MEMORY;
+    unsigned char *m = ftruncate(fd, (off_t)n) == 0 ? mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    if (m == MAP_FAILED) { close(fd); return DBL_OUT_OF_MEMORY; }
+    memcpy(m, a->host, n);
+    free(a->host);
+    a->host = m;
+    a->shm_fd = fd + 1;
+  }
+  memset(h, 0, sizeof *h);
+  memcpy(h->reserved, IPC_MAGIC, 8);
+  int pid = getpid(), fd = a->shm_fd - 1;
+  unsigned long long size = a->size;
+  memcpy(h->reserved + 8, &pid, 4);
+  memcpy(h->reserved + 12, &fd, 4);
+  memcpy(h->reserved + 16, &size, 8);
+  dbl_log("cuIpcGetMemHandle rc=0 h=0x%llx size=%llu", p, size);
+  return DBL_SUCCESS;
+}
+
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, DblIpcHandle h, unsigned int flags) {
+  FAULT("cuIpcOpenMemHandle_v2");
+  NEED_CTX("cuIpcOpenMemHandle_v2");
+  int pid, fd;
+  unsigned long long size;
+  memcpy(&pid, h.reserved + 8, 4);
+  memcpy(&fd, h.reserved + 12, 4);
+  memcpy(&size, h.reserved + 16, 8);
+  if (!p || memcmp(h.reserved, IPC_MAGIC, 8) != 0 || size == 0 || flags > 1) {
+    dbl_log("cuIpcOpenMemHandle_v2 rc=1 bad-handle");
+    return DBL_INVALID_VALUE;
+  }
+  if (pid == getpid()) { dbl_log("cuIpcOpenMemHandle_v2 rc=201 same-process"); return DBL_INVALID_CONTEXT; }
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, fd);
+  int local = open(path, O_RDWR | O_CLOEXEC);
+  struct stat st;
+  if (local < 0 || fstat(local, &st) != 0 || (unsigned long long)st.st_size < size) {
+    if (local >= 0) close(local);
+    dbl_log("cuIpcOpenMemHandle_v2 rc=205 exporter-gone pid=%d", pid);
+    return DBL_MAP_FAILED;
+  }
+  unsigned char *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, local, 0);
+  close(local); /* the mapping keeps the pages */
+  if (m == MAP_FAILED) return DBL_MAP_FAILED;
+  CUresult rc = add_alloc(m, size, 1, p);
+  if (rc) { munmap(m, size); return rc; }
+  dbl_log("cuIpcOpenMemHandle_v2 rc=0 h=0x%llx size=%llu", *p, size);
+  return DBL_SUCCESS;
+}
+
+CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
+  NEED_CTX("cuIpcCloseMemHandle");
+  for (int i = 0; i < MAX_ALLOCS; i++) {
+    if (allocs[i].host && allocs[i].imported && allocs[i].base == p) {
+      release_host(&allocs[i]);
+      dbl_log("cuIpcCloseMemHandle rc=0 h=0x%llx", p);
+      return DBL_SUCCESS;
+    }
+  }
+  dbl_log("cuIpcCloseMemHandle rc=1 not-open h=0x%llx", p);
+  return DBL_INVALID_VALUE;
 }
 
 /* ------------------------------------------------------------------ modules and kernels */

@@ -118,6 +118,8 @@ typedef struct {
 
 typedef struct { short left, top, right, bottom; } DblShortRect;
 
+typedef struct { char reserved[64]; } DblIpcHandle; /* CUipcMemHandle (CU_IPC_HANDLE_SIZE bytes) */
+
 typedef struct {
   unsigned long ulWidth, ulHeight, ulNumDecodeSurfaces;
   int CodecType, ChromaFormat;

@@ -1,0 +1,59 @@
+"""``sluice.torch.IterableDataset``: a :class:`sluice.Loader` for code that expects
+``torch.utils.data.DataLoader(dataset, batch_size=None)``.
+
+Each item is one whole batch, a dict ``{"video": Tensor, "labels": Tensor, "clips": [dict, ...]}``. Use
+``batch_size=None`` (sluice batches already) and ``num_workers=0`` (sluice decodes in its own process; worker
+processes would each start a server). The slot lifetime rule of :class:`sluice.Loader` applies to ``video``.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Iterator
+
+import torch.utils.data
+
+from ._loader import Loader
+
+__all__ = ["IterableDataset"]
+
+
+class IterableDataset(torch.utils.data.IterableDataset):
+    """Takes the arguments of :class:`sluice.Loader`; the server starts at the first iteration."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+        self._args = args
+        self._kwargs = kwargs
+        self._loader: Loader | None = None
+        self._epoch: int | None = None
+
+    @property
+    def loader(self) -> Loader:
+        """The underlying loader (started on first use)."""
+        if torch.utils.data.get_worker_info() is not None:
+            raise RuntimeError(
+                "sluice.torch.IterableDataset runs in the main process: use DataLoader(..., num_workers=0)"
+            )
+        if self._loader is None:
+            self._loader = Loader(*self._args, **self._kwargs)
+            if self._epoch is not None:
+                self._loader.set_epoch(self._epoch)
+        return self._loader
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Makes the next iteration run ``epoch`` (like ``DistributedSampler.set_epoch``)."""
+        self._epoch = epoch
+        if self._loader is not None:
+            self._loader.set_epoch(epoch)
+
+    def __iter__(self) -> Iterator[Dict[str, Any]]:
+        for b in self.loader:
+            yield {"video": b.video, "labels": b.labels, "clips": b.clips}
+
+    def close(self) -> None:
+        """Stops the loader (and the server it started)."""
+        if self._loader is not None:
+            self._loader.close()
+            self._loader = None

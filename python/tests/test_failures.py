@@ -1,0 +1,346 @@
+"""Failures: kill -9 of the server, the trainer or both (a clear error within 2 s, nothing left in /dev/shm, the
+server serves the next client), a stalled trainer (the server stops at `slots` batches), clients and servers
+of another protocol version, and broken messages."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import sluice
+from sluice import _protocol as proto
+from sluice._server import ServerProcess
+from conftest import CLIP, PY, reference
+
+
+def server_config(dataset: str, slots: int = 4, **loader):
+    return {"slots": slots, "loader": {"dataset": dataset, "batchSize": 4, "clip": CLIP, "sampler": {"seed": 7},
+                                       **loader}}
+
+
+def shm_listing():
+    return sorted(os.listdir("/dev/shm"))
+
+
+def maps_of_memfd(tag: str):
+    """Live processes that map a memfd whose name contains `tag`."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            if tag in Path(f"/proc/{pid}/maps").read_text():
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (killed, not yet reaped by its parent) is dead for our purpose
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+class RawClient:
+    """Speaks the protocol by hand (to test what sluice.Loader never sends)."""
+
+    def __init__(self, path: str) -> None:
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.connect(path)
+        self.s.settimeout(60)
+        self.frames = proto.FrameReader()
+        self.queue = []
+
+    def send(self, msg) -> None:
+        self.s.sendall(proto.encode(msg))
+
+    def recv(self):
+        while not self.queue:
+            chunk = self.s.recv(1 << 20)
+            if not chunk:
+                return None
+            self.queue.extend(self.frames.push(chunk))
+        return self.queue.pop(0)
+
+    def close(self) -> None:
+        self.s.close()
+
+
+TRAINER = textwrap.dedent("""
+    import os, sys, time
+    sys.path.insert(0, {py!r})
+    import sluice
+    kw = dict(batch_size=4, num_frames=8, width=64, height=48, seed=7)
+    l = sluice.Loader({dataset!r}, **kw) if {socket!r} is None else sluice.Loader(socket={socket!r})
+    it = iter(l)
+    b = next(it)
+    print(os.getpid(), l._server.pid if l._server else 0, l.welcome["pid"], flush=True)
+    time.sleep(600)
+""")
+
+
+def start_trainer(dataset=None, socket_path=None):
+    code = TRAINER.format(py=str(PY), dataset=dataset, socket=socket_path)
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = p.stdout.readline()
+    assert line, "the trainer did not start"
+    me, spawned, server_pid = map(int, line.split())
+    return p, spawned, server_pid
+
+
+def test_kill_9_of_the_server_raises_a_clear_error_within_2_s(dataset):
+    before = shm_listing()
+    with sluice.Loader(dataset, batch_size=4, num_frames=8, width=64, height=48, clips_per_video=3) as l:
+        it = iter(l)
+        next(it)
+        pid = l._server.pid
+        t0 = time.monotonic()
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(sluice.ServerDiedError, match="killed by signal 9"):
+            for _ in it:  # batches already received may still come out first
+                pass
+        assert time.monotonic() - t0 < 2.0
+    assert shm_listing() == before
+    assert maps_of_memfd(f"sluice-serve-{pid}") == []
+
+
+def test_kill_9_of_a_connected_server_raises_within_2_s(dataset):
+    server = ServerProcess(server_config(dataset, sampler={"seed": 7, "clipsPerVideo": 3}))
+    try:
+        l = sluice.Loader(socket=server.socket)
+        it = iter(l)
+        next(it)
+        t0 = time.monotonic()
+        os.kill(server.pid, signal.SIGKILL)
+        with pytest.raises(sluice.ServerDiedError, match="closed the connection|broke"):
+            for _ in it:
+                pass
+        assert time.monotonic() - t0 < 2.0
+        l.close()
+    finally:
+        server.stop()
+
+
+def test_kill_9_of_the_trainer_frees_its_slots_and_the_server_serves_the_next(dataset):
+    server = ServerProcess(server_config(dataset, slots=2))
+    try:
+        trainer, _, server_pid = start_trainer(socket_path=server.socket)
+        assert server_pid == server.pid
+        trainer.kill()
+        trainer.wait()
+        # the next client gets whole epochs from the start, as if it were the first
+        want = reference({"dataset": dataset, "batchSize": 4, "clip": CLIP, "sampler": {"seed": 7}}, 1)
+        with sluice.Loader(socket=server.socket, slots=2, release_lag=1) as l:
+            got = [(b.index, b.labels.tolist()) for b in l]
+            assert l.stats()["session"]["ring"]["inUse"] <= 2
+        assert got == [(w["index"], w["labels"]) for w in want]
+        assert server.alive()
+    finally:
+        server.stop()
+
+
+def test_kill_9_of_a_trainer_that_started_its_server_stops_the_server(dataset):
+    before = shm_listing()
+    trainer, server_pid, _ = start_trainer(dataset=dataset)
+    assert alive(server_pid)
+    trainer.kill()
+    trainer.wait()
+    assert wait_gone(server_pid, 10), "the server outlived its trainer"
+    assert shm_listing() == before
+    assert maps_of_memfd(f"sluice-serve-{server_pid}") == []
+
+
+def test_kill_9_of_both_leaves_nothing(dataset):
+    before = shm_listing()
+    trainer, server_pid, _ = start_trainer(dataset=dataset)
+    assert maps_of_memfd(f"sluice-serve-{server_pid}") != []  # both map the slots while they live
+    os.kill(server_pid, signal.SIGKILL)
+    trainer.kill()
+    trainer.wait()
+    assert wait_gone(server_pid, 5)
+    assert shm_listing() == before
+    assert maps_of_memfd(f"sluice-serve-{server_pid}") == []
+
+
+def test_a_stalled_trainer_holds_exactly_slots_batches(dataset):
+    server = ServerProcess(server_config(dataset, slots=3, sampler={"seed": 7, "clipsPerVideo": 3}))
+    c = RawClient(server.socket)
+    try:
+        c.send({"type": "hello", "protocol": 1, "client": "stalled"})
+        assert c.recv()["type"] == "welcome"
+        c.send({"type": "epoch", "epoch": 0})
+        batches = []
+        while True:  # take batches, never release; poll stats until the server waits for a slot
+            c.send({"type": "stats"})
+            while True:
+                m = c.recv()
+                if m["type"] == "batch":
+                    batches.append(m)
+                elif m["type"] == "stats":
+                    break
+            ring = m["stats"]["session"]["ring"]
+            if ring is not None and ring["waiting"] == 1:
+                break
+            time.sleep(0.1)
+        assert len(batches) == 3 and ring["inUse"] == 3 and ring["slots"] == 3
+        assert sorted(b["slot"] for b in batches) == [0, 1, 2]
+        # one release lets exactly one more batch through, into the released slot
+        c.send({"type": "release", "slot": batches[0]["slot"], "seq": batches[0]["seq"]})
+        m = c.recv()
+        assert m["type"] == "batch" and m["slot"] == batches[0]["slot"] and m["seq"] == 3
+    finally:
+        c.close()
+        server.stop()
+
+
+def test_a_client_of_another_protocol_version_gets_a_clear_error(dataset):
+    server = ServerProcess(server_config(dataset))
+    try:
+        c = RawClient(server.socket)
+        c.send({"type": "hello", "protocol": 2, "client": "future-client"})
+        m = c.recv()
+        assert m["type"] == "error" and m["code"] == "protocol-version" and m["fatal"] is True
+        assert "speaks serve protocol 2" in m["message"] and "this server speaks 1" in m["message"]
+        assert c.recv() is None  # and the server hangs up
+        c.close()
+        # broken messages: each ends its session with an error naming the problem
+        for msg, code, text in [
+            ({"type": "epoch", "epoch": 0}, "bad-message", "first message must be hello"),
+            ({"type": "hello", "protocol": 1, "client": "x", "rank": 4, "worldSize": 4}, "bad-message", '"rank"'),
+            ({"type": "hello", "protocol": "1", "client": "x"}, "bad-message", '"protocol"'),
+            ({"type": "launch"}, "bad-message", "unknown message type"),
+        ]:
+            c = RawClient(server.socket)
+            c.send(msg)
+            m = c.recv()
+            assert m["type"] == "error" and m["code"] == code and text in m["message"], m
+            c.close()
+        c = RawClient(server.socket)
+        c.s.sendall(struct.pack("<I", 1 << 30))
+        m = c.recv()
+        assert m["code"] == "bad-frame"
+        c.close()
+        c = RawClient(server.socket)
+        c.send({"type": "hello", "protocol": 1, "client": "x"})
+        c.recv()
+        c.send({"type": "release", "slot": 0, "seq": 0})
+        m = c.recv()
+        assert m["code"] == "bad-release" and "not out" in m["message"]
+        c.close()
+        # the server is still fine
+        with sluice.Loader(socket=server.socket) as l:
+            assert len(list(l)) == 3
+    finally:
+        server.stop()
+
+
+class FakeServer:
+    """A server that answers hello with `reply` (to test the client's checks)."""
+
+    def __init__(self, tmp_path, replies) -> None:
+        self.path = str(tmp_path / "fake.sock")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(self.path)
+        self.sock.listen(1)
+        self.replies = replies
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        conn, _ = self.sock.accept()
+        conn.recv(4096)
+        for r in self.replies:
+            conn.sendall(r if isinstance(r, bytes) else proto.encode(r))
+        time.sleep(1.0)
+        conn.close()
+
+
+def welcome(**over):
+    w = {"type": "welcome", "protocol": 1, "server": "fake", "pid": os.getpid(), "rank": 0, "worldSize": 1,
+         "batchSize": 2, "batchesPerEpoch": 1, "clipsPerEpoch": 2, "nextEpoch": 0, "decoder": "cpu", "slots": 4}
+    w.update(over)
+    return w
+
+
+def test_a_server_of_another_protocol_version_gets_a_clear_error(tmp_path):
+    FakeServer(tmp_path, [welcome(protocol=2)])
+    with pytest.raises(sluice.ServeError, match="server speaks serve protocol 2, this client 1") as e:
+        sluice.Loader(socket=str(tmp_path / "fake.sock"))
+    assert e.value.code == "protocol-version"
+
+
+@pytest.mark.parametrize("reply,match", [
+    (welcome(slots=0), '"slots" must be an integer'),
+    (welcome(decoder="tpu"), '"decoder"'),
+    (b"\xff\xff\xff\x7f", "frame of"),
+    (struct.pack("<I", 3) + b"{{{", "not UTF-8 JSON"),
+    ({"type": "welcome"}, '"protocol"'),
+    ({"type": "surprise"}, "unknown message type"),
+])
+def test_the_client_checks_what_the_server_sends(tmp_path, reply, match):
+    FakeServer(tmp_path, [reply])
+    with pytest.raises(sluice.ProtocolError, match=match):
+        sluice.Loader(socket=str(tmp_path / "fake.sock"))
+
+
+@pytest.mark.parametrize("batch,match", [
+    ({"slot": 9}, "outside slot"),
+    ({"nbytes": 7}, '"nbytes" says 7'),
+    ({"shape": [2, 1, 1, 1, 4]}, "channels"),
+    ({"labels": [1]}, '"labels" must be 2'),
+    ({"dtype": "float64"}, "unknown dtype"),
+])
+def test_bad_batch_descriptors_are_refused(tmp_path, batch, match):
+    fd = os.memfd_create("sluice-serve-fake")
+    os.ftruncate(fd, 4 * 4096)
+    good = {"type": "batch", "seq": 0, "epoch": 0, "index": 0, "slot": 0, "offset": 0, "nbytes": 6,
+            "shape": [2, 1, 1, 1, 3], "dtype": "uint8", "layout": "BTHWC", "labels": [0, 1],
+            "clips": [{}, {}]}
+    good.update(batch)
+    memory = {"type": "memory", "memory": {"kind": "host", "fd": fd, "size": 4 * 4096}, "slots": 4,
+              "slotBytes": 4096}
+    FakeServer(tmp_path, [welcome(), memory, good])
+    with pytest.raises(sluice.ProtocolError, match=match):  # at once, or when the loop reaches the batch
+        with sluice.Loader(socket=str(tmp_path / "fake.sock")) as l:
+            next(iter(l))
+    os.close(fd)
+
+
+def test_the_server_stops_when_the_interpreter_exits_without_close(dataset):
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(PY)!r})
+        import sluice
+        l = sluice.Loader({dataset!r}, batch_size=4, num_frames=8, width=64, height=48)
+        next(iter(l))
+        print(l._server.pid, l._server.dir, flush=True)
+    """)  # no close(): the loader's finalizer stops the server at exit
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    pid, sock_dir = out.stdout.split()
+    assert wait_gone(int(pid), 10)
+    assert not os.path.exists(sock_dir)

@@ -1,0 +1,249 @@
+/**
+ * Which decoded frames fill a clip's (or a decode's) output slots: the one rule every decoder follows (the CPU
+ * decoder in `decode.ts`, the NVDEC session in `src/nvdec/decoder.ts`, and through them the loader's clips).
+ *
+ * A {@link FrameSelector} is a small state machine fed the presentation time of each decoded frame, in the order
+ * the decoder outputs them (presentation order); it answers at once what that frame does: fill slots now, or be
+ * held back (at most one frame is held) because a later slot may show it. It never needs a frame twice, so a
+ * streaming decoder keeps at most two frames alive.
+ *
+ * The sampling kinds (`[s, e)` is the window; without one, the whole stream):
+ * - `"consecutive"`: slot `k` shows the `k`-th frame presented in `[s, e)`; its time is the frame's own.
+ * - `"stride"`: slot `k` shows the `(k·stride)`-th frame presented in `[s, e)`.
+ * - `"rate"` (`frameRate` r): slot `k` has time `t_k = s + k/r`; a frame at time `t` belongs to slot
+ *   `round((t − s)·r)` (halves away from zero, FFmpeg's `fps` filter with `round=near`), and slot `k` shows the
+ *   latest frame belonging to a slot `<= k` (frames are duplicated or dropped), or the first frame when none does.
+ *   Without a window the grid starts at 0 and runs from the first frame's slot to `round(end·r)` exclusive,
+ *   exactly the frames `ffmpeg -i F -vf fps=r` writes.
+ * - `"uniform"`: `numFrames` slots spread evenly over the window, `t_k = s + k·(e − s)/numFrames`; slot `k` shows
+ *   the frame on screen at `t_k` (the latest presented at or before it, which may precede `s`; the first frame when
+ *   none does): the same grid with `ceil` in place of `round` (the `fps` filter's `round=up`).
+ *
+ * Grid slots exist while `t_k < e` and `t_k < end`, `end` being the end of the last frame the packets hold
+ * (`pts + duration`): output is bounded by the stream, never by the window alone. Frames presented at or after
+ * `e` are never shown. Frames without a time are skipped inside a window (kept by `"consecutive"`/`"stride"`
+ * over a whole stream). Everything here is pure: no FFmpeg, no pixels.
+ * @module
+ */
+
+/**
+ * How a clip's frames are chosen from the frames presented in its window; see the module docs for the exact
+ * rule of each kind.
+ */
+export type FrameSampling =
+  | { kind: "consecutive" }
+  | { kind: "rate"; frameRate: number }
+  | { kind: "uniform" }
+  | { kind: "stride"; stride: number };
+
+/** What a {@link FrameSelector} decides. */
+export interface SlotPlan {
+  sampling: FrameSampling;
+  /** `[start, end)` seconds, or null for the whole stream. */
+  window: readonly [number, number] | null;
+  /** Slots wanted at most (Infinity: as many as the stream gives; `"uniform"` needs a finite count). */
+  numFrames: number;
+  /** End of the last frame the packets hold, seconds (`pts + duration`); NaN when unknown. */
+  streamEnd: number;
+  /** Earliest presentation time among the packets (the whole-stream grid of `"uniform"` starts there). */
+  streamStart: number;
+}
+
+/** What to do with one offered frame: fill slots with the held frame, then with this one, then maybe hold it. */
+export interface SlotDecision {
+  /** Slots the previously held frame fills now (before this frame's). */
+  held: number;
+  /** Slots this frame fills now. */
+  current: number;
+  /** Whether this frame becomes the held frame (replacing the previous one, which is no longer needed). */
+  hold: boolean;
+}
+
+const SKIP: SlotDecision = Object.freeze({ held: 0, current: 0, hold: false });
+
+/**
+ * Rounds to the nearest integer, halves away from zero, like `av_rescale_q_rnd(..., AV_ROUND_NEAR_INF)` does on
+ * exact rationals: a value within 1e-9 of a half counts as the half (a 25 fps frame at 0.04·k s lands exactly
+ * between two 12.5 fps slots, which floating point would otherwise decide at random).
+ */
+export function roundNear(x: number): number {
+  return x >= 0 ? Math.floor(x + 0.5 + 1e-9) : -Math.floor(-x + 0.5 + 1e-9);
+}
+
+/** `ceil`, with values within 1e-9 above an integer counted as that integer (a frame exactly on a slot time). */
+function ceilTol(x: number): number {
+  return Math.ceil(x - 1e-9);
+}
+
+/** Number of slots `origin + k/rate` strictly before `limit`. */
+function slotsBefore(limit: number, origin: number, rate: number): number {
+  return Math.max(0, ceilTol((limit - origin) * rate));
+}
+
+/**
+ * The streaming frame selector: {@link offer} each decoded frame's time in output order, {@link finish} at the end
+ * of the stream. See the module docs for the rule.
+ */
+export class FrameSelector {
+  /** Slots filled so far. */
+  filled = 0;
+  readonly #plan: SlotPlan;
+  readonly #limit: number;
+  /** Grid kinds: origin, rate, rounding, first slot not to fill; `next` is the next slot to fill. */
+  readonly #grid: { origin: number; rate: number; up: boolean; end: number } | null;
+  #next: number | undefined;
+  #held = false;
+  /** Native kinds: frames of the window seen so far (for `stride`), and each filled slot's frame time. */
+  #seen = 0;
+  readonly #stride: number;
+  readonly #times: number[] = [];
+
+  constructor(plan: SlotPlan) {
+    this.#plan = plan;
+    this.#limit = plan.numFrames;
+    const { sampling: smp, window: w } = plan;
+    this.#stride = smp.kind === "stride" ? smp.stride : 1;
+    if (smp.kind !== "rate" && smp.kind !== "uniform") {
+      this.#grid = null;
+      return;
+    }
+    const end = plan.streamEnd;
+    if (smp.kind === "rate") {
+      const rate = smp.frameRate;
+      if (w) {
+        const limit = Number.isNaN(end) ? w[1] : Math.min(w[1], end);
+        this.#grid = { origin: w[0], rate, up: false, end: slotsBefore(limit, w[0], rate) };
+        this.#next = 0;
+      } else {
+        // Whole stream: FFmpeg's fps filter, grid from 0, starting at the first frame's slot.
+        this.#grid = {
+          origin: 0,
+          rate,
+          up: false,
+          end: Number.isNaN(end) ? Infinity : roundNear(end * rate),
+        };
+      }
+      return;
+    }
+    const [s, e] = w ?? [plan.streamStart, end];
+    const rate = plan.numFrames / (e - s);
+    const limit = Number.isNaN(end) ? e : Math.min(e, end);
+    this.#grid = { origin: s, rate, up: true, end: Math.min(plan.numFrames, slotsBefore(limit, s, rate)) };
+    this.#next = 0;
+  }
+
+  /**
+   * Grid kinds: exactly how many slots the stream can fill (before `numFrames` caps it); native kinds:
+   * `frames` (the frames presented in the window, e.g. counted from the packets) thinned by the stride.
+   */
+  capacity(frames: number): number {
+    const g = this.#grid;
+    let n = Math.ceil(frames / this.#stride);
+    if (g !== null) {
+      // Whole-stream rate: the grid starts at the first frame's slot (at the earliest packet's, before it).
+      const first = this.#next ?? roundNear(this.#plan.streamStart * g.rate);
+      n = Number.isFinite(g.end) && Number.isFinite(first) ? g.end - first : frames;
+    }
+    return Math.max(0, Math.min(this.#limit, n));
+  }
+
+  /** True once no later frame can fill a slot: decoding may stop. */
+  get done(): boolean {
+    if (this.filled >= this.#limit) return true;
+    const g = this.#grid;
+    return g !== null && this.#next !== undefined && this.#next >= g.end;
+  }
+
+  /** The time a filled slot reports: its grid time, or the time of the frame it shows. */
+  time(slot: number): number {
+    const g = this.#grid;
+    if (g === null) return this.#times[slot];
+    return g.origin + (this.#first + slot) / g.rate;
+  }
+
+  /** Grid kinds: the grid slot of output slot 0. */
+  #first = 0;
+
+  /** A decoded frame presented at `t` seconds (NaN when it has no time) comes out of the decoder. */
+  offer(t: number): SlotDecision {
+    if (this.done) return SKIP;
+    const w = this.#plan.window;
+    const timeless = Number.isNaN(t);
+    if (timeless ? w !== null : w !== null && (t < (this.#grid ? -Infinity : w[0]) || t >= w[1])) return SKIP;
+    const g = this.#grid;
+    if (g === null) {
+      const j = this.#seen++;
+      if (j % this.#stride !== 0) return SKIP;
+      this.#times.push(t);
+      this.filled++;
+      return { held: 0, current: 1, hold: false };
+    }
+    if (timeless) return SKIP;
+    const x = (t - g.origin) * g.rate;
+    const slot = g.up ? ceilTol(x) : roundNear(x);
+    if (this.#next === undefined) this.#first = this.#next = Math.min(slot, g.end);
+    const upTo = Math.min(slot, g.end, this.#next + this.#limit - this.filled);
+    const n = Math.max(0, upTo - this.#next);
+    this.#next += n;
+    this.filled += n;
+    const d = this.#held ? { held: n, current: 0, hold: true } : { held: 0, current: n, hold: true };
+    this.#held = true;
+    return d;
+  }
+
+  /** End of the stream: how many slots the held frame fills (the grid's remaining slots). */
+  finish(): number {
+    const g = this.#grid;
+    if (g === null || !this.#held || this.#next === undefined) return 0;
+    const n = Math.max(0, Math.min(g.end, this.#next + this.#limit - this.filled) - this.#next);
+    this.#next += n;
+    this.filled += n;
+    return n;
+  }
+}
+
+/** The frame-choice options both decoders take (`decodeVideo`, `decodeVideoNvdec`). */
+export interface SamplingOptions {
+  /** Shorthand for `sampling: { kind: "rate", frameRate }`. */
+  frameRate?: number;
+  /** Default `"consecutive"` (or `"rate"` with `frameRate`). */
+  sampling?: FrameSampling;
+  /** At most this many output frames (default: all). `"uniform"` needs it. */
+  numFrames?: number;
+}
+
+/** Checks {@link SamplingOptions}; `bad` builds the error for a message naming the option. */
+export function resolveSampling(
+  o: SamplingOptions,
+  bad: (what: string) => Error,
+): { sampling: FrameSampling; numFrames: number } {
+  const rate = (r: number) => {
+    if (!(r > 0 && Number.isFinite(r))) throw bad(`frameRate must be a positive number, got ${r}`);
+  };
+  const positiveInt = (v: number, name: string) => {
+    if (!Number.isInteger(v) || v < 1) throw bad(`${name} must be a positive integer, got ${v}`);
+  };
+  if (o.numFrames !== undefined) positiveInt(o.numFrames, "numFrames");
+  if (o.frameRate !== undefined) rate(o.frameRate);
+  if (o.frameRate !== undefined && o.sampling !== undefined) {
+    throw bad("pass either frameRate or sampling, not both");
+  }
+  const sampling: FrameSampling = o.sampling ??
+    (o.frameRate !== undefined ? { kind: "rate", frameRate: o.frameRate } : { kind: "consecutive" });
+  switch (sampling.kind) {
+    case "consecutive":
+      break;
+    case "rate":
+      rate(sampling.frameRate);
+      break;
+    case "stride":
+      positiveInt(sampling.stride, "sampling.stride");
+      break;
+    case "uniform":
+      if (o.numFrames === undefined) throw bad(`sampling "uniform" needs numFrames`);
+      break;
+    default:
+      throw bad(`unknown sampling kind "${(sampling as { kind: string }).kind}"`);
+  }
+  return { sampling, numFrames: o.numFrames ?? Infinity };
+}

@@ -1,0 +1,304 @@
+/**
+ * The serve protocol (docs/serve_protocol.md): messages between a sluice batch server and a trainer over a
+ * Unix domain socket. Each message is a frame: a 4-byte little-endian length, then that many bytes of UTF-8
+ * JSON (an object with a `type`). The framing and the `hello`, `welcome` and `error` messages never change
+ * across versions, so peers of different versions always understand why they cannot talk.
+ *
+ * Everything a client sends is untrusted: {@link parseClientMessage} checks every field before the server
+ * uses it.
+ * @module
+ */
+
+import { ServeError } from "../errors.ts";
+
+/** Version of the serve protocol this module speaks. */
+export const SERVE_PROTOCOL_VERSION = 1;
+
+/** Largest frame a client may send (its messages are a few dozen bytes). */
+export const MAX_CLIENT_MESSAGE = 64 * 1024;
+
+/** Largest frame a server sends (a batch descriptor with per-clip metadata). */
+export const MAX_SERVER_MESSAGE = 16 * 1024 * 1024;
+
+/** Sample types of batch pixels. */
+export type ServeDtype = "uint8" | "float32";
+
+/** Bytes per sample of each {@link ServeDtype}. */
+export const DTYPE_BYTES: Record<ServeDtype, number> = { uint8: 1, float32: 4 };
+
+// ---------------------------------------------------------------------------------------- client → server
+
+/** First message of a connection. */
+export interface HelloMessage {
+  type: "hello";
+  /** The protocol version the client speaks. */
+  protocol: number;
+  /** Free text naming the client, e.g. `"sluice-python/0.1.0"` (logged). */
+  client: string;
+  /** The shard the client wants (default: the server's). */
+  rank?: number;
+  worldSize?: number;
+  /** The epoch the client will ask for first (lets a server build its loader there). */
+  epoch?: number;
+  /** CUDA device the client wants GPU slots on (`decode: "nvdec"` servers). */
+  device?: number;
+}
+
+/** Starts streaming an epoch (cancelling one still running). */
+export interface EpochMessage {
+  type: "epoch";
+  epoch: number;
+}
+
+/** Gives a batch's slot back. */
+export interface ReleaseMessage {
+  type: "release";
+  slot: number;
+  /** The `seq` of the batch that was in the slot. */
+  seq: number;
+}
+
+/** Asks for a `stats` reply. */
+export interface StatsRequest {
+  type: "stats";
+}
+
+/** Ends the session politely. */
+export interface ByeMessage {
+  type: "bye";
+}
+
+/** Any message a client may send. */
+export type ClientMessage = HelloMessage | EpochMessage | ReleaseMessage | StatsRequest | ByeMessage;
+
+// ---------------------------------------------------------------------------------------- server → client
+
+/** The server's answer to `hello`. */
+export interface WelcomeMessage {
+  type: "welcome";
+  protocol: number;
+  /** e.g. `"sluice/0.1.0"`. */
+  server: string;
+  /** The server's process id (a client checks it against the socket's peer). */
+  pid: number;
+  rank: number;
+  worldSize: number;
+  batchSize: number;
+  batchesPerEpoch: number;
+  clipsPerEpoch: number;
+  /** The epoch the server's loader runs next. */
+  nextEpoch: number;
+  /** `"cpu"` (host slots) or `"nvdec"` (device slots). */
+  decoder: "cpu" | "nvdec";
+  slots: number;
+}
+
+/** How a client maps the slots: a memfd of the server, or one CUDA allocation exported by IPC. */
+export type MemoryDescriptor =
+  | { kind: "host"; fd: number; size: number }
+  | { kind: "cuda"; device: number; handle: string; size: number };
+
+/** Where the slots are; sent once per connection, before the first batch. */
+export interface MemoryMessage {
+  type: "memory";
+  memory: MemoryDescriptor;
+  slots: number;
+  /** Distance between slot starts, bytes (a multiple of the page size). */
+  slotBytes: number;
+}
+
+/** Metadata of one clip of a batch. */
+export interface ServeClipMeta {
+  path: string;
+  video: number;
+  label: number;
+  start: number;
+  end: number;
+  pts: number[];
+  padded: number;
+  [key: string]: unknown;
+}
+
+/** A batch is ready in a slot. */
+export interface BatchMessage {
+  type: "batch";
+  /** Sequence number of the batch in this connection (0, 1, …). */
+  seq: number;
+  epoch: number;
+  /** Index of the batch in its epoch. */
+  index: number;
+  slot: number;
+  /** Where the pixels start inside the slot, bytes. */
+  offset: number;
+  nbytes: number;
+  shape: number[];
+  dtype: ServeDtype;
+  layout: "BTHWC" | "BCTHW";
+  labels: number[];
+  clips: ServeClipMeta[];
+}
+
+/** An epoch ended (`cancelled` when a new `epoch` request cut it short). */
+export interface EpochEndMessage {
+  type: "epoch-end";
+  epoch: number;
+  batches: number;
+  clips: number;
+  cancelled: boolean;
+}
+
+/** Reply to a stats request. */
+export interface StatsMessage {
+  type: "stats";
+  stats: unknown;
+}
+
+/** Something failed; the server closes the connection after sending it when `fatal`. */
+export interface ErrorMessage {
+  type: "error";
+  code: string;
+  message: string;
+  fatal: boolean;
+}
+
+/** Any message a server sends. */
+export type ServerMessage =
+  | WelcomeMessage
+  | MemoryMessage
+  | BatchMessage
+  | EpochEndMessage
+  | StatsMessage
+  | ErrorMessage;
+
+// ---------------------------------------------------------------------------------------- framing
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+/** One frame: length prefix and JSON. */
+export function encodeMessage(message: ServerMessage | ClientMessage): Uint8Array<ArrayBuffer> {
+  const json = encoder.encode(JSON.stringify(message));
+  const out = new Uint8Array(4 + json.length);
+  new DataView(out.buffer).setUint32(0, json.length, true);
+  out.set(json, 4);
+  return out;
+}
+
+/**
+ * Cuts a byte stream into frames and parses their JSON (not their meaning: see {@link parseClientMessage}).
+ * Throws a {@link ServeError} ("bad-frame") for a frame over `maxBytes`, invalid UTF-8 or invalid JSON.
+ */
+export class FrameDecoder {
+  readonly #maxBytes: number;
+  #buf = new Uint8Array(0);
+  #offset = 0; // bytes of the stream consumed before #buf[0], for error messages
+
+  constructor(maxBytes: number) {
+    this.#maxBytes = maxBytes;
+  }
+
+  /** Adds bytes and returns the JSON values of every frame they complete. */
+  push(chunk: Uint8Array): unknown[] {
+    const joined = new Uint8Array(this.#buf.length + chunk.length);
+    joined.set(this.#buf);
+    joined.set(chunk, this.#buf.length);
+    const out: unknown[] = [];
+    let at = 0;
+    while (joined.length - at >= 4) {
+      const len = new DataView(joined.buffer, at, 4).getUint32(0, true);
+      if (len > this.#maxBytes) {
+        throw new ServeError(
+          "bad-frame",
+          `frame of ${len} bytes at byte ${this.#offset + at} exceeds the limit of ${this.#maxBytes}`,
+        );
+      }
+      if (joined.length - at - 4 < len) break;
+      let value: unknown;
+      try {
+        value = JSON.parse(decoder.decode(joined.subarray(at + 4, at + 4 + len)));
+      } catch (e) {
+        throw new ServeError("bad-frame", `frame at byte ${this.#offset + at} is not UTF-8 JSON: ${e}`);
+      }
+      out.push(value);
+      at += 4 + len;
+    }
+    this.#offset += at;
+    this.#buf = joined.slice(at);
+    return out;
+  }
+
+  /** Bytes of an incomplete frame held back. */
+  get pending(): number {
+    return this.#buf.length;
+  }
+}
+
+// ---------------------------------------------------------------------------------------- validation
+
+function bad(message: string): ServeError {
+  return new ServeError("bad-message", message);
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function optInt(m: Record<string, unknown>, key: string, min: number, max: number): number | undefined {
+  return m[key] === undefined ? undefined : int(m, key, min, max);
+}
+
+function int(m: Record<string, unknown>, key: string, min: number, max: number): number {
+  const v = m[key];
+  if (!Number.isSafeInteger(v) || (v as number) < min || (v as number) > max) {
+    throw bad(`${m.type} message: "${key}" must be an integer in [${min}, ${max}], got ${JSON.stringify(v)}`);
+  }
+  return v as number;
+}
+
+const MAX_INT = Number.MAX_SAFE_INTEGER;
+
+/**
+ * Checks a decoded frame from a client and returns it typed; throws a {@link ServeError} ("bad-message") naming
+ * the field otherwise. Unknown fields are ignored (a later minor revision may add some).
+ */
+export function parseClientMessage(value: unknown): ClientMessage {
+  if (!isObject(value)) {
+    throw bad(`a message must be a JSON object, got ${JSON.stringify(value)?.slice(0, 80)}`);
+  }
+  switch (value.type) {
+    case "hello": {
+      const protocol = int(value, "protocol", 0, MAX_INT);
+      const client = value.client;
+      if (typeof client !== "string" || client.length > 200) {
+        throw bad(`hello message: "client" must be a string of at most 200 characters`);
+      }
+      const msg: HelloMessage = { type: "hello", protocol, client };
+      const worldSize = optInt(value, "worldSize", 1, 1 << 20);
+      const rank = optInt(value, "rank", 0, (worldSize ?? 1 << 20) - 1);
+      if ((rank === undefined) !== (worldSize === undefined)) {
+        throw bad(`hello message: "rank" and "worldSize" come together`);
+      }
+      if (rank !== undefined) msg.rank = rank;
+      if (worldSize !== undefined) msg.worldSize = worldSize;
+      const epoch = optInt(value, "epoch", 0, MAX_INT);
+      if (epoch !== undefined) msg.epoch = epoch;
+      const device = optInt(value, "device", 0, 1023);
+      if (device !== undefined) msg.device = device;
+      return msg;
+    }
+    case "epoch":
+      return { type: "epoch", epoch: int(value, "epoch", 0, MAX_INT) };
+    case "release":
+      return {
+        type: "release",
+        slot: int(value, "slot", 0, MAX_INT),
+        seq: int(value, "seq", 0, MAX_INT),
+      };
+    case "stats":
+      return { type: "stats" };
+    case "bye":
+      return { type: "bye" };
+    default:
+      throw bad(`unknown message type ${JSON.stringify(value.type)?.slice(0, 40)}`);
+  }
+}

@@ -1,0 +1,699 @@
+/**
+ * `serveLoader`: publishes a loader's batches to trainers in other processes (PyTorch through the `sluice`
+ * Python package, or any client of docs/serve_protocol.md): batches go into a ring of shared-memory slots
+ * (`slot_ring.ts`), descriptors go over a Unix domain socket (`protocol.ts`).
+ *
+ * - One connection is one session. A session streams the epochs its client asks for; each batch waits for a
+ *   free slot (credit), so at most `slots` batches are in flight and a stalled trainer holds exactly `slots`
+ *   batches of memory. A slot is reused only after the client releases it.
+ * - A fixed loader (`serveLoader(loader, …)`) serves one client at a time; others get a `busy` error while it
+ *   is connected. Its epochs run in order. A {@link LoaderFactory} instead builds one loader per session with
+ *   the client's shard (`rank`, `worldSize`) and first epoch, so ranks of a job can share one server, and a
+ *   client can jump to any epoch (the session rebuilds its loader there).
+ * - When a client goes away (closed, crashed, killed), its session cancels the running epoch, frees its slots
+ *   and ends; the server keeps accepting clients. Every message a client sends is validated first; a broken
+ *   message or another protocol version ends the session with an `error` message that says why.
+ * - GPU (`decode: "nvdec"`): slots are one device allocation exported by CUDA IPC (`cuda_slots.ts`).
+ *
+ * Today each batch is copied once, from the loader's batch into its slot; see docs/serve_protocol.md for the
+ * zero-copy plan (decode Workers writing into the slot).
+ * @module
+ */
+
+import { InvalidArgumentError, ServeError, SluiceError } from "../errors.ts";
+import type { VideoClassificationLoader } from "../data/loader.ts";
+import type { Batch } from "../data/collate.ts";
+import { CudaSlots } from "./cuda_slots.ts";
+import {
+  type BatchMessage,
+  type ClientMessage,
+  encodeMessage,
+  FrameDecoder,
+  type HelloMessage,
+  MAX_CLIENT_MESSAGE,
+  parseClientMessage,
+  SERVE_PROTOCOL_VERSION,
+  type ServeDtype,
+  type ServerMessage,
+} from "./protocol.ts";
+import { HostSlots, SlotRing, type SlotRingStats } from "./slot_ring.ts";
+
+/** What a session asks a {@link LoaderFactory} for. */
+export interface LoaderRequest {
+  /** The client's rank (undefined: the factory's default shard). */
+  rank?: number;
+  /** The client's world size (given with `rank`). */
+  worldSize?: number;
+  /** The epoch the loader must run first. */
+  firstEpoch: number;
+}
+
+/** Builds a loader for one session; the server closes it when the session ends. */
+export type LoaderFactory = (request: LoaderRequest) => Promise<VideoClassificationLoader>;
+
+/** Options of {@link serveLoader}. */
+export interface ServeOptions {
+  /** Path of the Unix domain socket to listen on (a stale socket file there is replaced). */
+  socket: string;
+  /** Batch slots per session: batches in flight at most (default 4). */
+  slots?: number;
+  /** Sessions at once with a {@link LoaderFactory} (default 16; a fixed loader serves one). */
+  maxClients?: number;
+  /** CUDA device of GPU slots for a fixed NVDEC loader (default 0; factory sessions use the client's). */
+  device?: number;
+  /** Milliseconds a new connection has to send `hello` (default 10000). */
+  helloTimeoutMs?: number;
+  /** Where connection and failure lines go (default `console.error`). */
+  log?: (line: string) => void;
+  /** Log each client's connection and disconnection (default true; failures are always logged). */
+  logConnections?: boolean;
+}
+
+/** Counters of one session. */
+export interface SessionStats {
+  /** The client's name from its hello. */
+  client: string;
+  /** The shard served: rank … */
+  rank: number;
+  /** … of this many. */
+  worldSize: number;
+  /** The epoch streaming now, or null. */
+  epoch: number | null;
+  /** Batches sent so far. */
+  batches: number;
+  /** Clips sent so far. */
+  clips: number;
+  /**
+   * Pixel bytes the server copied into slots: every batch's today (one copy, from the loader's batch); 0 once
+   * the decode Workers write into the slots themselves.
+   */
+  copiedBytes: number;
+  /** Clips per second since the session's first epoch started. */
+  clipsPerSec: number;
+  /** The slot ring (null before the first batch). */
+  ring: SlotRingStats | null;
+}
+
+/** Counters of a server. */
+export interface ServeStats {
+  /** The socket path. */
+  socket: string;
+  /** One entry per connected client. */
+  sessions: SessionStats[];
+  /** Sessions accepted so far. */
+  accepted: number;
+}
+
+const SERVER_NAME = `sluice (deno ${Deno.version.deno})`;
+const MAX_SOCKET_PATH = 107; // sun_path is 108 bytes with its NUL
+
+/**
+ * Starts serving `loader` (or a loader per session from a factory) on a Unix socket; see the module docs.
+ * Resolves once it listens.
+ */
+export async function serveLoader(
+  loader: VideoClassificationLoader | LoaderFactory,
+  opts: ServeOptions,
+): Promise<BatchServer> {
+  const slots = opts.slots ?? 4;
+  if (!Number.isInteger(slots) || slots < 1 || slots > 1024) {
+    throw new InvalidArgumentError(`serve: slots must be an integer in [1, 1024], got ${opts.slots}`);
+  }
+  if (typeof opts.socket !== "string" || opts.socket.length === 0) {
+    throw new InvalidArgumentError("serve: socket must be a path");
+  }
+  if (new TextEncoder().encode(opts.socket).length > MAX_SOCKET_PATH) {
+    throw new InvalidArgumentError(
+      `serve: socket path ${opts.socket} is longer than ${MAX_SOCKET_PATH} bytes (a Unix socket limit)`,
+    );
+  }
+  await removeStaleSocket(opts.socket);
+  const listener = Deno.listen({ transport: "unix", path: opts.socket });
+  Deno.chmodSync(opts.socket, 0o600);
+  return new BatchServer(listener, loader, { ...opts, slots });
+}
+
+/** A socket file nobody listens on is removed; one in use is an error. */
+async function removeStaleSocket(path: string): Promise<void> {
+  let info: Deno.FileInfo;
+  try {
+    info = Deno.lstatSync(path);
+  } catch {
+    return;
+  }
+  if (!info.isSocket) {
+    throw new ServeError("address-in-use", `serve: ${path} exists and is not a socket`);
+  }
+  try {
+    const c = await Deno.connect({ transport: "unix", path });
+    c.close();
+  } catch {
+    Deno.removeSync(path);
+    return;
+  }
+  throw new ServeError("address-in-use", `serve: another server is listening on ${path}`);
+}
+
+/** A listening server; `close()` (or `await using`) stops it. */
+export class BatchServer implements AsyncDisposable {
+  /** The socket path. */
+  readonly socket: string;
+  /** Settles when the server has closed. */
+  readonly finished: Promise<void>;
+  readonly #listener: Deno.Listener<Deno.UnixConn, Deno.UnixAddr>;
+  readonly #host: SessionHost;
+  readonly #opts: ServeOptions & { slots: number };
+  readonly #log: (line: string) => void;
+  readonly #sessions = new Set<Session>();
+  #accepted = 0;
+  #closing: Promise<void> | undefined;
+
+  /** Use {@link serveLoader}. */
+  constructor(
+    listener: Deno.Listener<Deno.UnixConn, Deno.UnixAddr>,
+    source: VideoClassificationLoader | LoaderFactory,
+    opts: ServeOptions & { slots: number },
+  ) {
+    this.socket = opts.socket;
+    this.#listener = listener;
+    this.#host = new SessionHost(source, opts);
+    this.#opts = opts;
+    this.#log = opts.log ?? ((l) => console.error(l));
+    this.finished = this.#acceptLoop();
+  }
+
+  /** Current counters. */
+  stats(): ServeStats {
+    return {
+      socket: this.socket,
+      sessions: [...this.#sessions].map((s) => s.stats()),
+      accepted: this.#accepted,
+    };
+  }
+
+  /** Stops listening, ends every session, frees slots and removes the socket file. Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      try {
+        this.#listener.close();
+      } catch { /* already closed */ }
+      await Promise.all([...this.#sessions].map((s) => s.close()));
+      await this.finished;
+      this.#host.close();
+      try {
+        Deno.removeSync(this.socket);
+      } catch { /* gone already */ }
+    })();
+    return this.#closing;
+  }
+
+  /** Same as {@link close}. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  async #acceptLoop(): Promise<void> {
+    while (true) {
+      let conn: Deno.UnixConn;
+      try {
+        conn = await this.#listener.accept();
+      } catch {
+        break; // closed
+      }
+      this.#accepted++;
+      const limit = this.#host.factory ? this.#opts.maxClients ?? 16 : Infinity;
+      const session = new Session(conn, this.#host, this.#opts, this.#log);
+      if (this.#sessions.size >= limit) {
+        void session.refuse("busy", `the server already serves ${limit} clients`);
+        continue;
+      }
+      this.#sessions.add(session);
+      session.done.finally(() => this.#sessions.delete(session));
+    }
+  }
+}
+
+/** What sessions share: the loader source, the fixed loader's holder and ring. */
+class SessionHost {
+  readonly #source: VideoClassificationLoader | LoaderFactory;
+  readonly #opts: ServeOptions & { slots: number };
+  #holder: Session | null = null;
+  #holderGone: Promise<void> = Promise.resolve();
+  #sharedRing: SlotRing | null = null;
+
+  constructor(source: VideoClassificationLoader | LoaderFactory, opts: ServeOptions & { slots: number }) {
+    this.#source = source;
+    this.#opts = opts;
+  }
+
+  /** Whether loaders (and rings) are built per session. */
+  get factory(): boolean {
+    return typeof this.#source === "function";
+  }
+
+  get defaultDevice(): number {
+    return this.#opts.device ?? 0;
+  }
+
+  /** The loader for a session: built by the factory, or the fixed one once no other session holds it. */
+  async loaderFor(
+    session: Session,
+    request: LoaderRequest,
+  ): Promise<{ loader: VideoClassificationLoader; owned: boolean }> {
+    if (typeof this.#source === "function") {
+      return { loader: await this.#source(request), owned: true };
+    }
+    if (this.#holder !== null && !this.#holder.closing) {
+      throw new ServeError("busy", "the server's loader is serving another client");
+    }
+    await this.#holderGone;
+    if (this.#holder !== null) throw new ServeError("busy", "the server's loader is serving another client");
+    this.#holder = session;
+    this.#holderGone = session.done.then(() => {
+      this.#holder = null;
+    });
+    return { loader: this.#source, owned: false };
+  }
+
+  /** The ring for a session: one per session with a factory; the fixed loader's one ring otherwise. */
+  ringFor(loader: VideoClassificationLoader, batchBytes: number, device: number): SlotRing {
+    const make = () =>
+      new SlotRing(
+        this.#opts.slots,
+        batchBytes,
+        (size) =>
+          loader.decoder === "nvdec"
+            ? new CudaSlots(size, device)
+            : new HostSlots(`sluice-serve-${Deno.pid}`, size),
+      );
+    if (this.factory) return make();
+    if (this.#sharedRing !== null && this.#sharedRing.slotBytes < batchBytes) {
+      this.#sharedRing.close();
+      this.#sharedRing = null;
+    }
+    this.#sharedRing ??= make();
+    return this.#sharedRing;
+  }
+
+  close(): void {
+    this.#sharedRing?.close();
+    this.#sharedRing = null;
+  }
+}
+
+/** The running epoch of a session. */
+interface EpochRun {
+  epoch: number;
+  iterator: AsyncIterator<Batch>;
+  abort: AbortController;
+  done: Promise<void>;
+}
+
+/** One client connection; see the module docs. */
+class Session {
+  readonly done: Promise<void>;
+  #resolveDone!: () => void;
+  readonly #conn: Deno.UnixConn;
+  readonly #host: SessionHost;
+  readonly #opts: ServeOptions & { slots: number };
+  readonly #log: (line: string) => void;
+  readonly #frames = new FrameDecoder(MAX_CLIENT_MESSAGE);
+  #writing: Promise<void> = Promise.resolve();
+  #client = "(no hello yet)";
+  #hello: HelloMessage | null = null;
+  #loader: VideoClassificationLoader | null = null;
+  #ownsLoader = false;
+  #ring: SlotRing | null = null;
+  /** slot → seq of the batch in it, for slots this session has out. */
+  readonly #out = new Map<number, number>();
+  #run: EpochRun | null = null;
+  #seq = 0;
+  #batches = 0;
+  #clips = 0;
+  #copiedBytes = 0;
+  #t0 = 0;
+  #closing = false;
+  #queue: Promise<void> = Promise.resolve();
+
+  constructor(
+    conn: Deno.UnixConn,
+    host: SessionHost,
+    opts: ServeOptions & { slots: number },
+    log: (l: string) => void,
+  ) {
+    this.#conn = conn;
+    this.#host = host;
+    this.#opts = opts;
+    this.#log = log;
+    this.done = new Promise((r) => this.#resolveDone = r);
+    void this.#readLoop();
+  }
+
+  get closing(): boolean {
+    return this.#closing;
+  }
+
+  stats(): SessionStats {
+    const secs = this.#t0 === 0 ? 0 : (performance.now() - this.#t0) / 1000;
+    return {
+      client: this.#client,
+      rank: this.#loader?.sampler.options.rank ?? 0,
+      worldSize: this.#loader?.sampler.options.worldSize ?? 1,
+      epoch: this.#run?.epoch ?? null,
+      batches: this.#batches,
+      clips: this.#clips,
+      copiedBytes: this.#copiedBytes,
+      clipsPerSec: secs > 0 ? this.#clips / secs : 0,
+      ring: this.#ring?.stats() ?? null,
+    };
+  }
+
+  /** Sends an error and closes (used before the session starts). */
+  async refuse(code: string, message: string): Promise<void> {
+    await this.#sendError(code, message, true);
+    await this.close();
+  }
+
+  /** Cancels the epoch, frees the slots, closes the connection and an owned loader. Idempotent. */
+  close(): Promise<void> {
+    if (this.#closing) return this.done;
+    this.#closing = true;
+    void (async () => {
+      try {
+        await this.#cancelRun();
+      } catch (e) {
+        this.#log(`sluice serve: ${this.#client}: while cancelling its epoch: ${e}`);
+      }
+      try {
+        this.#conn.close();
+      } catch { /* closed */ }
+      if (this.#ring !== null) {
+        if (this.#host.factory) this.#ring.close();
+        else this.#ring.releaseAll();
+      }
+      this.#out.clear();
+      if (this.#ownsLoader) {
+        try {
+          await this.#loader?.close();
+        } catch (e) {
+          this.#log(`sluice serve: ${this.#client}: closing its loader: ${e}`);
+        }
+      }
+      this.#resolveDone();
+    })();
+    return this.done;
+  }
+
+  // ---- reading ------------------------------------------------------------------------------------------
+
+  async #readLoop(): Promise<void> {
+    const helloTimer = setTimeout(() => {
+      if (this.#hello === null) void this.refuse("timeout", "no hello message within the time allowed");
+    }, this.#opts.helloTimeoutMs ?? 10_000);
+    const buf = new Uint8Array(64 * 1024);
+    try {
+      while (!this.#closing) {
+        let n: number | null;
+        try {
+          n = await this.#conn.read(buf);
+        } catch {
+          n = null; // reset by peer, or closed by us
+        }
+        if (n === null) break;
+        let values: unknown[];
+        try {
+          values = this.#frames.push(buf.subarray(0, n));
+        } catch (e) {
+          await this.#fail(e);
+          break;
+        }
+        for (const v of values) {
+          // Messages are handled in order; a slow one (hello builds a loader) delays the ones after it.
+          this.#queue = this.#queue.then(() => this.#closing ? undefined : this.#handle(v)).catch((e) =>
+            this.#fail(e)
+          );
+        }
+      }
+    } finally {
+      clearTimeout(helloTimer);
+      await this.#queue;
+      if (!this.#closing && (this.#opts.logConnections ?? true)) {
+        this.#log(`sluice serve: ${this.#client} disconnected`);
+      }
+      await this.close();
+    }
+  }
+
+  async #handle(value: unknown): Promise<void> {
+    const msg: ClientMessage = parseClientMessage(value);
+    if (this.#hello === null && msg.type !== "hello") {
+      throw new ServeError("bad-message", `the first message must be hello, got ${msg.type}`);
+    }
+    switch (msg.type) {
+      case "hello":
+        return await this.#onHello(msg);
+      case "epoch":
+        return await this.#onEpoch(msg.epoch);
+      case "release":
+        return this.#onRelease(msg.slot, msg.seq);
+      case "stats":
+        return await this.#send({ type: "stats", stats: this.#statsPayload() });
+      case "bye":
+        await this.close();
+        return;
+    }
+  }
+
+  async #onHello(msg: HelloMessage): Promise<void> {
+    if (this.#hello !== null) throw new ServeError("bad-message", "hello was already sent");
+    this.#client = msg.client || "(unnamed client)";
+    if (msg.protocol !== SERVE_PROTOCOL_VERSION) {
+      throw new ServeError(
+        "protocol-version",
+        `client ${this.#client} speaks serve protocol ${msg.protocol}; this server speaks ` +
+          `${SERVE_PROTOCOL_VERSION} (install the client of the same sluice release)`,
+      );
+    }
+    this.#hello = msg;
+    const request: LoaderRequest = { firstEpoch: msg.epoch ?? 0 };
+    if (msg.rank !== undefined) {
+      request.rank = msg.rank;
+      request.worldSize = msg.worldSize;
+    }
+    const { loader, owned } = await this.#host.loaderFor(this, request);
+    this.#loader = loader;
+    this.#ownsLoader = owned;
+    const o = loader.sampler.options;
+    if (msg.rank !== undefined && (o.rank !== msg.rank || o.worldSize !== msg.worldSize)) {
+      throw new ServeError(
+        "shard",
+        `client ${this.#client} wants rank ${msg.rank} of ${msg.worldSize}; this server's loader is rank ` +
+          `${o.rank} of ${o.worldSize} (start one server per rank, or serve a loader factory)`,
+      );
+    }
+    if (this.#opts.logConnections ?? true) {
+      this.#log(`sluice serve: ${this.#client} connected (rank ${o.rank} of ${o.worldSize})`);
+    }
+    await this.#send({
+      type: "welcome",
+      protocol: SERVE_PROTOCOL_VERSION,
+      server: SERVER_NAME,
+      pid: Deno.pid,
+      rank: o.rank,
+      worldSize: o.worldSize,
+      batchSize: loader.batchSize,
+      batchesPerEpoch: loader.batchesPerEpoch,
+      clipsPerEpoch: loader.clipsPerEpoch,
+      nextEpoch: loader.epoch,
+      decoder: loader.decoder,
+      slots: this.#opts.slots,
+    });
+  }
+
+  async #onEpoch(epoch: number): Promise<void> {
+    await this.#cancelRun();
+    if (this.#loader!.epoch !== epoch) {
+      if (!this.#ownsLoader) {
+        throw new ServeError(
+          "epoch",
+          `the served loader runs epoch ${this.#loader!.epoch} next and cannot jump to ${epoch} (a fixed ` +
+            `loader's epochs run in order; serve a loader factory to start anywhere)`,
+        );
+      }
+      const old = this.#loader!;
+      const o = old.sampler.options;
+      this.#loader = null;
+      await old.close();
+      this.#loader = (await this.#host.loaderFor(this, {
+        rank: o.rank,
+        worldSize: o.worldSize,
+        firstEpoch: epoch,
+      })).loader;
+      if (this.#loader.epoch !== epoch) {
+        throw new ServeError(
+          "epoch",
+          `the loader factory built a loader at epoch ${this.#loader.epoch}, not ${epoch}`,
+        );
+      }
+    }
+    const abort = new AbortController();
+    const iterator = this.#loader![Symbol.asyncIterator]();
+    const run: EpochRun = { epoch, iterator, abort, done: Promise.resolve() };
+    run.done = this.#stream(run).catch((e) => this.#fail(e));
+    this.#run = run;
+    if (this.#t0 === 0) this.#t0 = performance.now();
+  }
+
+  #onRelease(slot: number, seq: number): void {
+    const have = this.#out.get(slot);
+    if (have === undefined || have !== seq) {
+      throw new ServeError(
+        "bad-release",
+        `release of slot ${slot} (batch ${seq}): ` +
+          (have === undefined ? "that slot is not out" : `that slot holds batch ${have}`),
+      );
+    }
+    this.#out.delete(slot);
+    this.#ring!.release(slot);
+  }
+
+  // ---- streaming ----------------------------------------------------------------------------------------
+
+  async #stream(run: EpochRun): Promise<void> {
+    const { iterator, abort, epoch } = run;
+    let index = 0, clips = 0, finished = false;
+    try {
+      while (!abort.signal.aborted) {
+        const r = await iterator.next();
+        if (r.done) {
+          finished = true;
+          break;
+        }
+        const batch = r.value;
+        try {
+          if (abort.signal.aborted) break;
+          await this.#publish(batch, epoch, index, abort.signal);
+        } finally {
+          batch[Symbol.dispose]();
+        }
+        index++;
+        clips += batch.shape[0];
+      }
+    } catch (e) {
+      if (abort.signal.aborted) return;
+      throw e;
+    } finally {
+      if (!finished) await iterator.return?.();
+    }
+    if (this.#run === run) this.#run = null;
+    await this.#send({ type: "epoch-end", epoch, batches: index, clips, cancelled: !finished });
+  }
+
+  async #publish(batch: Batch, epoch: number, index: number, signal: AbortSignal): Promise<void> {
+    const B = batch.shape[0];
+    const dtype = dtypeOf(batch);
+    const nbytes = batch.data.byteLength;
+    if (this.#ring === null) {
+      const batchBytes = (nbytes / B) * this.#loader!.batchSize;
+      this.#ring = this.#host.ringFor(
+        this.#loader!,
+        batchBytes,
+        this.#hello?.device ?? this.#host.defaultDevice,
+      );
+      await this.#send({
+        type: "memory",
+        memory: this.#ring.memory.describe(),
+        slots: this.#ring.slots,
+        slotBytes: this.#ring.slotBytes,
+      });
+    }
+    if (nbytes > this.#ring.slotBytes) {
+      throw new ServeError(
+        "batch-too-big",
+        `batch of ${nbytes} bytes does not fit a slot of ${this.#ring.slotBytes}`,
+      );
+    }
+    let slot: number;
+    try {
+      slot = await this.#ring.acquire(signal);
+    } catch (e) {
+      if (signal.aborted) return;
+      throw e;
+    }
+    const d = batch.data as ArrayBufferView;
+    this.#ring.memory.write(this.#ring.offset(slot), new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
+    const seq = this.#seq++;
+    this.#out.set(slot, seq);
+    const msg: BatchMessage = {
+      type: "batch",
+      seq,
+      epoch,
+      index,
+      slot,
+      offset: 0,
+      nbytes,
+      shape: [...batch.shape],
+      dtype,
+      layout: batch.layout,
+      labels: Array.from(batch.labels),
+      clips: batch.clips.map((c) => ({ ...c })),
+    };
+    this.#batches++;
+    this.#clips += B;
+    this.#copiedBytes += nbytes;
+    await this.#send(msg);
+  }
+
+  async #cancelRun(): Promise<void> {
+    const run = this.#run;
+    if (run === null) return;
+    this.#run = null;
+    run.abort.abort();
+    await run.iterator.return?.();
+    await run.done;
+  }
+
+  // ---- writing ------------------------------------------------------------------------------------------
+
+  #send(msg: ServerMessage): Promise<void> {
+    const bytes = encodeMessage(msg);
+    this.#writing = this.#writing.then(async () => {
+      for (let at = 0; at < bytes.length;) at += await this.#conn.write(bytes.subarray(at));
+    });
+    return this.#writing;
+  }
+
+  async #sendError(code: string, message: string, fatal: boolean): Promise<void> {
+    try {
+      await this.#send({ type: "error", code, message, fatal });
+    } catch { /* the peer is gone */ }
+  }
+
+  /** Reports `e` to the client and ends the session. */
+  async #fail(e: unknown): Promise<void> {
+    if (this.#closing) return;
+    const code = e instanceof ServeError ? e.code : e instanceof SluiceError ? e.name : "internal";
+    const message = e instanceof Error ? e.message : String(e);
+    this.#log(`sluice serve: ${this.#client}: ${code}: ${message}`);
+    await this.#sendError(code, message, true);
+    await this.close();
+  }
+
+  #statsPayload(): unknown {
+    return {
+      session: this.stats(),
+      loader: this.#loader?.stats() ?? null,
+    };
+  }
+}
+
+/** The sample type of a batch's pixels. */
+function dtypeOf(batch: Batch): ServeDtype {
+  const d = batch.data as unknown;
+  if (d instanceof Float32Array) return "float32";
+  if (d instanceof Uint8Array) return "uint8";
+  throw new ServeError(
+    "internal",
+    `batch pixels of an unsupported type ${Object.prototype.toString.call(d)}`,
+  );
+}

@@ -1,0 +1,79 @@
+/** `sluice serve`: listens, welcomes a client with the loader the options describe, stops on SIGTERM. */
+import assert from "node:assert/strict";
+import { makeSyntheticDataset } from "../../src/data/synthetic.ts";
+import { encodeMessage, FrameDecoder, MAX_SERVER_MESSAGE } from "../../src/serve/protocol.ts";
+
+const MAIN = new URL("../../src/cli/main.ts", import.meta.url).pathname;
+
+Deno.test("sluice serve: a client gets the loader of the options; SIGTERM stops it and removes the socket", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "sluice-cli-serve-" });
+  try {
+    makeSyntheticDataset(`${dir}/data`, { videos: 4, classes: 2, durationSec: 1, width: 64, height: 48 });
+    const socket = `${dir}/s.sock`;
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        MAIN,
+        "serve",
+        `${dir}/data`,
+        "--socket",
+        socket,
+        "--batch-size",
+        "3",
+        "--frames",
+        "2",
+        "--width",
+        "16",
+        "--height",
+        "16",
+        "--slots",
+        "2",
+      ],
+      stdout: "null",
+      stderr: "piped",
+    }).spawn();
+    const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+    let err = "";
+    while (!err.includes("listening on")) {
+      const r = await reader.read();
+      assert.ok(!r.done, `the server exited before listening: ${err}`);
+      err += r.value;
+    }
+    const conn = await Deno.connect({ transport: "unix", path: socket });
+    await conn.write(
+      encodeMessage({ type: "hello", protocol: 1, client: "cli-test", rank: 1, worldSize: 2 }),
+    );
+    const frames = new FrameDecoder(MAX_SERVER_MESSAGE);
+    const buf = new Uint8Array(1 << 16);
+    let msgs: unknown[] = [];
+    while (msgs.length === 0) msgs = frames.push(buf.subarray(0, (await conn.read(buf))!));
+    const w = msgs[0] as Record<string, unknown>;
+    assert.deepEqual([w.type, w.batchSize, w.slots, w.rank, w.worldSize, w.clipsPerEpoch], [
+      "welcome",
+      3,
+      2,
+      1,
+      2,
+      2,
+    ]);
+    conn.close();
+    child.kill("SIGTERM");
+    const status = await child.status;
+    assert.equal(status.code, 0);
+    assert.throws(() => Deno.statSync(socket), Deno.errors.NotFound);
+    await reader.cancel();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("sluice serve: --socket is required", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", MAIN, "serve", "x"],
+    stderr: "piped",
+  })
+    .output();
+  assert.equal(out.code, 2);
+  assert.match(new TextDecoder().decode(out.stderr), /--socket/);
+});

@@ -1,0 +1,131 @@
+/**
+ * The frame selector against hand-computed slot assignments, and decodeVideo's output bounded by the stream
+ * (issue 16: a window to 1e5 s with `frameRate` used to return 3 million frames, mostly padding).
+ */
+import assert from "node:assert/strict";
+import { type FrameSampling, FrameSelector, type SlotPlan } from "../../src/media/frame_select.ts";
+import { demuxVideo } from "../../src/media/demux.ts";
+import { decodeVideo } from "../../src/media/decode.ts";
+import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
+
+/** Feeds frames at `times` (in order) and returns, per filled slot, the index of the frame it shows and its time. */
+function select(plan: SlotPlan, times: number[]): { frames: number[]; pts: number[] } {
+  const sel = new FrameSelector(plan);
+  const frames: number[] = [];
+  let held = -1;
+  for (const [i, t] of times.entries()) {
+    const d = sel.offer(t);
+    for (let k = 0; k < d.held; k++) frames.push(held);
+    for (let k = 0; k < d.current; k++) frames.push(i);
+    if (d.hold) held = i;
+  }
+  const n = sel.finish();
+  for (let k = 0; k < n; k++) frames.push(held);
+  assert.equal(frames.length, sel.filled);
+  return { frames, pts: frames.map((_, k) => Math.round(sel.time(k) * 1e6) / 1e6) };
+}
+
+const grid = (fps: number, n: number, from = 0) => Array.from({ length: n }, (_, j) => from + j / fps);
+
+function plan(
+  sampling: FrameSampling,
+  window: [number, number] | null,
+  numFrames = Infinity,
+  end = NaN,
+): SlotPlan {
+  return { sampling, window, numFrames, streamEnd: end, streamStart: NaN };
+}
+
+Deno.test("frame select: consecutive and stride take the window's frames in order", () => {
+  const t = grid(25, 50); // 0, 0.04, ...
+  assert.deepEqual(select(plan({ kind: "consecutive" }, [0.1, 0.5]), t).frames, [
+    3,
+    4,
+    5,
+    6,
+    7,
+    8,
+    9,
+    10,
+    11,
+    12,
+  ]);
+  assert.deepEqual(select(plan({ kind: "consecutive" }, [0.1, 0.5], 4), t).frames, [3, 4, 5, 6]);
+  const s = select(plan({ kind: "stride", stride: 3 }, [0.1, 0.5]), t);
+  assert.deepEqual(s.frames, [3, 6, 9, 12]);
+  assert.deepEqual(s.pts, [0.12, 0.24, 0.36, 0.48]);
+});
+
+Deno.test("frame select: rate 25 -> 12.5 fps: a frame on a half slot rounds up, the later frame of a slot wins", () => {
+  // Frame j at 0.04j falls in slot round(j/2) (halves up): slots show frames 0, 2, 4, ... (0.08k).
+  const r = select(plan({ kind: "rate", frameRate: 12.5 }, [0, 1]), grid(25, 30));
+  assert.deepEqual(r.frames, [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24]);
+  assert.deepEqual(r.pts, grid(12.5, 13).map((x) => Math.round(x * 1e6) / 1e6));
+});
+
+Deno.test("frame select: rate 10 -> 25 fps duplicates; slots before the first frame show it", () => {
+  // Frame j (0.1j) falls in slot round(2.5j): 0, 3, 5, 8, 10.
+  assert.deepEqual(
+    select(plan({ kind: "rate", frameRate: 25 }, [0, 0.4]), grid(10, 6)).frames,
+    [0, 0, 0, 1, 1, 2, 2, 2, 3, 3],
+  );
+  // Window starting at 0.13: frame 1 (0.1) falls in slot round(-0.75) = -1, frame 2 (0.2) in slot 2: slots 0, 1
+  // show frame 1 (on screen at 0.13 and 0.17), slot 2 frame 2.
+  assert.deepEqual(select(plan({ kind: "rate", frameRate: 25 }, [0.13, 0.25]), grid(10, 6)).frames, [
+    1,
+    1,
+    2,
+  ]);
+});
+
+Deno.test("frame select: uniform shows the frame on screen at each of numFrames evenly spaced times", () => {
+  // [0, 1), 4 slots at 0, 0.25, 0.5, 0.75 over 25 fps frames: frames 0 (0), 6 (0.24), 12 (0.48), 18 (0.72).
+  assert.deepEqual(select(plan({ kind: "uniform" }, [0, 1], 4), grid(25, 25)).frames, [0, 6, 12, 18]);
+  // A frame exactly at a slot time is the one shown: 5 slots at 0.2k over 25 fps are frames 5k.
+  assert.deepEqual(select(plan({ kind: "uniform" }, [0, 1], 5), grid(25, 25)).frames, [0, 5, 10, 15, 20]);
+  // A frame before the window is on screen at its start.
+  assert.deepEqual(select(plan({ kind: "uniform" }, [0.1, 0.5], 2), [0, 0.3, 0.6]).frames, [0, 1]);
+});
+
+Deno.test("frame select: grid slots stop at the end of the last frame, not at the window's end", () => {
+  const sel = new FrameSelector(plan({ kind: "rate", frameRate: 30 }, [2, 1e5], Infinity, 6));
+  assert.equal(sel.capacity(0), 120);
+  const r = select(plan({ kind: "rate", frameRate: 30 }, [2, 1e5], Infinity, 6), grid(25, 100, 2));
+  assert.equal(r.frames.length, 120);
+  assert.equal(r.frames.at(-1), 99);
+  // numFrames caps it, and the selector says when decoding may stop.
+  const capped = new FrameSelector(plan({ kind: "rate", frameRate: 30 }, [2, 1e5], 16, 6));
+  let stoppedAt = -1;
+  for (const [i, t] of grid(25, 100, 2).entries()) {
+    capped.offer(t);
+    if (capped.done) {
+      stoppedAt = i;
+      break;
+    }
+  }
+  assert.equal(capped.filled, 16);
+  assert.equal(stoppedAt, 13, "slot 15 (2.5 s) is filled once frame 13 (2.52 s, slot 16) arrives");
+});
+
+Deno.test("frame select: frames without a time are skipped in a window; frames at or after its end never shown", () => {
+  assert.deepEqual(select(plan({ kind: "consecutive" }, [0, 1]), [0, NaN, 0.5, 1, 1.2]).frames, [0, 2]);
+  assert.deepEqual(select(plan({ kind: "consecutive" }, null), [0, NaN, 0.5]).frames, [0, 1, 2]);
+  assert.deepEqual(select(plan({ kind: "rate", frameRate: 2 }, [0, 1]), [0, 0.5, 0.9]).frames, [0, 1]);
+});
+
+Deno.test({
+  name: "decodeVideo: a window to 1e5 s with frameRate 30 is bounded by the stream's last frame (issue 16)",
+  ignore: !hasFfmpegCliSync(),
+  fn: async () => {
+    const clip = await generateClip({ width: 64, height: 48, durationSec: 4, gop: 25 });
+    const frames = await decodeVideo(await demuxVideo(clip, { window: [2, 1e5] }), {
+      width: 32,
+      height: 32,
+      frameRate: 30,
+    });
+    // 25 fps frames 2.00 .. 3.96, the last ending at 4.0: slots 2 + k/30 < 4 → 60.
+    assert.equal(frames.pts.length, 60);
+    assert.equal(frames.data.byteLength, 60 * 32 * 32 * 3);
+    assert.ok(Math.abs(frames.pts[59] - (2 + 59 / 30)) < 1e-9);
+  },
+});

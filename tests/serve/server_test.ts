@@ -1,0 +1,233 @@
+import assert from "node:assert/strict";
+import { videoClassificationLoader } from "../../src/data/loader.ts";
+import { makeSyntheticDataset } from "../../src/data/synthetic.ts";
+import { encodeMessage, FrameDecoder, MAX_SERVER_MESSAGE } from "../../src/serve/protocol.ts";
+import { serveLoader } from "../../src/serve/server.ts";
+import { ServeError } from "../../src/errors.ts";
+
+let datasetDir: Promise<string> | undefined;
+function dataset(): Promise<string> {
+  datasetDir ??= (async () => {
+    const dir = await Deno.makeTempDir({ prefix: "sluice-serve-" });
+    makeSyntheticDataset(dir, { videos: 6, classes: 3, durationSec: 2, width: 96, height: 64 });
+    globalThis.addEventListener("unload", () => Deno.removeSync(dir, { recursive: true }));
+    return dir;
+  })();
+  return datasetDir;
+}
+
+const loaderOptions = async () => ({
+  dataset: await dataset(),
+  batchSize: 2,
+  clip: { numFrames: 4, width: 32, height: 32 },
+  sampler: { seed: 1 },
+  concurrency: { decode: 1 },
+  log: () => {},
+});
+
+// deno-lint-ignore no-explicit-any
+type Msg = any;
+
+/** A client speaking the protocol by hand. */
+class Client {
+  readonly conn: Deno.UnixConn;
+  readonly #frames = new FrameDecoder(MAX_SERVER_MESSAGE);
+  readonly #queue: Msg[] = [];
+  constructor(conn: Deno.UnixConn) {
+    this.conn = conn;
+  }
+  static async connect(path: string): Promise<Client> {
+    return new Client(await Deno.connect({ transport: "unix", path }));
+  }
+  async send(msg: Msg): Promise<void> {
+    const b = encodeMessage(msg);
+    for (let at = 0; at < b.length;) at += await this.conn.write(b.subarray(at));
+  }
+  /** The next message, or null at end of stream. */
+  async next(): Promise<Msg | null> {
+    const buf = new Uint8Array(1 << 16);
+    while (this.#queue.length === 0) {
+      const n = await this.conn.read(buf);
+      if (n === null) return null;
+      this.#queue.push(...this.#frames.push(buf.subarray(0, n)));
+    }
+    return this.#queue.shift();
+  }
+  async hello(extra: Msg = {}): Promise<Msg> {
+    await this.send({ type: "hello", protocol: 1, client: "test", ...extra });
+    return await this.next();
+  }
+  close(): void {
+    try {
+      this.conn.close();
+    } catch { /* closed */ }
+  }
+}
+
+/** Reads `length` bytes at `offset` of a memfd through /proc, as another process would. */
+function readMemfd(fd: number, offset: number, length: number): Uint8Array {
+  using f = Deno.openSync(`/proc/${Deno.pid}/fd/${fd}`, { read: true });
+  f.seekSync(offset, Deno.SeekMode.Start);
+  const out = new Uint8Array(length);
+  for (let at = 0; at < length;) at += f.readSync(out.subarray(at))!;
+  return out;
+}
+
+async function sha(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
+  return [...new Uint8Array(await crypto.subtle.digest("SHA-256", bytes))].map((b) =>
+    b.toString(16).padStart(2, "0")
+  ).join("");
+}
+
+/** SHA-256 of every batch of `epochs` epochs of a fresh loader (the oracle). */
+async function referenceEpochs(epochs: number): Promise<string[][]> {
+  await using loader = await videoClassificationLoader(await loaderOptions());
+  const out: string[][] = [];
+  for (let e = 0; e < epochs; e++) {
+    const hashes: string[] = [];
+    for await (using b of loader) hashes.push(await sha(b.data as Uint8Array<ArrayBuffer>));
+    out.push(hashes);
+  }
+  return out;
+}
+
+function socketPath(): string {
+  return `${Deno.makeTempDirSync({ prefix: "sluice-sock-" })}/s.sock`;
+}
+
+Deno.test("a fixed loader: one client at a time, in-order epochs, the ring reused by the next client", async () => {
+  const want = await referenceEpochs(2);
+  await using loader = await videoClassificationLoader(await loaderOptions());
+  const path = socketPath();
+  const logs: string[] = [];
+  await using server = await serveLoader(loader, { socket: path, slots: 2, log: (l) => logs.push(l) });
+  assert.equal(Deno.statSync(path).mode! & 0o777, 0o600);
+
+  const a = await Client.connect(path);
+  const w = await a.hello();
+  assert.equal(w.type, "welcome");
+  assert.deepEqual([w.batchSize, w.batchesPerEpoch, w.clipsPerEpoch, w.nextEpoch, w.slots, w.pid], [
+    2,
+    3,
+    6,
+    0,
+    2,
+    Deno.pid,
+  ]);
+  // a second client while the first is connected: busy
+  const b = await Client.connect(path);
+  const busy = await b.hello();
+  assert.equal(busy.type, "error");
+  assert.equal(busy.code, "busy");
+  assert.equal(await b.next(), null);
+  b.close();
+
+  await a.send({ type: "epoch", epoch: 0 });
+  const mem = await a.next();
+  assert.equal(mem.type, "memory");
+  assert.equal(mem.memory.kind, "host");
+  assert.equal(
+    Deno.readLinkSync(`/proc/self/fd/${mem.memory.fd}`),
+    `/memfd:sluice-serve-${Deno.pid} (deleted)`,
+  );
+  const first = await a.next();
+  assert.equal(first.type, "batch");
+  assert.deepEqual(first.shape, [2, 4, 32, 32, 3]);
+  const bytes = readMemfd(mem.memory.fd, first.slot * mem.slotBytes + first.offset, first.nbytes);
+  assert.equal(await sha(bytes as Uint8Array<ArrayBuffer>), want[0][0]);
+  a.close(); // gone mid-epoch, holding slots
+
+  // the next client gets the loader (its next epoch, 1) and the same ring, all slots free again
+  const c = await Client.connect(path);
+  let welcome = await c.hello();
+  while (welcome.type === "error" && welcome.code === "busy") { // the first session may still be closing
+    c.close();
+    await new Promise((r) => setTimeout(r, 50));
+    welcome = await (await Client.connect(path)).hello();
+  }
+  assert.equal(welcome.nextEpoch, 1);
+  await c.send({ type: "epoch", epoch: 3 });
+  const jump = await c.next();
+  assert.equal(jump.code, "epoch");
+  assert.match(jump.message, /runs epoch 1 next and cannot jump to 3/);
+  c.close();
+
+  const d = await Client.connect(path);
+  await d.hello();
+  await d.send({ type: "epoch", epoch: 1 });
+  const mem2 = await d.next();
+  assert.equal(mem2.memory.fd, mem.memory.fd);
+  const got: string[] = [];
+  for (let m = await d.next(); m.type !== "epoch-end"; m = await d.next()) {
+    assert.equal(m.type, "batch");
+    got.push(
+      await sha(readMemfd(mem2.memory.fd, m.slot * mem2.slotBytes, m.nbytes) as Uint8Array<ArrayBuffer>),
+    );
+    await d.send({ type: "release", slot: m.slot, seq: m.seq });
+  }
+  assert.deepEqual(got, want[1]);
+  await d.send({ type: "stats" });
+  const st = await d.next();
+  assert.equal(st.type, "stats");
+  assert.equal(st.stats.session.clips, 6);
+  assert.equal(st.stats.session.ring.inUse, 0);
+  d.close();
+  await server.close();
+  assert.throws(() => Deno.statSync(path), Deno.errors.NotFound);
+  assert.ok(logs.some((l) => l.includes("disconnected")));
+});
+
+Deno.test("socket paths: a stale socket file is replaced, a live one is refused, long paths are refused", async () => {
+  const path = socketPath();
+  const stale = Deno.listen({ transport: "unix", path });
+  stale.close(); // Deno removes nothing: the file stays, nobody listens
+  const factory = async () => await videoClassificationLoader(await loaderOptions());
+  await using server = await serveLoader(factory, { socket: path, log: () => {} });
+  await assert.rejects(
+    serveLoader(factory, { socket: path }),
+    (e) => e instanceof ServeError && e.code === "address-in-use",
+  );
+  await assert.rejects(serveLoader(factory, { socket: "/tmp/" + "x".repeat(120) }), /longer than 107 bytes/);
+  await assert.rejects(serveLoader(factory, { socket: path, slots: 0 }), /slots/);
+  await server.close();
+});
+
+Deno.test("a factory builds each client's shard and first epoch; a silent connection is dropped", async () => {
+  const want = await referenceEpochs(3);
+  const requests: unknown[] = [];
+  const opts = await loaderOptions();
+  await using server = await serveLoader(async (req) => {
+    requests.push(req);
+    return await videoClassificationLoader({
+      ...opts,
+      firstEpoch: req.firstEpoch,
+      sampler: { ...opts.sampler, rank: req.rank ?? 0, worldSize: req.worldSize ?? 1 },
+    });
+  }, { socket: socketPath(), slots: 2, helloTimeoutMs: 200, log: () => {} });
+  const silent = await Client.connect(server.socket);
+  const c = await Client.connect(server.socket);
+  assert.equal((await c.hello({ epoch: 2 })).nextEpoch, 2);
+  await c.send({ type: "epoch", epoch: 2 });
+  const got: string[] = [];
+  let fd = -1, slotBytes = 0;
+  for (let m = await c.next(); m.type !== "epoch-end"; m = await c.next()) {
+    if (m.type === "memory") {
+      fd = m.memory.fd;
+      slotBytes = m.slotBytes;
+      continue;
+    }
+    got.push(await sha(readMemfd(fd, m.slot * slotBytes, m.nbytes) as Uint8Array<ArrayBuffer>));
+    await c.send({ type: "release", slot: m.slot, seq: m.seq });
+  }
+  assert.deepEqual(got, want[2]);
+  c.close();
+  const timeout = await silent.next();
+  assert.equal(timeout.code, "timeout");
+  silent.close();
+  const r = await Client.connect(server.socket);
+  const w = await r.hello({ rank: 1, worldSize: 2 });
+  assert.deepEqual([w.rank, w.worldSize, w.clipsPerEpoch], [1, 2, 3]);
+  r.close();
+  assert.deepEqual(requests, [{ firstEpoch: 2 }, { firstEpoch: 0, rank: 1, worldSize: 2 }]);
+  await server.close();
+});
