@@ -231,7 +231,7 @@ export function report(meta: RunMeta, results: VariantResult[], svgName: string)
       markdownTable(v, BASELINE),
       "",
     ]),
-    amplificationNote(results),
+    amplificationNote(),
     "",
   ].join("\n");
 }

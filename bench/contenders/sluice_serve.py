@@ -4,8 +4,8 @@ process of this checkout) that runs the loader, and reads its batches zero-copy 
 
 The loader is configured as the sluice contender's (bench/contenders/sluice.ts): the clip list's `sluice` options
 (the seeded sampler that planned exactly these clips), with `--config JSON` merged over them; epoch `p` of the
-server's loader is pass `p` of the list, and every epoch must deliver exactly the listed clips. Contract and
-measurement: bench/contenders/harness.ts.
+server's loader is pass `p` of the list, and every epoch must deliver exactly the listed clips; frames decoded
+come from each clip's `decodedFrames`. Contract and measurement: bench/contenders/harness.ts.
 
 Run: /usr/bin/python3 bench/contenders/sluice_serve.py --clips FILE --mode time|verify [--out DIR] [--config JSON]
 """
@@ -64,6 +64,7 @@ def main():
             seen = set()
             frames = bytearray(clip_bytes * len(want)) if args.mode == "verify" else None
             pts = [None] * len(want)
+            decoded = 0
             print(json.dumps({"event": "start", "pass": p}), flush=True)
             t0 = time.perf_counter()
             for batch in loader:
@@ -75,6 +76,8 @@ def main():
                         raise SystemExit(f"pass {p}: the server delivered a clip not in the list: {m['path']} @ "
                                          f"{m['start']}")
                     seen.add(i)
+                    d = m.get("decodedFrames")
+                    decoded = decoded + d if isinstance(d, int) and decoded is not None else None
                     if frames is not None:
                         frames[i * clip_bytes:(i + 1) * clip_bytes] = np.ascontiguousarray(np.asarray(video[j])).tobytes()
                         pts[i] = list(m["pts"])
@@ -82,7 +85,7 @@ def main():
             if len(seen) != len(want):
                 raise SystemExit(f"pass {p}: {len(want) - len(seen)} listed clips were not delivered")
             print(json.dumps({"event": "end", "pass": p, "wall": wall, "clips": len(seen), "frames": len(seen) * n,
-                              "decoded": None}), flush=True)
+                              "decoded": decoded}), flush=True)
             if frames is not None:
                 with open(os.path.join(args.out, "frames.bin"), "wb") as f:
                     f.write(frames)
