@@ -64,6 +64,9 @@ export interface SoakEpoch {
   /** FFmpeg objects alive (all threads), and freed by the safety net instead of their owner (leaks). */
   nativeLive: number;
   nativeFinalized: number;
+  /** The same per FFmpeg object class (all threads), to tell which one leaks. */
+  nativeLiveByClass: Record<string, number>;
+  nativeFinalizedByClass: Record<string, number>;
   /** Whether heaps were collected before sampling. */
   gc: boolean;
 }
@@ -187,6 +190,11 @@ function resetPeak(pid: number | "self" | undefined): void {
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 const count = (r: Record<string, number>) => sum(Object.values(r));
+const byClass = (rs: Record<string, number>[]) => {
+  const out: Record<string, number> = {};
+  for (const r of rs) for (const [k, v] of Object.entries(r)) out[k] = (out[k] ?? 0) + v;
+  return out;
+};
 
 /** Options of {@link soak}. */
 export interface SoakOptions {
@@ -285,6 +293,8 @@ export async function soak(o: SoakOptions): Promise<SoakSummary> {
         workerExternal: sum(mem.workers.map((w) => w.external)),
         nativeLive: sum(threads.map((t) => count(t.native.live))),
         nativeFinalized: sum(threads.map((t) => count(t.native.finalized))),
+        nativeLiveByClass: byClass(threads.map((t) => t.native.live)),
+        nativeFinalizedByClass: byClass(threads.map((t) => t.native.finalized)),
         gc: gc !== undefined,
       };
       records.push(rec);
