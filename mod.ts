@@ -202,3 +202,54 @@ export {
   type WorkerPoolOptions,
 } from "./src/pipeline/mod.ts";
 export { PipelineFailure, PipelineStoppedError, type StageError, WorkerCrashedError } from "./src/errors.ts";
+
+// Dataset preparation: transcode, shards, cold-cache measurement
+export { EncoderNotFoundError, ShardError } from "./src/errors.ts";
+export {
+  outputSize,
+  type TranscodeOptions,
+  type TranscodeResult,
+  transcodeVideo,
+  transcodeVideoSync,
+} from "./src/prep/transcode.ts";
+export { ENCODERS, type EncoderSpec, type EncoderSpeed, type TargetCodec } from "./src/prep/encoder.ts";
+export {
+  transcodeDataset,
+  type TranscodeDatasetOptions,
+  type TranscodeSummary,
+} from "./src/prep/transcode_dataset.ts";
+export type { TaskOutcome } from "./src/prep/transcode_worker.ts";
+export type { OutputFacts } from "./src/prep/output_check.ts";
+export type { ProgressSnapshot } from "./src/prep/progress.ts";
+export { parseWorkShard, resolveWorkShard, type WorkShard } from "./src/prep/work_shard.ts";
+export { findShardManifests, mergeManifests, type MergeOptions, type MergeReport } from "./src/prep/merge.ts";
+export { type PackOptions, packShards, type PackSummary, parseByteSize } from "./src/prep/pack.ts";
+export { type VerifyReport, verifyShard } from "./src/prep/verify_shard.ts";
+export {
+  type OpenedShard,
+  type OpenedShards,
+  openShards,
+  readMember,
+  readSampleMeta,
+  readSampleVideo,
+  shardOrder,
+  type ShardReadOptions,
+  type StreamedSample,
+  type StreamOptions,
+  streamSamples,
+} from "./src/shards/reader.ts";
+export type {
+  MemberLocation,
+  ShardEntry,
+  ShardIndex,
+  ShardSample,
+  ShardSet,
+} from "./src/shards/index_format.ts";
+export {
+  type MemberRef,
+  type ShardDataset,
+  shardDataset,
+  type ShardVideoItem,
+} from "./src/shards/dataset.ts";
+export { benchIo, type BenchIoOptions, type IoPass } from "./src/prep/bench_io.ts";
+export { canDropPageCache, dropFromPageCache } from "./src/prep/page_cache.ts";

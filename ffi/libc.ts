@@ -18,6 +18,15 @@ export const LIBC_SYMBOLS = {
   close: { parameters: ["i32"], result: "i32" }, // int close(int fd)
   __errno_location: { parameters: [], result: "pointer" }, // int *__errno_location(void) — this thread's errno
   strerror: { parameters: ["i32"], result: "pointer" }, // char *strerror(int errnum)
+  // --- page cache control (src/prep/page_cache.ts) ---
+  // `open` is variadic in C; it is bound without the `mode` argument, which only O_CREAT reads.
+  open: { parameters: ["buffer", "i32"], result: "i32" }, // int open(const char *pathname, int flags)
+  posix_fadvise: {
+    // int posix_fadvise(int fd, off_t offset, off_t len, int advice) — off_t is 64-bit on LP64 Linux;
+    // returns an error number (not -1/errno)
+    parameters: ["i32", "i64", "i64", "i32"],
+    result: "i32",
+  },
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /** The C library's soname on Linux. */
@@ -42,3 +51,9 @@ export const PROT_WRITE = 2;
 export const MAP_SHARED = 1;
 /** `mmap`'s failure value, `(void *) -1`. */
 export const MAP_FAILED = 0xffff_ffff_ffff_ffffn;
+/** `open` flags from <fcntl.h> (Linux): read only, close on exec. */
+export const O_RDONLY = 0;
+export const O_CLOEXEC = 0o2000000;
+
+/** `posix_fadvise` advice from <fcntl.h> (Linux): drop the file's clean pages from the page cache. */
+export const POSIX_FADV_DONTNEED = 4;

@@ -279,6 +279,52 @@ export function errorText(e: unknown, subject?: string): string {
   return e instanceof Error ? `${e.name}: ${text}` : text;
 }
 
+// ---------------------------------------------------------------- dataset preparation (src/prep)
+
+/** No encoder for the codec asked for is built into the loaded FFmpeg: names each one tried and its package. */
+export class EncoderNotFoundError extends SluiceError {
+  /** The codec asked for, e.g. "av1". */
+  readonly codec: string;
+  /** The encoders tried, in order. */
+  readonly tried: string[];
+  /** Builds the message from the codec, the encoders tried and where FFmpeg was loaded from. */
+  constructor(
+    codec: string,
+    tried: readonly { name: string; debianPackage: string; configure: string }[],
+    ffmpegDir: string,
+    options?: ErrorOptions,
+  ) {
+    super(
+      `no ${codec} encoder in the FFmpeg loaded from ${ffmpegDir} (tried ${
+        tried.map((t) => t.name).join(", ")
+      }). ` +
+        `Debian/Ubuntu's FFmpeg has it: sudo apt-get install ${
+          tried.map((t) => t.debianPackage).join(" ")
+        } ` +
+        `(pulled in by libavcodec59/60); a self-built FFmpeg needs ./configure ${
+          tried.map((t) => t.configure).join(" or ")
+        }`,
+      options,
+    );
+    this.codec = codec;
+    this.tried = tried.map((t) => t.name);
+  }
+}
+
+/** A tar shard or its index is damaged, truncated or does not match: names the shard and the member. */
+export class ShardError extends SluiceError {
+  /** The shard file or URL. */
+  readonly shard: string;
+  /** The member concerned (its tar name), or "" when the problem is the shard or index as a whole. */
+  readonly member: string;
+  /** `shard: member M: problem` (the member part only when there is one). */
+  constructor(shard: string, member: string, problem: string, options?: ErrorOptions) {
+    super(`${shard}${member ? `: member ${member}` : ""}: ${problem}`, options);
+    this.shard = shard;
+    this.member = member;
+  }
+}
+
 // ---- Errors across Workers and processes -------------------------------------------------------------------
 
 /** A value an error field may hold once serialized: JSON-safe, with nested errors marked. */
@@ -328,6 +374,7 @@ for (
     LibraryNotFoundError,
     LibraryVersionError,
     MediaError,
+    ClipError,
     ProtocolError,
     InvalidArgumentError,
     PipelineFailure,
@@ -341,6 +388,8 @@ for (
     CudaError,
     NvdecUnsupportedError,
     ServeError,
+    EncoderNotFoundError,
+    ShardError,
     Error,
     TypeError,
     RangeError,

@@ -10,6 +10,11 @@
  * sluice load DATASET [options]
  * sluice serve DATASET --socket PATH [options]
  * sluice bench-decode FILE...
+ * sluice transcode SRC_DIR|MANIFEST OUT_DIR [--height 128 --fps 15 --codec h264 --gop 15] [--jobs N] [--shard I/N]
+ * sluice manifest merge OUT_DIR
+ * sluice pack MANIFEST OUT_DIR [--shard-size 1GiB]
+ * sluice verify SHARD...
+ * sluice bench-io DATASET... [--cold]
  * ```
  *
  * @example Run a command from code (as the tests do)
@@ -27,6 +32,11 @@ import { loadCommand } from "./commands/load.ts";
 import { makeDatasetCommand } from "./commands/make_dataset.ts";
 import { probeCommand } from "./commands/probe.ts";
 import { serveCommand } from "./commands/serve.ts";
+import { transcodeCommand } from "./commands/transcode.ts";
+import { manifestMergeCommand } from "./commands/manifest_merge.ts";
+import { packCommand } from "./commands/pack.ts";
+import { verifyCommand } from "./commands/verify.ts";
+import { benchIoCommand } from "./commands/bench_io.ts";
 
 export {
   type BooleanOption,
@@ -58,14 +68,19 @@ export const COMMANDS: readonly Command[] = [
   loadCommand,
   serveCommand,
   benchDecodeCommand,
+  transcodeCommand,
+  manifestMergeCommand,
+  packCommand,
+  verifyCommand,
+  benchIoCommand,
 ];
 
 /** Runs the CLI with `args` (the words after `sluice`); returns the exit status. */
 export function main(args: readonly string[]): Promise<number> {
   return runCli(COMMANDS, args, {
     program: "sluice",
-    summary:
-      "video data loading for GPUs: probe media, make a test dataset, run, measure and serve the loader",
+    summary: "video data loading for GPUs: probe media, make a test dataset, run, measure and serve the " +
+      "loader, prepare datasets (transcode, shards, cold-cache I/O)",
   });
 }
 

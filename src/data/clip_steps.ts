@@ -13,6 +13,7 @@ import { clipFailure, type FailedClip, isFailedClip } from "./clip_failure.ts";
 import type { ClipPackets, VideoTask } from "./clip_worker.ts";
 import type { FilledClip } from "./collate.ts";
 import { fetchBytes, type FetchOptions, isUrl } from "./fetch.ts";
+import { readMember } from "../shards/reader.ts";
 
 /** A clip on its way: its packets, or its failure. */
 export type ClipItem = ClipPackets | FailedClip;
@@ -40,7 +41,10 @@ function failAll(task: VideoTask, stage: string, error: unknown, attempt: number
   }));
 }
 
-/** Fetches a URL's bytes into `task.src` (local paths pass through); on failure, every clip of it failed. */
+/**
+ * Fetches a URL's bytes into `task.src` (local paths pass through; a shard member is one checked positioned
+ * read); on failure, every clip of it failed.
+ */
 export async function fetchVideo(
   task: VideoTask,
   opts: Omit<FetchOptions, "signal" | "range">,
@@ -48,7 +52,11 @@ export async function fetchVideo(
   attempt = 0,
 ): Promise<VideoTask | FailedClip[]> {
   try {
-    task.src = isUrl(task.path) ? await fetchBytes(task.path, { ...opts, signal }) : task.path;
+    task.src = task.member
+      ? await readMember(task.path, task.member, { fetch: { ...opts, signal } })
+      : isUrl(task.path)
+      ? await fetchBytes(task.path, { ...opts, signal })
+      : task.path;
     return task;
   } catch (e) {
     if (signal.aborted) throw e;

@@ -36,6 +36,7 @@ import { releaseBuffers, transferable, type Transferring } from "../pipeline/tra
 import { mulberry32 } from "./sampler.ts";
 import type { ClipBase, DecodedClip } from "./collate.ts";
 import type { ClipOutcome, ClipSpec } from "./clip_spec.ts";
+import type { MemberRef } from "../shards/dataset.ts";
 
 export type { ClipBase };
 
@@ -46,6 +47,8 @@ export interface VideoTask {
   path: string;
   /** Each clip's metadata, window (`start`, `end`) and transform seed (`seed`) included, as the loader planned it. */
   clips: ClipBase[];
+  /** The video is this member of the file at `path` (a tar shard). */
+  member?: MemberRef;
   /** The bytes (URLs, after fetching) or the local path itself. */
   src?: Uint8Array | string;
   /** What each clip becomes (travels with each clip). */

@@ -22,6 +22,9 @@
 
 import { DatasetError } from "../errors.ts";
 import { fetchBytes, isUrl } from "./fetch.ts";
+import type { IndexedVideo } from "./video_index.ts";
+import { type MemberRef, shardDataset } from "../shards/dataset.ts";
+import { isShardSource, openShards } from "../shards/reader.ts";
 
 /** One labelled video (or a time range of one). */
 export interface VideoItem {
@@ -35,6 +38,10 @@ export interface VideoItem {
   end?: number;
   /** A manifest's other columns (captions, multi-label ids, targets), carried to each clip's metadata. */
   fields?: Record<string, unknown>;
+  /** The video is this member of the file at `path` (a tar shard): one positioned read, checked (`readMember`). */
+  member?: MemberRef;
+  /** What indexing would find (time range, frame rate, keyframes) when it is known without probing. */
+  indexed?: IndexedVideo;
 }
 
 /** A file a directory tree left out, and why. */
@@ -79,8 +86,12 @@ function isVideoName(name: string): boolean {
   return VIDEO_EXTENSIONS.some((x) => lower.endsWith(x));
 }
 
-/** Opens a dataset: a directory tree, or a `.csv` / `.jsonl` manifest (local or URL). */
+/**
+ * Opens a dataset: a directory tree, a `.csv` / `.jsonl` manifest (local or URL), or packed shards (a directory
+ * with `shards.json`, that file, an `.idx.json` or a `.tar`, local or URL; see `src/shards/`).
+ */
 export async function openDataset(source: string): Promise<VideoDataset> {
+  if (await isShardSource(source)) return shardDataset(await openShards(source));
   if (isVideoName(source)) {
     throw new DatasetError(
       `${source}: open dataset failed: this is a video file, not a dataset; give a directory of ` +

@@ -99,6 +99,7 @@ export function epochSource(args: FrontArgs): Iterable<VideoTask> {
           epoch: e,
           video: args.datasetIndex[c.video],
           path: args.items[c.video].path,
+          member: args.items[c.video].member,
           clips: [clipBase(args, e, c)],
           spec: args.spec,
         };

@@ -92,6 +92,7 @@ export class Replacer {
         epoch,
         video: meta.video,
         path: meta.path,
+        member: this.#args.items[plan[p].video].member,
         clips: [meta],
         spec: this.#args.spec,
       };

@@ -9,6 +9,7 @@
 import { probe } from "../media/probe.ts";
 import type { VideoDataset } from "./dataset.ts";
 import { fetchBytes, type FetchOptions, isUrl } from "./fetch.ts";
+import { readMember } from "../shards/reader.ts";
 import type { SampledVideo } from "./sampler.ts";
 
 /** What the index knows about one video. */
@@ -67,9 +68,16 @@ async function indexOne(
   opts: IndexOptions,
 ): Promise<IndexedVideo> {
   if (item.start !== undefined && item.end !== undefined && !opts.keyframes) {
-    return { start: item.start, end: item.end, frameRate: 0 };
+    return { start: item.start, end: item.end, frameRate: item.indexed?.frameRate ?? 0 };
   }
-  const src = isUrl(item.path) ? await fetchBytes(item.path, opts.fetch) : item.path;
+  if (item.indexed && (!opts.keyframes || item.indexed.keyframes)) {
+    return { ...item.indexed, start: item.start ?? item.indexed.start, end: item.end ?? item.indexed.end };
+  }
+  const src = item.member
+    ? await readMember(item.path, item.member, { fetch: opts.fetch })
+    : isUrl(item.path)
+    ? await fetchBytes(item.path, opts.fetch)
+    : item.path;
   const info = await probe(src, { keyframes: opts.keyframes ?? false });
   const v = info.video;
   if (v === null) throw new Error(`${item.path}: index failed: no video stream`);

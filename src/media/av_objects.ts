@@ -126,6 +126,20 @@ export class InputContext extends Owned {
   }
 }
 
+/**
+ * An output `AVFormatContext` (`avformat_alloc_output_context2` / `avformat_free_context`, which takes the
+ * pointer itself). Its `pb` is not freed with it: close that first (`avio_closep`).
+ */
+export class OutputContext extends Owned {
+  constructor(ptr: Deno.PointerValue) {
+    const { avformat } = ffmpeg();
+    // The freer gets a `T **` slot; this free function takes the pointer itself.
+    const pointee = (pp: Uint8Array<ArrayBuffer>) =>
+      Deno.UnsafePointer.create(new BigUint64Array(pp.buffer, 0, 1)[0]);
+    super(ptr, (pp) => avformat.avformat_free_context(pointee(pp)), "AVFormatContext(output)");
+  }
+}
+
 /** An `AVBSFContext` (`av_bsf_free`). Wraps a pointer `av_bsf_alloc` filled. */
 export class BsfContext extends Owned {
   constructor(ptr: Ptr) {

@@ -18,7 +18,9 @@ export const loadCommand = defineCommand({
     "per-stage tables, failures and peak RSS. Ctrl-C prints the summary so far and exits with status 130.",
   positionals: [{
     name: "DATASET",
-    help: "a directory with one folder per class, a .csv or .jsonl manifest, or an http(s) URL of one",
+    help:
+      "a directory with one folder per class, a .csv or .jsonl manifest, packed shards (a directory with " +
+      "shards.json, from sluice pack), or an http(s) URL of a manifest or shards.json",
   }],
   options: {
     ...LOADER_OPTIONS,

@@ -1,0 +1,166 @@
+/**
+ * Progress of a long preparation job (transcode, pack): counts, bytes, throughput and an ETA, reported as
+ * {@link ProgressSnapshot}s, plus their two renderings: one line for a terminal ({@link progressLine}) and the
+ * final table ({@link summaryTable}). Non-terminal output is the snapshots themselves as JSON lines.
+ * @module
+ */
+
+/** One finished item, as far as progress is concerned. */
+export interface ItemResult {
+  status: "done" | "skipped" | "failed";
+  bytesIn: number;
+  bytesOut: number;
+  /** Seconds of media written (for the "× realtime" speed), 0 when not media. */
+  mediaSec?: number;
+}
+
+/** The state of a job at one moment. */
+export interface ProgressSnapshot {
+  /** "transcode", "pack", ... */
+  job: string;
+  /** Items the job has in all. */
+  total: number;
+  /** Items finished in any way (done + skipped + failed). */
+  finished: number;
+  /** Items worked on successfully. */
+  done: number;
+  /** Items found done by an earlier run. */
+  skipped: number;
+  /** Items that failed (listed, not fatal). */
+  failed: number;
+  /** Bytes read for the items done. */
+  bytesIn: number;
+  /** Bytes written for the items done. */
+  bytesOut: number;
+  /** Seconds since the job started. */
+  elapsedSec: number;
+  /** Items done (not skipped) per second. */
+  itemsPerSec: number;
+  /** Megabytes (10^6) read per second. */
+  mbInPerSec: number;
+  /** Megabytes (10^6) written per second. */
+  mbOutPerSec: number;
+  /** Seconds of media written per second of wall time. */
+  realtime: number;
+  /** Seconds left at the current pace, null before the first item is done. */
+  etaSec: number | null;
+}
+
+/** Counts items as they finish and turns them into snapshots. */
+export class ProgressTracker {
+  readonly #job: string;
+  readonly #total: number;
+  readonly #t0 = performance.now();
+  #done = 0;
+  #skipped = 0;
+  #failed = 0;
+  #bytesIn = 0;
+  #bytesOut = 0;
+  #mediaSec = 0;
+
+  constructor(job: string, total: number) {
+    this.#job = job;
+    this.#total = total;
+  }
+
+  /** Records one finished item. */
+  add(r: ItemResult): void {
+    if (r.status === "done") this.#done++;
+    else if (r.status === "skipped") this.#skipped++;
+    else this.#failed++;
+    if (r.status === "done") {
+      this.#bytesIn += r.bytesIn;
+      this.#bytesOut += r.bytesOut;
+      this.#mediaSec += r.mediaSec ?? 0;
+    }
+  }
+
+  /** The state now. */
+  snapshot(): ProgressSnapshot {
+    const elapsed = (performance.now() - this.#t0) / 1000;
+    const finished = this.#done + this.#skipped + this.#failed;
+    const per = (x: number) => elapsed > 0 ? x / elapsed : 0;
+    // Skipped items cost a probe, not an encode: the pace is that of the items actually worked on.
+    const worked = this.#done + this.#failed;
+    const left = this.#total - finished;
+    return {
+      job: this.#job,
+      total: this.#total,
+      finished,
+      done: this.#done,
+      skipped: this.#skipped,
+      failed: this.#failed,
+      bytesIn: this.#bytesIn,
+      bytesOut: this.#bytesOut,
+      elapsedSec: round(elapsed, 3),
+      itemsPerSec: round(per(this.#done), 3),
+      mbInPerSec: round(per(this.#bytesIn) / 1e6, 3),
+      mbOutPerSec: round(per(this.#bytesOut) / 1e6, 3),
+      realtime: round(per(this.#mediaSec), 2),
+      etaSec: left === 0 ? 0 : worked === 0 ? null : round((elapsed / worked) * left, 1),
+    };
+  }
+}
+
+function round(x: number, digits: number): number {
+  const k = 10 ** digits;
+  return Math.round(x * k) / k;
+}
+
+/** `1:02:03` / `2:03` for seconds. */
+export function clock(sec: number): string {
+  const s = Math.max(0, Math.round(sec));
+  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
+  const mm = h > 0 ? String(m).padStart(2, "0") : String(m);
+  return `${h > 0 ? `${h}:` : ""}${mm}:${String(r).padStart(2, "0")}`;
+}
+
+/** Bytes in binary units: `512 B`, `1.5 KiB`, `3.2 MiB`, `1.1 GiB`. */
+export function bytesText(n: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let u = 0, x = n;
+  while (x >= 1024 && u < units.length - 1) {
+    x /= 1024;
+    u++;
+  }
+  return u === 0 ? `${n} B` : `${x.toFixed(1)} ${units[u]}`;
+}
+
+/** One terminal line: `transcode [######......] 12/40 30% 2.5/s 41.2 MB/s in  ETA 0:11  (1 failed)`. */
+export function progressLine(s: ProgressSnapshot): string {
+  const width = 24;
+  const frac = s.total > 0 ? Math.min(1, s.finished / s.total) : 1;
+  const fill = Math.round(frac * width);
+  const eta = s.etaSec === null ? "ETA --:--" : `ETA ${clock(s.etaSec)}`;
+  const extra = [s.skipped ? `${s.skipped} skipped` : "", s.failed ? `${s.failed} failed` : ""].filter(
+    Boolean,
+  );
+  return `${s.job} [${"#".repeat(fill)}${".".repeat(width - fill)}] ${s.finished}/${s.total} ` +
+    `${Math.round(frac * 100)}%  ${s.itemsPerSec.toFixed(1)}/s  ${s.mbInPerSec.toFixed(1)} MB/s in  ${eta}` +
+    (extra.length ? `  (${extra.join(", ")})` : "");
+}
+
+/** The final table of a job: counts, bytes in and out, speed, and the failures with their reasons. */
+export function summaryTable(s: ProgressSnapshot, failures: { path: string; error: string }[]): string {
+  const ratio = s.bytesIn > 0 ? `${(s.bytesOut / s.bytesIn * 100).toFixed(1)}% of input` : "";
+  const rows: [string, string][] = [
+    ["items", `${s.total} (${s.done} done, ${s.skipped} already done, ${s.failed} failed)`],
+    ["bytes in", bytesText(s.bytesIn)],
+    ["bytes out", `${bytesText(s.bytesOut)}${ratio ? `  (${ratio})` : ""}`],
+    ["time", clock(s.elapsedSec)],
+    [
+      "speed",
+      `${s.itemsPerSec.toFixed(2)} items/s, ${s.mbInPerSec.toFixed(1)} MB/s in, ${
+        s.mbOutPerSec.toFixed(1)
+      } MB/s out` +
+      (s.realtime > 0 ? `, ${s.realtime.toFixed(1)}x realtime` : ""),
+    ],
+  ];
+  const w = Math.max(...rows.map(([k]) => k.length));
+  const lines = rows.map(([k, v]) => `${k.padEnd(w)}  ${v}`);
+  if (failures.length > 0) {
+    lines.push(`failed (${failures.length}, skipped; the rest of the run went on):`);
+    for (const f of failures) lines.push(`  ${f.path}: ${f.error}`);
+  }
+  return lines.join("\n");
+}

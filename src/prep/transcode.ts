@@ -1,0 +1,231 @@
+/**
+ * `transcodeVideoSync`: re-encodes one video at the spatial and temporal resolution a model trains at, so the
+ * loader decodes no pixel it will throw away: `height` pixels high (width from the display aspect ratio,
+ * rounded to an even number), `fps` frames per second, a keyframe exactly every `gop` frames, display rotation
+ * applied to the pixels (the output has none left to apply), audio dropped unless asked for (then copied
+ * unchanged).
+ *
+ * The source is read in chunks of about `chunkSec` seconds (a window each, through `demuxVideoSync` and
+ * `decodeVideoSync` with `frameRate`, the frame selection the loader's clips use: output frame `k` shows what
+ * the loader's clip starting at the source's start would show in slot `k`), so memory stays bounded for any
+ * length. Pixels are turned with `orientPlane` and fed straight into the encoder's frame.
+ * @module
+ */
+
+import { decodeVideoSync } from "../media/decode.ts";
+import { demuxVideoSync } from "../media/demux.ts";
+import type { VideoFrames } from "../media/frames.ts";
+import { orientedSize, orientPlane, quarterTurns } from "../media/orient.ts";
+import { probeSync } from "../media/probe.ts";
+import { type MediaInput, sourceLabel } from "../media/source.ts";
+import { AV_PKT_FLAG_KEY, packet, type Ptr } from "../media/structs.ts";
+import { InvalidArgumentError, MediaError } from "../errors.ts";
+import { AudioCopier } from "./audio_copy.ts";
+import { type EncoderSpeed, type TargetCodec, VideoEncoder } from "./encoder.ts";
+import { Muxer } from "./muxer.ts";
+
+/** What to make of a video. */
+export interface TranscodeOptions {
+  /** Output height in pixels, after rotation (even). */
+  height: number;
+  /** Output frames per second. */
+  fps: number;
+  /** Output codec. */
+  codec: TargetCodec;
+  /** Keyframe interval in frames. */
+  gop: number;
+  /** Constant-quality factor (default per encoder). */
+  crf?: number;
+  /** Encoder speed preset (default "fast"). */
+  speed?: EncoderSpeed;
+  /** A specific encoder for `codec` (default: the first installed, see `ENCODERS`). */
+  encoder?: string;
+  /** Copy the best audio stream unchanged (default false: audio is dropped). */
+  audio?: boolean;
+  /** Start of the part of the source to transcode, seconds (default: its start). */
+  start?: number;
+  /** End of that part, seconds (default: the source's end). */
+  end?: number;
+  /** Source seconds decoded per step (default 10); bounds memory for long videos. */
+  chunkSec?: number;
+}
+
+/** What was written. */
+export interface TranscodeResult {
+  /** The encoder used, e.g. "libx264". */
+  encoder: string;
+  /** Output width in pixels. */
+  width: number;
+  /** Output height in pixels. */
+  height: number;
+  /** Output frames per second. */
+  fps: number;
+  /** Frames written. */
+  frames: number;
+  /** `frames / fps` seconds. */
+  durationSec: number;
+  /** Presentation times (seconds, ascending) of the keyframes written. */
+  keyframes: number[];
+  /** The source's display rotation, now applied to the pixels. */
+  rotation: number;
+  /** True when an audio stream was copied. */
+  audio: boolean;
+  /** Source packets the decoder rejected (their frames were replaced by neighbours). */
+  corruptPackets: number;
+}
+
+/**
+ * Output size for a `codedWidth`×`codedHeight` source shown turned by `rotation`: `height` high, the width
+ * keeping the display aspect ratio, rounded to the nearest even number (at least 2), as `scale=-2:height` does.
+ */
+export function outputSize(codedWidth: number, codedHeight: number, rotation: number, height: number): [
+  number,
+  number,
+] {
+  const [dw, dh] = orientedSize(codedWidth, codedHeight, rotation);
+  return [Math.max(2, 2 * Math.round((height * dw) / dh / 2)), height];
+}
+
+/** Checks the numbers of {@link TranscodeOptions}; throws {@link InvalidArgumentError} naming the bad one. */
+export function validateTranscodeOptions(o: TranscodeOptions): void {
+  const bad = (what: string) => new InvalidArgumentError(`transcode: ${what}`);
+  if (!Number.isInteger(o.height) || o.height < 2 || o.height % 2) {
+    throw bad(`height must be an even integer >= 2, got ${o.height}`);
+  }
+  if (!(o.fps > 0) || !Number.isFinite(o.fps)) throw bad(`fps must be a positive number, got ${o.fps}`);
+  if (!Number.isInteger(o.gop) || o.gop < 1) throw bad(`gop must be a positive integer, got ${o.gop}`);
+  if (o.crf !== undefined && !(o.crf >= 0 && o.crf <= 63)) throw bad(`crf must be in 0..63, got ${o.crf}`);
+  if (o.chunkSec !== undefined && !(o.chunkSec > 0)) {
+    throw bad(`chunkSec must be positive, got ${o.chunkSec}`);
+  }
+  if (o.start !== undefined && o.end !== undefined && !(o.end > o.start)) {
+    throw bad(`end ${o.end} must be after start ${o.start}`);
+  }
+}
+
+/** Transcodes `src` into a new file at `dst`; see the module docs. Throws {@link MediaError} naming `src`. */
+export function transcodeVideoSync(src: MediaInput, dst: string, opts: TranscodeOptions): TranscodeResult {
+  validateTranscodeOptions(opts);
+  const label = sourceLabel(src);
+  const info = probeSync(src);
+  const v = info.video;
+  if (v === null) throw new MediaError(label, "transcode", "the input has no video stream");
+  const rotation = quarterTurns(v.rotation);
+  const [outW, outH] = outputSize(v.width, v.height, rotation, opts.height);
+  // Decode in coded orientation at the size that becomes outW×outH once turned.
+  const [decW, decH] = orientedSize(outW, outH, rotation);
+  const origin = opts.start ?? v.startTimeSec;
+  const streamEnd = v.durationSec === null ? null : v.startTimeSec + v.durationSec;
+  const end = opts.end === undefined
+    ? streamEnd
+    : streamEnd === null
+    ? opts.end
+    : Math.min(opts.end, streamEnd);
+  if (end !== null && !(end > origin)) {
+    throw new MediaError(label, "transcode", `nothing to transcode: range [${origin}, ${end}) is empty`);
+  }
+
+  using enc = new VideoEncoder(
+    {
+      codec: opts.codec,
+      width: outW,
+      height: outH,
+      fps: opts.fps,
+      gop: opts.gop,
+      crf: opts.crf,
+      speed: opts.speed,
+      encoder: opts.encoder,
+    },
+    dst,
+  );
+  using mux = new Muxer(dst);
+  const video = mux.addEncoderStream(enc.context, enc.timeBase);
+  using audio = opts.audio && info.audio !== null
+    ? new AudioCopier(src, info.audio.index, origin, end ?? Infinity)
+    : null;
+  if (audio) audio.attach(mux, mux.addStream(audio.codecParameters, audio.timeBase));
+  mux.open();
+
+  const keyframes: number[] = [];
+  const tick = enc.timeBase[0] / enc.timeBase[1];
+  const onPacket = (pkt: Ptr) => {
+    if (packet.flags(pkt) & AV_PKT_FLAG_KEY) keyframes.push(Number(packet.pts(pkt) ?? 0n) * tick);
+    mux.write(video, pkt, 1n);
+  };
+  let written = 0;
+  let corrupt = 0;
+  const put = (frames: VideoFrames, i: number) => {
+    copyFrame(frames, i, enc, rotation);
+    enc.send(written++, onPacket);
+  };
+  const decodeOpts = { width: decW, height: decH, pixelFormat: "yuv420p" as const, frameRate: opts.fps };
+
+  if (end === null) {
+    // No duration to cut windows from: the whole stream in one step (FFmpeg fps-filter semantics).
+    const [packets] = demuxVideoSync(src);
+    const frames = decodeVideoSync(packets, decodeOpts);
+    corrupt += frames.failedPackets;
+    for (let i = 0; i < frames.pts.length; i++) put(frames, i);
+  } else {
+    const total = Math.ceil((end - origin) * opts.fps - 1e-9);
+    const perChunk = Math.max(1, Math.round((opts.chunkSec ?? 10) * opts.fps));
+    for (let first = 0; first < total; first += perChunk) {
+      const want = Math.min(perChunk, total - first);
+      const s = origin + first / opts.fps;
+      const e = Math.min(origin + (first + perChunk) / opts.fps, end);
+      const [packets] = demuxVideoSync(src, { window: [s, e] });
+      const frames = decodeVideoSync(packets, decodeOpts);
+      corrupt += frames.failedPackets;
+      const got = Math.min(want, frames.pts.length);
+      for (let i = 0; i < got; i++) put(frames, i);
+      // A window with fewer frames (a gap in a variable-rate source): the encoder's frame still holds the
+      // last picture, which is what the missing slots show.
+      if (written > 0) { for (let i = got; i < want; i++) enc.send(written++, onPacket); }
+      audio?.copyUntil(e);
+    }
+  }
+  if (written === 0) throw new MediaError(label, "transcode", "no frame could be decoded");
+  enc.finish(onPacket);
+  audio?.copyUntil(Infinity);
+  mux.finish();
+  return {
+    encoder: enc.name,
+    width: outW,
+    height: outH,
+    fps: opts.fps,
+    frames: written,
+    durationSec: written / opts.fps,
+    keyframes: keyframes.sort((a, b) => a - b),
+    rotation: v.rotation,
+    audio: audio !== null,
+    corruptPackets: corrupt,
+  };
+}
+
+/** Copies frame `i` of `frames` (tight yuv420p, coded orientation) into the encoder's next frame, turned. */
+function copyFrame(frames: VideoFrames, i: number, enc: VideoEncoder, rotation: 0 | 90 | 180 | 270): void {
+  const dst = enc.nextFrame().planes;
+  const base = i * frames.frameSize;
+  frames.planes.forEach((p, k) => {
+    const data = frames.data.subarray(base + p.offset, base + p.offset + p.stride * p.height);
+    const src = { data, width: p.width, height: p.height, stride: p.stride, bytesPerPixel: 1 };
+    const out = { ...dst[k], bytesPerPixel: 1 };
+    if (rotation !== 0) return orientPlane(src, out, rotation);
+    for (let y = 0; y < p.height; y++) {
+      out.data.set(data.subarray(y * p.stride, y * p.stride + p.width), y * out.stride);
+    }
+  });
+}
+
+/** {@link transcodeVideoSync} as a Promise (the work is synchronous FFI: run it in a Worker for parallelism). */
+export function transcodeVideo(
+  src: MediaInput,
+  dst: string,
+  opts: TranscodeOptions,
+): Promise<TranscodeResult> {
+  try {
+    return Promise.resolve(transcodeVideoSync(src, dst, opts));
+  } catch (e) {
+    return Promise.reject(e);
+  }
+}
