@@ -58,6 +58,7 @@ export class ClipError extends MediaError {
   readonly window: [number, number];
   /** Where it failed. */
   readonly stage: "demux" | "decode";
+  /** `reason` says why the clip failed; the message names `source`, the window and the stage. */
   constructor(
     source: string,
     stage: "demux" | "decode",

@@ -162,7 +162,7 @@ export interface StageControl {
 }
 
 /** Name of the consumer row in stats. */
-export const CONSUMER = "(consumer)";
+const CONSUMER = "(consumer)";
 const DEFAULT_REPORT_MS = 10_000;
 const DEFAULT_STALL_MS = 30_000;
 
