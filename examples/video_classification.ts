@@ -150,8 +150,12 @@ async function train(source: Batches, steps: number, stepMs: number, logEvery: n
   }
   const secs = (performance.now() - t0) / 1000;
   console.log(
-    `\n${steps} steps, ${samples} samples in ${secs.toFixed(2)} s: ${(samples / secs).toFixed(1)} samples/s, ` +
-      `mean step ${(stepTotalMs / steps).toFixed(1)} ms, data-wait fraction ${(waitMs / stepTotalMs).toFixed(3)}`,
+    `\n${steps} steps, ${samples} samples in ${secs.toFixed(2)} s: ${
+      (samples / secs).toFixed(1)
+    } samples/s, ` +
+      `mean step ${(stepTotalMs / steps).toFixed(1)} ms, data-wait fraction ${
+        (waitMs / stepTotalMs).toFixed(3)
+      }`,
   );
   console.log(source.stats());
 }
@@ -159,7 +163,11 @@ async function train(source: Batches, steps: number, stepMs: number, logEvery: n
 const command = defineCommand({
   name: "",
   summary: "a video-classification pipeline stage by stage, feeding a simulated training loop",
-  positionals: [{ name: "DATASET", help: "dataset (default: the demo dataset, made on first use)", optional: true }],
+  positionals: [{
+    name: "DATASET",
+    help: "dataset (default: the demo dataset, made on first use)",
+    optional: true,
+  }],
   options: {
     "subclip-duration": { type: "number", default: 1, above: 0, max: 3600, help: "clip length, seconds" },
     "num-demux-threads": { type: "integer", default: 1, min: 1, max: 256, help: "demux Workers" },
@@ -214,5 +222,7 @@ const command = defineCommand({
 });
 
 if (import.meta.main) {
-  Deno.exit(await runCommand(command, Deno.args, { program: "deno run -A examples/video_classification.ts" }));
+  Deno.exit(
+    await runCommand(command, Deno.args, { program: "deno run -A examples/video_classification.ts" }),
+  );
 }

@@ -49,7 +49,14 @@ export {
   type VideoStreamInfo,
 } from "./probe.ts";
 export { type DemuxOptions, demuxVideo, type TimeWindow } from "./demux.ts";
-export { type CodecInfo, inWindow, NOPTS, ptsToSeconds, VideoPackets, type VideoPacketsInit } from "./packets.ts";
+export {
+  type CodecInfo,
+  inWindow,
+  NOPTS,
+  ptsToSeconds,
+  VideoPackets,
+  type VideoPacketsInit,
+} from "./packets.ts";
 export { PACKETS_FORMAT_VERSION } from "./packet_format.ts";
 export type { MediaInput } from "./source.ts";
 export { type DecodeOptions, decodeVideo, releaseDecoder } from "./decode.ts";

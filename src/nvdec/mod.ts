@@ -35,4 +35,11 @@ export { CudaBuffer, CudaFrames, type NvdecPixelFormat } from "./cuda_buffer.ts"
 export { toCuda } from "./to_cuda.ts";
 export { type NvdecAvailability, nvdecAvailable, nvdecConcurrency, selectDecoder } from "./available.ts";
 // The media types these signatures mention (the values live in `@sluice/sluice/media`)
-export type { CodecInfo, CropRect, FrameSampling, SamplingOptions, VideoPackets, VideoPacketsInit } from "../media/mod.ts";
+export type {
+  CodecInfo,
+  CropRect,
+  FrameSampling,
+  SamplingOptions,
+  VideoPackets,
+  VideoPacketsInit,
+} from "../media/mod.ts";

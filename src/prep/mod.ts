@@ -14,7 +14,14 @@
  *
  * const dir = await Deno.makeTempDir();
  * makeSyntheticDataset(`${dir}/raw`, { videos: 8, classes: 2, durationSec: 2, width: 320, height: 240 });
- * const t = await transcodeDataset({ input: `${dir}/raw`, outDir: `${dir}/k128`, height: 128, fps: 15, gop: 15 });
+ * const t = await transcodeDataset({
+ *   input: `${dir}/raw`,
+ *   outDir: `${dir}/k128`,
+ *   height: 128, // pixels, after rotation
+ *   fps: 15,
+ *   codec: "h264",
+ *   gop: 15, // a keyframe a second
+ * });
  * const p = await packShards({ manifest: t.manifest, outDir: `${dir}/shards`, shardSize: 128 * 1024 });
  * for (const s of p.shards) console.log(s.tar, (await verifyShard(`${dir}/shards/${s.tar}`)).ok);
  * for await (const s of streamSamples(await openShards(`${dir}/shards`), { seed: 1, epoch: 0 })) {
@@ -32,7 +39,11 @@ export {
   transcodeVideoSync,
 } from "./transcode.ts";
 export { ENCODERS, type EncoderSpec, type EncoderSpeed, type TargetCodec } from "./encoder.ts";
-export { transcodeDataset, type TranscodeDatasetOptions, type TranscodeSummary } from "./transcode_dataset.ts";
+export {
+  transcodeDataset,
+  type TranscodeDatasetOptions,
+  type TranscodeSummary,
+} from "./transcode_dataset.ts";
 export type { TaskOutcome } from "./transcode_worker.ts";
 export type { OutputFacts } from "./output_check.ts";
 export type { ProgressSnapshot } from "./progress.ts";
@@ -53,7 +64,13 @@ export {
   type StreamOptions,
   streamSamples,
 } from "../shards/reader.ts";
-export type { MemberLocation, ShardEntry, ShardIndex, ShardSample, ShardSet } from "../shards/index_format.ts";
+export type {
+  MemberLocation,
+  ShardEntry,
+  ShardIndex,
+  ShardSample,
+  ShardSet,
+} from "../shards/index_format.ts";
 export { type MemberRef, type ShardDataset, shardDataset, type ShardVideoItem } from "../shards/dataset.ts";
 export { benchIo, type BenchIoOptions, type IoPass } from "./bench_io.ts";
 export { canDropPageCache, dropFromPageCache } from "./page_cache.ts";

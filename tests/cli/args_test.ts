@@ -229,7 +229,11 @@ Deno.test("cli: an optional positional may be left out and shows as [NAME]; it c
   assert.match(out.text, /Usage: p opt SRC \[DST\]\n/);
   assert.match(out.text, /\n  \[DST\] +destination\n/);
   assert.throws(
-    () => defineCommand({ ...opt, positionals: [{ name: "A", help: "", optional: true }, { name: "B", help: "" }] }),
+    () =>
+      defineCommand({
+        ...opt,
+        positionals: [{ name: "A", help: "", optional: true }, { name: "B", help: "" }],
+      }),
     /a required positional follows an optional one/,
   );
 });
