@@ -227,7 +227,7 @@ Deno.test("cli: an optional positional may be left out and shows as [NAME]; it c
   const out = new Capture();
   assert.equal(await runCommand(opt, ["--help"], { program: "p", stdout: out, stderr: new Capture() }), 0);
   assert.match(out.text, /Usage: p opt SRC \[DST\]\n/);
-  assert.match(out.text, /\n  \[DST\] +destination\n/);
+  assert.match(out.text, /\n {2}\[DST\] +destination\n/);
   assert.throws(
     () =>
       defineCommand({
