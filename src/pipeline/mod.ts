@@ -69,6 +69,7 @@ export { WorkerPool, type WorkerPoolOptions } from "./worker_pool.ts";
 export {
   deserializeError,
   type ErrorClass,
+  isSerializedError,
   registerErrorClass,
   type SerializedError,
   type SerializedValue,

@@ -351,6 +351,7 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
       tracer: this.#tracer,
       log: this.#log,
       clock: this.#clock,
+      event: (e) => this.#hooks.event(e),
       fail: (stage, error) => {
         if (epoch.failure !== undefined || epoch.aborted) return;
         epoch.failure = this.#failure(stage, error);
