@@ -1,111 +1,41 @@
 /**
- * sluice: keeps GPUs fed with video. A pipeline of stages (sample → fetch → demux → decode → resize → batch),
- * each with its own concurrency, calling FFmpeg and NVIDIA's decoder directly through `Deno.dlopen`.
+ * sluice keeps GPUs fed with video: a loader that turns a dataset of video files into batches of decoded,
+ * resized clips, through a pipeline of stages (sample → fetch → demux → decode → batch), each with its own
+ * concurrency, calling FFmpeg and NVIDIA's decoder directly through `Deno.dlopen`.
  *
- * This module only re-exports; behaviour lives in `src/`, bindings in `ffi/`.
+ * This entry point holds what a loader user needs: the loader and its options, batches and stats, datasets,
+ * the cache loader, serving batches to trainers in other processes, the errors, and the few media calls a user
+ * checks files with (`probe`, `ffmpegInfo`, `nvdecAvailable`). The building blocks live in subpath exports:
+ *
+ * - `@sluice/sluice/pipeline`: the pipeline engine (`PipelineBuilder`, `WorkerPool`, hooks, error transport);
+ * - `@sluice/sluice/media`: probe, demux and decode on the CPU (`demuxVideo`, `decodeVideo`, `VideoPackets`);
+ * - `@sluice/sluice/nvdec`: decode on the GPU (`decodeVideoNvdec`, `CudaBuffer`, `toCuda`);
+ * - `@sluice/sluice/backend`: run part of a pipeline in a child process (`spawnBackend`);
+ * - `@sluice/sluice/tune`: search a loader's settings for the most samples/s (`tune`, as `sluice tune`);
+ * - `@sluice/sluice/prep`: prepare a dataset (transcode, pack into shards, verify, read shards, measure I/O);
+ * - `@sluice/sluice/cli`: the `sluice` command line.
+ *
+ * @example Load batches of clips for training
+ * ```ts
+ * import { videoClassificationLoader } from "@sluice/sluice";
+ *
+ * // A directory with one sub-directory per class (`sluice make-dataset data --videos 16 --classes 4` makes one).
+ * await using loader = await videoClassificationLoader({
+ *   dataset: "data",
+ *   batchSize: 8,
+ *   clip: { numFrames: 16, width: 112, height: 112 },
+ *   sampler: { seed: 0, clipsPerVideo: 4 },
+ * });
+ * for await (using batch of loader) {
+ *   // batch.data: uint8 [B, T, H, W, 3]; batch.labels: one class index per clip
+ *   console.log(batch.shape, batch.labels);
+ * }
+ * console.log(loader.stats().clips.total);
+ * ```
  * @module
  */
 
-// Errors, and how they keep their class across Workers and processes
-export {
-  deserializeError,
-  type ErrorClass,
-  InvalidArgumentError,
-  LibraryNotFoundError,
-  LibraryVersionError,
-  MediaError,
-  ProtocolError,
-  registerErrorClass,
-  type SerializedError,
-  type SerializedValue,
-  serializeError,
-  SluiceError,
-} from "./src/errors.ts";
-
-// FFmpeg libraries
-export { type FfmpegInfo, ffmpegInfo } from "./src/media/ffmpeg.ts";
-
-// Subprocess backend
-export {
-  BackendSource,
-  type BackendStats,
-  type ChildStats,
-  spawnBackend,
-  type SpawnBackendOptions,
-} from "./src/backend/spawn.ts";
-export { BackendError, BackendExitedError, BackendStalledError } from "./src/errors.ts";
-export { PROTOCOL_VERSION } from "./src/backend/protocol.ts";
-
-// Probing and demuxing
-export {
-  type AudioStreamInfo,
-  type MediaInfo,
-  probe,
-  type ProbeOptions,
-  type StreamInfo,
-  type VideoStreamInfo,
-} from "./src/media/probe.ts";
-export { type DemuxOptions, demuxVideo, type TimeWindow } from "./src/media/demux.ts";
-export {
-  type CodecInfo,
-  inWindow,
-  NOPTS,
-  ptsToSeconds,
-  VideoPackets,
-  type VideoPacketsInit,
-} from "./src/media/packets.ts";
-export { PACKETS_FORMAT_VERSION } from "./src/media/packet_format.ts";
-export type { MediaInput } from "./src/media/source.ts";
-export {
-  type NvdecAvailability,
-  nvdecAvailable,
-  nvdecConcurrency,
-  selectDecoder,
-} from "./src/nvdec/available.ts";
-export { decodeVideoNvdec, type NvdecOptions, releaseDecoderNvdec } from "./src/nvdec/decoder.ts";
-export { CudaBuffer, CudaFrames, type NvdecPixelFormat } from "./src/nvdec/cuda_buffer.ts";
-export { toCuda } from "./src/nvdec/to_cuda.ts";
-export { CudaError, NvdecUnsupportedError } from "./src/errors.ts";
-
-// CPU decoding
-export { type DecodeOptions, decodeVideo, releaseDecoder } from "./src/media/decode.ts";
-export type { SamplingOptions } from "./src/media/frame_select.ts";
-export type { CropRect } from "./src/media/crop.ts";
-export {
-  frameAt,
-  type PixelFormat,
-  type PlaneLayout,
-  transferables,
-  type VideoFrames,
-} from "./src/media/frames.ts";
-
-// Datasets, samplers and loaders
-export {
-  datasetFromDirectory,
-  datasetFromManifest,
-  openDataset,
-  type SkippedFile,
-  type VideoDataset,
-  type VideoItem,
-} from "./src/data/dataset.ts";
-export { fetchBytes, type FetchOptions } from "./src/data/fetch.ts";
-export {
-  type ClipPlacement,
-  type ClipRequest,
-  ClipSampler,
-  clipSeed,
-  type ResolvedSamplerOptions,
-  type SampledVideo,
-  type SamplerOptions,
-  type ShardRemainder,
-} from "./src/data/sampler.ts";
-export {
-  type DatasetIndex,
-  indexDataset,
-  type IndexedVideo,
-  type IndexFailure,
-  type IndexOptions,
-} from "./src/data/video_index.ts";
+// The loader, its options, batches and stats
 export {
   type LoaderMemory,
   type LoaderPlan,
@@ -129,27 +59,43 @@ export type {
   ResizeMode,
 } from "./src/data/clip_spec.ts";
 export type { ClipFailure } from "./src/data/clip_failure.ts";
+export type { WorkerMemory } from "./src/data/clip_worker.ts";
+export type { NativeObjectCounts } from "./src/media/av_objects.ts";
 export type { FrontArgs } from "./src/data/front.ts";
 export type { ClipCounts, ClipEpochStats, ClipStats } from "./src/data/clip_stats.ts";
-export {
-  type Batch,
-  type BatchLayout,
-  type ClipBase,
-  type ClipMeta,
-  collate,
-  type DecodedClip,
-  type FilledClip,
-} from "./src/data/collate.ts";
+export type { Batch, BatchLayout, ClipMeta } from "./src/data/collate.ts";
 export { cacheLoader, type CacheLoaderOptions } from "./src/data/cache_loader.ts";
+
+// Datasets and sampling
 export {
-  encodeSyntheticVideo,
-  makeSyntheticDataset,
-  type PatternReading,
-  readPattern,
-  type SyntheticDatasetOptions,
-  type SyntheticVideoOptions,
-} from "./src/data/synthetic.ts";
-export { DatasetError, FetchError, type FetchPhase } from "./src/errors.ts";
+  datasetFromDirectory,
+  datasetFromManifest,
+  openDataset,
+  type SkippedFile,
+  type VideoDataset,
+  type VideoItem,
+} from "./src/data/dataset.ts";
+export type { MemberRef } from "./src/shards/dataset.ts";
+export type { MemberLocation } from "./src/shards/index_format.ts";
+export { fetchBytes, type FetchOptions } from "./src/data/fetch.ts";
+export {
+  type ClipPlacement,
+  type ClipRequest,
+  ClipSampler,
+  clipSeed,
+  type ResolvedSamplerOptions,
+  type SampledVideo,
+  type SamplerOptions,
+  type ShardRemainder,
+} from "./src/data/sampler.ts";
+export {
+  type DatasetIndex,
+  indexDataset,
+  type IndexedVideo,
+  type IndexFailure,
+  type IndexOptions,
+} from "./src/data/video_index.ts";
+export { makeSyntheticDataset, type SyntheticDatasetOptions } from "./src/data/synthetic.ts";
 
 // Serving batches to trainers in other processes (PyTorch: python/)
 export {
@@ -163,103 +109,8 @@ export {
 } from "./src/serve/server.ts";
 export { SERVE_PROTOCOL_VERSION } from "./src/serve/protocol.ts";
 export type { SlotRingStats } from "./src/serve/slot_ring.ts";
-export { ServeError } from "./src/errors.ts";
 
-// Pipelines
-export {
-  type AggregateOptions,
-  type AutoConcurrencyOptions,
-  type BuildOptions,
-  type Clock,
-  collectTransferables,
-  CONSUMER,
-  type ControllerDecision,
-  type ControllerStats,
-  type Executor,
-  formatStats,
-  type FormatStatsOptions,
-  jsonlStatsHook,
-  LatencySketch,
-  mainThread,
-  type MaxFailures,
-  type Output,
-  type PipeFn,
-  Pipeline,
-  PipelineBuilder,
-  type PipelineEvent,
-  type PipelineHook,
-  type PipelineStats,
-  type PipeOptions,
-  type QueueCounters,
-  realClock,
-  SinkBuilder,
-  type SinkOptions,
-  type SourceOptions,
-  type StageBound,
-  type StageControl,
-  type StageKind,
-  type StageStats,
-  type TaskContext,
-  TRANSFER,
-  transferable,
-  type Transferring,
-  WorkerPool,
-  type WorkerPoolOptions,
-} from "./src/pipeline/mod.ts";
-export { PipelineFailure, PipelineStoppedError, type StageError, WorkerCrashedError } from "./src/errors.ts";
-
-// Dataset preparation: transcode, shards, cold-cache measurement
-export { EncoderNotFoundError, ShardError } from "./src/errors.ts";
-export {
-  outputSize,
-  type TranscodeOptions,
-  type TranscodeResult,
-  transcodeVideo,
-  transcodeVideoSync,
-} from "./src/prep/transcode.ts";
-export { ENCODERS, type EncoderSpec, type EncoderSpeed, type TargetCodec } from "./src/prep/encoder.ts";
-export {
-  transcodeDataset,
-  type TranscodeDatasetOptions,
-  type TranscodeSummary,
-} from "./src/prep/transcode_dataset.ts";
-export type { TaskOutcome } from "./src/prep/transcode_worker.ts";
-export type { OutputFacts } from "./src/prep/output_check.ts";
-export type { ProgressSnapshot } from "./src/prep/progress.ts";
-export { parseWorkShard, resolveWorkShard, type WorkShard } from "./src/prep/work_shard.ts";
-export { findShardManifests, mergeManifests, type MergeOptions, type MergeReport } from "./src/prep/merge.ts";
-export { type PackOptions, packShards, type PackSummary, parseByteSize } from "./src/prep/pack.ts";
-export { type VerifyReport, verifyShard } from "./src/prep/verify_shard.ts";
-export {
-  type OpenedShard,
-  type OpenedShards,
-  openShards,
-  readMember,
-  readSampleMeta,
-  readSampleVideo,
-  shardOrder,
-  type ShardReadOptions,
-  type StreamedSample,
-  type StreamOptions,
-  streamSamples,
-} from "./src/shards/reader.ts";
-export type {
-  MemberLocation,
-  ShardEntry,
-  ShardIndex,
-  ShardSample,
-  ShardSet,
-} from "./src/shards/index_format.ts";
-export {
-  type MemberRef,
-  type ShardDataset,
-  shardDataset,
-  type ShardVideoItem,
-} from "./src/shards/dataset.ts";
-export { benchIo, type BenchIoOptions, type IoPass } from "./src/prep/bench_io.ts";
-export { canDropPageCache, dropFromPageCache } from "./src/prep/page_cache.ts";
-
-// Tuning (`sluice tune`)
+// Tuning targets: what a module for `sluice tune` exports (the search itself: `@sluice/sluice/tune`)
 export {
   choice,
   type ChoiceParam,
@@ -274,16 +125,51 @@ export {
   type ValueOfParam,
 } from "./src/tune/space.ts";
 export { defineTuning, type TrialContext, type TrialLoader, type TuneTarget } from "./src/tune/target.ts";
-export type { StageWindow, TrialMetrics } from "./src/tune/measure.ts";
-export type { TrialOutcome, TrialRequest, TrialRunner } from "./src/tune/runner.ts";
-export type {
-  Curve,
-  CurvePoint,
-  Evaluated,
-  Move,
-  SearchOptions,
-  SearchResult,
-  TrialPhase,
-  TrialRecord,
-} from "./src/tune/search.ts";
-export { tune, type TuneOptions, type TuneResult } from "./src/tune/tune.ts";
+
+// Checking files and the machine
+export {
+  type AudioStreamInfo,
+  type MediaInfo,
+  probe,
+  type ProbeOptions,
+  type StreamInfo,
+  type VideoStreamInfo,
+} from "./src/media/probe.ts";
+export type { MediaInput } from "./src/media/source.ts";
+export { type FfmpegInfo, ffmpegInfo } from "./src/media/ffmpeg.ts";
+export { type NvdecAvailability, nvdecAvailable } from "./src/nvdec/available.ts";
+
+// The stats a loader reports (its pipeline's and its backend child's), and their text form
+export { formatStats, type FormatStatsOptions } from "./src/pipeline/format_stats.ts";
+export type { PipelineStats, StageControl, StageStats } from "./src/pipeline/pipeline.ts";
+export type { MaxFailures, StageBound, StageKind } from "./src/pipeline/stage.ts";
+export type { QueueCounters } from "./src/pipeline/queue.ts";
+export type { ControllerStats } from "./src/pipeline/auto_controller.ts";
+export type { AutoConcurrencyOptions, ControllerDecision } from "./src/pipeline/auto_policy.ts";
+export type { BackendStats, ChildStats } from "./src/backend/spawn.ts";
+
+// Errors: one root, a class per cause; each keeps its class across Workers and processes
+export {
+  BackendError,
+  BackendExitedError,
+  BackendStalledError,
+  ClipError,
+  CudaError,
+  DatasetError,
+  EncoderNotFoundError,
+  FetchError,
+  type FetchPhase,
+  InvalidArgumentError,
+  LibraryNotFoundError,
+  LibraryVersionError,
+  MediaError,
+  NvdecUnsupportedError,
+  PipelineFailure,
+  PipelineStoppedError,
+  ProtocolError,
+  ServeError,
+  ShardError,
+  SluiceError,
+  type StageError,
+  WorkerCrashedError,
+} from "./src/errors.ts";

@@ -6,10 +6,8 @@
  * @module
  */
 
-import { makeSyntheticDataset } from "../src/data/synthetic.ts";
-import { formatSummary, runLoad } from "../src/cli/load.ts";
-import { print, ProgressBar } from "../src/cli/tty.ts";
-import { defineCommand, runCommand } from "../src/cli/main.ts";
+import { makeSyntheticDataset } from "@sluice/sluice";
+import { defineCommand, main, ProgressBar, runCommand } from "@sluice/sluice/cli";
 
 /** The demo dataset's shape; a change here regenerates the cache. */
 export const DEMO_DATASET = { videos: 16, classes: 4, durationSec: 4, fps: 25, width: 320, height: 240 };
@@ -59,18 +57,15 @@ const demo = defineCommand({
     json: { type: "boolean", help: "print the summary as one JSON object" },
   },
   examples: ["--epochs 2", "--json"],
-  async run({ values }) {
-    const summary = await runLoad({
-      dataset: ensureDemoDataset(),
-      batchSize: 8,
-      clip: { numFrames: 8, width: 112, height: 112 },
-      sampler: { seed: 0, clipsPerVideo: 4 },
-      backend: "subprocess",
-      epochs: values.epochs,
-      live: values.json ? undefined : Deno.stderr,
-    });
-    print(Deno.stdout, values.json ? JSON.stringify(summary, null, 2) : formatSummary(summary));
-    return 0;
+  run({ values }) {
+    // `sluice load` with the demo's settings: the same live view, summary, --json and Ctrl-C handling.
+    return main([
+      "load",
+      ensureDemoDataset(),
+      ...["--batch-size", "8", "--frames", "8", "--width", "112", "--height", "112"],
+      ...["--seed", "0", "--clips-per-video", "4", "--backend", "subprocess"],
+      ...["--epochs", String(values.epochs), ...(values.json ? ["--json"] : [])],
+    ]);
   },
 });
 

@@ -9,15 +9,8 @@
  * @module
  */
 
-import {
-  makeSyntheticDataset,
-  openShards,
-  packShards,
-  streamSamples,
-  transcodeDataset,
-  verifyShard,
-  videoClassificationLoader,
-} from "../mod.ts";
+import { makeSyntheticDataset, videoClassificationLoader } from "@sluice/sluice";
+import { openShards, packShards, streamSamples, transcodeDataset, verifyShard } from "@sluice/sluice/prep";
 
 const dir = Deno.args[0] ?? await Deno.makeTempDir({ prefix: "sluice-prepare-" });
 try {

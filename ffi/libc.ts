@@ -32,6 +32,26 @@ export const LIBC_SYMBOLS = {
 /** The C library's soname on Linux. */
 export const LIBC_SONAME = "libc.so.6";
 
+let opened: Deno.DynamicLibrary<typeof LIBC_SYMBOLS> | null | undefined;
+
+/**
+ * This thread's libc bindings, opened on first use and kept for the thread's life (as the FFmpeg libraries
+ * are), or null where sluice does not call libc: not Linux, no FFI permission, or `libc.so.6` not loadable.
+ */
+export function libc(): Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"] | null {
+  if (opened === undefined) {
+    opened = null;
+    if (Deno.build.os === "linux" && Deno.permissions.querySync({ name: "ffi" }).state === "granted") {
+      try {
+        opened = Deno.dlopen(LIBC_SONAME, LIBC_SYMBOLS);
+      } catch {
+        // not glibc: the callers' best-effort paths do nothing
+      }
+    }
+  }
+  return opened?.symbols ?? null;
+}
+
 /** `fcntl` commands from <fcntl.h> (Linux): set / get the capacity of a pipe, in bytes. */
 export const F_SETPIPE_SZ = 1031;
 export const F_GETPIPE_SZ = 1032;

@@ -58,6 +58,7 @@ export class ClipError extends MediaError {
   readonly window: [number, number];
   /** Where it failed. */
   readonly stage: "demux" | "decode";
+  /** `reason` says why the clip failed; the message names `source`, the window and the stage. */
   constructor(
     source: string,
     stage: "demux" | "decode",
@@ -130,7 +131,10 @@ export class WorkerCrashedError extends SluiceError {
 /** A task was given to a `WorkerPool` or a pipeline that is stopped. */
 export class PipelineStoppedError extends SluiceError {}
 
-/** A subprocess backend failed: its pipeline threw (a FATAL frame), or it could not be started or configured. */
+/**
+ * A subprocess backend failed as a whole; its subclasses say how (it exited, it stalled). What a backend's
+ * pipeline throws arrives with its own class instead (see `docs/protocol.md`).
+ */
 export class BackendError extends SluiceError {
   /** The backend module and export, e.g. `file:///…/my_backend.ts#buildBackend`. */
   readonly backend: string;
@@ -480,8 +484,8 @@ export function deserializeError(s: SerializedError): Error {
   }
   define(err, "stack", s.stack ?? `${s.name}: ${s.message}`);
   for (const [k, v] of Object.entries(s.fields ?? {})) {
-    if (k === "errors" && err instanceof AggregateError) define(err, k, deserializeValue(v));
-    else (err as unknown as Record<string, unknown>)[k] = deserializeValue(v);
+    // Defined, not assigned: a field named `__proto__` (JSON.parse makes it an own key) stays a plain field.
+    define(err, k, deserializeValue(v), !(k === "errors" && err instanceof AggregateError));
   }
   if (s.cause !== undefined) define(err, "cause", deserializeValue(s.cause));
   return err;
@@ -505,10 +509,47 @@ function deserializeValue(v: SerializedValue): unknown {
     if (e !== null && typeof e === "object" && typeof e.name === "string") return deserializeError(e);
   }
   const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(v)) out[k] = deserializeValue(x as SerializedValue);
+  for (const [k, x] of Object.entries(v)) define(out, k, deserializeValue(x as SerializedValue), true);
   return out;
 }
 
-function define(obj: object, key: string, value: unknown): void {
-  Object.defineProperty(obj, key, { value, writable: true, configurable: true, enumerable: false });
+function define(obj: object, key: string, value: unknown, enumerable = false): void {
+  Object.defineProperty(obj, key, { value, writable: true, configurable: true, enumerable });
+}
+
+const SERIALIZED_KEYS = new Set(["name", "message", "stack", "fields", "cause"]);
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (v === null || typeof v !== "object" || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * Whether `v` has exactly the shape {@link serializeError} produces (JSON from another process is checked with
+ * it before {@link deserializeError} sees it): `name` and `message` strings, an optional `stack` string, `fields`
+ * an object of JSON values (nested errors as `{ $error }` of the same shape), an optional `cause`. Recursive:
+ * callers bound the nesting first (the backend protocol limits JSON depth).
+ */
+export function isSerializedError(v: unknown): v is SerializedError {
+  if (!isPlainObject(v)) return false;
+  for (const k of Object.keys(v)) if (!SERIALIZED_KEYS.has(k)) return false;
+  if (typeof v.name !== "string" || typeof v.message !== "string") return false;
+  if (v.stack !== undefined && typeof v.stack !== "string") return false;
+  if (
+    v.fields !== undefined && !(isPlainObject(v.fields) && Object.values(v.fields).every(isSerializedValue))
+  ) {
+    return false;
+  }
+  return v.cause === undefined || isSerializedValue(v.cause);
+}
+
+function isSerializedValue(v: unknown): boolean {
+  if (v === null || typeof v === "string" || typeof v === "boolean") return true;
+  if (typeof v === "number") return Number.isFinite(v);
+  if (Array.isArray(v)) return v.every(isSerializedValue);
+  if (!isPlainObject(v)) return false;
+  const keys = Object.keys(v);
+  if (keys.length === 1 && keys[0] === "$error") return isSerializedError(v.$error);
+  return Object.values(v).every(isSerializedValue);
 }

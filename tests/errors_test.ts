@@ -7,6 +7,7 @@ import {
   errorText,
   FetchError,
   InvalidArgumentError,
+  isSerializedError,
   LibraryNotFoundError,
   MediaError,
   PipelineFailure,
@@ -172,4 +173,44 @@ Deno.test("errorText: one line, the error's class, the subject named once", () =
   );
   assert.equal(errorText("/f.mp4: plain string", "/f.mp4"), "plain string");
   assert.equal(errorText(42), "42");
+});
+
+Deno.test("errors: isSerializedError accepts what serializeError writes and nothing else", () => {
+  const deep = new FetchError("https://x/a.mp4", 503, 3, "HTTP 503", {
+    cause: new MediaError("/a.mp4", "open", "gone", -2, { cause: new TypeError("inner") }),
+  });
+  for (const e of [deep, new RangeError("r"), new AggregateError([new Error("a")], "agg"), "text", 7]) {
+    assert.ok(isSerializedError(JSON.parse(JSON.stringify(serializeError(e)))), String(e));
+  }
+  const ok = { name: "MediaError", message: "m" };
+  const bad: unknown[] = [
+    null,
+    [],
+    "MediaError",
+    { name: "MediaError" },
+    { message: "m" },
+    { ...ok, stack: 1 },
+    { ...ok, extra: true },
+    { ...ok, fields: [] },
+    { ...ok, fields: { f: () => 1 } },
+    { ...ok, fields: { n: Infinity } },
+    { ...ok, cause: { $error: { name: "E" } } },
+    { ...ok, fields: { list: [{ $error: { name: 3, message: "m" } }] } },
+  ];
+  for (const b of bad) assert.ok(!isSerializedError(b), JSON.stringify(b) ?? String(b));
+});
+
+Deno.test("errors: a field named __proto__ (as JSON.parse makes it) stays a field; the class holds", () => {
+  const s = JSON.parse(
+    '{"name":"MediaError","message":"m","fields":{"__proto__":{"polluted":true},"source":{"__proto__":1}}}',
+  );
+  assert.ok(isSerializedError(s));
+  const e = deserializeError(s) as MediaError & Record<string, unknown>;
+  assert.ok(e instanceof MediaError);
+  assert.equal(Object.getPrototypeOf(e), MediaError.prototype);
+  assert.deepEqual(Object.getOwnPropertyDescriptor(e, "__proto__")?.value, { polluted: true });
+  const source = e.source as unknown as Record<string, unknown>;
+  assert.equal(Object.getPrototypeOf(source), Object.prototype);
+  assert.equal(Object.getOwnPropertyDescriptor(source, "__proto__")?.value, 1);
+  assert.equal(({} as Record<string, unknown>).polluted, undefined);
 });

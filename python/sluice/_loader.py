@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _protocol as proto
 from ._server import ServerProcess
-from .errors import ProtocolError, ServeError, ServerDiedError, SluiceError
+from .errors import ProtocolError, ServeError, ServerDiedError, SluiceError, server_error
 
 try:  # torch is optional: without it batches are numpy arrays
     import torch as _torch
@@ -492,7 +492,7 @@ class Loader:
                 for raw in self._frames.push(chunk):
                     m = proto.check_message(raw)
                     if m["type"] == "error":
-                        raise ServeError(m["code"], m["message"])
+                        raise server_error(m["code"], m["message"], m.get("name"))
                     (self._stats if m["type"] == "stats" else self._pending).append(m)
                 return
             if self._server is not None and not self._server.alive():

@@ -149,6 +149,8 @@ def check_message(m: Any) -> Dict[str, Any]:
     elif t == "error":
         _str(m, "code")
         _str(m, "message")
+        if "name" in m:  # the server's class of the error; absent from an older server's messages
+            _str(m, "name")
     else:
         raise ProtocolError("bad-message", f"server sent an unknown message type {t!r}")
     return m

@@ -15,10 +15,94 @@ class ServeError(SluiceError):
         super().__init__(f"{message} [{code}]")
         self.code = code
         self.message = message
+        #: The class of the error on the server (``"ServeError"`` for the protocol's own codes).
+        self.name = "ServeError"
 
 
 class ProtocolError(ServeError):
     """The server sent something that breaks the protocol (a bad frame or field); the connection is closed."""
+
+
+# The server's own errors, by the class name its ``error`` messages carry (``name``): the same names as the
+# sluice classes (src/errors.ts), so ``except sluice.errors.DatasetError`` reads as it would in Deno. Each is a
+# ServeError (the server reported it); invalid options are also a ValueError, I/O failures an OSError.
+
+
+class InvalidArgumentError(ServeError, ValueError):
+    """An option or argument is out of range or inconsistent (checked by the server)."""
+
+
+class DatasetError(ServeError):
+    """The dataset (directory, manifest, shards) could not be read, or holds no usable video."""
+
+
+class MediaError(ServeError):
+    """A media file could not be opened, demuxed or decoded."""
+
+
+class ClipError(MediaError):
+    """One clip could not be delivered as asked (with ``on_clip_error="fail"``)."""
+
+
+class FetchError(ServeError, OSError):
+    """A video or manifest could not be fetched (HTTP error, timeout, dropped connection)."""
+
+
+class ShardError(ServeError):
+    """A shard or its index is damaged or does not match."""
+
+
+class LibraryNotFoundError(ServeError):
+    """The server could not find the FFmpeg (or CUDA) libraries."""
+
+
+class LibraryVersionError(ServeError):
+    """The server found FFmpeg libraries of a release sluice does not support."""
+
+
+class CudaError(ServeError):
+    """A CUDA driver call failed on the server."""
+
+
+class NvdecUnsupportedError(ServeError):
+    """NVDEC cannot decode the stream (codec, bit depth, chroma format or size)."""
+
+
+class PipelineFailure(ServeError):
+    """A stage of the server's loader failed more often than its failure budget allows."""
+
+
+class WorkerCrashedError(ServeError):
+    """A decode Worker of the server died."""
+
+
+class BackendError(ServeError):
+    """The server's subprocess backend failed."""
+
+
+class BackendExitedError(BackendError):
+    """The server's subprocess backend exited while its items were still expected."""
+
+
+class BackendStalledError(BackendError):
+    """The server's subprocess backend stopped sending anything and was killed."""
+
+
+_BY_NAME = {cls.__name__: cls for cls in (
+    InvalidArgumentError, DatasetError, MediaError, ClipError, FetchError, ShardError, LibraryNotFoundError,
+    LibraryVersionError, CudaError, NvdecUnsupportedError, PipelineFailure, WorkerCrashedError, BackendError,
+    BackendExitedError, BackendStalledError,
+)}
+
+
+def server_error(code: str, message: str, name: Optional[str] = None) -> ServeError:
+    """The exception for a server's ``error`` message: the class of the same name when there is one (see above),
+    else :class:`ServeError` (the protocol's own codes, and errors the client has no class for)."""
+    # An older server sends no name; its code is then the class name of a sluice error, or a protocol code.
+    cls = _BY_NAME.get(name if name is not None else code, ServeError)
+    err = cls(code, message)
+    err.name = name if name is not None else cls.__name__
+    return err
 
 
 class ServerDiedError(SluiceError):

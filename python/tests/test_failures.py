@@ -294,6 +294,22 @@ def test_a_server_of_another_protocol_version_gets_a_clear_error(tmp_path):
     assert e.value.code == "protocol-version"
 
 
+@pytest.mark.parametrize("error,cls,name", [
+    ({"code": "DatasetError", "name": "DatasetError"}, sluice.errors.DatasetError, "DatasetError"),
+    ({"code": "MediaError", "name": "ClipError"}, sluice.errors.ClipError, "ClipError"),
+    ({"code": "internal", "name": "TypeError"}, sluice.ServeError, "TypeError"),
+    ({"code": "busy", "name": "ServeError"}, sluice.ServeError, "ServeError"),
+    ({"code": "busy"}, sluice.ServeError, "ServeError"),  # a server from before errors named their class
+    ({"code": "DatasetError"}, sluice.errors.DatasetError, "DatasetError"),
+])
+def test_a_server_error_is_raised_as_the_class_of_the_same_name(tmp_path, error, cls, name):
+    FakeServer(tmp_path, [{"type": "error", "message": "it failed", "fatal": True, **error}])
+    with pytest.raises(sluice.ServeError, match=r"it failed") as e:
+        sluice.Loader(socket=str(tmp_path / "fake.sock"))
+    assert type(e.value) is cls
+    assert (e.value.code, e.value.name) == (error["code"], name)
+
+
 @pytest.mark.parametrize("reply,match", [
     (welcome(slots=0), '"slots" must be an integer'),
     (welcome(decoder="tpu"), '"decoder"'),

@@ -12,7 +12,10 @@
  * @module
  */
 
-import { errorText } from "../errors.ts";
+import { errorText, serializeError } from "../errors.ts";
+import type { PipelineEvent } from "../pipeline/hooks.ts";
+import { describeItem } from "../pipeline/describe.ts";
+import { failureLine } from "../pipeline/stage.ts";
 import { readStream } from "./byte_reader.ts";
 import { type Frame, FrameReader } from "./frame_reader.ts";
 import { FrameWriter } from "./frame_writer.ts";
@@ -32,7 +35,8 @@ import { ProtocolError } from "../errors.ts";
 
 /** Stage name under which items the transport cannot encode are counted. */
 export const TRANSPORT_STAGE = "(backend transport)";
-const KEPT_MESSAGES = 10;
+/** Errors sent per stage and report; later failures are only counted. */
+const KEPT_ERRORS = 10;
 const STOP_GRACE_MS = 1000;
 /** Thrown out of the stdin reader's callback to end it after STOP. */
 const STOPPED = Symbol("stopped");
@@ -141,7 +145,10 @@ class BackendChild {
   readonly #out = new FrameWriter(Deno.stdout);
   readonly #control = new Control();
   #served!: Served;
-  readonly #messages = new Map<string, string[]>();
+  /** Per stage, the failures not yet relayed (the first {@link KEPT_ERRORS}). */
+  readonly #errors = new Map<string, ItemErrorPayload["errors"]>();
+  /** The log line of the failure the pipeline just reported as an event (ITEM_ERROR carries it instead). */
+  #failureLine: string | undefined;
   readonly #reported = new Map<string, number>();
   #failuresReported = 0;
   #epoch = 0;
@@ -186,7 +193,10 @@ class BackendChild {
     const built = await fn(init.args);
     if (built !== null && typeof built === "object" && Symbol.asyncIterator in built) return built as Served;
     if (built !== null && typeof built === "object" && typeof built.build === "function") {
-      return built.build({ log: (m: string) => this.#onLog(m) }) as Served;
+      return built.build({
+        log: (m: string) => this.#onLog(m),
+        hooks: [{ event: (e: PipelineEvent) => this.#onEvent(e) }],
+      }) as Served;
     }
     throw new TypeError(
       `${init.module}#${init.export} returned neither a Pipeline, a PipelineBuilder nor an AsyncIterable`,
@@ -228,7 +238,8 @@ class BackendChild {
     try {
       parts = encodeItem(item);
     } catch (e) {
-      this.#sendItemError({ stage: TRANSPORT_STAGE, count: 1, messages: [errorText(e)] });
+      const error = { item: describeItem(item), error: serializeError(e) };
+      this.#sendItemError({ stage: TRANSPORT_STAGE, count: 1, errors: [error] });
       return false;
     }
     this.#out.write(FrameType.ITEM, parts);
@@ -237,14 +248,20 @@ class BackendChild {
   }
 
   #onLog(message: string): void {
-    const m = /^sluice pipeline: stage "(.*)" failed on /.exec(message);
-    if (m === null) {
-      this.#out.write(FrameType.LOG, [jsonBytes({ message })], true);
+    if (message === this.#failureLine) {
+      this.#failureLine = undefined; // the parent prints it from the ITEM_ERROR frame
       return;
     }
-    const list = this.#messages.get(m[1]) ?? [];
-    if (list.length < KEPT_MESSAGES) list.push(message);
-    this.#messages.set(m[1], list);
+    this.#out.write(FrameType.LOG, [jsonBytes({ message })], true);
+  }
+
+  /** A failed task: kept for the next ITEM_ERROR (the pipeline logs its line right after the event). */
+  #onEvent(e: PipelineEvent): void {
+    if (e.type !== "failure") return;
+    this.#failureLine = failureLine(e.stage, e.item, e.error);
+    const list = this.#errors.get(e.stage) ?? [];
+    if (list.length < KEPT_ERRORS) list.push({ item: e.item, error: serializeError(e.error) });
+    this.#errors.set(e.stage, list);
   }
 
   /** Sends ITEM_ERROR frames for failures counted by the pipeline since the last report. */
@@ -255,8 +272,8 @@ class BackendChild {
       const delta = s.failed - (this.#reported.get(s.name) ?? 0);
       if (delta <= 0) continue;
       this.#reported.set(s.name, s.failed);
-      this.#sendItemError({ stage: s.name, count: delta, messages: this.#messages.get(s.name) ?? [] });
-      this.#messages.delete(s.name);
+      this.#sendItemError({ stage: s.name, count: delta, errors: this.#errors.get(s.name) ?? [] });
+      this.#errors.delete(s.name);
     }
   }
 
@@ -278,11 +295,7 @@ class BackendChild {
   }
 
   #fatal(e: unknown): never {
-    const p: FatalPayload = {
-      name: e instanceof Error ? e.name : "Error",
-      message: e instanceof Error ? e.message : String(e),
-      stack: e instanceof Error ? e.stack : undefined,
-    };
+    const p: FatalPayload = { error: serializeError(e) };
     try {
       this.#out.write(FrameType.FATAL, [jsonBytes(p)], true);
     } catch {

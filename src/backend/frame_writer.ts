@@ -2,8 +2,9 @@
  * `FrameWriter`: writes frames of the backend protocol to a synchronous sink (the child's stdout) with
  * `writeSync` loops that handle partial writes. Small parts are coalesced into one scratch buffer so a small
  * frame costs one system call; big parts (≥ 128 KiB) are written straight from their own memory, uncopied.
- * Synchronous writes are several times faster than the async writer for pipes (see NOTES.md), and they keep
- * frames whole: nothing else can run between the header and the payload.
+ * Synchronous writes are several times faster than the async writer for pipes (measured here: 4 KB frames at
+ * ~75k/s against ~15k/s, an async write costing ~80–150 µs; `bench/backend_transport.ts` measures the transport),
+ * and they keep frames whole: nothing else can run between the header and the payload.
  * @module
  */
 

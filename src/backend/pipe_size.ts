@@ -7,7 +7,7 @@
  * @module
  */
 
-import { F_GETPIPE_SZ, F_SETPIPE_SZ, LIBC_SONAME, LIBC_SYMBOLS } from "../../ffi/libc.ts";
+import { F_GETPIPE_SZ, F_SETPIPE_SZ, libc } from "../../ffi/libc.ts";
 
 /** Pipe capacity the backend child asks for on its stdout. */
 export const BACKEND_PIPE_BYTES = 1 << 20;
@@ -18,24 +18,13 @@ export const BACKEND_PIPE_BYTES = 1 << 20;
  * process with all permissions read); returns the capacity then, or null when nothing changed.
  */
 export function growPipe(fd: number, bytes: number): number | null {
-  if (Deno.build.os !== "linux" || Deno.permissions.querySync({ name: "ffi" }).state !== "granted") {
-    return null;
+  const c = libc();
+  if (c === null) return null;
+  const now = c.fcntl(fd, F_GETPIPE_SZ, 0);
+  if (now < 0) return null; // not a pipe
+  for (let want = bytes; want > now; want = Math.floor(want / 2)) {
+    const set = c.fcntl(fd, F_SETPIPE_SZ, want);
+    if (set >= 0) return set;
   }
-  let lib: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>;
-  try {
-    lib = Deno.dlopen(LIBC_SONAME, LIBC_SYMBOLS);
-  } catch {
-    return null;
-  }
-  try {
-    const now = lib.symbols.fcntl(fd, F_GETPIPE_SZ, 0);
-    if (now < 0) return null; // not a pipe
-    for (let want = bytes; want > now; want = Math.floor(want / 2)) {
-      const set = lib.symbols.fcntl(fd, F_SETPIPE_SZ, want);
-      if (set >= 0) return set;
-    }
-    return null;
-  } finally {
-    lib.close();
-  }
+  return null;
 }

@@ -1,5 +1,5 @@
 /**
- * The sluice backend frame protocol, version 3 (see docs/protocol.md): how a child process and its parent talk
+ * The sluice backend frame protocol, version 4 (see docs/protocol.md): how a child process and its parent talk
  * over the child's stdout (child → parent) and stdin (parent → child).
  *
  * Every frame is a 24-byte little-endian header followed by `length` payload bytes:
@@ -17,14 +17,15 @@
  * @module
  */
 
-import { ProtocolError } from "../errors.ts";
+import { isSerializedError, ProtocolError, type SerializedError } from "../errors.ts";
 
 /**
  * Version of the frame protocol this module speaks. 2: blobs of the JSON item form start 8-byte aligned
  * (zero padding before each; see item_codec.ts). 3: HEARTBEAT frames, and INIT's `heartbeatIntervalMs`.
- * Parent and child always run the same build.
+ * 4: ITEM_ERROR and FATAL carry the errors themselves (`serializeError`), so they keep their class in the
+ * parent. Parent and child always run the same build.
  */
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 /** `"SLBK"` read as a little-endian u32. */
 export const MAGIC = 0x4b424c53;
 /** Bytes in a frame header. */
@@ -93,12 +94,15 @@ export interface InitPayload {
   heartbeatIntervalMs: number;
 }
 
-/** Payload of ITEM_ERROR: `count` new failures of `stage` since the last report, with their log messages. */
+/** Payload of ITEM_ERROR: `count` new failures of `stage` since the last report, with their errors. */
 export interface ItemErrorPayload {
   stage: string;
   count: number;
-  /** Messages of these failures (the child's pipeline logs the first ten per stage; later ones only count). */
-  messages: string[];
+  /**
+   * The first of these failures (at most ten per report; later ones only count): the item, described, and the
+   * error with its class. Empty when the backend returned a built pipeline (its failures are only counted).
+   */
+  errors: { item: string; error: SerializedError }[];
 }
 
 /** Payload of END. */
@@ -111,11 +115,9 @@ export interface EndPayload {
   failures: number;
 }
 
-/** Payload of FATAL. */
+/** Payload of FATAL: what the child's pipeline threw, with its class, fields, stack and cause. */
 export interface FatalPayload {
-  name: string;
-  message: string;
-  stack?: string;
+  error: SerializedError;
 }
 
 /** A decoded frame header. */
@@ -226,15 +228,15 @@ export function nestedDeeper(value: unknown, max: number = MAX_JSON_DEPTH): bool
 }
 
 /** What a JSON control field must hold: a string, a count (integer >= 0), milliseconds (> 0), ... */
-type FieldKind = "string" | "string?" | "strings" | "count" | "ms" | "object?" | "any";
+type FieldKind = "string" | "count" | "ms" | "object?" | "error" | "item errors" | "any";
 
 /** The fields of each JSON control payload: exactly these, no others. */
 const JSON_SHAPES: Partial<Record<FrameTypeCode, Record<string, FieldKind>>> = {
-  [FrameType.ITEM_ERROR]: { stage: "string", count: "count", messages: "strings" },
+  [FrameType.ITEM_ERROR]: { stage: "string", count: "count", errors: "item errors" },
   [FrameType.STATS]: { pipeline: "object?", epoch: "count", sent: "count", credits: "count" },
   [FrameType.LOG]: { message: "string" },
   [FrameType.END]: { epoch: "count", items: "count", failures: "count" },
-  [FrameType.FATAL]: { name: "string", message: "string", stack: "string?" },
+  [FrameType.FATAL]: { error: "error" },
   [FrameType.READY]: { pid: "count" },
   [FrameType.INIT]: {
     module: "string",
@@ -252,16 +254,20 @@ function fits(kind: FieldKind, v: unknown): boolean {
   switch (kind) {
     case "string":
       return typeof v === "string";
-    case "string?":
-      return v === undefined || typeof v === "string";
-    case "strings":
-      return Array.isArray(v) && v.every((x) => typeof x === "string");
     case "count":
       return Number.isSafeInteger(v) && (v as number) >= 0;
     case "ms":
       return typeof v === "number" && v > 0 && v <= MAX_MS;
     case "object?":
       return v === null || (typeof v === "object" && !Array.isArray(v));
+    case "error":
+      return isSerializedError(v);
+    case "item errors":
+      return Array.isArray(v) &&
+        v.every((x) =>
+          x !== null && typeof x === "object" && Object.keys(x).length === 2 && typeof x.item === "string" &&
+          isSerializedError(x.error)
+        );
     case "any":
       return true;
   }

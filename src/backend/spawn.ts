@@ -1,6 +1,6 @@
 /**
  * `spawnBackend`: runs a pipeline in a child Deno process and streams its items back over the child's stdout
- * as framed binary (protocol version 3, see docs/protocol.md). The returned {@link BackendSource} is an
+ * as framed binary (protocol version 4, see docs/protocol.md). The returned {@link BackendSource} is an
  * `AsyncIterable` usable directly as `PipelineBuilder.addSource(source)`: each iteration is one epoch of the
  * child's pipeline, and the same child serves every epoch. The child sends an item only against a credit, and
  * the parent returns a credit only when its consumer takes an item, so at most `bufferSize` items are ever
@@ -15,13 +15,16 @@
  */
 
 import {
-  BackendError,
   BackendExitedError,
   BackendStalledError,
+  deserializeError,
   InvalidArgumentError,
   PipelineStoppedError,
   ProtocolError,
+  type SerializedError,
+  type StageError,
 } from "../errors.ts";
+import { failureLine } from "../pipeline/stage.ts";
 import { readStream } from "./byte_reader.ts";
 import { BACKEND_PIPE_BYTES } from "./pipe_size.ts";
 import { type Frame, FrameReader } from "./frame_reader.ts";
@@ -131,6 +134,8 @@ type Entry =
 
 const DEFAULT_PERMISSIONS = ["--allow-read", "--allow-env", "--allow-ffi"];
 const STDERR_TAIL = 20;
+/** Item failures kept with their errors (`BackendSource.errors`); later ones are only counted. */
+const KEPT_ERRORS = 100;
 const EXIT_GRACE_MS = 200;
 const CHILD_ENTRY = new URL("./child.ts", import.meta.url).href;
 const STREAM = "backend stdout";
@@ -175,6 +180,7 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
   readonly #reader = new FrameReader({ source: STREAM, allowedTypes: CHILD_TO_PARENT });
   readonly #queue: Entry[] = [];
   readonly #failure = new AbortController();
+  readonly #errors: StageError[] = [];
   #bufferedItems = 0;
   #wake: (() => void) | undefined;
   #outbox: Uint8Array[] = [];
@@ -293,8 +299,8 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
 
   /**
    * Aborted, with the error as its reason, when the backend fails: the child exits or is killed
-   * (`BackendExitedError`), its pipeline throws (`BackendError`), it stalls (`BackendStalledError`) or its
-   * stream is damaged (`ProtocolError`); never by `close()` or the `signal` option. A pipeline this source feeds
+   * (`BackendExitedError`), its pipeline throws (that error, with its class), it stalls (`BackendStalledError`)
+   * or its stream is damaged (`ProtocolError`); never by `close()` or the `signal` option. A pipeline this source feeds
    * ends with that error itself, rather than a `PipelineFailure` wrapping it, when built with this signal:
    * `builder.addSource(source).….build({ signal: source.failure })`.
    */
@@ -342,6 +348,14 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
   /** Item failures the child reported (counted, never thrown). */
   get failures(): number {
     return this.#stats.failures;
+  }
+
+  /**
+   * The first item failures the child reported with their errors (at most ten per stage and report, and
+   * {@link KEPT_ERRORS} in all), each rebuilt with its class: a `MediaError` in the child is a `MediaError` here.
+   */
+  get errors(): readonly StageError[] {
+    return this.#errors;
   }
 
   /** Terminates the child (stdin EOF, then SIGTERM, then SIGKILL after `killGraceMs`) and waits for it. */
@@ -518,9 +532,10 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
         const p = payload as ItemErrorPayload;
         this.#stats.failures += p.count;
         this.#stats.failuresByStage[p.stage] = (this.#stats.failuresByStage[p.stage] ?? 0) + p.count;
-        for (const m of p.messages) this.#log(`[backend ${this.pid}] ${m}`);
-        if (p.messages.length === 0) {
-          this.#log(`[backend ${this.pid}] ${p.count} item(s) failed in stage "${p.stage}" (see its stderr)`);
+        for (const { item, error } of p.errors) {
+          const e = this.#fromChild(error);
+          if (this.#errors.length < KEPT_ERRORS) this.#errors.push({ stage: p.stage, item, error: e });
+          this.#log(`[backend ${this.pid}] ${failureLine(p.stage, item, e)}`);
         }
         return;
       }
@@ -546,8 +561,8 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
         return;
       }
       case FrameType.FATAL: {
-        const p = payload as FatalPayload;
-        this.#fail(new BackendError(`backend ${this.#name} failed: ${p.name}: ${p.message}`, this.#name));
+        // What the child's pipeline threw, with its class (a MediaError stays a MediaError).
+        this.#fail(this.#fromChild((payload as FatalPayload).error));
         return;
       }
       case FrameType.READY:
@@ -557,6 +572,17 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
       case FrameType.HEARTBEAT:
         return;
     }
+  }
+
+  /** An error the child sent, rebuilt with its class; its stack says which child it came from. */
+  #fromChild(s: SerializedError): Error {
+    const e = deserializeError(s);
+    Object.defineProperty(e, "stack", {
+      value: `${e.stack}\n    at backend child ${this.pid} (${this.#name})`,
+      writable: true,
+      configurable: true,
+    });
+    return e;
   }
 
   async #pumpStderr(): Promise<void> {

@@ -127,6 +127,8 @@ export interface PositionalSpec {
   help: string;
   /** Takes one or more (`FILE...`). */
   variadic?: boolean;
+  /** May be left out (`[NAME]`); only the last positionals may be optional. */
+  optional?: boolean;
 }
 
 /** The type of an option's value, from its declaration. */
@@ -179,6 +181,10 @@ export function defineCommand<const O extends OptionSpecs>(spec: CommandSpec<O>)
     if (bad !== null) throw new Error(`command "${spec.name}": the default of ${bad}`);
   }
   if (spec.examples.length === 0) throw new Error(`command "${spec.name}" needs an example`);
+  const firstOptional = spec.positionals.findIndex((p) => p.optional);
+  if (firstOptional >= 0 && spec.positionals.slice(firstOptional).some((p) => !p.optional)) {
+    throw new Error(`command "${spec.name}": a required positional follows an optional one`);
+  }
   return spec as unknown as Command;
 }
 
@@ -336,8 +342,9 @@ function checkPositionals(command: Command, got: string[]): void {
   const want = command.positionals;
   const variadic = want.length > 0 && want[want.length - 1].variadic === true;
   const names = want.map((p) => p.name).join(" ");
-  if (got.length < want.length) {
-    const missing = want.slice(got.length).map((p) => p.name).join(" ");
+  const required = want.filter((p) => !p.optional);
+  if (got.length < required.length) {
+    const missing = required.slice(got.length).map((p) => p.name).join(" ");
     throw new UsageError(`missing ${missing}`);
   }
   if (!variadic && got.length > want.length) {
@@ -423,8 +430,13 @@ function versionLine(): string {
   return `sluice ${VERSION} (deno ${Deno.version.deno}, ${Deno.build.os} ${Deno.build.arch})`;
 }
 
+function positionalText(p: PositionalSpec): string {
+  const name = p.variadic ? `${p.name}...` : p.name;
+  return p.optional ? `[${name}]` : name;
+}
+
 function usageArgs(command: Command): string {
-  const pos = command.positionals.map((p) => p.variadic ? `${p.name}...` : p.name).join(" ");
+  const pos = command.positionals.map(positionalText).join(" ");
   return Object.keys(command.options).length > 0 ? `${pos} [options]`.trim() : pos;
 }
 
@@ -440,7 +452,7 @@ export function commandHelp(command: Command, program: string): string {
   const lines = [`${full}: ${command.summary}`, "", `Usage: ${full} ${usageArgs(command)}`.trimEnd()];
   if (command.description) lines.push("", ...wrap(command.description, HELP_WIDTH, ""));
   const rows: [string, string][] = [];
-  for (const p of command.positionals) rows.push([p.variadic ? `${p.name}...` : p.name, p.help]);
+  for (const p of command.positionals) rows.push([positionalText(p), p.help]);
   if (rows.length > 0) lines.push("", "Arguments:", ...twoColumns(rows));
   const opts: [string, string][] = Object.entries(command.options).map(([name, spec]) => {
     if (spec.type === "boolean") return [`--${name}`, spec.help];

@@ -60,7 +60,7 @@ export {
   type ValueOf,
   VERSION,
 } from "./args.ts";
-export type { Out } from "./tty.ts";
+export { type Out, ProgressBar } from "./tty.ts";
 export { SluiceError } from "../errors.ts";
 
 /** Every `sluice` command, in the order `sluice --help` lists them. */

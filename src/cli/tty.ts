@@ -73,6 +73,7 @@ export class ProgressBar {
   readonly #tty: boolean;
   readonly #t0 = performance.now();
 
+  /** A bar for `total` steps, drawn on `out` (only when it is a terminal; `finish` prints either way). */
   constructor(out: Out, label: string, total: number) {
     this.#out = out;
     this.#label = label;

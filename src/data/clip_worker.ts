@@ -299,9 +299,13 @@ function asClipError(e: unknown, meta: ClipBase): unknown {
 
 /** What {@link memoryReport} returns: this Worker's V8 heap and external memory, and its FFmpeg objects. */
 export interface WorkerMemory {
+  /** V8 heap reserved, bytes. */
   heapTotal: number;
+  /** V8 heap in use, bytes. */
   heapUsed: number;
+  /** Memory outside the V8 heap that JavaScript objects hold (ArrayBuffers), bytes. */
   external: number;
+  /** FFmpeg objects alive in this thread, by kind. */
   native: NativeObjectCounts;
 }
 

@@ -362,8 +362,15 @@ function splitCsvLine(line: string): string[] {
   return out;
 }
 
-function parseJsonl(text: string, source: string): Row[] {
-  const rows: Row[] = [];
+/**
+ * The objects of JSON Lines `text`, one a non-blank line, each with its 1-based line number; a line that is not
+ * a JSON object is a {@link DatasetError} naming `source` and the line.
+ */
+export function jsonlObjects(
+  text: string,
+  source: string,
+): { line: number; value: Record<string, unknown> }[] {
+  const out: { line: number; value: Record<string, unknown> }[] = [];
   for (const [i, raw] of text.split(/\r?\n/).entries()) {
     if (raw.trim() === "") continue;
     let o: unknown;
@@ -372,32 +379,31 @@ function parseJsonl(text: string, source: string): Row[] {
     } catch (e) {
       throw new DatasetError(`${source}:${i + 1}: not JSON: ${e instanceof Error ? e.message : e}`);
     }
-    if (
-      typeof o !== "object" || o === null || Array.isArray(o) ||
-      typeof (o as { path?: unknown }).path !== "string"
-    ) {
+    if (typeof o !== "object" || o === null || Array.isArray(o)) {
+      throw new DatasetError(`${source}:${i + 1}: expected a JSON object`);
+    }
+    out.push({ line: i + 1, value: o as Record<string, unknown> });
+  }
+  return out;
+}
+
+function parseJsonl(text: string, source: string): Row[] {
+  return jsonlObjects(text, source).map(({ line, value }) => {
+    if (typeof value.path !== "string") {
       throw new DatasetError(
-        `${source}:${i + 1}: expected an object with a "path" string (and "label", "start", "end")`,
+        `${source}:${line}: expected an object with a "path" string (and "label", "start", "end")`,
       );
     }
-    const { path, label, start, end, ...fields } = o as Record<string, unknown>;
+    const { path, label, start, end, ...fields } = value;
     if (label !== undefined && label !== null && typeof label !== "string" && typeof label !== "number") {
       throw new DatasetError(
-        `${source}:${i + 1}: "label" must be a string or a number, got ${JSON.stringify(label)} ` +
+        `${source}:${line}: "label" must be a string or a number, got ${JSON.stringify(label)} ` +
           `(put multi-label ids in another key: it goes through to each clip's metadata)`,
       );
     }
     const text = (v: unknown) => v === undefined || v === null ? undefined : String(v);
-    rows.push(
-      row(
-        { path: path as string, label: text(label), start: text(start), end: text(end) },
-        fields,
-        i + 1,
-        source,
-      ),
-    );
-  }
-  return rows;
+    return row({ path, label: text(label), start: text(start), end: text(end) }, fields, line, source);
+  });
 }
 
 function row(

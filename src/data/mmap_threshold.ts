@@ -19,7 +19,7 @@
  * @module
  */
 
-import { LIBC_SONAME, LIBC_SYMBOLS, M_MMAP_THRESHOLD } from "../../ffi/libc.ts";
+import { libc, M_MMAP_THRESHOLD } from "../../ffi/libc.ts";
 
 /** The threshold {@link fixMmapThreshold} sets: glibc's own initial value. */
 export const MMAP_THRESHOLD_BYTES = 128 * 1024;
@@ -29,22 +29,11 @@ let applied = false;
 /** Pins the process's glibc mmap threshold (once per process); see the module docs. True when it is set. */
 export function fixMmapThreshold(): boolean {
   if (applied) return true;
-  if (Deno.build.os !== "linux" || Deno.permissions.querySync({ name: "ffi" }).state !== "granted") {
-    return false;
-  }
   if (envSet("MALLOC_MMAP_THRESHOLD_")) return false;
-  let lib: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>;
-  try {
-    lib = Deno.dlopen(LIBC_SONAME, LIBC_SYMBOLS);
-  } catch {
-    return false;
-  }
-  try {
-    applied = lib.symbols.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) === 1;
-    return applied;
-  } finally {
-    lib.close();
-  }
+  const c = libc();
+  if (c === null) return false;
+  applied = c.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) === 1;
+  return applied;
 }
 
 function envSet(name: string): boolean {

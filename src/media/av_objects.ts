@@ -31,7 +31,9 @@ const leaked = new FinalizationRegistry<{ free: Freer; ptr: Ptr; what: string }>
 
 /** Counts of this thread's owned FFmpeg objects, by class: alive now, and freed by the safety net (leaks). */
 export interface NativeObjectCounts {
+  /** Objects alive now, per class (`Packet`, `Frame`, `CodecContext`, …). */
   live: Record<string, number>;
+  /** Objects the FinalizationRegistry freed because they were dropped without being disposed, per class. */
   finalized: Record<string, number>;
 }
 

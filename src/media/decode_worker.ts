@@ -1,37 +1,43 @@
 /**
- * Decode functions for a `WorkerPool` (`new WorkerPool(import.meta.resolve("./decode_worker.ts"))`): each Worker
- * keeps its own FFmpeg, decoder and scaler between calls. Results carry their buffers as transferables (the
- * pool's convention in `src/pipeline/transfer.ts`), so frames move to the caller without a copy.
- *
- * ```ts
- * const pool = new WorkerPool(import.meta.resolve("sluice/src/media/decode_worker.ts"), { size: 2 });
- * const frames = await pool.call<VideoFrames>("decode", [packets, { width: 112, height: 112 }], packets.transferables());
- * ```
+ * A Worker module for a `WorkerPool` that decodes: each Worker keeps its own FFmpeg decoder and scaler between
+ * calls. Results are plain objects whose buffers the pool moves to the caller (transferred, not copied).
+ * Start a pool on it with {@link DECODE_WORKER}.
  * @module
  */
 import { type DecodeOptions, decodeVideoSync, releaseDecoder } from "./decode.ts";
-import { transferables, type VideoFrames } from "./frames.ts";
+import type { VideoFrames } from "./frames.ts";
 import { VideoPackets, type VideoPacketsInit } from "./packets.ts";
 import { demuxVideoSync } from "./demux.ts";
-import { transferable, type Transferring } from "../pipeline/transfer.ts";
 
-/** Decodes `packets` (a `VideoPackets` as `postMessage` delivers it) in this Worker; see `decodeVideo`. */
-export function decode(packets: VideoPacketsInit, opts: DecodeOptions = {}): Transferring<VideoFrames> {
-  const frames = decodeVideoSync(VideoPackets.fromStructured(packets), opts);
-  return transferable(frames, transferables(frames));
+/**
+ * The URL of a Worker module for `new WorkerPool(DECODE_WORKER, { size })`. Its functions, for `pool.call`:
+ * - `decode(packets, opts)`: `decodeVideo` of `VideoPackets` (transfer them: `packets.transferables()`);
+ * - `decodeFile(path, opts)`: demux (the whole stream, or `opts.window`) and decode in one call;
+ * - `release()`: frees the Worker's cached decoder (the pool calls it before terminating a Worker).
+ */
+export const DECODE_WORKER: string = import.meta.url;
+
+/**
+ * Decodes `packets` (a `VideoPackets` as `postMessage` delivers it) in this Worker; see `decodeVideo`.
+ * @throws {MediaError} for packets the decoder cannot open or decode (with `onCorrupt: "error"`).
+ * @throws {InvalidArgumentError} for options out of range.
+ */
+export function decode(packets: VideoPacketsInit, opts: DecodeOptions = {}): VideoFrames {
+  return decodeVideoSync(VideoPackets.fromStructured(packets), opts);
 }
 
 /**
  * Demuxes and decodes a whole file (or one window of it) in this Worker: the two steps a caller without a
  * separate demux stage needs, with no packet transfer between them.
+ * @throws {MediaError} for a file that cannot be read, demuxed or decoded, or a window outside the stream.
+ * @throws {InvalidArgumentError} for options out of range.
  */
 export function decodeFile(
   path: string,
   opts: DecodeOptions & { window?: [number, number]; streamIndex?: number } = {},
-): Transferring<VideoFrames> {
+): VideoFrames {
   const [packets] = demuxVideoSync(path, { window: opts.window, streamIndex: opts.streamIndex });
-  const frames = decodeVideoSync(packets, opts);
-  return transferable(frames, transferables(frames));
+  return decodeVideoSync(packets, opts);
 }
 
 /** Frees this Worker's cached decoder and scaler; the pool calls it before terminating the Worker. */

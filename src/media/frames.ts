@@ -109,14 +109,6 @@ export function frameShape(format: PixelFormat, count: number, width: number, he
   }
 }
 
-/** The buffers to list as transferables when posting `frames` to another thread (moved, not copied). */
-export function transferables(frames: VideoFrames): ArrayBuffer[] {
-  const buffers = [frames.data.buffer, frames.pts.buffer].filter((b): b is ArrayBuffer =>
-    b instanceof ArrayBuffer
-  );
-  return [...new Set(buffers)];
-}
-
 /** Frame `i` of `frames` (a view, no copy). */
 export function frameAt(frames: VideoFrames, i: number): Uint8Array {
   return frames.data.subarray(i * frames.frameSize, (i + 1) * frames.frameSize);

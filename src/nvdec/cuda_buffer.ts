@@ -75,7 +75,10 @@ export class CudaBuffer {
     return this.#ptr;
   }
 
-  /** The context this buffer lives in (for copies and kernels). */
+  /**
+   * The context this buffer lives in (for sluice's own copies and kernels).
+   * @ignore
+   */
   get context(): DeviceContext {
     return this.#dc;
   }

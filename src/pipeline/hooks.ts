@@ -1,7 +1,7 @@
 /**
  * Pipeline hooks: how stats and events leave a running pipeline. A hook receives fresh stats every report
- * interval and once as each epoch ends, and the events worth a line in a log (a stage stalled or resumed, the
- * auto-concurrency controller changed a stage). The JSONL stats file is one such hook ({@link jsonlStatsHook});
+ * interval and once as each epoch ends, and the events worth a line in a log (a task failed, a stage stalled or
+ * resumed, the auto-concurrency controller changed a stage). The JSONL stats file is one such hook ({@link jsonlStatsHook});
  * `build({ onReport })` is another. A hook that throws is logged and left out from then on; it never stops the
  * pipeline.
  * @module
@@ -24,6 +24,15 @@ export type PipelineEvent =
     /** The stage that made progress again after a stall of `stalledMs`. */
     stage: string;
     stalledMs: number;
+  }
+  | {
+    type: "failure";
+    /** The stage whose task failed; the pipeline goes on (the stage's `failed` counts it) within its budget. */
+    stage: string;
+    /** The item, described (never the item itself, so big buffers are not kept alive). */
+    item: string;
+    /** What was thrown. */
+    error: unknown;
   }
   | {
     type: "concurrency";

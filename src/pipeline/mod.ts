@@ -1,6 +1,42 @@
 /**
- * The pipeline engine: stages connected by bounded queues, executors (main thread, Worker pools), stats that
- * name the bottleneck, hooks that carry stats and events out, a stall watch, auto concurrency, and tracing.
+ * The pipeline engine: stages connected by bounded queues, each with its own concurrency and executor (the main
+ * thread, or a `WorkerPool` of Deno Workers running a module's exported functions, with buffers moved rather
+ * than copied), stats that name the bottleneck, hooks that carry stats and events out, a stall watch, auto
+ * concurrency, and the error transport that keeps an error's class across Workers and processes.
+ *
+ * The video loader (`videoClassificationLoader` in `@sluice/sluice`) is built on it; build your own pipelines
+ * with {@link PipelineBuilder}.
+ *
+ * @example A source, an async stage with concurrency, batches, stats
+ * ```ts
+ * import { formatStats, PipelineBuilder } from "@sluice/sluice/pipeline";
+ *
+ * const pipeline = new PipelineBuilder()
+ *   .addSource([1, 2, 3, 4, 5, 6, 7, 8], { name: "ids" })
+ *   .pipe(async (id: number) => {
+ *     await new Promise((r) => setTimeout(r, 5)); // stands for a fetch
+ *     return id * id;
+ *   }, { name: "fetch", concurrency: 4 })
+ *   .aggregate(4, { name: "batch" })
+ *   .build();
+ * for await (const batch of pipeline) console.log(batch); // [1, 4, 9, 16], [25, 36, 49, 64]
+ * console.log(formatStats(pipeline.stats()));
+ * await pipeline.stop();
+ * ```
+ *
+ * @example CPU work in Workers: a module's exports become stages
+ * ```ts
+ * import { PipelineBuilder, WorkerPool } from "@sluice/sluice/pipeline";
+ *
+ * // my_worker.ts: `export function checksum(data: Uint8Array): number { ... }`
+ * const pool = new WorkerPool(import.meta.resolve("./my_worker.ts"), { size: 2 });
+ * const pipeline = new PipelineBuilder()
+ *   .addSource(Array.from({ length: 16 }, (_, i) => new Uint8Array(1024).fill(i)))
+ *   .pipe<number>("checksum", { executor: pool }) // each buffer moves to a Worker, not copied
+ *   .build();
+ * for await (const sum of pipeline) console.log(sum);
+ * await pipeline.stop(); // also terminates the pool's Workers
+ * ```
  * @module
  */
 
@@ -20,7 +56,6 @@ export { jsonlStatsHook, type PipelineEvent, type PipelineHook } from "./hooks.t
 export { formatStats, type FormatStatsOptions } from "./format_stats.ts";
 export {
   type BuildOptions,
-  CONSUMER,
   Pipeline,
   type PipelineStats,
   type SinkOptions,
@@ -28,20 +63,15 @@ export {
   type StageStats,
 } from "./pipeline.ts";
 export type { QueueCounters } from "./queue.ts";
-export { LatencySketch } from "./sketch.ts";
 export type { MaxFailures, StageBound, StageKind } from "./stage.ts";
 export { collectTransferables, TRANSFER, transferable, type Transferring } from "./transfer.ts";
 export { WorkerPool, type WorkerPoolOptions } from "./worker_pool.ts";
 export {
   deserializeError,
   type ErrorClass,
-  PipelineFailure,
-  PipelineStoppedError,
+  isSerializedError,
   registerErrorClass,
   type SerializedError,
   type SerializedValue,
   serializeError,
-  SluiceError,
-  type StageError,
-  WorkerCrashedError,
 } from "../errors.ts";

@@ -162,7 +162,7 @@ export interface StageControl {
 }
 
 /** Name of the consumer row in stats. */
-export const CONSUMER = "(consumer)";
+const CONSUMER = "(consumer)";
 const DEFAULT_REPORT_MS = 10_000;
 const DEFAULT_STALL_MS = 30_000;
 
@@ -351,6 +351,7 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
       tracer: this.#tracer,
       log: this.#log,
       clock: this.#clock,
+      event: (e) => this.#hooks.event(e),
       fail: (stage, error) => {
         if (epoch.failure !== undefined || epoch.aborted) return;
         epoch.failure = this.#failure(stage, error);

@@ -17,6 +17,7 @@ import { runPipe } from "./run_pipe.ts";
 import { runSource } from "./run_source.ts";
 import { LatencySketch } from "./sketch.ts";
 import type { Tracer } from "./trace.ts";
+import type { PipelineEvent } from "./hooks.ts";
 
 /** Extra room in a stage's input queue beyond its concurrency (also an ordered stage's reorder slack). */
 export const QUEUE_SLACK = 2;
@@ -98,6 +99,8 @@ export interface RunContext {
   /** Ends the epoch with an error (a stage exceeded its failure budget, the source threw). */
   fail(stage: Stage, error: unknown): void;
   log(message: string): void;
+  /** Hands an event to the pipeline's hooks. */
+  event(e: PipelineEvent): void;
   readonly tracer: Tracer | undefined;
   readonly clock: Clock;
 }
@@ -324,8 +327,9 @@ export class Stage {
     this.failed++;
     const what = describeItem(item);
     this.remember(e, what);
+    ctx.event({ type: "failure", stage: this.name, item: what, error: e });
     if (this.failed <= LOGGED_FAILURES) {
-      ctx.log(`sluice pipeline: stage "${this.name}" failed on ${what}: ${errorText(e, what)}`);
+      ctx.log(failureLine(this.name, what, e));
     } else if (this.failed === LOGGED_FAILURES + 1) {
       ctx.log(`sluice pipeline: stage "${this.name}": further failures are counted but not logged`);
     }
@@ -369,6 +373,14 @@ export class Stage {
 }
 
 /** Whether `x` is a promise or another thenable. */
+/**
+ * The log line of a failed task: `sluice pipeline: stage "NAME" failed on ITEM: Class: message` (the item named
+ * once). The backend's parent prints a child's failures with it too.
+ */
+export function failureLine(stage: string, item: string, error: unknown): string {
+  return `sluice pipeline: stage "${stage}" failed on ${item}: ${errorText(error, item)}`;
+}
+
 export function isThenable(x: unknown): x is PromiseLike<unknown> {
   return x !== null && typeof x === "object" && typeof (x as PromiseLike<unknown>).then === "function";
 }

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { openDataset, type VideoDataset } from "../data/dataset.ts";
+import { jsonlObjects, openDataset, type VideoDataset } from "../data/dataset.ts";
 import { fetchBytes, isUrl } from "../data/fetch.ts";
 import { DatasetError } from "../errors.ts";
 
@@ -104,19 +104,5 @@ export async function writeJsonl(path: string, rows: readonly object[]): Promise
 
 /** Reads a JSONL file into objects (no schema check beyond "one object a line", each error naming its line). */
 export async function readJsonl(path: string): Promise<Record<string, unknown>[]> {
-  const out: Record<string, unknown>[] = [];
-  for (const [i, raw] of new TextDecoder().decode(await fetchBytes(path)).split(/\r?\n/).entries()) {
-    if (raw.trim() === "") continue;
-    let o: unknown;
-    try {
-      o = JSON.parse(raw);
-    } catch (e) {
-      throw new DatasetError(`${path}:${i + 1}: not JSON: ${e instanceof Error ? e.message : e}`);
-    }
-    if (typeof o !== "object" || o === null || Array.isArray(o)) {
-      throw new DatasetError(`${path}:${i + 1}: expected a JSON object`);
-    }
-    out.push(o as Record<string, unknown>);
-  }
-  return out;
+  return jsonlObjects(new TextDecoder().decode(await fetchBytes(path)), path).map((o) => o.value);
 }

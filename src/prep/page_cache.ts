@@ -6,13 +6,13 @@
  * @module
  */
 
-import { LIBC_SONAME, LIBC_SYMBOLS, O_CLOEXEC, O_RDONLY, POSIX_FADV_DONTNEED } from "../../ffi/libc.ts";
+import { libc, O_CLOEXEC, O_RDONLY, POSIX_FADV_DONTNEED } from "../../ffi/libc.ts";
 import { cstr } from "../../ffi/cstring.ts";
 import { SluiceError } from "../errors.ts";
 
 /** True when this process can drop files from the page cache (Linux, FFI permission granted). */
 export function canDropPageCache(): boolean {
-  return Deno.build.os === "linux" && Deno.permissions.querySync({ name: "ffi" }).state === "granted";
+  return libc() !== null;
 }
 
 /**
@@ -20,23 +20,19 @@ export function canDropPageCache(): boolean {
  * be opened or the kernel refuses the advice, and when {@link canDropPageCache} is false.
  */
 export function dropFromPageCache(paths: Iterable<string>): void {
-  if (!canDropPageCache()) {
+  const c = libc();
+  if (c === null) {
     throw new SluiceError(
       "drop page cache: needs Linux and --allow-ffi (posix_fadvise through libc); run without --cold otherwise",
     );
   }
-  const lib = Deno.dlopen(LIBC_SONAME, LIBC_SYMBOLS);
-  try {
-    for (const path of paths) {
-      flushData(path);
-      const fd = lib.symbols.open(cstr(path), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) throw new SluiceError(`${path}: drop page cache: open failed`);
-      const rc = lib.symbols.posix_fadvise(fd, 0n, 0n, POSIX_FADV_DONTNEED);
-      lib.symbols.close(fd);
-      if (rc !== 0) throw new SluiceError(`${path}: drop page cache: posix_fadvise failed with error ${rc}`);
-    }
-  } finally {
-    lib.close();
+  for (const path of paths) {
+    flushData(path);
+    const fd = c.open(cstr(path), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw new SluiceError(`${path}: drop page cache: open failed`);
+    const rc = c.posix_fadvise(fd, 0n, 0n, POSIX_FADV_DONTNEED);
+    c.close(fd);
+    if (rc !== 0) throw new SluiceError(`${path}: drop page cache: posix_fadvise failed with error ${rc}`);
   }
 }
 

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { ServeError } from "../errors.ts";
+import { ServeError, SluiceError } from "../errors.ts";
 
 /** Version of the serve protocol this module speaks. */
 export const SERVE_PROTOCOL_VERSION = 1;
@@ -156,9 +156,22 @@ export interface StatsMessage {
 /** Something failed; the server closes the connection after sending it when `fatal`. */
 export interface ErrorMessage {
   type: "error";
+  /** One of the codes of docs/serve_protocol.md, or the class name of a sluice error (see {@link errorMessage}). */
   code: string;
+  /** The class of the error on the server: `ServeError` for the protocol's own codes, else e.g. `MediaError`. */
+  name: string;
   message: string;
   fatal: boolean;
+}
+
+/**
+ * The `error` message for `e`: a `ServeError`'s code, the class name of any other sluice error
+ * (`InvalidArgumentError`, `DatasetError`, …), else `"internal"`; `name` is the class in every case.
+ */
+export function errorMessage(e: unknown, fatal: boolean): ErrorMessage {
+  const code = e instanceof ServeError ? e.code : e instanceof SluiceError ? e.name : "internal";
+  const name = e instanceof Error ? e.name : "Error";
+  return { type: "error", code, name, message: e instanceof Error ? e.message : String(e), fatal };
 }
 
 /** Any message a server sends. */

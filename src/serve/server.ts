@@ -20,7 +20,7 @@
  * @module
  */
 
-import { InvalidArgumentError, ServeError, SluiceError } from "../errors.ts";
+import { InvalidArgumentError, ServeError } from "../errors.ts";
 import type { VideoClassificationLoader } from "../data/loader.ts";
 import type { Batch } from "../data/collate.ts";
 import { CudaSlots } from "./cuda_slots.ts";
@@ -28,6 +28,8 @@ import {
   type BatchMessage,
   type ClientMessage,
   encodeMessage,
+  type ErrorMessage,
+  errorMessage,
   FrameDecoder,
   type HelloMessage,
   MAX_CLIENT_MESSAGE,
@@ -370,7 +372,7 @@ class Session {
 
   /** Sends an error and closes (used before the session starts). */
   async refuse(code: string, message: string): Promise<void> {
-    await this.#sendError(code, message, true);
+    await this.#sendError(new ServeError(code, message));
     await this.close();
   }
 
@@ -663,19 +665,20 @@ class Session {
     return this.#writing;
   }
 
-  async #sendError(code: string, message: string, fatal: boolean): Promise<void> {
+  /** Sends `e` as a fatal `error` message (the connection closes after it). */
+  async #sendError(e: unknown): Promise<ErrorMessage> {
+    const msg = errorMessage(e, true);
     try {
-      await this.#send({ type: "error", code, message, fatal });
+      await this.#send(msg);
     } catch { /* the peer is gone */ }
+    return msg;
   }
 
   /** Reports `e` to the client and ends the session. */
   async #fail(e: unknown): Promise<void> {
     if (this.#closing) return;
-    const code = e instanceof ServeError ? e.code : e instanceof SluiceError ? e.name : "internal";
-    const message = e instanceof Error ? e.message : String(e);
-    this.#log(`sluice serve: ${this.#client}: ${code}: ${message}`);
-    await this.#sendError(code, message, true);
+    const msg = await this.#sendError(e);
+    this.#log(`sluice serve: ${this.#client}: ${msg.code}: ${msg.message}`);
     await this.close();
   }
 

@@ -12,8 +12,8 @@
  */
 
 import {
-  LIBC_SONAME,
-  LIBC_SYMBOLS,
+  libc as openLibc,
+  type LIBC_SYMBOLS,
   MAP_FAILED,
   MAP_SHARED,
   MFD_CLOEXEC,
@@ -26,12 +26,11 @@ import { InvalidArgumentError, ServeError } from "../errors.ts";
 /** Size of a memory page; mappings and slot offsets are rounded to it. */
 export const PAGE_SIZE = 4096;
 
-let lib: Deno.DynamicLibrary<typeof LIBC_SYMBOLS> | undefined;
-
-/** This process's libc bindings, opened on first use and kept (a handful of symbols). */
+/** libc's bindings (see `ffi/libc.ts`); shared memory cannot do without them. */
 function libc(): Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"] {
-  lib ??= Deno.dlopen(LIBC_SONAME, LIBC_SYMBOLS);
-  return lib.symbols;
+  const c = openLibc();
+  if (c === null) throw new ServeError("shared-memory", "shared memory needs Linux and --allow-ffi (libc)");
+  return c;
 }
 
 /** A {@link ServeError} ("shared-memory") for a failed libc call, with `errno` and its text. */

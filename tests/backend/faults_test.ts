@@ -190,12 +190,24 @@ const HOSTILE: [string, { type: number; json?: unknown; bytes?: number[]; item?:
   ],
   ["ITEM_ERROR with a non-numeric count", [READY, {
     type: FrameType.ITEM_ERROR,
-    json: { stage: "x", count: "many", messages: [] },
+    json: { stage: "x", count: "many", errors: [] },
   }], /field "count"/],
-  ["ITEM_ERROR with messages that are not strings", [READY, {
+  ["ITEM_ERROR with errors that are not serialized errors", [READY, {
     type: FrameType.ITEM_ERROR,
-    json: { stage: "x", count: 1, messages: [{}] },
-  }], /field "messages"/],
+    json: { stage: "x", count: 1, errors: [{ item: "1", error: { name: "MediaError" } }] },
+  }], /field "errors"/],
+  ["ITEM_ERROR with the old (version 3) messages field", [READY, {
+    type: FrameType.ITEM_ERROR,
+    json: { stage: "x", count: 1, messages: ["a line"] },
+  }], /unknown field "messages"/],
+  ["FATAL with a nested error of the wrong shape", [READY, {
+    type: FrameType.FATAL,
+    json: { error: { name: "Error", message: "m", cause: { $error: { name: 1, message: "m" } } } },
+  }], /field "error"/],
+  ["FATAL with an error field that is not JSON data", [READY, {
+    type: FrameType.FATAL,
+    json: { error: { name: "MediaError", message: "m", stack: 7 } },
+  }], /field "error"/],
   ["STATS with an unknown field", [READY, {
     type: FrameType.STATS,
     json: { pipeline: null, epoch: 0, sent: 0, credits: 0, evil: 1 },

@@ -57,7 +57,7 @@ Deno.test("header layout: magic, version, type, length, sequence and header CRC 
   assert.deepEqual([...f.subarray(0, 4)], [0x53, 0x4c, 0x42, 0x4b]); // "SLBK"
   assert.equal(v.getUint32(0, true), MAGIC);
   assert.equal(f[4], PROTOCOL_VERSION);
-  assert.equal(PROTOCOL_VERSION, 3); // 2: aligned JSON blobs; 3: heartbeats (docs/protocol.md)
+  assert.equal(PROTOCOL_VERSION, 4); // 2: aligned JSON blobs; 3: heartbeats; 4: errors with their class
   assert.equal(f[5], FrameType.LOG);
   assert.equal(v.getUint16(6, true), 1); // payload CRC flag
   assert.equal(v.getUint32(8, true), 3);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { BackendError, BackendExitedError } from "../../src/errors.ts";
+import { BackendExitedError, FetchError, MediaError, PipelineFailure } from "../../src/errors.ts";
 import type { BackendSource } from "../../src/backend/spawn.ts";
 import { PipelineBuilder } from "../../src/pipeline/builder.ts";
 import { VideoPackets } from "../../src/media/packets.ts";
@@ -73,7 +73,7 @@ Deno.test({
   },
 });
 
-Deno.test("per-item failures in the child arrive as counted failures, logged once each, not thrown", async () => {
+Deno.test("per-item failures in the child arrive as counted failures with their errors' classes, logged once each, not thrown", async () => {
   const { source, lines } = spawn("failing", { count: 40, failEvery: 5 });
   try {
     const got = await collect(source) as { i: number }[];
@@ -83,15 +83,40 @@ Deno.test("per-item failures in the child arrive as counted failures, logged onc
     );
     assert.equal(source.failures, 8);
     assert.deepEqual(source.stats().failuresByStage, { check: 8 });
-    const failureLines = lines.filter((l) => /stage "check" failed on \d+: RangeError/.test(l));
-    assert.equal(failureLines.length, 8);
+    const failureLines = lines.filter((l) => /stage "check" failed on \d+: (RangeError|MediaError)/.test(l));
+    assert.equal(failureLines.length, 8, lines.join("\n"));
     assert.equal(new Set(failureLines).size, 8);
+    // The child's own log lines are not forwarded a second time.
+    assert.equal(lines.filter((l) => l.includes('stage "check" failed')).length, 8);
+    // Each error is rebuilt with its class and fields: 5, 15, 25, 35 threw MediaErrors, 0, 10, 20, 30 RangeErrors.
+    const errors = [...source.errors].sort((a, b) => Number(a.item) - Number(b.item));
+    assert.deepEqual(
+      errors.map((e) => [e.stage, e.item]),
+      [0, 5, 10, 15, 20, 25, 30, 35].map((i) => ["check", `${i}`]),
+    );
+    for (const { item, error } of errors) {
+      const i = Number(item);
+      if ((i / 5) % 2 === 1) {
+        assert.ok(error instanceof MediaError, `${item}: ${error}`);
+        assert.equal(error.source, `/videos/${i}.mp4`);
+        assert.equal(error.operation, "demux");
+        assert.equal(error.code, -22);
+        assert.equal(error.message, `/videos/${i}.mp4: demux failed: no keyframe`);
+      } else {
+        assert.ok(error instanceof RangeError, `${item}: ${error}`);
+        assert.equal((error as Error).message, `item ${i} is a multiple of 5`);
+      }
+      assert.match(
+        (error as Error).stack!,
+        new RegExp(`at backend child ${source.pid} \\(.*echo_backend\\.ts#failing\\)`),
+      );
+    }
   } finally {
     await source.close();
   }
 });
 
-Deno.test("a pipeline that throws in the child is a BackendError carrying its message", async () => {
+Deno.test("a pipeline that throws in the child throws that error in the parent, with its class and cause", async () => {
   const { source } = spawn("fatal", { after: 4 });
   const pid = source.pid;
   const got: unknown[] = [];
@@ -99,8 +124,13 @@ Deno.test("a pipeline that throws in the child is a BackendError carrying its me
     async () => {
       for await (const x of source) got.push(x);
     },
-    (e: unknown) =>
-      e instanceof BackendError && !(e instanceof BackendExitedError) && /broke on purpose/.test(e.message),
+    (e: unknown) => {
+      // The child's pipeline wraps its source's error in a PipelineFailure; both arrive as they were.
+      assert.ok(e instanceof PipelineFailure, `${e}`);
+      assert.ok(e.cause instanceof Error && e.cause.message === "the source broke on purpose", `${e.cause}`);
+      assert.match(e.stack!, new RegExp(`at backend child ${pid} `));
+      return true;
+    },
   );
   // Items the child's pipeline still held when its source threw are discarded by that pipeline.
   assert.deepEqual(got, [0, 1, 2, 3].slice(0, got.length));
@@ -108,7 +138,32 @@ Deno.test("a pipeline that throws in the child is a BackendError carrying its me
   await source.close();
 });
 
-Deno.test("a bad export is a BackendError naming it", async () => {
+Deno.test("an error a backend iterable throws arrives as itself: class, fields, cause", async () => {
+  const { source } = spawn("throwsTyped", { after: 2 });
+  const got: unknown[] = [];
+  await assert.rejects(
+    async () => {
+      for await (const x of source) got.push(x);
+    },
+    (e: unknown) => {
+      assert.ok(e instanceof FetchError, `${e}`);
+      assert.equal(e.source, "https://example.com/a.mp4");
+      assert.equal(e.status, 503);
+      assert.equal(e.attempts, 4);
+      assert.equal(e.phase, "status");
+      assert.equal(e.message, "https://example.com/a.mp4: fetch failed after 4 attempt(s): HTTP 503");
+      assert.ok(e.cause instanceof MediaError, `${e.cause}`);
+      assert.equal(e.cause.source, "/videos/a.mp4");
+      assert.equal(e.cause.code, -2);
+      return true;
+    },
+  );
+  assert.deepEqual(got, [0, 1]);
+  assert.ok(source.failure.reason instanceof FetchError);
+  await source.close();
+});
+
+Deno.test("a bad export fails with the child's error naming it", async () => {
   const { source } = spawn("notAFunction", {});
   await assert.rejects(() => collect(source), /no exported function "notAFunction"/);
   await source.close();

@@ -211,6 +211,33 @@ Deno.test("cli: defineCommand refuses a default outside its own range", () => {
   );
 });
 
+Deno.test("cli: an optional positional may be left out and shows as [NAME]; it cannot precede a required one", async () => {
+  const opt = defineCommand({
+    name: "opt",
+    summary: "optional positional",
+    positionals: [{ name: "SRC", help: "source" }, { name: "DST", help: "destination", optional: true }],
+    options: {},
+    examples: ["opt a"],
+    run: ({ positionals }) => positionals.length,
+  });
+  assert.deepEqual(parseCommandLine(opt, ["a"]), { values: {}, positionals: ["a"] });
+  assert.deepEqual(parseCommandLine(opt, ["a", "b"]), { values: {}, positionals: ["a", "b"] });
+  assert.throws(() => parseCommandLine(opt, []), /missing SRC$/);
+  assert.throws(() => parseCommandLine(opt, ["a", "b", "c"]), /takes SRC DST only; unexpected "c"/);
+  const out = new Capture();
+  assert.equal(await runCommand(opt, ["--help"], { program: "p", stdout: out, stderr: new Capture() }), 0);
+  assert.match(out.text, /Usage: p opt SRC \[DST\]\n/);
+  assert.match(out.text, /\n {2}\[DST\] +destination\n/);
+  assert.throws(
+    () =>
+      defineCommand({
+        ...opt,
+        positionals: [{ name: "A", help: "", optional: true }, { name: "B", help: "" }],
+      }),
+    /a required positional follows an optional one/,
+  );
+});
+
 Deno.test("cli: runCommand returns run's status; a SluiceError is exit 1 with one line, other errors propagate", async () => {
   const out = new Capture(), err = new Capture();
   const ctx = { program: "toy", stdout: out, stderr: err };

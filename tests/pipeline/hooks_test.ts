@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { PipelineBuilder } from "../../src/pipeline/builder.ts";
-import { jsonlStatsHook, type PipelineHook } from "../../src/pipeline/hooks.ts";
+import { jsonlStatsHook, type PipelineEvent, type PipelineHook } from "../../src/pipeline/hooks.ts";
+import { failureLine } from "../../src/pipeline/stage.ts";
 import type { PipelineStats } from "../../src/pipeline/pipeline.ts";
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -69,4 +70,31 @@ Deno.test("hooks: the JSONL writer is a hook; statsJsonl and SLUICE_STATS_JSONL 
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("hooks: event() gets every failed task (beyond the ten logged) with the stage, the item and the error", async () => {
+  const events: PipelineEvent[] = [];
+  const logs: string[] = [];
+  const thrown: Error[] = [];
+  const p = new PipelineBuilder()
+    .addSource(Array.from({ length: 30 }, (_, i) => i))
+    .pipe((x: number) => {
+      if (x % 2 === 1) return x;
+      const e = new RangeError(`even ${x}`);
+      thrown.push(e);
+      throw e;
+    }, { name: "odd", maxFailures: 100 })
+    .build({ hooks: [{ event: (e) => events.push(e) }], log: (m) => logs.push(m) });
+  const out: number[] = [];
+  for await (const x of p) out.push(x);
+  assert.equal(out.length, 15);
+  const failures = events.filter((e) => e.type === "failure");
+  assert.equal(failures.length, 15);
+  assert.deepEqual(failures.map((f) => f.stage), Array(15).fill("odd"));
+  assert.deepEqual(failures.map((f) => f.item).sort(), thrown.map((e) => e.message.slice(5)).sort());
+  assert.deepEqual(new Set(failures.map((f) => f.error)), new Set(thrown), "the thrown errors themselves");
+  // The log line of each of the first ten is failureLine's, the one shape the backend parent prints too.
+  const f0 = failures[0] as Extract<PipelineEvent, { type: "failure" }>;
+  assert.ok(logs.includes(failureLine("odd", f0.item, f0.error)), logs.join("\n"));
+  assert.equal(logs.filter((l) => l.includes('stage "odd" failed on')).length, 10);
 });

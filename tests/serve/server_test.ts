@@ -3,7 +3,7 @@ import { videoClassificationLoader } from "../../src/data/loader.ts";
 import { makeSyntheticDataset } from "../../src/data/synthetic.ts";
 import { encodeMessage, FrameDecoder, MAX_SERVER_MESSAGE } from "../../src/serve/protocol.ts";
 import { serveLoader } from "../../src/serve/server.ts";
-import { ServeError } from "../../src/errors.ts";
+import { DatasetError, ServeError } from "../../src/errors.ts";
 
 let datasetDir: Promise<string> | undefined;
 function dataset(): Promise<string> {
@@ -119,6 +119,7 @@ Deno.test("a fixed loader: one client at a time, in-order epochs, the ring reuse
   const busy = await b.hello();
   assert.equal(busy.type, "error");
   assert.equal(busy.code, "busy");
+  assert.equal(busy.name, "ServeError");
   assert.equal(await b.next(), null);
   b.close();
 
@@ -224,6 +225,7 @@ Deno.test("a factory builds each client's shard and first epoch; a silent connec
   c.close();
   const timeout = await silent.next();
   assert.equal(timeout.code, "timeout");
+  assert.equal(timeout.name, "ServeError");
   silent.close();
   const r = await Client.connect(server.socket);
   const w = await r.hello({ rank: 1, worldSize: 2 });
@@ -231,4 +233,24 @@ Deno.test("a factory builds each client's shard and first epoch; a silent connec
   r.close();
   assert.deepEqual(requests, [{ firstEpoch: 2 }, { firstEpoch: 0, rank: 1, worldSize: 2 }]);
   await server.close();
+});
+
+Deno.test("an error building a client's loader names its class: the sluice class as code, or internal", async () => {
+  const failures = [new DatasetError("/data: no such directory"), new TypeError("a bug")];
+  await using server = await serveLoader(() => Promise.reject(failures.shift()), {
+    socket: socketPath(),
+    log: () => {},
+  });
+  for (
+    const [code, name, message] of [
+      ["DatasetError", "DatasetError", "/data: no such directory"],
+      ["internal", "TypeError", "a bug"],
+    ]
+  ) {
+    const c = await Client.connect(server.socket);
+    const m = await c.hello();
+    assert.deepEqual(m, { type: "error", code, name, message, fatal: true });
+    assert.equal(await c.next(), null, "the server hangs up after a fatal error");
+    c.close();
+  }
 });

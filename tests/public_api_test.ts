@@ -1,0 +1,137 @@
+/**
+ * The public surface, checked as CI sees it: every entry point in deno.json's `exports` is documented
+ * (`deno doc --lint` clean, module docs with an `@example`), every TypeScript block in the README, the docs
+ * and the JSDoc of `mod.ts`, `src/` and `ffi/` type-checks (`deno check --doc-only`), and the examples and the
+ * README import only public paths (`@sluice/sluice`, its subpaths, or files beside them).
+ */
+import assert from "node:assert/strict";
+
+const ROOT = new URL("../", import.meta.url);
+const root = (p: string) => new URL(p, ROOT).pathname;
+
+interface DenoJson {
+  name: string;
+  exports: Record<string, string>;
+}
+const denoJson: DenoJson = JSON.parse(Deno.readTextFileSync(root("deno.json")));
+const ENTRY_POINTS = Object.entries(denoJson.exports);
+
+async function deno(args: string[]): Promise<{ code: number; out: string }> {
+  const r = await new Deno.Command(Deno.execPath(), {
+    args,
+    cwd: root("."),
+    env: { NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const dec = new TextDecoder();
+  return { code: r.code, out: dec.decode(r.stdout) + dec.decode(r.stderr) };
+}
+
+/** The markdown files whose TypeScript blocks users copy. */
+function markdownFiles(): string[] {
+  const docs = [...Deno.readDirSync(root("docs"))].filter((e) => e.name.endsWith(".md")).map((e) =>
+    `docs/${e.name}`
+  );
+  return ["README.md", ...docs.sort()];
+}
+
+/** The TypeScript blocks of a markdown file, with their first line number. */
+function tsBlocks(markdown: string): { line: number; code: string }[] {
+  const blocks: { line: number; code: string }[] = [];
+  const re = /^```(ts|typescript|js|javascript|tsx)\s*\n([\s\S]*?)^```/gm;
+  for (const m of markdown.matchAll(re)) {
+    blocks.push({ line: markdown.slice(0, m.index).split("\n").length, code: m[2] });
+  }
+  return blocks;
+}
+
+/** Module specifiers of static and dynamic imports and `import.meta.resolve` calls in `code`. */
+function specifiers(code: string): string[] {
+  const re = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+|import\.meta\.resolve\(\s*)["']([^"']+)["']/g;
+  return [...code.matchAll(re)].map((m) => m[1]);
+}
+
+/** Whether a user's code may import `spec`: the package, its subpaths, Deno's built-ins, or its own files. */
+function isPublic(spec: string): boolean {
+  if (spec === denoJson.name || spec.startsWith(`${denoJson.name}/`)) {
+    return ENTRY_POINTS.some(([sub]) => spec === denoJson.name + sub.slice(1));
+  }
+  if (spec.startsWith("node:") || spec.startsWith("npm:")) return true;
+  // a file of one's own beside the script (a Worker module, a backend module): not sluice's internals
+  return spec.startsWith("./") && !/(^|\/)(src|ffi|mod\.ts)(\/|$)/.test(spec.slice(2));
+}
+
+for (const [sub, file] of ENTRY_POINTS) {
+  Deno.test(`public API: ${denoJson.name}${sub.slice(1)} (${file}) passes deno doc --lint on its own`, async () => {
+    const r = await deno(["doc", "--lint", file]);
+    assert.equal(r.code, 0, r.out);
+  });
+
+  Deno.test(`public API: ${file} has module docs with a runnable @example that imports public paths`, () => {
+    const text = Deno.readTextFileSync(root(file));
+    const moduleDoc = text.slice(0, text.indexOf("@module"));
+    assert.ok(text.startsWith("/**") && moduleDoc.length > 0, `${file}: no @module doc at the top`);
+    assert.match(moduleDoc, /@example/, `${file}: module docs without an @example`);
+    for (const block of moduleDoc.matchAll(/```ts\n([\s\S]*?)```/g)) {
+      const code = block[1].replace(/^\s*\* ?/gm, "");
+      for (const s of specifiers(code)) assert.ok(isPublic(s), `${file}: example imports "${s}"`);
+      assert.ok(
+        specifiers(code).some((s) => s.startsWith(denoJson.name)),
+        `${file}: example imports nothing`,
+      );
+    }
+  });
+}
+
+Deno.test("public API: the entry points together pass deno doc --lint (the package as JSR documents it)", async () => {
+  const r = await deno(["doc", "--lint", ...ENTRY_POINTS.map(([, f]) => f)]);
+  assert.equal(r.code, 0, r.out);
+});
+
+Deno.test("public API: every TypeScript block in the README, docs/ and JSDoc (mod.ts, src/, ffi/) type-checks", async () => {
+  const md = markdownFiles();
+  assert.ok(md.some((f) => tsBlocks(Deno.readTextFileSync(root(f))).length >= 5), "README lost its snippets");
+  const r = await deno(["check", "--doc-only", ...md, "mod.ts", "src/", "ffi/"]);
+  assert.equal(r.code, 0, r.out);
+});
+
+Deno.test("public API: README snippets and examples import only public paths and need no ../shared", () => {
+  const bad: string[] = [];
+  for (const f of markdownFiles()) {
+    for (const b of tsBlocks(Deno.readTextFileSync(root(f)))) {
+      for (const s of specifiers(b.code)) if (!isPublic(s)) bad.push(`${f}:${b.line}: imports "${s}"`);
+      if (b.code.includes("shared/")) bad.push(`${f}:${b.line}: refers to the test media (../shared)`);
+    }
+  }
+  for (const e of Deno.readDirSync(root("examples"))) {
+    if (!e.name.endsWith(".ts")) continue;
+    const code = Deno.readTextFileSync(root(`examples/${e.name}`));
+    for (const s of specifiers(code)) if (!isPublic(s)) bad.push(`examples/${e.name}: imports "${s}"`);
+  }
+  assert.deepEqual(bad, []);
+});
+
+Deno.test("public API: isPublic accepts the package's entry points and rejects internals", () => {
+  assert.ok(isPublic(denoJson.name));
+  for (const [sub] of ENTRY_POINTS) assert.ok(isPublic(denoJson.name + sub.slice(1)), sub);
+  assert.ok(isPublic("./my_worker.ts"));
+  assert.ok(isPublic("node:util"));
+  for (
+    const s of [
+      `${denoJson.name}/src/data/loader.ts`,
+      `${denoJson.name}/nope`,
+      "../src/errors.ts",
+      "./mod.ts",
+    ]
+  ) {
+    assert.ok(!isPublic(s), s);
+  }
+  assert.deepEqual(
+    specifiers(
+      `import { a } from "x";\nimport type { B } from 'y';\nimport "z";\nawait import("w");\n` +
+        `import.meta.resolve("./v.ts");\nexport { c } from "u";`,
+    ),
+    ["x", "y", "z", "w", "./v.ts", "u"],
+  );
+});
