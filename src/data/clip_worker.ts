@@ -181,6 +181,7 @@ function decodeOptions(spec: ClipSpec): ResolvedOptions {
     numFrames: spec.numFrames,
     threads: 1,
     skipNonRef: false,
+    skipUnshown: true,
     onCorrupt: "skip",
     flags: SWS_FLAGS[spec.interpolation],
   };
