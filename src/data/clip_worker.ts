@@ -135,7 +135,11 @@ export function demuxClips(task: VideoTask): Transferring<ClipPackets[]> {
   const buffers: ArrayBuffer[] = [];
   const out: ClipPackets[] = task.clips.map((meta, i) => {
     const f = failures[i];
-    return { meta, spec: task.spec, failure: f === null ? "no packets" : f instanceof MediaError ? f.reason : f.message };
+    return {
+      meta,
+      spec: task.spec,
+      failure: f === null ? "no packets" : f instanceof MediaError ? f.reason : f.message,
+    };
   });
   for (const g of groups) {
     buffers.push(...g.packets.transferables());
@@ -290,7 +294,9 @@ function prepare(spec: ClipSpec, p: VideoPackets, o: ResolvedOptions, member: Me
   const writer = new FrameWriter(writerSpec(spec, own, choice), threadScaler(o.flags));
   checkFillable(spec, member.meta, own, o);
   const dest = member.dest ?? newDestination(spec);
-  if (member.dest === undefined && dest.data.buffer instanceof ArrayBuffer) member.transfer = [dest.data.buffer];
+  if (member.dest === undefined && dest.data.buffer instanceof ArrayBuffer) {
+    member.transfer = [dest.data.buffer];
+  }
   return { member, own, choice, writer, dest };
 }
 

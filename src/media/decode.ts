@@ -678,7 +678,9 @@ class SkipPlan {
     const passed: number[] = [];
     for (let k = this.#next; k < r; k++) {
       const i = this.#byPts[k];
-      if (!this.#sent[i] || !this.skip[i]) throw new PlanMismatch(`the frame of packet ${i} did not come out`);
+      if (!this.#sent[i] || !this.skip[i]) {
+        throw new PlanMismatch(`the frame of packet ${i} did not come out`);
+      }
       passed.push(k);
     }
     this.skipped += passed.length;
@@ -753,7 +755,9 @@ class Output {
       this.error = new MediaError(
         p.source,
         "decode",
-        `${own.numPackets} packets with timestamps over ${slotSpan(own)} would fill ${capacity} output frames ` +
+        `${own.numPackets} packets with timestamps over ${
+          slotSpan(own)
+        } would fill ${capacity} output frames ` +
           `(more than ${MAX_SLOTS_PER_PACKET} a packet): pass numFrames or a narrower window`,
       );
     }
