@@ -428,12 +428,13 @@ function seekFor(reader: StreamReader, s: number, facts: StreamFacts): void {
 }
 
 /**
- * Positions the reader so that its run holds the keyframe a window starting at `s` needs. Returns its index,
- * or -1 when the stream has no keyframe at or before `s` and the run is not at the stream's start.
+ * Positions the reader so that its run holds the keyframe a window starting at `s` needs (reading on, without a
+ * seek, when `maySeek` is false). Returns its index, or -1 when the stream has no keyframe at or before `s` and
+ * the run is not at the stream's start.
  */
-function positionFor(reader: StreamReader, s: number, facts: StreamFacts): number {
+function positionFor(reader: StreamReader, s: number, facts: StreamFacts, maySeek = true): number {
   const { tb } = facts;
-  if (!runCovers(reader, s, facts)) seekFor(reader, s, facts);
+  if (maySeek && !runCovers(reader, s, facts)) seekFor(reader, s, facts);
   // Read on until the start keyframe is certain: a packet presented after s follows it.
   for (;;) {
     const k = startKeyframe(reader.run, s, tb);
@@ -661,11 +662,12 @@ function cutGroups(
   };
   for (const wi of order) {
     const w = windows[wi] as TimeWindow;
-    // A window that needs a seek cannot share the open group's packets: cut that group first.
-    if (open !== null && !(joinable(open, wi, join) && runCovers(reader, w[0], facts))) close();
+    // A window whose start keyframe is not among the open group's packets cannot share them: cut that group.
+    if (open !== null && !(joinable(open, wi, join) && startsInside(reader, open, w[0], facts.tb))) close();
     let k: number, end: number;
     try {
-      [k, end] = locateWindow(reader, w, facts, common);
+      // Joining: the start keyframe is in the run, read on from it (a seek would lose the group's packets).
+      [k, end] = locateWindow(reader, w, facts, common, open === null);
     } catch (e) {
       if (!(e instanceof SluiceError)) throw e;
       failures[wi] = e;
@@ -688,6 +690,24 @@ function cutGroups(
 
 function joinable(g: OpenGroup, next: number, join: (m: readonly number[], n: number) => boolean): boolean {
   return join(g.members.map((m) => m.window), next);
+}
+
+/**
+ * Whether the start keyframe of a window starting at `s` lies inside the group's packets (before `g.end`):
+ * reads on from the group's end until a keyframe tells (presented at or before `s`: the window starts at it or
+ * later, outside; after `s`: inside), or a packet decoded after `s` does (no later keyframe can be presented at
+ * or before `s`), or the file ends.
+ */
+function startsInside(reader: StreamReader, g: OpenGroup, s: number, tb: Rational): boolean {
+  const run = reader.run;
+  for (let i = g.end;; i++) {
+    if (i >= run.length && !reader.next()) return true;
+    if (run.isKey(i)) {
+      while (run.length <= i + LEADING_LOOKAHEAD && reader.next()) { /* what keyframeSeconds looks at */ }
+      return run.keyframeSeconds(i, tb) > s;
+    }
+    if (decodeSeconds(run, i, tb) > s) return true;
+  }
 }
 
 /** The group's packets, each window's range within them, and the union window. */
@@ -713,10 +733,11 @@ function locateWindow(
   [s, e]: TimeWindow,
   facts: StreamFacts,
   common: CommonFields,
+  maySeek: boolean,
 ): [number, number] {
   const { tb, index } = facts;
   const label = common.source;
-  const k = positionFor(reader, s, facts);
+  const k = positionFor(reader, s, facts, maySeek);
   if (k >= 0) readThrough(reader, k, e, tb);
   if (reader.eof) {
     const last = runEnd(reader.run, tb, common.frameRate > 0 ? 1 / common.frameRate : 0);
