@@ -100,13 +100,13 @@ export function clipBase(
 }
 
 /**
- * Where each planned clip of `epoch` leaves the front: entry `p` is the output index of the clip at plan position
- * `p` (the shuffle buffer's permutation, a pure function of the plan's length, the buffer's size, the seed and
- * the epoch). The batch of output index `j` is `⌊j / batchSize⌋`, its slot `j mod batchSize`.
+ * Where each planned clip of `sampler`'s `epoch` leaves the front: entry `p` is the output index of the clip at
+ * plan position `p` (the shuffle buffer's permutation, a pure function of the plan's length, the buffer's size,
+ * the seed and the epoch). The batch of output index `j` is `⌊j / batchSize⌋`, its slot `j mod batchSize`.
  */
-export function epochOrder(args: Pick<FrontArgs, "ranges" | "sampler">, epoch: number): Int32Array {
-  const n = new ClipSampler(args.ranges, args.sampler).length;
-  const out = new ShuffleBuffer<number>(args.sampler.shuffleBuffer, args.sampler.seed, n)
+export function epochOrder(sampler: ClipSampler, epoch: number): Int32Array {
+  const n = sampler.length;
+  const out = new ShuffleBuffer<number>(sampler.options.shuffleBuffer, sampler.options.seed, n)
     .push(epoch, Array.from({ length: n }, (_, p) => p));
   const order = new Int32Array(n);
   out.forEach((p, j) => order[p] = j);
@@ -121,7 +121,7 @@ export function epochSource(args: FrontArgs): Iterable<VideoTask> {
   return {
     *[Symbol.iterator]() {
       const e = epoch++;
-      const order = horizon > 0 ? epochOrder(args, e) : null;
+      const order = horizon > 0 ? epochOrder(sampler, e) : null;
       let task: VideoTask | undefined, current = -1;
       for (const c of sampler.epoch(e)) {
         if (task !== undefined && c.video === current) {
