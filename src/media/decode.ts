@@ -543,7 +543,9 @@ function acquireDecoder(p: VideoPackets, threads: number): Decoder {
     cached.flush();
     return cached;
   }
-  releaseDecoder();
+  // Only the decoder: the caller already holds this thread's scaler (a FrameWriter made before decoding).
+  cached?.[Symbol.dispose]();
+  cached = undefined;
   cached = new Decoder(p, threads);
   return cached;
 }
