@@ -114,7 +114,12 @@ export {
   VideoClassificationLoader,
   videoClassificationLoader,
 } from "./src/data/loader.ts";
-export { type ClipOptions, type LoaderOptions, type OnClipError } from "./src/data/loader_options.ts";
+export {
+  type ClipOptions,
+  type LoaderOptions,
+  type OnClipError,
+  type StageConcurrency,
+} from "./src/data/loader_options.ts";
 export type {
   ClipDtype,
   ClipOutcome,
@@ -253,3 +258,32 @@ export {
 } from "./src/shards/dataset.ts";
 export { benchIo, type BenchIoOptions, type IoPass } from "./src/prep/bench_io.ts";
 export { canDropPageCache, dropFromPageCache } from "./src/prep/page_cache.ts";
+
+// Tuning (`sluice tune`)
+export {
+  choice,
+  type ChoiceParam,
+  type ChoiceValue,
+  type Config,
+  type ConfigOf,
+  int,
+  type IntParam,
+  type Param,
+  type ParamOptions,
+  type SearchSpace,
+  type ValueOfParam,
+} from "./src/tune/space.ts";
+export { defineTuning, type TrialContext, type TrialLoader, type TuneTarget } from "./src/tune/target.ts";
+export type { StageWindow, TrialMetrics } from "./src/tune/measure.ts";
+export type { TrialOutcome, TrialRequest, TrialRunner } from "./src/tune/runner.ts";
+export type {
+  Curve,
+  CurvePoint,
+  Evaluated,
+  Move,
+  SearchOptions,
+  SearchResult,
+  TrialPhase,
+  TrialRecord,
+} from "./src/tune/search.ts";
+export { tune, type TuneOptions, type TuneResult } from "./src/tune/tune.ts";

@@ -24,6 +24,9 @@
  * ```
  * DATASET defaults to the demo dataset (made on first use). With `--backend subprocess`, sampling → fetch →
  * demux run in a child process (the loader's backend module) and this process decodes.
+ *
+ * The module also exports `tune`, the loader with its settings as a search space, for
+ * `sluice tune examples/video_classification.ts [-- DATASET]` (see the README, "Tuning").
  * @module
  */
 
@@ -39,6 +42,41 @@ import { type Batch, collate } from "../src/data/collate.ts";
 import { planLoader, videoClassificationLoader } from "../src/data/loader.ts";
 import { selectDecoder } from "../src/nvdec/available.ts";
 import { ensureDemoDataset } from "./demo.ts";
+import { choice, int } from "../src/tune/space.ts";
+import { defineTuning } from "../src/tune/target.ts";
+
+/**
+ * The tuning target of `sluice tune examples/video_classification.ts [-- DATASET]`: the loader over DATASET (the
+ * demo dataset by default), 4 clips of 8 frames at 112×112 per video, 8 clips a batch, a 20 ms training step;
+ * it starts where the production study started (demux concurrency 8, 2 s subclips).
+ */
+export const tune = defineTuning({
+  space: {
+    demuxConcurrency: int(1, 16, { stage: "demux" }),
+    decodeConcurrency: int(1, 16, { stage: "decode" }),
+    subclipSec: choice([0.5, 1, 2], { label: "subclip seconds" }),
+    bufferSize: int(1, 8),
+    backend: choice(["inprocess", "subprocess"]),
+  },
+  start: {
+    demuxConcurrency: 8,
+    decodeConcurrency: navigator.hardwareConcurrency ?? 1,
+    subclipSec: 2,
+    bufferSize: 3,
+    backend: "inprocess",
+  },
+  create: (c, ctx) =>
+    videoClassificationLoader({
+      dataset: ctx.args[0] ?? ensureDemoDataset(),
+      batchSize: 8,
+      clip: { numFrames: 8, width: 112, height: 112 },
+      sampler: { clipsPerVideo: 4, clipDurationSec: c.subclipSec },
+      backend: c.backend,
+      bufferSize: c.bufferSize,
+      concurrency: { demux: c.demuxConcurrency, decode: c.decodeConcurrency },
+    }),
+  step: () => new Promise<void>((r) => setTimeout(r, 20)),
+});
 
 const { values, positionals } = parseArgs({
   args: Deno.args,
@@ -76,7 +114,7 @@ const demuxThreads = Number(values["num-demux-threads"]),
 const subclip = Number(values["subclip-duration"]);
 const decoder = selectDecoder(values.decoder as "cpu" | "nvdec" | "auto");
 const decodeExport = decoder === "nvdec" ? "decodeClipNvdec" : "decodeClip";
-const datasetPath = positionals[0] ?? ensureDemoDataset();
+const datasetPath = positionals[0] ?? (import.meta.main ? ensureDemoDataset() : "");
 
 /** The batches: the explicit pipeline in-process, or the loader with its subprocess backend. */
 async function batches(): Promise<
@@ -140,38 +178,42 @@ async function batches(): Promise<
   return { it: pipeline, stats: () => formatStats(pipeline.stats()), close: () => pipeline.stop() };
 }
 
-const source = await batches();
-let step = 0, samples = 0, waitMs = 0, stepTotalMs = 0;
-const t0 = performance.now();
-let last = t0;
-outer: while (step < steps) {
-  for await (using batch of source.it) {
-    const arrived = performance.now();
-    const wait = arrived - last;
-    await new Promise((r) => setTimeout(r, stepMs)); // the simulated training step
-    const end = performance.now();
-    step++;
-    samples += batch.labels.length;
-    waitMs += wait;
-    stepTotalMs += end - last;
-    if (step % logEvery === 0 || step === 1) {
-      console.log(
-        `step ${String(step).padStart(4)}  step time ${(end - last).toFixed(1)} ms  data wait ${
-          wait.toFixed(1)
-        } ms ` +
-          `(${((wait / (end - last)) * 100).toFixed(0)}%)  labels [${[...batch.labels].join(",")}]`,
-      );
+if (import.meta.main) { // `sluice tune` imports this module for `tune` only
+  const source = await batches();
+  let step = 0, samples = 0, waitMs = 0, stepTotalMs = 0;
+  const t0 = performance.now();
+  let last = t0;
+  outer: while (step < steps) {
+    for await (using batch of source.it) {
+      const arrived = performance.now();
+      const wait = arrived - last;
+      await new Promise((r) => setTimeout(r, stepMs)); // the simulated training step
+      const end = performance.now();
+      step++;
+      samples += batch.labels.length;
+      waitMs += wait;
+      stepTotalMs += end - last;
+      if (step % logEvery === 0 || step === 1) {
+        console.log(
+          `step ${String(step).padStart(4)}  step time ${(end - last).toFixed(1)} ms  data wait ${
+            wait.toFixed(1)
+          } ms ` +
+            `(${((wait / (end - last)) * 100).toFixed(0)}%)  labels [${[...batch.labels].join(",")}]`,
+        );
+      }
+      last = end;
+      if (step >= steps) break outer;
     }
-    last = end;
-    if (step >= steps) break outer;
   }
+  const secs = (performance.now() - t0) / 1000;
+  console.log(
+    `\n${steps} steps, ${samples} samples in ${secs.toFixed(2)} s: ${
+      (samples / secs).toFixed(1)
+    } samples/s, ` +
+      `mean step ${(stepTotalMs / steps).toFixed(1)} ms, data-wait fraction ${
+        (waitMs / stepTotalMs).toFixed(3)
+      }`,
+  );
+  console.log(source.stats());
+  await source.close();
 }
-const secs = (performance.now() - t0) / 1000;
-console.log(
-  `\n${steps} steps, ${samples} samples in ${secs.toFixed(2)} s: ${(samples / secs).toFixed(1)} samples/s, ` +
-    `mean step ${(stepTotalMs / steps).toFixed(1)} ms, data-wait fraction ${
-      (waitMs / stepTotalMs).toFixed(3)
-    }`,
-);
-console.log(source.stats());
-await source.close();

@@ -33,9 +33,10 @@ apt_install() {
 ld_cache=$(ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null || true)
 have_lib() { [[ "$ld_cache" == *"$1 "* ]]; }
 
-# 1. Deno, pinned in package.json.
-if [ ! -x node_modules/.bin/deno ] || ! node_modules/.bin/deno --version >/dev/null 2>&1; then
-  echo "setup: npm install (Deno from the npm registry)" >&2
+# 1. Deno, pinned in package.json, and the npm packages (vega for `sluice tune`'s plots; the tests' XML parser).
+if [ ! -x node_modules/.bin/deno ] || ! node_modules/.bin/deno --version >/dev/null 2>&1 ||
+  [ ! -d node_modules/vega ] || [ ! -d node_modules/vega-lite ] || [ ! -d node_modules/fast-xml-parser ]; then
+  echo "setup: npm install (Deno and packages from the npm registry)" >&2
   npm install --no-audit --no-fund --loglevel=error
 fi
 

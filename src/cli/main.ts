@@ -15,6 +15,7 @@
  * sluice pack MANIFEST OUT_DIR [--shard-size 1GiB]
  * sluice verify SHARD...
  * sluice bench-io DATASET... [--cold]
+ * sluice tune MODULE [--budget 10m] [--out DIR | --resume DIR]
  * ```
  *
  * @example Run a command from code (as the tests do)
@@ -37,6 +38,7 @@ import { manifestMergeCommand } from "./commands/manifest_merge.ts";
 import { packCommand } from "./commands/pack.ts";
 import { verifyCommand } from "./commands/verify.ts";
 import { benchIoCommand } from "./commands/bench_io.ts";
+import { tuneCommand } from "./commands/tune.ts";
 
 export {
   type BooleanOption,
@@ -73,6 +75,7 @@ export const COMMANDS: readonly Command[] = [
   packCommand,
   verifyCommand,
   benchIoCommand,
+  tuneCommand,
 ];
 
 /** Runs the CLI with `args` (the words after `sluice`); returns the exit status. */

@@ -39,6 +39,8 @@ export function callingPool(pool: WorkerPool): Executor {
   return {
     size: pool.size,
     run: (fn: PipeFn | string, item: unknown, ctx: TaskContext) => (fn as PipeFn)(item, ctx),
+    // a stage's concurrency claims Workers: the pool grows when it is raised (by hand or by "auto")
+    reserve: (stage: string, n: number) => pool.reserve(stage, n),
     close: () => pool.close(),
   };
 }

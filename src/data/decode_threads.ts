@@ -23,14 +23,21 @@ export function decodeThreads(cores: number, busy: number, ahead: number): numbe
 
 /** Tokens for threads, one per core of the pool; see the module docs. */
 export class ThreadBudget {
-  /** Tokens in all. */
-  readonly size: number;
+  readonly #size: () => number;
   #held = 0;
   readonly #waiting: { want: number; grant: (n: number) => void }[] = [];
 
-  /** @param size tokens in all (the decode pool's Workers) */
-  constructor(size: number) {
-    this.size = Math.max(1, size);
+  /**
+   * @param size tokens in all: a number, or a function read at each decision (the decode pool's Workers, which
+   * an "auto" stage concurrency changes while the loader runs)
+   */
+  constructor(size: number | (() => number)) {
+    this.#size = typeof size === "number" ? () => size : size;
+  }
+
+  /** Tokens in all, now. */
+  get size(): number {
+    return Math.max(1, this.#size());
   }
 
   /** Threads held by running tasks. */

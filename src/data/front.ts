@@ -38,6 +38,7 @@ import type { ClipBase, VideoTask } from "./clip_worker.ts";
 import type { ClipSpec } from "./clip_spec.ts";
 import type { VideoItem } from "./dataset.ts";
 import type { FetchOptions } from "./fetch.ts";
+import { type StageConcurrency, startSize } from "./loader_options.ts";
 import { type ClipRequest, ClipSampler, type ResolvedSamplerOptions, type SampledVideo } from "./sampler.ts";
 import { ShuffleBuffer } from "./shuffle_buffer.ts";
 import type { ThreadBudget } from "./decode_threads.ts";
@@ -57,7 +58,7 @@ export interface FrontArgs {
   /** What each clip becomes (travels with each clip to the decode stage). */
   spec: ClipSpec;
   /** Tasks at once in the fetch and demux stages. */
-  concurrency: { fetch: number; demux: number };
+  concurrency: { fetch: StageConcurrency; demux: StageConcurrency };
   /** How URLs are fetched. */
   fetch: Omit<FetchOptions, "signal" | "range">;
   /** Keep the sampler's order through the concurrent stages (default true): same seed, same batches. */
@@ -152,7 +153,7 @@ export function epochSource(args: FrontArgs): Iterable<VideoTask> {
  */
 export function buildFront(
   args: FrontArgs,
-  pool: WorkerPool = new WorkerPool(CLIP_WORKER, { size: args.concurrency.demux }),
+  pool: WorkerPool = new WorkerPool(CLIP_WORKER, { size: startSize(args.concurrency.demux) }),
   budget: ThreadBudget | null = null,
 ): PipelineBuilder<ClipItem> {
   const ordered = args.ordered ?? true;

@@ -45,7 +45,7 @@
 
 import { errorText, InvalidArgumentError, PipelineFailure } from "../errors.ts";
 import { PipelineBuilder } from "../pipeline/builder.ts";
-import type { Pipeline, PipelineStats } from "../pipeline/pipeline.ts";
+import type { Pipeline, PipelineStats, StageControl } from "../pipeline/pipeline.ts";
 import { DEFAULT_MAX_FAILURES } from "../pipeline/stage.ts";
 import { WorkerPool } from "../pipeline/worker_pool.ts";
 import { type BackendSource, type BackendStats, spawnBackend } from "../backend/spawn.ts";
@@ -67,13 +67,20 @@ import {
   type LoaderOptions,
   type OnClipError,
   resolveClipSpec,
+  startSize,
 } from "./loader_options.ts";
 import { Replacer } from "./replace.ts";
 import { ClipSampler, type SampledVideo } from "./sampler.ts";
 import { indexDataset, type IndexFailure } from "./video_index.ts";
 import { nvdecAvailable, nvdecConcurrency, selectDecoder } from "../nvdec/available.ts";
 
-export type { ClipOptions, DecodeLessOptions, LoaderOptions, OnClipError } from "./loader_options.ts";
+export type {
+  ClipOptions,
+  DecodeLessOptions,
+  LoaderOptions,
+  OnClipError,
+  StageConcurrency,
+} from "./loader_options.ts";
 
 /** Loader statistics: in clips, the pipeline's per stage, the backend child's (subprocess), indexing failures. */
 export interface LoaderStats {
@@ -265,6 +272,28 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     };
   }
 
+  /** The stages of its pipeline in this process, source first (with the subprocess backend: from `backend` on). */
+  get stages(): readonly StageControl[] {
+    return this.#pipeline.stages;
+  }
+
+  /**
+   * The stage called `name`, to read or change its concurrency while the loader runs
+   * (`loader.stage("decode").setConcurrency(4)`). With the subprocess backend, sample → fetch → demux run in the
+   * child: their concurrency is set when the loader is made (`concurrency`).
+   */
+  stage(name: string): StageControl {
+    try {
+      return this.#pipeline.stage(name);
+    } catch (e) {
+      if (this.backend !== "subprocess" || !(e instanceof InvalidArgumentError)) throw e;
+      throw new InvalidArgumentError(
+        `${e.message}; with the subprocess backend, sample, fetch and demux run in the child process: set their ` +
+          "concurrency with the loader's `concurrency` option",
+      );
+    }
+  }
+
   /** Current statistics. */
   stats(): LoaderStats {
     return {
@@ -317,13 +346,14 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
   const onClipError = opts.onClipError ?? "replace";
   const batchSize = opts.batchSize, dropLast = opts.dropLast ?? false;
   const decodeConcurrency = opts.concurrency?.decode ?? (decoder === "nvdec" ? nvdecConcurrency() : cores);
+  const decodeSize = startSize(decodeConcurrency); // an "auto" stage's pool grows as it claims more
   const decodePool = new WorkerPool(CLIP_WORKER, {
-    size: backend === "subprocess" ? decodeConcurrency : Math.max(decodeConcurrency, args.concurrency.demux),
+    size: backend === "subprocess" ? decodeSize : Math.max(decodeSize, startSize(args.concurrency.demux)),
   });
   const dl = opts.decodeLess ?? {};
   // NVDEC decodes each clip of a shared pass on its own (its crop and size are per session): nothing to share.
   if (decoder === "nvdec") args.shareHorizon = 0;
-  const budget = decoder === "cpu" && (dl.threads ?? true) ? new ThreadBudget(decodePool.size) : null;
+  const budget = decoder === "cpu" && (dl.threads ?? true) ? new ThreadBudget(() => decodePool.size) : null;
   const decodeStep = new ClipDecodeStep(decodePool, decodeExport, {
     skipUnshown: dl.skip ?? true,
     threads: budget,
@@ -337,7 +367,10 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
       module: new URL("./backend_module.ts", import.meta.url),
       export: "default",
       args,
-      bufferSize: Math.max(opts.bufferSize ?? 3, 2 * (opts.concurrency?.decode ?? cores)),
+      bufferSize: Math.max(
+        opts.bufferSize ?? 3,
+        2 * (decodeConcurrency === "auto" ? cores : decodeConcurrency),
+      ),
       permissions: ["--allow-read", "--allow-env", "--allow-ffi", "--allow-net"],
       log,
     });
@@ -397,6 +430,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     .addSink({ bufferSize: opts.bufferSize ?? 3 })
     // A dead, stalled or broken backend child ends the loop with its own error (BackendExitedError, ...).
     .build({
+      autoConcurrency: opts.autoConcurrency,
       onReport: opts.onReport,
       reportInterval: opts.reportInterval,
       log,

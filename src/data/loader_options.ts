@@ -8,6 +8,7 @@
 import { InvalidArgumentError } from "../errors.ts";
 import type { MaxFailures } from "../pipeline/stage.ts";
 import type { PipelineStats } from "../pipeline/pipeline.ts";
+import type { AutoConcurrencyOptions } from "../pipeline/auto_policy.ts";
 import type { ClipDtype, ClipSpec, FrameSampling, Interpolation, ResizeMode } from "./clip_spec.ts";
 import type { BatchLayout } from "./collate.ts";
 import type { VideoDataset } from "./dataset.ts";
@@ -83,6 +84,14 @@ export interface DecodeLessOptions {
 /** What happens to a clip that cannot be loaded; see the README's "Full batches". */
 export type OnClipError = "replace" | "skip" | "fail";
 
+/** A stage's concurrency: tasks at once, or `"auto"` for the pipeline's controller to set. */
+export type StageConcurrency = number | "auto";
+
+/** The tasks a stage starts with: its number, or 1 under `"auto"` (where the controller starts). */
+export function startSize(c: StageConcurrency): number {
+  return c === "auto" ? 1 : c;
+}
+
 /** Options of `videoClassificationLoader`. */
 export interface LoaderOptions {
   /** A dataset, or where to open one (directory tree, CSV/JSONL manifest, manifest URL). */
@@ -103,8 +112,14 @@ export interface LoaderOptions {
   decode?: "cpu" | "nvdec" | "auto";
   /** Where sample → fetch → demux run (default "inprocess"). */
   backend?: "inprocess" | "subprocess";
-  /** Tasks at once per stage, `[1, 256]` each (defaults: fetch 8, demux 1, decode = cores). */
-  concurrency?: { fetch?: number; demux?: number; decode?: number };
+  /**
+   * Tasks at once per stage, `[1, 256]` each, or `"auto"`: the pipeline's controller sets it while the loader
+   * runs, from 1 up (defaults: fetch 8, demux 1, decode = cores). With the subprocess backend, fetch and demux
+   * are set by the child's own controller.
+   */
+  concurrency?: { fetch?: StageConcurrency; demux?: StageConcurrency; decode?: StageConcurrency };
+  /** The auto-concurrency controller's tuning, for stages set to `"auto"` (see `AutoConcurrencyOptions`). */
+  autoConcurrency?: AutoConcurrencyOptions;
   /** Batches buffered for the consumer, `[1, 1024]` (default 3); also the subprocess backend's item buffer. */
   bufferSize?: number;
   /**
@@ -151,7 +166,12 @@ export function checkLoaderOptions(opts: LoaderOptions): void {
   oneOf("backend", opts.backend, ["inprocess", "subprocess"]);
   oneOf("onClipError", opts.onClipError, ["replace", "skip", "fail"]);
   for (const [k, v] of Object.entries(opts.concurrency ?? {})) {
-    if (v !== undefined) int(`concurrency.${k}`, v, 1, 256);
+    if (v === undefined || v === "auto") continue;
+    if (typeof v !== "number" || !Number.isInteger(v) || v < 1 || v > 256) {
+      throw new InvalidArgumentError(
+        `loader: concurrency.${k} must be an integer in [1, 256] or "auto", got ${show(v)}`,
+      );
+    }
   }
   if (opts.bufferSize !== undefined) int("bufferSize", opts.bufferSize, 1, 1024);
   if (opts.firstEpoch !== undefined) int("firstEpoch", opts.firstEpoch, 0, Number.MAX_SAFE_INTEGER);

@@ -527,7 +527,10 @@ Deno.test("options that make no sense are rejected with one line naming the opti
       { onClipError: "retry" as "skip" },
       /^loader: onClipError must be one of "replace", "skip", "fail", got "retry"$/,
     ],
-    [{ concurrency: { decode: 0 } }, /^loader: concurrency\.decode must be an integer in \[1, 256\], got 0$/],
+    [
+      { concurrency: { decode: 0 } },
+      /^loader: concurrency\.decode must be an integer in \[1, 256\] or "auto", got 0$/,
+    ],
   ];
   for (const [o, re] of cases) {
     await assert.rejects(

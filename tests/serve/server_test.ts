@@ -138,12 +138,13 @@ Deno.test("a fixed loader: one client at a time, in-order epochs, the ring reuse
   a.close(); // gone mid-epoch, holding slots
 
   // the next client gets the loader (its next epoch, 1) and the same ring, all slots free again
-  const c = await Client.connect(path);
+  let c = await Client.connect(path);
   let welcome = await c.hello();
   while (welcome.type === "error" && welcome.code === "busy") { // the first session may still be closing
     c.close();
     await new Promise((r) => setTimeout(r, 50));
-    welcome = await (await Client.connect(path)).hello();
+    c = await Client.connect(path);
+    welcome = await c.hello();
   }
   assert.equal(welcome.nextEpoch, 1);
   await c.send({ type: "epoch", epoch: 3 });

@@ -6,14 +6,15 @@
 
 import type { LoaderOptions } from "../../data/loader.ts";
 import type { OptionValues } from "../args.ts";
+import { MAX_CONCURRENCY, parseConcurrency } from "../values.ts";
 
 const concurrency = (stage: string, dflt: number, defaultText?: string) => ({
-  type: "integer" as const,
-  default: dflt,
-  min: 1,
-  max: 256,
+  type: "string" as const,
+  default: String(dflt),
+  placeholder: "N|auto",
   defaultText,
-  help: `${stage} tasks at once`,
+  help:
+    `${stage} tasks at once (1 to ${MAX_CONCURRENCY}), or auto: the pipeline's controller sets it while it runs`,
 });
 
 /** Options describing the loader: clip shape, sampling, backend, decoder, concurrency, layout. */
@@ -93,9 +94,9 @@ export function loaderOptionsOf(
     decode: values.decode,
     layout: values.layout,
     concurrency: {
-      fetch: values["fetch-concurrency"],
-      demux: values["demux-concurrency"],
-      decode: values["decode-concurrency"],
+      fetch: parseConcurrency("fetch-concurrency", values["fetch-concurrency"]),
+      demux: parseConcurrency("demux-concurrency", values["demux-concurrency"]),
+      decode: parseConcurrency("decode-concurrency", values["decode-concurrency"]),
     },
   };
 }
