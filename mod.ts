@@ -116,6 +116,7 @@ export {
 } from "./src/data/loader.ts";
 export {
   type ClipOptions,
+  type DecodeLessOptions,
   type LoaderOptions,
   type OnClipError,
   type StageConcurrency,

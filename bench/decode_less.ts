@@ -161,7 +161,9 @@ async function runSluice(opts: LoaderOptions, passes: number): Promise<SluiceRun
       if (p > 0) continue;
       const size = b.data.length / b.clips.length;
       for (const [i, c] of b.clips.entries()) {
-        if (c.position < VERIFY_CLIPS) verify[c.position] = (b.data as Uint8Array).slice(i * size, (i + 1) * size);
+        if (c.position < VERIFY_CLIPS) {
+          verify[c.position] = (b.data as Uint8Array).slice(i * size, (i + 1) * size);
+        }
       }
     }
     if (p > 0) clipsPerSec.push(n / ((performance.now() - t0) / 1000));
@@ -169,7 +171,9 @@ async function runSluice(opts: LoaderOptions, passes: number): Promise<SluiceRun
   const epochs = loader.stats().clips.epochs.slice(1);
   const counts = { ...epochs[0] } as ClipCounts;
   for (const e of epochs.slice(1)) {
-    for (const k of ["decodedFrames", "skippedFrames", "emittedFrames", "sharedClips", "delivered"] as const) {
+    for (
+      const k of ["decodedFrames", "skippedFrames", "emittedFrames", "sharedClips", "delivered"] as const
+    ) {
       counts[k] += e[k];
     }
   }
@@ -200,7 +204,9 @@ async function clipList(opts: LoaderOptions, passes: number) {
 
 async function python(args: string[]): Promise<string> {
   const r = await new Deno.Command(PYTHON, { args: [`${REPO}bench/decode_less_pyav.py`, ...args] }).output();
-  if (!r.success) throw new Error(`PyAV contender failed: ${new TextDecoder().decode(r.stderr).slice(-2000)}`);
+  if (!r.success) {
+    throw new Error(`PyAV contender failed: ${new TextDecoder().decode(r.stderr).slice(-2000)}`);
+  }
   return new TextDecoder().decode(r.stdout);
 }
 
@@ -212,7 +218,11 @@ function psnr(a: Uint8Array, b: Uint8Array): number {
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+  return s.length === 0
+    ? NaN
+    : s.length % 2
+    ? s[(s.length - 1) / 2]
+    : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
 function loadavg(): string {
@@ -284,7 +294,9 @@ async function main(): Promise<void> {
         for (let i = 0; i < VERIFY_CLIPS; i++) {
           worst = Math.min(worst, psnr(r.verify[i], reference.subarray(i * size, (i + 1) * size)));
         }
-        if (!(worst >= VERIFY_DB)) throw new Error(`${variant} ${c.id}: frames differ from PyAV's (${worst} dB)`);
+        if (!(worst >= VERIFY_DB)) {
+          throw new Error(`${variant} ${c.id}: frames differ from PyAV's (${worst} dB)`);
+        }
       }
       const cps = median(r.clipsPerSec);
       rows.push({
@@ -323,16 +335,24 @@ async function main(): Promise<void> {
   }
   load.after = loadavg();
   if (values.json) {
-    console.log(JSON.stringify({ workload: WORKLOAD, passes, seed, cores: navigator.hardwareConcurrency, load, rows }));
+    console.log(
+      JSON.stringify({ workload: WORKLOAD, passes, seed, cores: navigator.hardwareConcurrency, load, rows }),
+    );
     return;
   }
-  console.log(`load average before ${load.before}, after ${load.after}; ${navigator.hardwareConcurrency} cores`);
-  console.log("| set | contender | clips/s (median) | ratio to DataLoader+PyAV | decode amplification | skipped | shared |");
+  console.log(
+    `load average before ${load.before}, after ${load.after}; ${navigator.hardwareConcurrency} cores`,
+  );
+  console.log(
+    "| set | contender | clips/s (median) | ratio to DataLoader+PyAV | decode amplification | skipped | shared |",
+  );
   console.log("| --- | --- | --- | --- | --- | --- | --- |");
   const f = (x: number | null, d = 2) => x === null ? "" : x.toFixed(d);
   for (const r of rows) {
     console.log(
-      `| ${r.variant} | ${r.contender} | ${r.clipsPerSec.toFixed(1)} | ${f(r.ratio)} | ${f(r.amplification)} | ` +
+      `| ${r.variant} | ${r.contender} | ${r.clipsPerSec.toFixed(1)} | ${f(r.ratio)} | ${
+        f(r.amplification)
+      } | ` +
         `${r.skippedFrames ?? ""} | ${r.sharedClips ?? ""} |`,
     );
   }

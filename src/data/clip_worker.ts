@@ -34,7 +34,6 @@ import { frameLayout } from "../media/frames.ts";
 import { SWS_FLAGS } from "../media/scale.ts";
 import {
   ClipError,
-  deserializeError,
   MediaError,
   NvdecUnsupportedError,
   type SerializedError,

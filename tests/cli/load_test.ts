@@ -68,8 +68,12 @@ Deno.test("sluice load --json reports throughput, stages, bottleneck, failures, 
     assert.equal(c.decodeAmplification, c.decodedFrames / c.emittedFrames);
     assert.match(
       formatSummary(s),
-      new RegExp(`\ndecode: ${c.decodedFrames} frames decoded, ${c.skippedFrames} skipped, ${c.emittedFrames} ` +
-        `emitted \\(amplification ${c.decodeAmplification.toFixed(2)}\\); ${c.sharedClips} clips from shared passes\n`),
+      new RegExp(
+        `\ndecode: ${c.decodedFrames} frames decoded, ${c.skippedFrames} skipped, ${c.emittedFrames} ` +
+          `emitted \\(amplification ${
+            c.decodeAmplification.toFixed(2)
+          }\\); ${c.sharedClips} clips from shared passes\n`,
+      ),
     );
   } finally {
     await Deno.remove(dir, { recursive: true });

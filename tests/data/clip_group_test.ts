@@ -65,7 +65,10 @@ function alone(t: VideoTask, nvdec = false): Promise<(DecodedClip | Error)[]> {
 }
 
 /** The grouped decode: demux with `share`, each leader's pass; results by clip index. */
-async function grouped(t: VideoTask, nvdec = false): Promise<{ items: ClipPackets[]; out: (DecodedClip | Error)[] }> {
+async function grouped(
+  t: VideoTask,
+  nvdec = false,
+): Promise<{ items: ClipPackets[]; out: (DecodedClip | Error)[] }> {
   const items = demuxClips(t).value as ClipPackets[];
   const out: (DecodedClip | Error)[] = new Array(items.length);
   for (const [i, item] of items.entries()) {
@@ -127,7 +130,8 @@ for (const variant of [{}, { frameRate: 10 }]) {
 }
 
 Deno.test({
-  name: "decodeClipGroup: a clip that cannot be filled fails alone; the horizon keeps clips far apart separate",
+  name:
+    "decodeClipGroup: a clip that cannot be filled fails alone; the horizon keeps clips far apart separate",
   ignore: !CLI,
   async fn() {
     const path = await generateClip(MEDIA);
@@ -143,19 +147,27 @@ Deno.test({
         assert.ok(own[2] instanceof Error);
         continue;
       }
-      assert.ok(sameBytes((out[i] as DecodedClip).data as Uint8Array, (own[i] as DecodedClip).data as Uint8Array));
+      assert.ok(
+        sameBytes((out[i] as DecodedClip).data as Uint8Array, (own[i] as DecodedClip).data as Uint8Array),
+      );
     }
     // Horizon 2, windows in start order 1 (output 5), 3 (7), 0 (0), 2 (6): 1 and 3 are 2 apart and share a
     // pass; 0 is 7 away from 3, 2 is 6 away from 0: each is decoded on its own.
     const far = demuxClips(task(path, {}, { order: [0, 5, 6, 7, 8], horizon: 2 })).value as ClipPackets[];
     assert.deepEqual(far[1].shared?.map((s) => s.meta.position), [3]);
     assert.equal(far[3].servedBy, 1);
-    assert.deepEqual([far[0].shared, far[2].shared, far[0].servedBy, far[2].servedBy], [undefined, undefined, undefined, undefined]);
+    assert.deepEqual([far[0].shared, far[2].shared, far[0].servedBy, far[2].servedBy], [
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
   },
 });
 
 Deno.test({
-  name: "decodeClipGroupNvdec (double): each clip of the group = its own NVDEC decode; non-reference frames skipped",
+  name:
+    "decodeClipGroupNvdec (double): each clip of the group = its own NVDEC decode; non-reference frames skipped",
   ignore: !CLI,
   async fn() {
     await useDouble();

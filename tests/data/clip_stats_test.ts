@@ -49,7 +49,9 @@ function batch(acc: ClipAccounting, epoch: number, slots: PlacedClip[], dropped 
   acc.collated(epoch, slots, dropped);
   if (dropped) return;
   acc.delivered(
-    slots.flatMap((s) => s.clip === null ? [] : [{ ...s.clip.outcome, epoch, replaces: s.clip.meta.replaces }]),
+    slots.flatMap((s) =>
+      s.clip === null ? [] : [{ ...s.clip.outcome, epoch, replaces: s.clip.meta.replaces }]
+    ),
   );
 }
 

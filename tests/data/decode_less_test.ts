@@ -108,7 +108,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "decodeLess: each clip's batch and slot are known at plan time (epochOrder); onceMemory bounds sharing",
+  name:
+    "decodeLess: each clip's batch and slot are known at plan time (epochOrder); onceMemory bounds sharing",
   ignore: !CLI,
   async fn() {
     const dir = await dataset();

@@ -6,7 +6,7 @@
  * assumes). The switch-off path is the decode `clip_truth_test.ts` checks against the ffmpeg CLI.
  */
 import assert from "node:assert/strict";
-import { decodeVideo, type DecodeOptions } from "../../src/media/decode.ts";
+import { type DecodeOptions, decodeVideo } from "../../src/media/decode.ts";
 import { VideoPackets } from "../../src/media/packets.ts";
 import { type ClipSpec, generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
 import { readPackets } from "../helpers/read_packets.ts";
@@ -79,8 +79,15 @@ for (const src of SOURCES) {
         if (b > (src.media.durationSec ?? 4)) continue;
         const w: [number, number] = [start + a, start + b];
         for (const s of SAMPLINGS) {
-          const r = await compare(() => readPackets(path, { window: w }), s, `${src.name} ${w} ${JSON.stringify(s)}`);
-          assert.ok(r.decodedOn <= r.decodedOff, `${src.name}: never decodes more (${r.decodedOn} > ${r.decodedOff})`);
+          const r = await compare(
+            () => readPackets(path, { window: w }),
+            s,
+            `${src.name} ${w} ${JSON.stringify(s)}`,
+          );
+          assert.ok(
+            r.decodedOn <= r.decodedOff,
+            `${src.name}: never decodes more (${r.decodedOn} > ${r.decodedOff})`,
+          );
           skipped += r.skipped;
         }
       }
@@ -100,7 +107,11 @@ Deno.test({
     const path = await generateClip(SOURCES[0].media);
     let skipped = 0;
     for (const [a, b] of WINDOWS) {
-      const r = await compare(() => readPackets(path, { window: [a, b] }), { threads: 2 }, `threads 2 [${a}, ${b})`);
+      const r = await compare(
+        () => readPackets(path, { window: [a, b] }),
+        { threads: 2 },
+        `threads 2 [${a}, ${b})`,
+      );
       assert.ok(r.decodedOn <= r.decodedOff);
       skipped += r.skipped;
     }
@@ -129,7 +140,8 @@ function withPayload(p: VideoPackets, i: number, payload: Uint8Array): VideoPack
 }
 
 Deno.test({
-  name: "skipUnshown: a packet that gives no frame starts the pass over without skipping: still the same frames",
+  name:
+    "skipUnshown: a packet that gives no frame starts the pass over without skipping: still the same frames",
   ignore: !CLI,
   async fn() {
     const path = await generateClip(SOURCES[0].media);
@@ -141,7 +153,10 @@ Deno.test({
     const broken = () => withPayload(readPackets(path, { window: w }), shown, aud);
     const r = await compare(broken, { numFrames: 8 }, "a packet without a picture");
     // The skipping pass noticed the missing frame and decoded again from the keyframe.
-    assert.ok(r.decodedOn > r.decodedOff, `decoded ${r.decodedOn} (with the first attempt) vs ${r.decodedOff}`);
+    assert.ok(
+      r.decodedOn > r.decodedOff,
+      `decoded ${r.decodedOn} (with the first attempt) vs ${r.decodedOff}`,
+    );
     assert.equal(r.skipped, 0);
   },
 });

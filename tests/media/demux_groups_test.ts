@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { demuxEachSync, demuxGroupsSync, type TimeWindow } from "../../src/media/demux.ts";
-import { VideoPackets } from "../../src/media/packets.ts";
+import type { VideoPackets } from "../../src/media/packets.ts";
 import { SluiceError } from "../../src/errors.ts";
 import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
 
@@ -28,7 +28,12 @@ function packetAt(p: VideoPackets, i: number): [bigint, bigint, number, number[]
 }
 
 /** Asserts packets `[from, to)` of `group` are `alone`'s packets. */
-function assertSame(group: VideoPackets, [from, to]: [number, number], alone: VideoPackets, what: string): void {
+function assertSame(
+  group: VideoPackets,
+  [from, to]: [number, number],
+  alone: VideoPackets,
+  what: string,
+): void {
   assert.equal(to - from, alone.numPackets, `${what}: packet count`);
   for (let i = 0; i < alone.numPackets; i++) {
     assert.deepEqual(packetAt(group, from + i), packetAt(alone, i), `${what}: packet ${i}`);
@@ -37,7 +42,8 @@ function assertSame(group: VideoPackets, [from, to]: [number, number], alone: Vi
 
 for (const container of ["mp4", "ts"]) {
   Deno.test({
-    name: `demuxGroupsSync (${container}): overlapping windows share one run; each window's packets are its own`,
+    name:
+      `demuxGroupsSync (${container}): overlapping windows share one run; each window's packets are its own`,
     ignore: !CLI,
     async fn() {
       const path = await generateClip({ ...MEDIA, container });
@@ -50,7 +56,10 @@ for (const container of ["mp4", "ts"]) {
       assert.deepEqual(failures.slice(0, 5), [null, null, null, null, null]);
       for (const g of groups) {
         const ws = g.members.map((m) => windows[m.window]);
-        assert.deepEqual(g.packets.window, [Math.min(...ws.map((w) => w[0])), Math.max(...ws.map((w) => w[1]))]);
+        assert.deepEqual(g.packets.window, [
+          Math.min(...ws.map((w) => w[0])),
+          Math.max(...ws.map((w) => w[1])),
+        ]);
         for (const m of g.members) {
           assertSame(g.packets, m.range, alone[m.window] as VideoPackets, `window ${m.window}`);
         }
@@ -72,7 +81,9 @@ Deno.test({
     const { groups } = demuxGroupsSync(path, { windows, join: (_members, next) => next !== 0 });
     assert.deepEqual(groups.map((g) => g.members.map((m) => m.window)), [[1], [0, 2, 3], [4]]);
     for (const g of groups) {
-      for (const m of g.members) assertSame(g.packets, m.range, alone[m.window] as VideoPackets, `${m.window}`);
+      for (const m of g.members) {
+        assertSame(g.packets, m.range, alone[m.window] as VideoPackets, `${m.window}`);
+      }
     }
     // join never: one group per window, each the window's own packets.
     const single = demuxGroupsSync(path, { windows, join: () => false });

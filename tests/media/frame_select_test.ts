@@ -3,7 +3,12 @@
  * (issue 16: a window to 1e5 s with `frameRate` used to return 3 million frames, mostly padding).
  */
 import assert from "node:assert/strict";
-import { type FrameSampling, FrameSelector, framesShown, type SlotPlan } from "../../src/media/frame_select.ts";
+import {
+  type FrameSampling,
+  FrameSelector,
+  framesShown,
+  type SlotPlan,
+} from "../../src/media/frame_select.ts";
 import { demuxVideo } from "../../src/media/demux.ts";
 import { decodeVideo } from "../../src/media/decode.ts";
 import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";

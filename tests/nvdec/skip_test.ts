@@ -39,7 +39,13 @@ async function decode(p: VideoPackets, opts: NvdecOptions): Promise<Decoded> {
   const before = mapped(dbl.log());
   using f = await decodeVideoNvdec(p, { width: 32, height: 24, ...opts });
   const maps = mapped(dbl.log()) - before;
-  return { pts: [...f.pts], pixels: await f.toHost(), decoded: f.decodedFrames, skipped: f.skippedFrames, maps };
+  return {
+    pts: [...f.pts],
+    pixels: await f.toHost(),
+    decoded: f.decodedFrames,
+    skipped: f.skippedFrames,
+    maps,
+  };
 }
 
 /** A test on a freshly configured double, its decoder released at the end. */
@@ -73,7 +79,11 @@ for (const src of SOURCES) {
       for (const [a, b] of WINDOWS) {
         const w: [number, number] = [start + a, start + b];
         for (const opts of [{ numFrames: 6 }, { frameRate: 8 }] as NvdecOptions[]) {
-          const { on, off } = await compare(() => readPackets(path, { window: w }), opts, `${w} ${JSON.stringify(opts)}`);
+          const { on, off } = await compare(
+            () => readPackets(path, { window: w }),
+            opts,
+            `${w} ${JSON.stringify(opts)}`,
+          );
           assert.ok(on.decoded <= off.decoded);
           skipped += on.skipped;
         }
@@ -131,6 +141,9 @@ Deno.test({
     const packets = () => merged(readPackets(path, { window: [start + 1.3, start + 1.9] }), 5);
     const { on, off } = await compare(packets, {}, "merged packets");
     assert.equal(on.skipped, 0);
-    assert.ok(on.decoded > off.decoded, `the first attempt's pictures count too: ${on.decoded} vs ${off.decoded}`);
+    assert.ok(
+      on.decoded > off.decoded,
+      `the first attempt's pictures count too: ${on.decoded} vs ${off.decoded}`,
+    );
   }),
 });
