@@ -46,6 +46,7 @@ export {
 } from "./src/data/loader.ts";
 export {
   type ClipOptions,
+  type DecodeLessOptions,
   type LoaderOptions,
   type OnClipError,
   type StageConcurrency,

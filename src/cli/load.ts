@@ -36,8 +36,9 @@ export interface RunLoadOptions extends Omit<LoaderOptions, "onReport" | "report
 
 /**
  * The run's clips, as the loader counts them (`stats().clips.total`, summed over the epochs started): planned =
- * delivered + failed + dropped + pending, `replaced` of the failed filled by a substitute, and the failures
- * listed (file, window, stage, error; the first 100 of each epoch).
+ * delivered + failed + dropped + pending, `replaced` of the failed filled by a substitute, the failures
+ * listed (file, window, stage, error; the first 100 of each epoch), and the decode work behind the clips of
+ * batches (`decodedFrames`, `skippedFrames`, `emittedFrames`, `decodeAmplification`, `sharedClips`).
  */
 export interface LoadClipCounts extends ClipCounts {
   failures: ClipFailure[];
@@ -209,6 +210,10 @@ function clipLines(c: LoadClipCounts): string[] {
     const stages = Object.entries(c.failedByStage).map(([k, n]) => `${k} ${n}`).join(", ");
     lines.push(`  failed clips: ${c.replaced} replaced; by stage: ${stages}`);
   }
+  lines.push(
+    `decode: ${c.decodedFrames} frames decoded, ${c.skippedFrames} skipped, ${c.emittedFrames} emitted ` +
+      `(amplification ${c.decodeAmplification.toFixed(2)}); ${c.sharedClips} clips from shared passes`,
+  );
   return lines;
 }
 

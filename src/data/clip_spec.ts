@@ -83,6 +83,15 @@ export interface ClipOutcome {
   crop: [number, number, number, number];
   /** Whether the clip was mirrored left–right. */
   flipped: boolean;
-  /** Frames the decoder produced for this clip (decoding starts at the keyframe before the window). */
+  /**
+   * Frames the decoder produced for this clip (decoding starts at the keyframe before the window). Clips served
+   * by one decode pass (`passClips` > 1) share its frames: each reports an equal share (the first the remainder),
+   * so sums over clips are the frames decoded.
+   */
   decodedFrames: number;
+  /** Frames left undecoded because no slot shows them (non-reference frames before the window, or between the
+   * frames a stride or resampling keeps); shared like `decodedFrames`. */
+  skippedFrames: number;
+  /** Clips served by the decode pass that served this one (1: decoded alone). */
+  passClips: number;
 }

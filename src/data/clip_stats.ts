@@ -11,6 +11,11 @@
  * ({@link ClipAccounting.collated}), and delivered clips as it hands each batch to the consumer
  * ({@link ClipAccounting.delivered}): a batch still buffered when an epoch is stopped early is not delivered,
  * and its clips stay `pending`. The counts are kept per epoch and in total.
+ *
+ * The decode work behind the clips of batches is counted too: frames decoded, frames left undecoded because no
+ * slot showed them (`skippedFrames`), frames emitted (the clips' frames, padding excluded), and
+ * `decodeAmplification` = decoded / emitted: how many frames were decoded for each frame delivered. Clips served
+ * by one decode pass share its frames (see `ClipOutcome.decodedFrames`); `sharedClips` counts them.
  * @module
  */
 
@@ -49,6 +54,16 @@ export interface ClipCounts {
   paddedClips: number;
   /** Failed positions per stage (`fetch`, `demux`, `decode`, …). */
   failedByStage: Record<string, number>;
+  /** Frames decoded for the clips of batches (substitutes included). */
+  decodedFrames: number;
+  /** Frames left undecoded for them because no slot showed them. */
+  skippedFrames: number;
+  /** Frames of theirs that came from the decoder (padding excluded). */
+  emittedFrames: number;
+  /** Clips of batches served by a decode pass that served other clips too. */
+  sharedClips: number;
+  /** `decodedFrames / emittedFrames` (0 before any frame is emitted). */
+  decodeAmplification: number;
 }
 
 /** The counts of one epoch, with its failures. */
@@ -88,7 +103,17 @@ function zero(planned: number): ClipCounts {
     paddedFrames: 0,
     paddedClips: 0,
     failedByStage: {},
+    decodedFrames: 0,
+    skippedFrames: 0,
+    emittedFrames: 0,
+    sharedClips: 0,
+    decodeAmplification: 0,
   };
+}
+
+/** Frames decoded per frame emitted (0 before any is emitted). */
+function amplification(c: ClipCounts): number {
+  return c.emittedFrames > 0 ? c.decodedFrames / c.emittedFrames : 0;
 }
 
 /** Counts clips per epoch; see the module docs. */
@@ -159,8 +184,16 @@ export class ClipAccounting {
     this.#checkBudget(e);
   }
 
-  /** Counts the clips of a batch handed to the consumer: delivered, or substitutes, and their padding. */
-  delivered(clips: readonly Pick<ClipMeta, "epoch" | "padded" | "replaces">[]): void {
+  /**
+   * Counts the clips of a batch handed to the consumer: delivered, or substitutes, their padding and their
+   * decode work.
+   */
+  delivered(
+    clips: readonly (
+      & Pick<ClipMeta, "epoch" | "padded" | "replaces" | "pts">
+      & Partial<Pick<ClipMeta, "decodedFrames" | "skippedFrames" | "passClips">>
+    )[],
+  ): void {
     for (const c of clips) {
       const e = this.#epoch(c.epoch);
       if (c.replaces === undefined) {
@@ -171,6 +204,11 @@ export class ClipAccounting {
         e.paddedFrames += c.padded;
         e.paddedClips++;
       }
+      e.decodedFrames += c.decodedFrames ?? 0;
+      e.skippedFrames += c.skippedFrames ?? 0;
+      e.emittedFrames += c.pts.length - c.padded;
+      if ((c.passClips ?? 1) > 1) e.sharedClips++;
+      e.decodeAmplification = amplification(e);
     }
   }
 
@@ -221,6 +259,7 @@ export class ClipAccounting {
         } else total[k] += e[k];
       }
     }
+    total.decodeAmplification = amplification(total);
     return { total, epochs };
   }
 }

@@ -14,8 +14,9 @@
  */
 
 import {
-  decodeFrames,
+  decodePass,
   framesInWindow,
+  packetRange,
   releaseDecoder,
   type ResolvedOptions,
   slotPlan,
@@ -23,7 +24,7 @@ import {
 } from "../media/decode.ts";
 import { type NativeObjectCounts, nativeObjectCounts } from "../media/av_objects.ts";
 import { decodeVideoNvdecSync, releaseDecoderNvdec } from "../nvdec/decoder.ts";
-import { demuxEachSync } from "../media/demux.ts";
+import { demuxGroupsSync } from "../media/demux.ts";
 import { VideoPackets, type VideoPacketsInit } from "../media/packets.ts";
 import { FrameSelector } from "../media/frame_select.ts";
 import { resizeRegion } from "../media/crop.ts";
@@ -31,7 +32,13 @@ import { normalisation } from "../media/orient.ts";
 import { type FrameDestination, FrameWriter, type WriterSpec } from "../media/frame_writer.ts";
 import { frameLayout } from "../media/frames.ts";
 import { SWS_FLAGS } from "../media/scale.ts";
-import { ClipError, MediaError, NvdecUnsupportedError } from "../errors.ts";
+import {
+  ClipError,
+  MediaError,
+  NvdecUnsupportedError,
+  type SerializedError,
+  serializeError,
+} from "../errors.ts";
 import { releaseBuffers, transferable, type Transferring } from "../pipeline/transfer.ts";
 import { mulberry32 } from "./sampler.ts";
 import type { ClipBase, DecodedClip } from "./collate.ts";
@@ -53,58 +60,123 @@ export interface VideoTask {
   src?: Uint8Array | string;
   /** What each clip becomes (travels with each clip). */
   spec: ClipSpec;
+  /**
+   * Decode once for several clips (set by the loader's front): clips whose packets overlap are served by one
+   * decode pass when their places in the epoch's output (`order[i]` for `clips[i]`: the index at which the clip
+   * leaves the shuffle buffer) are at most `horizon` apart. Absent: every clip is decoded on its own.
+   */
+  share?: { order: number[]; horizon: number };
 }
 
-/** One clip after demux: its packets, or why its window could not be served. */
+/** A clip decoded in another clip's pass: its metadata, its own packets in that pass, and its destination. */
+export interface SharedClip {
+  meta: ClipBase;
+  /** Its own packets `[from, to)` within the pass's packets (exactly what demux cuts for its window alone). */
+  range: [number, number];
+  /** Where its frames go (see {@link ClipPackets.dest}); default: a new buffer. */
+  dest?: FrameDestination;
+}
+
+/**
+ * One clip after demux: its packets, or why its window could not be served, or (decoded once with other clips)
+ * the pass that serves it.
+ */
 export interface ClipPackets {
   meta: ClipBase;
   spec: ClipSpec;
-  /** The clip's packets; absent when demux failed for this window (`failure` says why). */
-  packets?: VideoPacketsInit;
+  /**
+   * The packets its decode pass reads; absent when demux failed for this window (`failure` says why) or when
+   * another clip's pass serves it (`servedBy`).
+   */
+  packets?: VideoPackets | VideoPacketsInit;
   failure?: string;
   /**
    * Write the frames here (e.g. a batch slot in shared memory): `numFrames` frames of `3·width·height` elements
    * from `offset` on, a `Float32Array` for `dtype: "float32"`. Default: a new buffer per clip.
    */
   dest?: FrameDestination;
+  /** Its own packets `[from, to)` within `packets` (default: all of them). */
+  range?: [number, number];
+  /**
+   * The other clips the same pass serves (same video; their packets overlap this clip's): `decodeClipGroup`
+   * returns one result for each, after this clip's.
+   */
+  shared?: SharedClip[];
+  /**
+   * Set when the pass of the clip at this position (same epoch) serves this clip, which its `shared` lists: this
+   * item carries no packets, its result comes with that clip's (see `clip_steps.ts`).
+   */
+  servedBy?: number;
+  /** Leave undecoded the frames no slot shows (`DecodeOptions.skipUnshown`, default true; set by the decode step). */
+  skipUnshown?: boolean;
+  /** FFmpeg threads for the decoder (default 1; set by the decode step from the cores left idle). */
+  threads?: number;
 }
 
-/** Demuxes every clip window of one video; see the module docs. */
+/** One clip's result in a {@link decodeClipGroup}: the clip, or its `ClipError` (serialized: it crosses a Worker). */
+export type ClipResult = { clip: DecodedClip } | { error: SerializedError };
+
+/**
+ * Demuxes every clip window of one video; see the module docs. With `task.share`, clips whose packets overlap
+ * (and whose output places are within the horizon) are grouped: the one that leaves the shuffle buffer first
+ * carries the packets of all and lists the others in `shared`; each other one carries `servedBy`.
+ */
 export function demuxClips(task: VideoTask): Transferring<ClipPackets[]> {
   const src = task.src ?? task.path;
   const windows = task.clips.map((c): [number, number] => [c.start, c.end]);
-  const results = demuxEachSync(src, { windows });
+  const share = task.share;
+  const join = (members: readonly number[], next: number): boolean => {
+    if (share === undefined) return false;
+    const places = [...members, next].map((i) => share.order[i]);
+    return Math.max(...places) - Math.min(...places) <= share.horizon;
+  };
+  const { groups, failures } = demuxGroupsSync(src, { windows, join });
   const buffers: ArrayBuffer[] = [];
-  const out = results.map((r, i): ClipPackets => {
-    const meta = task.clips[i];
-    if (!(r instanceof VideoPackets)) {
-      return { meta, spec: task.spec, failure: r instanceof MediaError ? r.reason : r.message };
-    }
-    buffers.push(...r.transferables());
-    return { meta, spec: task.spec, packets: r };
+  const out: ClipPackets[] = task.clips.map((meta, i) => {
+    const f = failures[i];
+    return {
+      meta,
+      spec: task.spec,
+      failure: f === null ? "no packets" : f instanceof MediaError ? f.reason : f.message,
+    };
   });
+  for (const g of groups) {
+    buffers.push(...g.packets.transferables());
+    const members = g.members.map((m) => ({ i: m.window, range: m.range }));
+    const place = (m: { i: number }) => share?.order[m.i] ?? m.i;
+    const lead = members.reduce((a, b) => (place(b) < place(a) ? b : a));
+    const item: ClipPackets = { meta: task.clips[lead.i], spec: task.spec, packets: g.packets };
+    if (members.length > 1) {
+      item.range = lead.range;
+      item.shared = members.filter((m) => m !== lead).map((m) => ({ meta: task.clips[m.i], range: m.range }));
+      for (const m of members) {
+        if (m !== lead) out[m.i] = { meta: task.clips[m.i], spec: task.spec, servedBy: item.meta.position };
+      }
+    }
+    out[lead.i] = item;
+  }
   return transferable(out, buffers);
 }
 
-/** Decodes one clip on the CPU; see the module docs. */
+/** Decodes one clip on the CPU (its own packets only; `shared` clips are left to `decodeClipGroup`). */
 export function decodeClip(item: ClipPackets): Transferring<DecodedClip> {
-  const { meta, spec } = item;
   try {
-    const p = clipPackets(item);
-    const o = decodeOptions(spec);
-    const choice = clipChoice(spec, meta.seed);
-    const writer = new FrameWriter(writerSpec(spec, p, choice), threadScaler(o.flags));
-    checkFillable(item, p, o);
-    const dest = item.dest ?? newDestination(spec);
-    const run = decodeFrames(p, o, writer, dest);
-    const failures = run.failedPackets > 0
-      ? `; ${run.failedPackets} packets undecodable (first: ${run.firstFailure})`
-      : "";
-    return finishClip(item, p, writer, choice, dest, Array.from(run.pts), run.decodedFrames, failures);
-  } catch (e) {
-    throw asClipError(e, meta);
+    const [r] = decodeMembers(item, [ownMember(item)]);
+    return transferable(resultOf(r), r.transfer);
   } finally {
     // The packets came here by transfer and are spent: free them now rather than at this Worker's next GC.
+    if (item.packets) releaseBuffers(item.packets);
+  }
+}
+
+/**
+ * Decodes a clip and the clips it shares its pass with (`item.shared`) in one forward pass on the CPU: one result
+ * per clip, this one first, each its clip or its own `ClipError` (one clip's failure leaves the others' frames).
+ */
+export function decodeClipGroup(item: ClipPackets): Transferring<ClipResult[]> {
+  try {
+    return results(decodeMembers(item, [ownMember(item), ...(item.shared ?? [])]));
+  } finally {
     if (item.packets) releaseBuffers(item.packets);
   }
 }
@@ -114,38 +186,213 @@ export function decodeClip(item: ClipPackets): Transferring<DecodedClip> {
  * size) on the GPU, then a copy to host memory, then rotation, flip, layout and `float32` in one pass.
  */
 export async function decodeClipNvdec(item: ClipPackets): Promise<Transferring<DecodedClip>> {
-  const { meta, spec } = item;
   try {
-    const p = clipPackets(item);
-    const o = decodeOptions(spec);
-    const choice = clipChoice(spec, meta.seed);
-    const writer = new FrameWriter(writerSpec(spec, p, choice), null);
-    checkFillable(item, p, o);
-    writer.init(p.width, p.height);
-    const [cw, ch] = writer.codedSize;
-    const r = writer.codedRegion;
-    using frames = decodeVideoNvdecSync(p, {
-      width: cw,
-      height: ch,
-      crop: r ?? undefined,
-      pixelFormat: "rgb24-planar",
-      sampling: o.sampling,
-      numFrames: o.numFrames,
-    });
-    const host = await frames.toHost();
-    const dest = item.dest ?? newDestination(spec);
-    const from = frameLayout("rgb24-planar", cw, ch);
-    for (let k = 0; k < frames.pts.length; k++) {
-      const src = host.subarray(k * from.frameSize, (k + 1) * from.frameSize);
-      writer.place(src, from.planes, dest.data, dest.offset + k * writer.frameSize);
-    }
-    return finishClip(item, p, writer, choice, dest, Array.from(frames.pts), frames.decodedFrames, "");
-  } catch (e) {
-    throw asClipError(e, meta);
+    const [r] = await decodeMembersNvdec(item, [ownMember(item)]);
+    return transferable(resultOf(r), r.transfer);
   } finally {
     if (item.packets) releaseBuffers(item.packets);
   }
 }
+
+/**
+ * {@link decodeClipGroup} with NVDEC. The decoder's crop and resize are set per session, and clips differ in both,
+ * so each clip is decoded from its own packets within the pass's (`range`); frames no slot shows are still skipped.
+ */
+export async function decodeClipGroupNvdec(item: ClipPackets): Promise<Transferring<ClipResult[]>> {
+  try {
+    return results(await decodeMembersNvdec(item, [ownMember(item), ...(item.shared ?? [])]));
+  } finally {
+    if (item.packets) releaseBuffers(item.packets);
+  }
+}
+
+// ------------------------------------------------------------------------------------------ members of a pass
+
+/** One clip of a pass, being decoded: what it is, then what became of it. */
+interface Member extends SharedClip {
+  /** Its result: the clip and the buffer to transfer, or its error. */
+  clip?: DecodedClip;
+  transfer: ArrayBuffer[];
+  error?: unknown;
+}
+
+function ownMember(item: ClipPackets): SharedClip {
+  const m: SharedClip = { meta: item.meta, range: item.range ?? [0, Infinity] };
+  if (item.dest !== undefined) m.dest = item.dest;
+  return m;
+}
+
+/** A member's clip, or its error thrown. */
+function resultOf(m: Member): DecodedClip {
+  if (m.error !== undefined) throw m.error;
+  return m.clip!;
+}
+
+/** The members' results as values (errors serialized), with every clip's own buffer to transfer. */
+function results(members: Member[]): Transferring<ClipResult[]> {
+  const out = members.map((m): ClipResult =>
+    m.error !== undefined ? { error: serializeError(m.error) } : { clip: m.clip! }
+  );
+  return transferable(out, members.flatMap((m) => m.transfer));
+}
+
+/** A clip prepared for a pass: its own packets, its seeded choices, its writer and destination. */
+interface Prepared {
+  member: Member;
+  own: VideoPackets;
+  choice: ClipChoice;
+  writer: FrameWriter;
+  dest: FrameDestination;
+}
+
+/** A pass about to run: its packets and options, every member, and those that passed the checks. */
+interface Pass {
+  spec: ClipSpec;
+  members: Member[];
+  p: VideoPackets;
+  o: ResolvedOptions;
+  ready: Prepared[];
+}
+
+/** Records `e` as `m`'s failure when it is a clip's (a `ClipError`); anything else (a bug) is thrown. */
+function fail(m: Member, e: unknown): void {
+  const err = asClipError(e, m.meta);
+  if (!(err instanceof ClipError)) throw err;
+  m.error = err;
+}
+
+/**
+ * Checks each clip of the pass (a clip its own packets cannot fill fails before decoding and allocating) and
+ * prepares the others. Null when the item has no packets (every member failed with its demux failure).
+ */
+function openPass(item: ClipPackets, shared: SharedClip[]): Pass | null {
+  const members: Member[] = shared.map((s) => ({ ...s, transfer: [] }));
+  let p: VideoPackets;
+  try {
+    p = clipPackets(item);
+  } catch (e) {
+    for (const m of members) fail(m, e);
+    return { spec: item.spec, members, p: null!, o: null!, ready: [] };
+  }
+  const o = decodeOptions(item);
+  const ready: Prepared[] = [];
+  for (const m of members) {
+    try {
+      ready.push(prepare(item.spec, p, o, m));
+    } catch (e) {
+      fail(m, e);
+    }
+  }
+  return { spec: item.spec, members, p, o, ready };
+}
+
+function prepare(spec: ClipSpec, p: VideoPackets, o: ResolvedOptions, member: Member): Prepared {
+  member.range = [member.range[0], Math.min(member.range[1], p.numPackets)];
+  const own = packetRange(p, member.range, [member.meta.start, member.meta.end]);
+  const choice = clipChoice(spec, member.meta.seed);
+  const writer = new FrameWriter(writerSpec(spec, own, choice), threadScaler(o.flags));
+  checkFillable(spec, member.meta, own, o);
+  const dest = member.dest ?? newDestination(spec);
+  if (member.dest === undefined && dest.data.buffer instanceof ArrayBuffer) {
+    member.transfer = [dest.data.buffer];
+  }
+  return { member, own, choice, writer, dest };
+}
+
+/**
+ * After the decode: pads and finishes each prepared clip from its output (`pts`, or its error). The pass's
+ * decoded and skipped frames are shared equally among its clips (the first takes the remainder).
+ */
+function finishPass(
+  pass: Pass,
+  outputs: { pts: Float64Array; error?: unknown }[],
+  decoded: number,
+  skipped: number,
+  failures: string,
+): Member[] {
+  const { members, ready } = pass;
+  const n = members.length;
+  const share = (total: number, m: Member) => Math.floor(total / n) + (m === members[0] ? total % n : 0);
+  for (const [k, r] of ready.entries()) {
+    const out = outputs[k];
+    try {
+      if (out.error !== undefined) throw out.error;
+      const counts = { decoded: share(decoded, r.member), skipped: share(skipped, r.member), passClips: n };
+      r.member.clip = finishClip(pass.spec, r, Array.from(out.pts), counts, failures);
+    } catch (e) {
+      fail(r.member, e);
+    }
+  }
+  return members;
+}
+
+/** The CPU pass: one {@link decodePass} for every prepared clip. */
+function decodeMembers(item: ClipPackets, shared: SharedClip[]): Member[] {
+  const pass = openPass(item, shared)!;
+  if (pass.ready.length === 0) return pass.members;
+  const { p, o, ready } = pass;
+  let run;
+  try {
+    run = decodePass(
+      p,
+      o,
+      ready.map((c) => ({
+        range: c.member.range,
+        window: [c.member.meta.start, c.member.meta.end] as const,
+        writer: c.writer,
+        dest: c.dest,
+      })),
+    );
+  } catch (e) {
+    for (const r of ready) fail(r.member, e);
+    return pass.members;
+  }
+  const failures = run.failedPackets > 0
+    ? `; ${run.failedPackets} packets undecodable (first: ${run.firstFailure})`
+    : "";
+  return finishPass(pass, run.outputs, run.decodedFrames, run.skippedFrames, failures);
+}
+
+/**
+ * The NVDEC pass: each prepared clip decoded from its own packets (see {@link decodeClipGroupNvdec}), copied to
+ * host memory and placed in its destination.
+ */
+async function decodeMembersNvdec(item: ClipPackets, shared: SharedClip[]): Promise<Member[]> {
+  const pass = openPass(item, shared)!;
+  const { o, ready } = pass;
+  const outputs: { pts: Float64Array; error?: unknown }[] = [];
+  let decoded = 0, skipped = 0;
+  for (const c of ready) {
+    try {
+      c.writer.init(c.own.width, c.own.height);
+      const [cw, ch] = c.writer.codedSize;
+      const r = c.writer.codedRegion;
+      using frames = decodeVideoNvdecSync(c.own, {
+        width: cw,
+        height: ch,
+        crop: r ?? undefined,
+        pixelFormat: "rgb24-planar",
+        sampling: o.sampling,
+        numFrames: o.numFrames,
+        skipUnshown: o.skipUnshown,
+      });
+      const host = await frames.toHost();
+      const from = frameLayout("rgb24-planar", cw, ch);
+      for (let k = 0; k < frames.pts.length; k++) {
+        const src = host.subarray(k * from.frameSize, (k + 1) * from.frameSize);
+        c.writer.place(src, from.planes, c.dest.data, c.dest.offset + k * c.writer.frameSize);
+      }
+      decoded += frames.decodedFrames;
+      skipped += frames.skippedFrames;
+      outputs.push({ pts: frames.pts });
+    } catch (e) {
+      outputs.push({ pts: new Float64Array(0), error: e });
+    }
+  }
+  return finishPass(pass, outputs, decoded, skipped, "");
+}
+
+// ------------------------------------------------------------------------------------------ one clip
 
 // ------------------------------------------------------------------------------------------ one clip
 
@@ -174,13 +421,15 @@ function writerSpec(spec: ClipSpec, p: VideoPackets, choice: ClipChoice): Writer
   };
 }
 
-function decodeOptions(spec: ClipSpec): ResolvedOptions {
+function decodeOptions(item: ClipPackets): ResolvedOptions {
+  const { spec } = item;
   return {
     pixelFormat: spec.planar ? "rgb24-planar" : "rgb24",
     sampling: spec.sampling,
     numFrames: spec.numFrames,
-    threads: 1,
+    threads: item.threads ?? 1,
     skipNonRef: false,
+    skipUnshown: item.skipUnshown ?? true,
     onCorrupt: "skip",
     flags: SWS_FLAGS[spec.interpolation],
   };
@@ -203,8 +452,7 @@ function clipPackets(item: ClipPackets): VideoPackets {
  * Fails before decoding (and before allocating) a clip its packets cannot fill: the frames the window can give
  * at most (packets presented in it, or grid slots before the stream's end) leave more padding than allowed.
  */
-function checkFillable(item: ClipPackets, p: VideoPackets, o: ResolvedOptions): void {
-  const { spec, meta } = item;
+function checkFillable(spec: ClipSpec, meta: ClipBase, p: VideoPackets, o: ResolvedOptions): void {
   const most = new FrameSelector(slotPlan(p, o)).capacity(framesInWindow(p));
   const w: [number, number] = [meta.start, meta.end];
   if (most === 0) throw new ClipError(meta.path, "decode", w, "no frame is presented in the window");
@@ -227,16 +475,12 @@ function newDestination(spec: ClipSpec): FrameDestination {
 
 /** Checks the frames decoded, pads to `numFrames`, and builds the clip with its outcome. */
 function finishClip(
-  item: ClipPackets,
-  p: VideoPackets,
-  writer: FrameWriter,
-  choice: ClipChoice,
-  dest: FrameDestination,
+  spec: ClipSpec,
+  { member: { meta }, own: p, writer, choice, dest }: Prepared,
   pts: number[],
-  decodedFrames: number,
+  counts: { decoded: number; skipped: number; passClips: number },
   failures: string,
-): Transferring<DecodedClip> {
-  const { spec, meta } = item;
+): DecodedClip {
   const w: [number, number] = [meta.start, meta.end];
   const filled = pts.length;
   if (filled === 0) {
@@ -261,13 +505,12 @@ function finishClip(
     rotated: spec.rotate && p.rotation % 360 !== 0,
     crop: r === null ? [0, 0, dw, dh] : [r.left, r.top, r.width, r.height],
     flipped: choice.flipped,
-    decodedFrames,
+    decodedFrames: counts.decoded,
+    skippedFrames: counts.skipped,
+    passClips: counts.passClips,
   };
   const data = dest.data.subarray(dest.offset, dest.offset + spec.numFrames * size);
-  const clip: DecodedClip = { meta, data, width: spec.width, height: spec.height, outcome };
-  // A caller's destination stays where it is; a buffer of our own moves to the receiver.
-  const own = item.dest === undefined && data.buffer instanceof ArrayBuffer ? [data.buffer] : [];
-  return transferable(clip, own);
+  return { meta, data, width: spec.width, height: spec.height, outcome };
 }
 
 /** How long the last frame of a clip is shown, by its sampling (see `ClipOutcome.span`). */

@@ -16,6 +16,18 @@
  *
  * A fetch or demux failure does not fail the task: each of its clips goes on as a `FailedClip` (see
  * `clip_steps.ts`), so every planned clip reaches the loader, loaded or failed.
+ *
+ * Decode once for several clips (`shareHorizon`): where each clip of an epoch ends up is known when the epoch is
+ * planned, before anything is decoded: the sampler's plan is pure, the items reach the shuffle buffer in the
+ * plan's order (ordered stages, a failed clip in its place), and the buffer's draws depend only on the seed, the
+ * epoch and the count, so {@link epochOrder} gives each position's index in the epoch's output (batch
+ * `⌊index / batchSize⌋`, slot `index mod batchSize`). Each video task carries its clips' output indices; the
+ * demux Worker puts clips whose packets overlap (the same GOP, or one window's packets reaching into the next
+ * one's) and whose output indices are at most `shareHorizon` apart into one group, led by the one that comes out
+ * first. The leader carries the packets of all and decodes them in one forward pass (`decodeClipGroup`), each
+ * clip into its own destination and with its own failure; the others carry no packets, only `servedBy`, and the
+ * decode stage hands them the leader's results when they come (`ClipDecodeStep`). The batches are the same as
+ * with every clip decoded on its own: the order of the items does not change, only who decodes which.
  * @module
  */
 
@@ -29,6 +41,7 @@ import type { FetchOptions } from "./fetch.ts";
 import { type StageConcurrency, startSize } from "./loader_options.ts";
 import { type ClipRequest, ClipSampler, type ResolvedSamplerOptions, type SampledVideo } from "./sampler.ts";
 import { ShuffleBuffer } from "./shuffle_buffer.ts";
+import type { ThreadBudget } from "./decode_threads.ts";
 
 /** Everything the front half needs; JSON-compatible so it can cross into a backend child. */
 export interface FrontArgs {
@@ -50,6 +63,12 @@ export interface FrontArgs {
   fetch: Omit<FetchOptions, "signal" | "range">;
   /** Keep the sampler's order through the concurrent stages (default true): same seed, same batches. */
   ordered?: boolean;
+  /**
+   * Decode once for several clips (see the module docs): clips of one video whose packets overlap are served by
+   * one decode pass when they leave the shuffle buffer at most this many clips apart (so at most this many
+   * decoded clips wait for their turn). 0 or absent: every clip is decoded on its own. Needs `ordered`.
+   */
+  shareHorizon?: number;
 }
 
 /** The worker module for the demux and decode pools. */
@@ -81,17 +100,34 @@ export function clipBase(
   return meta;
 }
 
+/**
+ * Where each planned clip of `sampler`'s `epoch` leaves the front: entry `p` is the output index of the clip at
+ * plan position `p` (the shuffle buffer's permutation, a pure function of the plan's length, the buffer's size,
+ * the seed and the epoch). The batch of output index `j` is `⌊j / batchSize⌋`, its slot `j mod batchSize`.
+ */
+export function epochOrder(sampler: ClipSampler, epoch: number): Int32Array {
+  const n = sampler.length;
+  const out = new ShuffleBuffer<number>(sampler.options.shuffleBuffer, sampler.options.seed, n)
+    .push(epoch, Array.from({ length: n }, (_, p) => p));
+  const order = new Int32Array(n);
+  out.forEach((p, j) => order[p] = j);
+  return order;
+}
+
 /** A continuous source: each iteration yields the video tasks of the next epoch. */
 export function epochSource(args: FrontArgs): Iterable<VideoTask> {
   const sampler = new ClipSampler(args.ranges, args.sampler);
+  const horizon = (args.ordered ?? true) ? args.shareHorizon ?? 0 : 0;
   let epoch = args.firstEpoch;
   return {
     *[Symbol.iterator]() {
       const e = epoch++;
+      const order = horizon > 0 ? epochOrder(sampler, e) : null;
       let task: VideoTask | undefined, current = -1;
       for (const c of sampler.epoch(e)) {
         if (task !== undefined && c.video === current) {
           task.clips.push(clipBase(args, e, c));
+          task.share?.order.push(order![c.position]);
           continue;
         }
         if (task !== undefined) yield task;
@@ -104,16 +140,21 @@ export function epochSource(args: FrontArgs): Iterable<VideoTask> {
           clips: [clipBase(args, e, c)],
           spec: args.spec,
         };
+        if (order !== null) task.share = { order: [order[c.position]], horizon };
       }
       if (task !== undefined) yield task;
     },
   };
 }
 
-/** Builds sample → fetch → demux → shuffle → disaggregate; see the module docs. */
+/**
+ * Builds sample → fetch → demux → shuffle → disaggregate; see the module docs. `budget`: the thread tokens the
+ * pool's decode tasks share (in-process, demux tasks hold one each while they run).
+ */
 export function buildFront(
   args: FrontArgs,
   pool: WorkerPool = new WorkerPool(CLIP_WORKER, { size: startSize(args.concurrency.demux) }),
+  budget: ThreadBudget | null = null,
 ): PipelineBuilder<ClipItem> {
   const ordered = args.ordered ?? true;
   const perEpoch = new ClipSampler(args.ranges, args.sampler).length;
@@ -126,7 +167,7 @@ export function buildFront(
       concurrency: args.concurrency.fetch,
       ordered,
     })
-    .pipe((task, ctx) => demuxVideo(pool, task, ctx.signal), {
+    .pipe((task, ctx) => demuxVideo(pool, task, ctx.signal, 0, budget), {
       name: "demux",
       executor: callingPool(pool),
       concurrency: args.concurrency.demux,

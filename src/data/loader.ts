@@ -16,6 +16,10 @@
  * - Decoding runs in a `WorkerPool` of `concurrency.decode` Workers (default: one per core), each clip made what
  *   its `ClipSpec` says (`clip_spec.ts`: frame sampling, size, resize mode, dtype, rotation). In-process, demux
  *   tasks run in the same pool (one Worker per core in all, no oversubscription).
+ * - Decoding less (`decodeLess`, every switch on by default, none changes a pixel): non-reference frames no slot
+ *   shows are not decoded (`decode.ts`); clips of one video whose packets overlap are served by one forward
+ *   decode pass (`front.ts`, `clip_steps.ts`); when fewer clips are left than cores, a decode task gets the idle
+ *   cores as FFmpeg threads (`decode_threads.ts`). `stats().clips` counts frames decoded, skipped and emitted.
  * - `decode: "auto"` uses NVDEC when `src/nvdec` says it is available, the CPU otherwise (logging one line);
  *   `"nvdec"` fails when it is not available. NVDEC clips are resized on the GPU and copied to host memory, so
  *   batches look the same whichever decoder made them (default decode concurrency: the GPU's NVDEC engines).
@@ -52,7 +56,8 @@ import { fixMmapThreshold } from "./mmap_threshold.ts";
 import { clipFailureError, type FailedClip, isFailedClip } from "./clip_failure.ts";
 import type { ClipSpec } from "./clip_spec.ts";
 import { ClipAccounting, type ClipStats, type PlacedClip } from "./clip_stats.ts";
-import { callingPool, type ClipItem, decodeClipItem, type DecodeExport } from "./clip_steps.ts";
+import { callingPool, ClipDecodeStep, type ClipItem, type DecodeExport } from "./clip_steps.ts";
+import { ThreadBudget } from "./decode_threads.ts";
 import { type Batch, collate, type FilledClip } from "./collate.ts";
 import { openDataset, type VideoDataset } from "./dataset.ts";
 import { buildFront, CLIP_WORKER, type FrontArgs } from "./front.ts";
@@ -69,7 +74,13 @@ import { ClipSampler, type SampledVideo } from "./sampler.ts";
 import { indexDataset, type IndexFailure } from "./video_index.ts";
 import { nvdecAvailable, nvdecConcurrency, selectDecoder } from "../nvdec/available.ts";
 
-export type { ClipOptions, LoaderOptions, OnClipError, StageConcurrency } from "./loader_options.ts";
+export type {
+  ClipOptions,
+  DecodeLessOptions,
+  LoaderOptions,
+  OnClipError,
+  StageConcurrency,
+} from "./loader_options.ts";
 
 /** Loader statistics: in clips, the pipeline's per stage, the backend child's (subprocess), indexing failures. */
 export interface LoaderStats {
@@ -153,8 +164,23 @@ export async function planLoader(opts: LoaderOptions): Promise<LoaderPlan> {
     concurrency: { fetch: opts.concurrency?.fetch ?? 8, demux: opts.concurrency?.demux ?? 1 },
     fetch: opts.fetch ?? {},
     ordered: opts.ordered ?? true,
+    shareHorizon: shareHorizon(spec, opts),
   };
   return { dataset, indexFailures: index.failures, sampler, spec, front };
+}
+
+/** Default of `decodeLess.onceMemory`: what clips decoded ahead of their turn may hold. */
+const ONCE_MEMORY = 256 * 2 ** 20;
+
+/**
+ * How far apart (in the epoch's output) two clips decoded in one pass may be: as many clips as
+ * `decodeLess.onceMemory` holds (0 when `decodeLess.once` is off, or the order is not kept).
+ */
+function shareHorizon(spec: ClipSpec, opts: LoaderOptions): number {
+  const dl = opts.decodeLess ?? {};
+  if (!(dl.once ?? true) || !(opts.ordered ?? true)) return 0;
+  const clipBytes = spec.numFrames * 3 * spec.width * spec.height * (spec.dtype === "float32" ? 4 : 1);
+  return Math.floor((dl.onceMemory ?? ONCE_MEMORY) / clipBytes);
 }
 
 /** A running loader; see the module docs. */
@@ -324,6 +350,15 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
   const decodePool = new WorkerPool(CLIP_WORKER, {
     size: backend === "subprocess" ? decodeSize : Math.max(decodeSize, startSize(args.concurrency.demux)),
   });
+  const dl = opts.decodeLess ?? {};
+  // NVDEC decodes each clip of a shared pass on its own (its crop and size are per session): nothing to share.
+  if (decoder === "nvdec") args.shareHorizon = 0;
+  const budget = decoder === "cpu" && (dl.threads ?? true) ? new ThreadBudget(() => decodePool.size) : null;
+  const decodeStep = new ClipDecodeStep(decodePool, decodeExport, {
+    skipUnshown: dl.skip ?? true,
+    threads: budget,
+    perEpoch: plan.sampler.length,
+  });
   const accounting = new ClipAccounting(plan.sampler.length, opts.maxFailures ?? DEFAULT_MAX_FAILURES, log);
   let front: PipelineBuilder<ClipItem>;
   let backendSource: BackendSource | null = null;
@@ -344,7 +379,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
       continuous: true,
     });
   } else {
-    front = buildFront(args, decodePool);
+    front = buildFront(args, decodePool, budget);
   }
   const replacer = new Replacer(args, decodePool, decodeExport);
   const place = async (x: FilledClip | FailedClip, signal: AbortSignal): Promise<PlacedClip> => {
@@ -378,7 +413,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     return batch;
   };
   const pipeline = front
-    .pipe((item: ClipItem, ctx) => decodeClipItem(decodePool, decodeExport, item, ctx.signal), {
+    .pipe((item: ClipItem, ctx) => decodeStep.decode(item, ctx.signal), {
       name: "decode",
       executor: callingPool(decodePool),
       concurrency: decodeConcurrency,

@@ -60,6 +60,27 @@ export interface ClipOptions {
   maxPadFraction?: number;
 }
 
+/**
+ * How the loader avoids decode work (the README's "Decoding less"). Every switch is on by default and changes no
+ * pixel; turn one off to measure what it brings.
+ */
+export interface DecodeLessOptions {
+  /**
+   * Leave undecoded the non-reference frames no slot shows: between the keyframe and the window, and between
+   * the frames a stride or a resampling keeps (default true).
+   */
+  skip?: boolean;
+  /** Serve the clips of one video whose packets overlap (same GOP) from one forward decode pass (default true). */
+  once?: boolean;
+  /**
+   * Bytes that clips decoded ahead of their turn (by another clip's pass) may hold, default 256 MiB: it bounds how
+   * far apart in the epoch's output two clips decoded in one pass may be (`⌊onceMemory / clip bytes⌋` clips).
+   */
+  onceMemory?: number;
+  /** Give decode tasks idle cores as FFmpeg threads when fewer clips are left than cores (default true). */
+  threads?: boolean;
+}
+
 /** What happens to a clip that cannot be loaded; see the README's "Full batches". */
 export type OnClipError = "replace" | "skip" | "fail";
 
@@ -130,6 +151,8 @@ export interface LoaderOptions {
   reportInterval?: number;
   /** Where failure and info lines go (default `console.error`). */
   log?: (line: string) => void;
+  /** Decoding less: skipping unshown frames, one pass for several clips, idle cores as threads (all on). */
+  decodeLess?: DecodeLessOptions;
 }
 
 /** Throws `InvalidArgumentError` naming the first option out of range; see {@link LoaderOptions}. */
@@ -152,6 +175,13 @@ export function checkLoaderOptions(opts: LoaderOptions): void {
   }
   if (opts.bufferSize !== undefined) int("bufferSize", opts.bufferSize, 1, 1024);
   if (opts.firstEpoch !== undefined) int("firstEpoch", opts.firstEpoch, 0, Number.MAX_SAFE_INTEGER);
+  const dl = opts.decodeLess ?? {};
+  for (const k of ["skip", "once", "threads"] as const) {
+    if (dl[k] !== undefined && typeof dl[k] !== "boolean") {
+      throw new InvalidArgumentError(`loader: decodeLess.${k} must be true or false, got ${dl[k]}`);
+    }
+  }
+  if (dl.onceMemory !== undefined) int("decodeLess.onceMemory", dl.onceMemory, 0, Number.MAX_SAFE_INTEGER);
   const mf = opts.maxFailures;
   if (typeof mf === "number") int("maxFailures", mf, 0, Number.MAX_SAFE_INTEGER);
   else if (mf !== undefined) {

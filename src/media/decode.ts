@@ -30,6 +30,7 @@ import { Scaler, SWS_FLAGS } from "./scale.ts";
 import {
   type FrameSampling,
   FrameSelector,
+  framesShown,
   resolveSampling,
   type SamplingOptions,
   type SlotPlan,
@@ -70,8 +71,18 @@ export interface DecodeOptions extends SamplingOptions {
   numFrames?: number;
   /** libavcodec `thread_count` (default 1: decode concurrency comes from the pipeline's Workers). */
   threads?: number;
-  /** Skip decoding non-reference frames (`skip_frame=nonref`): faster when only sparse frames are needed. */
+  /**
+   * Skip decoding every non-reference frame (`skip_frame=nonref`), shown or not: faster when only sparse frames
+   * are needed, but the output lacks those frames.
+   */
   skipNonRef?: boolean;
+  /**
+   * Leave undecoded the non-reference frames no output slot shows (default true): those between the keyframe and
+   * the window's first frame, and those a stride, a resampling or `"uniform"` passes over. The output is
+   * byte-identical either way (see {@link decodePass}); `false` decodes every frame up to the last one shown.
+   * `VideoFrames.decodedFrames` tells what was decoded.
+   */
+  skipUnshown?: boolean;
   /** What a packet the decoder rejects does: `"skip"` (default: counted in `failedPackets`) or `"error"`. */
   onCorrupt?: "skip" | "error";
   /** swscale interpolation (default `"bilinear"`, which matches `ffmpeg -vf scale=W:H:flags=bilinear`). */
@@ -128,6 +139,7 @@ export function decodeVideoSync(packets: VideoPackets, opts: DecodeOptions = {})
     rotated: rotation !== 0,
     failedPackets: run.failedPackets,
     decodedFrames: run.decodedFrames,
+    skippedFrames: run.skippedFrames,
     short: Number.isFinite(o.numFrames) && n < o.numFrames,
     source: p.source,
   };
@@ -142,6 +154,8 @@ export interface DecodeRun {
   pts: Float64Array;
   /** Frames the decoder produced, and packets it rejected (with the first rejection's message). */
   decodedFrames: number;
+  /** Frames left undecoded because no slot shows them (`skipUnshown`). */
+  skippedFrames: number;
   failedPackets: number;
   firstFailure: string;
 }
@@ -157,37 +171,124 @@ export function decodeFrames(
   writer: FrameWriter,
   dest: FrameDestination | null,
 ): DecodeRun {
+  const run = decodePass(p, o, [{ range: [0, p.numPackets], window: p.window, writer, dest }]);
+  const [out] = run.outputs;
+  if (out.error !== undefined) throw out.error;
+  const { outputs: _, ...counts } = run;
+  return { data: out.data, offset: out.offset, pts: out.pts, ...counts };
+}
+
+/** One output of a {@link decodePass}: its own packets among the pass's, its window, and where its frames go. */
+export interface PassOutput {
+  /**
+   * Its own packets `[from, to)` among the pass's: what the demuxer cuts for its window alone. They decide its
+   * slots (the stream's extent, what the window can hold) exactly as when it is decoded alone; the frames of the
+   * other packets are offered to its selector too, which keeps the same frames (earlier ones are before its start
+   * keyframe, so before its window; later ones after its last slot or its window).
+   */
+  range: readonly [number, number];
+  /** Its window `[start, end)` seconds, or null for the whole stream. */
+  window: readonly [number, number] | null;
+  /** Region, size and format of its frames. */
+  writer: FrameWriter;
+  /** Where its frame `k` goes (`dest.offset + k·writer.frameSize`); null: a buffer grown as needed. */
+  dest: FrameDestination | null;
+}
+
+/** What a {@link decodePass} did for one output. */
+export interface OutputRun {
+  /** The buffer holding its frames and the element offset of its frame 0. */
+  data: Uint8Array | Float32Array;
+  offset: number;
+  /** Time of each of its frames (the grid time when resampling). */
+  pts: Float64Array;
+  /** Why this output failed (its frames are not valid; the pass's other outputs are unaffected). */
+  error?: unknown;
+}
+
+/** What a {@link decodePass} did: per output, and the work of the pass as a whole. */
+export interface PassRun {
+  /** One entry per output, in the order given. */
+  outputs: OutputRun[];
+  /** Frames the decoder produced (over both attempts when a skipping pass had to start over). */
+  decodedFrames: number;
+  /** Frames left undecoded because no output shows them. */
+  skippedFrames: number;
+  /** Packets the decoder rejected, and the first rejection's message. */
+  failedPackets: number;
+  firstFailure: string;
+}
+
+/**
+ * Decodes `p` once, forward, for several outputs (windows of one video whose packets overlap): each decoded frame
+ * is offered to every output's selector and written into every output that shows it; decoding stops when every
+ * output is full. Output `k` gets exactly the frames it gets when decoded alone from its own packets (`range`).
+ * A failure that concerns one output (its destination is too small, its window would fill too many slots) is
+ * recorded in its {@link OutputRun.error} and the others go on; a failure of the decoder fails the pass.
+ *
+ * With `o.skipUnshown`, the frames no output shows are sent with `skip_frame = nonref`: the decoder leaves them
+ * undecoded when nothing references them (non-reference B-frames before a window, between the frames a stride or
+ * a resampling keeps). Which frames are shown is known before decoding ({@link framesShown} over the packets'
+ * times); where a skipped frame would have come out, its time is offered to the selectors all the same, so they
+ * decide exactly as without skipping. The decode is checked as it goes (frames come out in presentation order,
+ * one per packet, with the packet's pts; no packet fails): anything else (field-coded pictures, a corrupt packet,
+ * packets without timestamps) starts the pass over without skipping, so the output never depends on the switch.
+ */
+export function decodePass(p: VideoPackets, o: ResolvedOptions, outputs: readonly PassOutput[]): PassRun {
   const decoder = acquireDecoder(p, o.threads);
   decoder.setSkipNonRef(o.skipNonRef);
-  const selector = new FrameSelector(slotPlan(p, o));
-  const capacity = selector.capacity(framesInWindow(p));
-  if (capacity > MAX_SLOTS_PER_PACKET * Math.max(1, p.numPackets)) {
-    // Only resampling repeats frames; this many repeats means the timestamps (or the window) are not a video's.
-    throw new MediaError(
-      p.source,
-      "decode",
-      `${p.numPackets} packets with timestamps over ${slotSpan(p)} would fill ${capacity} output frames ` +
-        `(more than ${MAX_SLOTS_PER_PACKET} a packet): pass numFrames or a narrower window`,
-    );
-  }
-  const out = new SlotBuffer(p.source, writer, dest, capacity);
+  const outs = outputs.map((spec) => new Output(p, o, spec, decoder.pool));
+  let decoded = 0;
   try {
-    runDecode(decoder, p, o, selector, out);
+    const plan = o.skipUnshown && !o.skipNonRef ? skipPlan(p, outs) : null;
+    let result: { decoded: number; skipped: number } | null = null;
+    if (plan !== null) {
+      try {
+        result = runPass(decoder, p, o, outs, plan);
+      } catch (e) {
+        if (!(e instanceof PlanMismatch)) throw e;
+        // The stream is not what skipping assumes: decode it again, every frame.
+        decoded += e.decoded;
+        decoder.flush();
+        decoder.setSkipNonRef(false);
+        for (const out of outs) out.reset();
+      }
+    }
+    result ??= runPass(decoder, p, o, outs, null);
+    decoded += result.decoded;
+    return {
+      outputs: outs.map((out) => out.result()),
+      decodedFrames: decoded,
+      skippedFrames: result.skipped,
+      failedPackets: decoder.failed,
+      firstFailure: decoder.firstFailure,
+    };
   } catch (e) {
     // A failure mid-stream leaves the codec in an unknown state: drop it rather than reuse it.
     releaseDecoder();
     throw e;
+  } finally {
+    for (const out of outs) out.release();
   }
-  const pts = new Float64Array(selector.filled);
-  for (let k = 0; k < pts.length; k++) pts[k] = selector.time(k);
-  return {
-    data: out.data,
-    offset: out.offset,
-    pts,
-    decodedFrames: out.decoded,
-    failedPackets: decoder.failed,
-    firstFailure: decoder.firstFailure,
-  };
+}
+
+/** `p`'s packets `[from, to)` as a {@link VideoPackets} of their own (views, no copy) with `window`. */
+export function packetRange(
+  p: VideoPackets,
+  [from, to]: readonly [number, number],
+  window: readonly [number, number] | null,
+): VideoPackets {
+  if (from === 0 && to === p.numPackets && window === p.window) return p;
+  return new VideoPackets({
+    ...p,
+    window: window === null ? null : [window[0], window[1]],
+    pts: p.pts.subarray(from, to),
+    dts: p.dts.subarray(from, to),
+    duration: p.duration.subarray(from, to),
+    flags: p.flags.subarray(from, to),
+    offsets: p.offsets.subarray(from, to),
+    sizes: p.sizes.subarray(from, to),
+  });
 }
 
 /** Output frames a decode may produce per packet (resampling repeats frames; nothing else does). */
@@ -208,6 +309,7 @@ export interface ResolvedOptions {
   numFrames: number;
   threads: number;
   skipNonRef: boolean;
+  skipUnshown: boolean;
   onCorrupt: "skip" | "error";
   flags: number;
 }
@@ -240,6 +342,7 @@ export function validate(p: VideoPackets, opts: DecodeOptions): ResolvedOptions 
     numFrames,
     threads: opts.threads ?? 1,
     skipNonRef: opts.skipNonRef ?? false,
+    skipUnshown: opts.skipUnshown ?? true,
     onCorrupt,
     flags: SWS_FLAGS[interpolation],
   };
@@ -312,8 +415,8 @@ export class Decoder {
   firstFailure = "";
   readonly #ctx: CodecContext;
   readonly #pkt = new Packet();
-  /** Two frames: the one being received into and the one a resampler holds back. */
-  readonly frames: [Frame, Frame] = [new Frame(), new Frame()];
+  /** The frames it decodes into, kept while a selector holds them back. */
+  readonly pool: FramePool = new FramePool();
   #skip = AVDISCARD_DEFAULT;
 
   /** The cache key: everything that decides how a decoder is opened (every copied field, time base, threads). */
@@ -363,7 +466,7 @@ export class Decoder {
     check(avcodec.avcodec_open2(ctx, codec, null), p.source, `avcodec_open2(${p.codec})`);
   }
 
-  /** Sets `skip_frame` to `nonref` (true) or `default`. */
+  /** Sets `skip_frame` to `nonref` (true) or `default`; it applies to the packets sent from now on. */
   setSkipNonRef(skip: boolean): void {
     const want = skip ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
     if (want === this.#skip) return;
@@ -415,14 +518,13 @@ export class Decoder {
   /** Back to the state after opening: drops buffered frames, clears the failure count. */
   flush(): void {
     ffmpeg().avcodec.avcodec_flush_buffers(this.#ctx.ptr);
-    for (const f of this.frames) f.unref();
     this.failed = 0;
     this.firstFailure = "";
   }
 
   #disposeFrames(): void {
     this.#pkt[Symbol.dispose]();
-    for (const f of this.frames) f[Symbol.dispose]();
+    this.pool[Symbol.dispose]();
   }
 
   /** Frees the codec context, packet and frames. */
@@ -466,40 +568,345 @@ export function threadScaler(flags: number): Scaler {
   return scaler;
 }
 
+// ------------------------------------------------------------------------------------------ frames held
+
+/**
+ * The AVFrames of one decoder: the one being received into, and those selectors hold back for later slots (one
+ * per output at most, shared when several hold the same frame). A frame goes back (unreferenced) when its last
+ * holder lets go of it.
+ */
+class FramePool implements Disposable {
+  readonly #all: Frame[] = [];
+  readonly #free: Frame[] = [];
+  readonly #holders = new Map<Frame, number>();
+
+  /** A frame to receive into, held once (by the caller). */
+  take(): Frame {
+    let f = this.#free.pop();
+    if (f === undefined) {
+      f = new Frame();
+      this.#all.push(f);
+    }
+    this.#holders.set(f, 1);
+    return f;
+  }
+
+  /** One more holder of `f`. */
+  hold(f: Frame): void {
+    this.#holders.set(f, (this.#holders.get(f) ?? 0) + 1);
+  }
+
+  /** One holder less; the last one's release unreferences it for reuse. */
+  release(f: Frame): void {
+    const n = (this.#holders.get(f) ?? 1) - 1;
+    if (n > 0) {
+      this.#holders.set(f, n);
+      return;
+    }
+    this.#holders.delete(f);
+    f.unref();
+    this.#free.push(f);
+  }
+
+  /** Frees every frame. */
+  [Symbol.dispose](): void {
+    for (const f of this.#all) f[Symbol.dispose]();
+    this.#all.length = this.#free.length = 0;
+    this.#holders.clear();
+  }
+}
+
+// ------------------------------------------------------------------------------------------ skipping
+
+/** A skipping pass saw something skipping assumes away; it is started over without skipping. */
+class PlanMismatch extends Error {
+  /** Frames decoded before it was noticed. */
+  decoded = 0;
+}
+
+/**
+ * What a skipping pass sends and checks: which packets go with `skip_frame = nonref` (those whose frame no output
+ * shows), and, as frames come out, which skipped frames passed unseen before each (to be offered as if decoded).
+ * It holds the packets in presentation order; frames must come out in that order, one per packet, each with its
+ * packet's pts, and every packet sent without skipping must give its frame: anything else is a
+ * {@link PlanMismatch}.
+ */
+class SkipPlan {
+  /** Per packet (decode order): 1 when it is sent with `skip_frame = nonref`. */
+  readonly skip: Uint8Array;
+  /** Presentation time (seconds) of each rank. */
+  readonly times: Float64Array;
+  /** Frames skipped (offered unseen) so far. */
+  skipped = 0;
+  readonly #byPts: Int32Array;
+  readonly #sortedPts: BigInt64Array;
+  readonly #sent: Uint8Array;
+  #next = 0;
+
+  constructor(p: VideoPackets, byPts: Int32Array, times: Float64Array, skip: Uint8Array) {
+    this.#byPts = byPts;
+    this.#sortedPts = BigInt64Array.from(byPts, (i) => p.pts[i]);
+    this.times = times;
+    this.skip = skip;
+    this.#sent = new Uint8Array(p.numPackets);
+  }
+
+  /** Packet `i` is being sent. */
+  send(i: number): void {
+    this.#sent[i] = 1;
+  }
+
+  /** A frame with pts `pts` came out: the ranks of the skipped frames presented before it, in order. */
+  out(pts: bigint | null): number[] {
+    const r = pts === null ? -1 : this.#rank(pts);
+    if (r < this.#next) throw new PlanMismatch(`a frame with pts ${pts} is not the next packet's`);
+    const passed = this.#pass(r);
+    if (!this.#sent[this.#byPts[r]]) throw new PlanMismatch(`frame ${pts} came out before its packet`);
+    this.#next = r + 1;
+    return passed;
+  }
+
+  /** End of stream: the ranks of the skipped frames after the last one out (every sent packet must be out). */
+  end(): number[] {
+    let last = this.#byPts.length;
+    while (last > this.#next && !this.#sent[this.#byPts[last - 1]]) last--;
+    const passed = this.#pass(last);
+    this.#next = last;
+    return passed;
+  }
+
+  /** Ranks `[next, r)`: each was skipped (returned), else the plan is wrong. */
+  #pass(r: number): number[] {
+    const passed: number[] = [];
+    for (let k = this.#next; k < r; k++) {
+      const i = this.#byPts[k];
+      if (!this.#sent[i] || !this.skip[i]) {
+        throw new PlanMismatch(`the frame of packet ${i} did not come out`);
+      }
+      passed.push(k);
+    }
+    this.skipped += passed.length;
+    return passed;
+  }
+
+  #rank(pts: bigint): number {
+    const a = this.#sortedPts;
+    let lo = 0, hi = a.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (a[mid] < pts) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < a.length && a[lo] === pts ? lo : -1;
+  }
+}
+
+/**
+ * The skip plan of a pass: every packet has a pts and no two share one (else null: nothing is skipped), each
+ * output's selector is run dry over the packets' times ({@link framesShown}), and the packets whose frame no
+ * output shows are skipped. Null when there is none to skip.
+ */
+function skipPlan(p: VideoPackets, outs: readonly Output[]): SkipPlan | null {
+  const n = p.numPackets;
+  for (let i = 0; i < n; i++) if (p.pts[i] === NOPTS) return null;
+  const byPts = Int32Array.from({ length: n }, (_, i) => i).sort((a, b) =>
+    p.pts[a] < p.pts[b] ? -1 : p.pts[a] > p.pts[b] ? 1 : 0
+  );
+  for (let k = 1; k < n; k++) if (p.pts[byPts[k]] === p.pts[byPts[k - 1]]) return null;
+  const times = Float64Array.from(byPts, (i) => ptsToSeconds(p.pts[i], p.timeBase));
+  const shown = new Uint8Array(n);
+  for (const out of outs) {
+    if (out.error !== undefined) continue;
+    const s = framesShown(out.plan, times);
+    for (let k = 0; k < n; k++) shown[k] |= s[k];
+  }
+  const skip = new Uint8Array(n);
+  let any = false;
+  for (let k = 0; k < n; k++) {
+    if (shown[k]) continue;
+    skip[byPts[k]] = 1;
+    any = true;
+  }
+  return any ? new SkipPlan(p, byPts, times, skip) : null;
+}
+
+// ------------------------------------------------------------------------------------------ outputs
+
+/** One output of a pass: its selector, its slots, the frame it holds back, and its failure. */
+class Output {
+  readonly plan: SlotPlan;
+  readonly spec: PassOutput;
+  sel: FrameSelector;
+  error: unknown = undefined;
+  readonly #out: SlotBuffer;
+  readonly #pool: FramePool;
+  /** The frame the selector holds back, or null; `#phantom` when the held frame was skipped (has no pixels). */
+  #held: Frame | null = null;
+  #phantom = false;
+
+  constructor(p: VideoPackets, o: ResolvedOptions, spec: PassOutput, pool: FramePool) {
+    this.spec = spec;
+    this.#pool = pool;
+    const own = packetRange(p, spec.range, spec.window);
+    this.plan = slotPlan(own, o);
+    this.sel = new FrameSelector(this.plan);
+    const capacity = this.sel.capacity(framesInWindow(own));
+    this.#out = new SlotBuffer(p.source, spec.writer, spec.dest, capacity);
+    if (capacity > MAX_SLOTS_PER_PACKET * Math.max(1, own.numPackets)) {
+      // Only resampling repeats frames; this many repeats means the timestamps (or the window) are not a video's.
+      this.error = new MediaError(
+        p.source,
+        "decode",
+        `${own.numPackets} packets with timestamps over ${
+          slotSpan(own)
+        } would fill ${capacity} output frames ` +
+          `(more than ${MAX_SLOTS_PER_PACKET} a packet): pass numFrames or a narrower window`,
+      );
+    }
+  }
+
+  /** Full, or failed: no later frame changes it. */
+  get done(): boolean {
+    return this.error !== undefined || this.sel.done;
+  }
+
+  /** A decoded frame presented at `t` comes out: fill what it (and the held frame) fills; maybe hold it. */
+  offer(f: Frame, t: number): void {
+    const before = this.sel.filled;
+    const d = this.sel.offer(t);
+    this.#fillHeld(before, d.held);
+    if (d.current > 0) this.#fill(f, before + d.held, d.current);
+    if (d.hold) {
+      this.#drop();
+      this.#pool.hold(f);
+      this.#held = f;
+    }
+  }
+
+  /** A skipped frame presented at `t` would have come out here: the selector must not want its pixels. */
+  offerSkipped(t: number): void {
+    const before = this.sel.filled;
+    const d = this.sel.offer(t);
+    this.#fillHeld(before, d.held);
+    if (d.current > 0) throw new PlanMismatch(`a skipped frame at ${t} s fills a slot`);
+    if (d.hold) {
+      this.#drop();
+      this.#phantom = true;
+    }
+  }
+
+  /** End of stream: the held frame fills the slots left. */
+  finish(): void {
+    if (this.error !== undefined) return;
+    const before = this.sel.filled;
+    this.#fillHeld(before, this.sel.finish());
+  }
+
+  /** Back to the start (the pass starts over); a failure stays. */
+  reset(): void {
+    this.#drop();
+    this.sel = new FrameSelector(this.plan);
+  }
+
+  /** What it got. */
+  result(): OutputRun {
+    const pts = new Float64Array(this.sel.filled);
+    for (let k = 0; k < pts.length; k++) pts[k] = this.sel.time(k);
+    const run: OutputRun = { data: this.#out.data, offset: this.#out.offset, pts };
+    if (this.error !== undefined) run.error = this.error;
+    return run;
+  }
+
+  /** Lets go of the held frame. */
+  release(): void {
+    this.#drop();
+  }
+
+  #fillHeld(first: number, count: number): void {
+    if (count === 0) return;
+    if (this.#phantom || this.#held === null) throw new PlanMismatch("a skipped frame fills a slot");
+    this.#fill(this.#held, first, count);
+  }
+
+  #fill(f: Frame, first: number, count: number): void {
+    if (this.error !== undefined) return;
+    try {
+      this.#out.fill(f.ptr, first, count);
+    } catch (e) {
+      this.error = e; // its destination or its memory: this output's failure alone
+    }
+  }
+
+  #drop(): void {
+    if (this.#held !== null) this.#pool.release(this.#held);
+    this.#held = null;
+    this.#phantom = false;
+  }
+}
+
 // ------------------------------------------------------------------------------------------ decode loop
 
 /** Bound on receive calls per packet: a decoder never yields this many frames for one packet. */
 const MAX_FRAMES_PER_PACKET = 4096;
 
-function runDecode(
+/** State of one run through the packets. */
+interface PassState {
+  decoder: Decoder;
+  p: VideoPackets;
+  o: ResolvedOptions;
+  outs: readonly Output[];
+  plan: SkipPlan | null;
+  decoded: number;
+}
+
+function allDone(outs: readonly Output[]): boolean {
+  for (const out of outs) if (!out.done) return false;
+  return true;
+}
+
+/** Sends the packets (skipping per `plan`) until every output is done; returns the frames decoded and skipped. */
+function runPass(
   decoder: Decoder,
   p: VideoPackets,
   o: ResolvedOptions,
-  sel: FrameSelector,
-  out: SlotBuffer,
-): void {
-  for (let i = 0; i < p.numPackets && !sel.done; i++) {
-    let ret = decoder.send(p, i);
-    if (ret === AVERROR_EAGAIN) {
-      drain(decoder, p, o, sel, out, i);
-      ret = decoder.send(p, i);
+  outs: readonly Output[],
+  plan: SkipPlan | null,
+): { decoded: number; skipped: number } {
+  const st: PassState = { decoder, p, o, outs, plan, decoded: 0 };
+  try {
+    for (let i = 0; i < p.numPackets && !allDone(outs); i++) {
+      if (plan !== null) {
+        decoder.setSkipNonRef(plan.skip[i] === 1);
+        plan.send(i);
+      }
+      let ret = decoder.send(p, i);
+      if (ret === AVERROR_EAGAIN) {
+        drain(st, i);
+        ret = decoder.send(p, i);
+      }
+      if (ret < 0 && ret !== AVERROR_EAGAIN) failPacket(st, ret, `packet ${i} (pts ${p.pts[i]})`);
+      drain(st, i);
     }
-    if (ret < 0 && ret !== AVERROR_EAGAIN) failPacket(decoder, o, ret, `packet ${i} (pts ${p.pts[i]})`);
-    drain(decoder, p, o, sel, out, i);
+    if (!allDone(outs)) {
+      decoder.sendEof();
+      drain(st, -1);
+      if (plan !== null) offerSkipped(st, plan.end());
+      for (const out of outs) out.finish();
+    }
+  } catch (e) {
+    if (e instanceof PlanMismatch) e.decoded = st.decoded;
+    throw e;
   }
-  if (!sel.done) {
-    decoder.sendEof();
-    drain(decoder, p, o, sel, out, -1);
-  }
-  const n = sel.finish();
-  if (n > 0) out.fill(decoder.frames[1].ptr, sel.filled - n, n);
+  return { decoded: st.decoded, skipped: plan?.skipped ?? 0 };
 }
 
-function failPacket(decoder: Decoder, o: ResolvedOptions, code: number, what: string): void {
-  decoder.noteFailure(code, what);
-  if (o.onCorrupt === "error") {
+function failPacket(st: PassState, code: number, what: string): void {
+  // A skipping pass decodes exactly what a full one does only on a clean stream: start over.
+  if (st.plan !== null) throw new PlanMismatch(`${what}: ${errorText(code)}`);
+  st.decoder.noteFailure(code, what);
+  if (st.o.onCorrupt === "error") {
     throw new MediaError(
-      decoder.source,
+      st.decoder.source,
       "decode",
       `${what} is corrupt: ${errorText(code)} (onCorrupt: "error")`,
       code,
@@ -507,34 +914,32 @@ function failPacket(decoder: Decoder, o: ResolvedOptions, code: number, what: st
   }
 }
 
-function drain(
-  decoder: Decoder,
-  p: VideoPackets,
-  o: ResolvedOptions,
-  sel: FrameSelector,
-  out: SlotBuffer,
-  i: number,
-): void {
-  for (let n = 0; n < MAX_FRAMES_PER_PACKET && !sel.done; n++) {
-    const ret = decoder.receive(decoder.frames[0]);
-    if (ret === AVERROR_EAGAIN || ret === AVERROR_EOF) return;
-    if (ret < 0) {
-      failPacket(decoder, o, ret, i < 0 ? "draining the decoder" : `frame after packet ${i}`);
-      if (i < 0) return; // a failing drain may keep failing: stop
-      continue;
+function offerSkipped(st: PassState, ranks: number[]): void {
+  for (const r of ranks) {
+    const t = st.plan!.times[r];
+    for (const out of st.outs) if (!out.done) out.offerSkipped(t);
+  }
+}
+
+function drain(st: PassState, i: number): void {
+  const { decoder, p, outs, plan } = st;
+  for (let n = 0; n < MAX_FRAMES_PER_PACKET && !allDone(outs); n++) {
+    const cur = decoder.pool.take();
+    try {
+      const ret = decoder.receive(cur);
+      if (ret === AVERROR_EAGAIN || ret === AVERROR_EOF) return;
+      if (ret < 0) {
+        failPacket(st, ret, i < 0 ? "draining the decoder" : `frame after packet ${i}`);
+        if (i < 0) return; // a failing drain may keep failing: stop
+        continue;
+      }
+      st.decoded++;
+      if (plan !== null) offerSkipped(st, plan.out(avframe.pts(cur.ptr)));
+      const t = frameSeconds(cur.ptr, p.timeBase);
+      for (const out of outs) if (!out.done) out.offer(cur, t);
+    } finally {
+      decoder.pool.release(cur);
     }
-    out.decoded++;
-    const [cur, held] = decoder.frames;
-    const before = sel.filled;
-    const d = sel.offer(frameSeconds(cur.ptr, p.timeBase));
-    if (d.held > 0) out.fill(held.ptr, before, d.held);
-    if (d.current > 0) out.fill(cur.ptr, before + d.held, d.current);
-    if (d.hold) {
-      // This frame becomes the held one: swap the decoder's frames so frames[1] keeps it referenced.
-      held.unref();
-      decoder.frames.reverse();
-    }
-    decoder.frames[0].unref();
   }
 }
 
@@ -544,8 +949,6 @@ function drain(
 class SlotBuffer {
   data: Uint8Array | Float32Array;
   offset: number;
-  /** Frames the decoder produced. */
-  decoded = 0;
   readonly #source: string;
   readonly #writer: FrameWriter;
   readonly #fixed: boolean;

@@ -428,12 +428,13 @@ function seekFor(reader: StreamReader, s: number, facts: StreamFacts): void {
 }
 
 /**
- * Positions the reader so that its run holds the keyframe a window starting at `s` needs. Returns its index,
- * or -1 when the stream has no keyframe at or before `s` and the run is not at the stream's start.
+ * Positions the reader so that its run holds the keyframe a window starting at `s` needs (reading on, without a
+ * seek, when `maySeek` is false). Returns its index, or -1 when the stream has no keyframe at or before `s` and
+ * the run is not at the stream's start.
  */
-function positionFor(reader: StreamReader, s: number, facts: StreamFacts): number {
+function positionFor(reader: StreamReader, s: number, facts: StreamFacts, maySeek = true): number {
   const { tb } = facts;
-  if (!runCovers(reader, s, facts)) seekFor(reader, s, facts);
+  if (maySeek && !runCovers(reader, s, facts)) seekFor(reader, s, facts);
   // Read on until the start keyframe is certain: a packet presented after s follows it.
   for (;;) {
     const k = startKeyframe(reader.run, s, tb);
@@ -501,47 +502,145 @@ export function demuxEachSync(src: MediaInput, opts: DemuxOptions = {}): (VideoP
   if (opts.window !== undefined && opts.windows !== undefined) {
     throw new InvalidArgumentError("demuxVideo: pass either `window` or `windows`, not both");
   }
-  using source = MediaSource.open(src);
-  const label = source.label;
-  const fmt = source.fmt;
-  const mode = opts.streamInfo ?? "auto";
-  // FLV and MPEG-PS have no header: their streams appear only once packets are read.
-  if (mode !== "never" && formatContext.nbStreams(fmt) === 0) {
-    source.findStreamInfo({ probesize: 1_000_000, maxAnalyzeDurationUs: 1_000_000 });
-  }
-  const index = selectVideoStream(source, opts.streamIndex, "demux");
-  const st = formatContext.stream(fmt, index);
-  if (mode === "always" || (mode === "auto" && headerIncomplete(st, false))) {
-    source.findStreamInfo({ probesize: 1_000_000, maxAnalyzeDurationUs: 1_000_000 });
-  }
-  for (let i = 0; i < formatContext.nbStreams(fmt); i++) {
-    if (i !== index) stream.setDiscard(formatContext.stream(fmt, i), AVDISCARD_ALL);
-  }
-  const tb = stream.timeBase(st);
-  const startSec = stream.startTime(st) === null ? 0 : ptsToSeconds(stream.startTime(st)!, tb);
-  const dur = streamDurationSec(fmt, st);
-  const facts: StreamFacts = { index, tb, startSec, endSec: dur === null ? null : startSec + dur };
-
-  using bsf = opts.bsf ? openBsfForStream(opts.bsf, st, label) : null;
-  const codec = bsf ? codecInfoFromPar(bsfContext.parOut(bsf.ptr)) : readCodecInfo(st);
-  const rate = streamFrameRate(st);
-  const common = {
-    ...codec,
-    source: label,
-    streamIndex: index,
-    timeBase: tb,
-    frameRate: rate[0] / rate[1],
-    rotation: streamRotation(st),
-    startTimeSec: startSec,
-  };
-  using reader = new StreamReader(source, index, tb, bsf);
-
   const wanted = opts.windows ?? (opts.window ? [opts.window] : null);
+  using stream = openStream(src, opts);
   if (wanted === null) {
+    const { reader, facts, common } = stream;
     while (reader.next()) { /* whole stream */ }
-    if (reader.run.length === 0) throw new MediaError(label, "demux", `stream ${index} has no packets`);
+    if (reader.run.length === 0) {
+      throw new MediaError(common.source, "demux", `stream ${facts.index} has no packets`);
+    }
     return [new VideoPackets({ ...common, window: null, ...reader.run.slice(0, reader.run.length) })];
   }
+  const { groups, failures } = cutGroups(stream, wanted, () => false);
+  const results: (VideoPackets | SluiceError)[] = failures.map((f) => f!);
+  for (const g of groups) results[g.members[0].window] = g.packets;
+  return results;
+}
+
+/** Windows of one video demuxed together: the packets of their union, and each window's own among them. */
+export interface WindowGroup {
+  /**
+   * The packets from the first member's start keyframe to the end of the last one's, each once; `window` is the
+   * members' union `[earliest start, latest end)`.
+   */
+  packets: VideoPackets;
+  /**
+   * Each member: its index in the `windows` asked for, and its own packets `[from, to)` within `packets`
+   * (exactly those {@link demuxVideo} gives for it alone), in start order.
+   */
+  members: { window: number; range: [number, number] }[];
+}
+
+/** What {@link demuxGroupsSync} returns. */
+export interface DemuxedGroups {
+  /** The groups, in start order; every window that could be served is in exactly one. */
+  groups: WindowGroup[];
+  /** Per window (in the order asked for): why it could not be served, or null. */
+  failures: (SluiceError | null)[];
+}
+
+/**
+ * Demuxes `windows` from one open of the file as {@link demuxEachSync} does, but windows whose packets overlap
+ * (the same GOP, or one window's packets reaching into the next one's) come back as one group: one run of packets
+ * from which one forward decode serves them all. `join(members, next)` may refuse to add window `next` to the
+ * group of `members` (window indices); a refused window starts a group of its own.
+ */
+export function demuxGroupsSync(
+  src: MediaInput,
+  opts: Omit<DemuxOptions, "window" | "windows"> & {
+    windows: TimeWindow[];
+    join: (members: readonly number[], next: number) => boolean;
+  },
+): DemuxedGroups {
+  using stream = openStream(src, opts);
+  return cutGroups(stream, opts.windows, opts.join);
+}
+
+/** What every result of one demux shares: the codec and stream fields of a {@link VideoPacketsInit}. */
+type CommonFields = Omit<
+  VideoPacketsInit,
+  "window" | "pts" | "dts" | "duration" | "flags" | "offsets" | "sizes" | "data"
+>;
+
+/** An opened input, its chosen video stream and a reader over it. */
+interface OpenStream extends Disposable {
+  reader: StreamReader;
+  facts: StreamFacts;
+  common: CommonFields;
+}
+
+function openStream(src: MediaInput, opts: DemuxOptions): OpenStream {
+  const source = MediaSource.open(src);
+  let bsf: BsfContext | null = null;
+  try {
+    const label = source.label;
+    const fmt = source.fmt;
+    const mode = opts.streamInfo ?? "auto";
+    // FLV and MPEG-PS have no header: their streams appear only once packets are read.
+    if (mode !== "never" && formatContext.nbStreams(fmt) === 0) {
+      source.findStreamInfo({ probesize: 1_000_000, maxAnalyzeDurationUs: 1_000_000 });
+    }
+    const index = selectVideoStream(source, opts.streamIndex, "demux");
+    const st = formatContext.stream(fmt, index);
+    if (mode === "always" || (mode === "auto" && headerIncomplete(st, false))) {
+      source.findStreamInfo({ probesize: 1_000_000, maxAnalyzeDurationUs: 1_000_000 });
+    }
+    for (let i = 0; i < formatContext.nbStreams(fmt); i++) {
+      if (i !== index) stream.setDiscard(formatContext.stream(fmt, i), AVDISCARD_ALL);
+    }
+    const tb = stream.timeBase(st);
+    const startSec = stream.startTime(st) === null ? 0 : ptsToSeconds(stream.startTime(st)!, tb);
+    const dur = streamDurationSec(fmt, st);
+    const facts: StreamFacts = { index, tb, startSec, endSec: dur === null ? null : startSec + dur };
+    bsf = opts.bsf ? openBsfForStream(opts.bsf, st, label) : null;
+    const codec = bsf ? codecInfoFromPar(bsfContext.parOut(bsf.ptr)) : readCodecInfo(st);
+    const rate = streamFrameRate(st);
+    const common: CommonFields = {
+      ...codec,
+      source: label,
+      streamIndex: index,
+      timeBase: tb,
+      frameRate: rate[0] / rate[1],
+      rotation: streamRotation(st),
+      startTimeSec: startSec,
+    };
+    const reader = new StreamReader(source, index, tb, bsf);
+    const owned = bsf;
+    return {
+      reader,
+      facts,
+      common,
+      [Symbol.dispose]() {
+        reader[Symbol.dispose]();
+        owned?.[Symbol.dispose]();
+        source[Symbol.dispose]();
+      },
+    };
+  } catch (e) {
+    bsf?.[Symbol.dispose]();
+    source[Symbol.dispose]();
+    throw e;
+  }
+}
+
+/** A group being cut: its members and their packets, as indices into the reader's run. */
+interface OpenGroup {
+  start: number;
+  end: number;
+  members: { window: number; k: number; end: number }[];
+}
+
+/**
+ * Cuts `wanted` in start order, reading on from where the reader stands (see the module docs); a window joins the
+ * group before it when its start keyframe lies inside that group's packets and `join` allows it.
+ */
+function cutGroups(
+  { reader, facts, common }: OpenStream,
+  wanted: TimeWindow[],
+  join: (members: readonly number[], next: number) => boolean,
+): DemuxedGroups {
+  const label = common.source;
   const windows = wanted.map((w) => {
     try {
       return validateWindow(w, label, facts);
@@ -550,35 +649,95 @@ export function demuxEachSync(src: MediaInput, opts: DemuxOptions = {}): (VideoP
       throw e;
     }
   });
+  const failures = windows.map((w) => w instanceof SluiceError ? w : null);
   const order = windows.flatMap((w, i) => w instanceof SluiceError ? [] : [i]).sort((a, b) => {
     const [wa, wb] = [windows[a] as TimeWindow, windows[b] as TimeWindow];
     return wa[0] - wb[0] || wa[1] - wb[1];
   });
-  const results: (VideoPackets | SluiceError)[] = windows.map((w) => w instanceof SluiceError ? w : null!);
+  const groups: WindowGroup[] = [];
+  let open: OpenGroup | null = null;
+  const close = () => {
+    if (open !== null) groups.push(sliceGroup(reader.run, open, windows as TimeWindow[], common));
+    open = null;
+  };
   for (const wi of order) {
+    const w = windows[wi] as TimeWindow;
+    // A window whose start keyframe is not among the open group's packets cannot share them: cut that group.
+    if (open !== null && !(joinable(open, wi, join) && startsInside(reader, open, w[0], facts.tb))) close();
+    let k: number, end: number;
     try {
-      results[wi] = cutWindow(reader, windows[wi] as TimeWindow, facts, common);
+      // Joining: the start keyframe is in the run, read on from it (a seek would lose the group's packets).
+      [k, end] = locateWindow(reader, w, facts, common, open === null);
     } catch (e) {
       if (!(e instanceof SluiceError)) throw e;
-      results[wi] = e;
+      failures[wi] = e;
+      continue;
     }
+    const g: OpenGroup | null = open;
+    if (g !== null && k >= g.start && k < g.end && joinable(g, wi, join)) {
+      g.members.push({ window: wi, k, end });
+      g.end = Math.max(g.end, end);
+      continue;
+    }
+    close();
+    // Later windows start no earlier, so they never need packets before k.
+    reader.run.dropBefore(k);
+    open = { start: 0, end: end - k, members: [{ window: wi, k: 0, end: end - k }] };
   }
-  return results;
+  close();
+  return { groups, failures };
 }
 
-/** The packets of window `[s, e)`, read on from where the reader stands (see the module docs). */
-function cutWindow(
+function joinable(g: OpenGroup, next: number, join: (m: readonly number[], n: number) => boolean): boolean {
+  return join(g.members.map((m) => m.window), next);
+}
+
+/**
+ * Whether the start keyframe of a window starting at `s` lies inside the group's packets (before `g.end`):
+ * reads on from the group's end until a keyframe tells (presented at or before `s`: the window starts at it or
+ * later, outside; after `s`: inside), or a packet decoded after `s` does (no later keyframe can be presented at
+ * or before `s`), or the file ends.
+ */
+function startsInside(reader: StreamReader, g: OpenGroup, s: number, tb: Rational): boolean {
+  const run = reader.run;
+  for (let i = g.end;; i++) {
+    if (i >= run.length && !reader.next()) return true;
+    if (run.isKey(i)) {
+      while (run.length <= i + LEADING_LOOKAHEAD && reader.next()) { /* what keyframeSeconds looks at */ }
+      return run.keyframeSeconds(i, tb) > s;
+    }
+    if (decodeSeconds(run, i, tb) > s) return true;
+  }
+}
+
+/** The group's packets, each window's range within them, and the union window. */
+function sliceGroup(run: PacketRun, g: OpenGroup, windows: TimeWindow[], common: CommonFields): WindowGroup {
+  const s = Math.min(...g.members.map((m) => windows[m.window][0]));
+  const e = Math.max(...g.members.map((m) => windows[m.window][1]));
+  // Each group owns its buffers (extradata included): groups travel to Workers one by one, and a
+  // transferred buffer is detached for every object that shares it.
+  const extradata = common.extradata.slice();
+  const packets = new VideoPackets({ ...common, extradata, window: [s, e], ...run.slice(g.start, g.end) });
+  return {
+    packets,
+    members: g.members.map((m) => ({ window: m.window, range: [m.k - g.start, m.end - g.start] })),
+  };
+}
+
+/**
+ * Positions the reader for window `[s, e)` and reads through it: returns its packets `[k, end)` as indices into
+ * the reader's run (see the module docs), or throws the window's `MediaError`.
+ */
+function locateWindow(
   reader: StreamReader,
   [s, e]: TimeWindow,
   facts: StreamFacts,
-  common: Omit<
-    VideoPacketsInit,
-    "window" | "pts" | "dts" | "duration" | "flags" | "offsets" | "sizes" | "data"
-  >,
-): VideoPackets {
+  common: CommonFields,
+  maySeek: boolean,
+): [number, number] {
   const { tb, index } = facts;
   const label = common.source;
-  const k = positionFor(reader, s, facts);
+  const k = positionFor(reader, s, facts, maySeek);
   if (k >= 0) readThrough(reader, k, e, tb);
   if (reader.eof) {
     const last = runEnd(reader.run, tb, common.frameRate > 0 ? 1 / common.frameRate : 0);
@@ -602,13 +761,7 @@ function cutWindow(
       `no keyframe found at or before ${fmtSec(s)} s in stream ${index}`,
     );
   }
-  const end = windowEnd(reader.run, k, e, tb);
-  // Each window owns its buffers (extradata included): windows travel to Workers one by one, and a
-  // transferred buffer is detached for every object that shares it.
-  const extradata = common.extradata.slice();
-  const out = new VideoPackets({ ...common, extradata, window: [s, e], ...reader.run.slice(k, end) });
-  reader.run.dropBefore(k); // later windows start no earlier, so they never need packets before k
-  return out;
+  return [k, windowEnd(reader.run, k, e, tb)];
 }
 
 /** Demuxes the whole video stream (or one window of it). */

@@ -202,6 +202,28 @@ export class FrameSelector {
   }
 }
 
+/**
+ * Which frames fill a slot, decided before decoding: a dry run of the {@link FrameSelector} over the presentation
+ * times of the frames the packets will give, `times` (ascending, one per frame). Entry `i` is 1 when the frame at
+ * `times[i]` fills at least one slot, 0 when it is dropped (before the window, between the frames a stride or a
+ * resampling keeps, or after the last slot). A decoder may leave a dropped frame undecoded as long as it still
+ * offers its time to the selector where the frame would have come out (see `decode.ts`): the selector's state
+ * then advances exactly as if the frame had been decoded, so every slot shows the same frame.
+ */
+export function framesShown(plan: SlotPlan, times: ArrayLike<number>): Uint8Array {
+  const shown = new Uint8Array(times.length);
+  const sel = new FrameSelector(plan);
+  let held = -1;
+  for (let i = 0; i < times.length && !sel.done; i++) {
+    const d = sel.offer(times[i]);
+    if (d.held > 0) shown[held] = 1;
+    if (d.current > 0) shown[i] = 1;
+    if (d.hold) held = i;
+  }
+  if (held >= 0 && sel.finish() > 0) shown[held] = 1;
+  return shown;
+}
+
 /** The frame-choice options both decoders take (`decodeVideo`, `decodeVideoNvdec`). */
 export interface SamplingOptions {
   /** Shorthand for `sampling: { kind: "rate", frameRate }`. */

@@ -59,6 +59,8 @@ export interface VideoFrames {
   failedPackets: number;
   /** Frames the decoder produced in total, including those outside the window and those resampling dropped. */
   decodedFrames: number;
+  /** Frames left undecoded because no output slot shows them (`DecodeOptions.skipUnshown`). */
+  skippedFrames: number;
   /** True when `numFrames` asked for more frames than the packets hold (T is then smaller). */
   short: boolean;
   /** Where the packets came from, for messages. */

@@ -131,8 +131,10 @@ export class CudaFrames {
   readonly height: number;
   /** Bytes per frame. */
   readonly frameSize: number;
-  /** Frames the decoder output in all (those the frame selector skipped included). */
+  /** Pictures decoded in all (those the frame selector dropped included). */
   readonly decodedFrames: number;
+  /** Pictures left undecoded because no output slot shows them (`NvdecOptions.skipUnshown`). */
+  readonly skippedFrames: number;
   readonly #buffer: CudaBuffer;
   readonly #owned: boolean;
 
@@ -145,6 +147,7 @@ export class CudaFrames {
     height: number;
     pts: Float64Array;
     decodedFrames?: number;
+    skippedFrames?: number;
   }) {
     this.#buffer = init.buffer;
     this.#owned = init.owned;
@@ -153,6 +156,7 @@ export class CudaFrames {
     this.height = init.height;
     this.pts = init.pts;
     this.decodedFrames = init.decodedFrames ?? init.pts.length;
+    this.skippedFrames = init.skippedFrames ?? 0;
     this.device = init.buffer.device;
     this.devicePtr = init.buffer.devicePtr;
     this.pitch = init.width;

@@ -20,6 +20,14 @@
  *   (even) are given: NV12 output has whole 2x2 chroma blocks.
  * - The decoder is cached per thread and reconfigured (`cuvidReconfigureDecoder`) for the next stream when
  *   it fits; {@link releaseDecoderNvdec} destroys it. Any failure destroys it and releases everything taken.
+ * - Decoding less: which frames fill slots is known before decoding (`framesShown`, a dry run of the selector
+ *   over the packets' times). A frame held back for later slots is converted (into the scratch frame) only when
+ *   it will fill one; with `skipUnshown` (H.264, HEVC), a picture the parser marks non-reference
+ *   (`CUVIDPICPARAMS.ref_pic_flag` 0) whose frame fills no slot is not sent to `cuvidDecodePicture`, and when
+ *   the parser displays it, its time is offered to the selector as if it had been decoded. Picture `k` of the
+ *   decode callback is packet `k`; that, the display timestamps and the plan are checked as the parse goes, and
+ *   anything unexpected (field pictures, a picture without its packet's timestamp) starts the decode over with
+ *   every picture decoded and every held frame converted. Parsing stops once every slot is filled.
  * @module
  */
 import { OutSlot } from "../../ffi/out_slot.ts";
@@ -30,6 +38,7 @@ import {
   CUVIDEOFORMATEX,
   CUVIDPARSERDISPINFO,
   CUVIDPARSERPARAMS,
+  CUVIDPICPARAMS,
   CUVIDPROCPARAMS,
   CUVIDRECONFIGUREDECODERINFO,
   CUVIDSOURCEDATAPACKET,
@@ -46,7 +55,13 @@ import { CUDA_MEMCPY2D } from "../../ffi/cuda/layouts.ts";
 import { CU_MEMORYTYPE } from "../../ffi/cuda/symbols.ts";
 import { InvalidArgumentError, NvdecUnsupportedError } from "../errors.ts";
 import { NOPTS, ptsToSeconds, VideoPackets } from "../media/packets.ts";
-import { FrameSelector, resolveSampling, type SamplingOptions } from "../media/frame_select.ts";
+import {
+  FrameSelector,
+  framesShown,
+  resolveSampling,
+  type SamplingOptions,
+  type SlotPlan,
+} from "../media/frame_select.ts";
 import { framesInWindow, slotPlan } from "../media/decode.ts";
 import type { CropRect } from "../media/crop.ts";
 import { filterPackets } from "../media/bsf.ts";
@@ -81,6 +96,11 @@ export interface NvdecOptions extends SamplingOptions {
   batch?: CudaBuffer;
   /** Max frames the parser may hold before display (`ulMaxDisplayDelay`, default 2). */
   displayDelay?: number;
+  /**
+   * H.264 and HEVC: leave undecoded the non-reference pictures no output slot shows (`ref_pic_flag` 0; default
+   * true): they are not sent to `cuvidDecodePicture`. The output is the same either way (see the module docs).
+   */
+  skipUnshown?: boolean;
 }
 
 const CODECS: Record<string, number> = {
@@ -141,19 +161,37 @@ class Session {
   readonly selector: FrameSelector;
   /** Frames the parser displayed. */
   displayed = 0;
+  /** Pictures sent to `cuvidDecodePicture`, and pictures left undecoded (their frames fill no slot). */
+  decodedPictures = 0;
+  skippedPictures = 0;
   /** Grid sampling: the frame held back for later slots (converted once, copied into each). */
   #scratch: CudaBuffer | undefined;
+  /** False while the frame held back has no pixels in the scratch frame (it will fill no slot). */
+  #scratchValid = false;
   readonly #p: VideoPackets;
   readonly #o: NvdecOptions;
   readonly #fmt: NvdecPixelFormat;
   readonly #dc: DeviceContext;
+  /** Per packet pts: whether its frame fills a slot (null when the packets' timestamps cannot tell). */
+  readonly #shown: Map<bigint, boolean> | null;
+  /** Skip non-reference pictures that fill no slot; convert held frames only when they will fill one. */
+  readonly #skip: boolean;
+  readonly #lazy: boolean;
+  /** Decode callbacks so far (picture `k` is packet `k`), and each surface's expected timestamp. */
+  #pictures = 0;
+  readonly #picturePts = new Map<number, bigint>();
+  readonly #skipped = new Set<number>();
 
-  constructor(p: VideoPackets, o: NvdecOptions, dc: DeviceContext) {
+  constructor(p: VideoPackets, o: NvdecOptions, dc: DeviceContext, mode: { skip: boolean; lazy: boolean }) {
     this.#p = p;
     this.#o = o;
     this.#fmt = o.pixelFormat ?? "rgb24-planar";
     this.#dc = dc;
-    this.selector = new FrameSelector(slotPlan(p, resolveSampling(o, (w) => new InvalidArgumentError(w))));
+    const plan = slotPlan(p, resolveSampling(o, (w) => new InvalidArgumentError(w)));
+    this.selector = new FrameSelector(plan);
+    this.#shown = mode.lazy || mode.skip ? shownByPts(p, plan) : null;
+    this.#lazy = mode.lazy && this.#shown !== null;
+    this.#skip = mode.skip && this.#shown !== null && (p.codec === "h264" || p.codec === "hevc");
   }
 
   get frameSize(): number {
@@ -198,7 +236,7 @@ class Session {
     });
   }
 
-  /** `pfnDecodePicture`. */
+  /** `pfnDecodePicture`: decodes the picture, unless it is a non-reference one whose frame fills no slot. */
   decode(pic: Deno.PointerValue): number {
     return this.#guard(() => {
       if (!cached) {
@@ -206,7 +244,21 @@ class Session {
           `${this.#p.source}: NVDEC parser sent a picture before any sequence header`,
         );
       }
+      if (this.#skip) {
+        const v = new StructView(CUVIDPICPARAMS, pic as Deno.PointerObject);
+        const k = this.#pictures++;
+        if (v.i32("field_pic_flag") !== 0 || k >= this.#p.numPackets) {
+          throw new StartOver(`picture ${k} is not packet ${k}'s frame`);
+        }
+        const idx = v.i32("CurrPicIdx"), pts = this.#p.pts[k];
+        this.#picturePts.set(idx, pts);
+        if (v.i32("ref_pic_flag") === 0 && this.#shown!.get(pts) === false) {
+          this.#skipped.add(idx);
+          return 1;
+        }
+      }
       checkCu(nvcuvid().cuvidDecodePicture(cached.handle, pic), this.#p.source, "cuvidDecodePicture");
+      this.decodedPictures++;
       return 1;
     });
   }
@@ -219,12 +271,23 @@ class Session {
     return this.#guard(() => {
       if (infoPtr === null) return 1;
       const info = new StructView(CUVIDPARSERDISPINFO, infoPtr);
-      this.displayed++;
       const ts = info.i64("timestamp");
+      const idx = info.i32("picture_index");
+      if (this.#skip) {
+        if (this.#picturePts.get(idx) !== ts) throw new StartOver(`picture ${idx} shows at pts ${ts}`);
+        if (this.#skipped.delete(idx)) {
+          this.#offerSkipped(ts);
+          return 1;
+        }
+      }
+      this.displayed++;
       const before = this.selector.filled;
       const d = this.selector.offer(ts === NOPTS ? NaN : ptsToSeconds(ts, this.#p.timeBase));
       if (d.held > 0) this.#fillFromScratch(before, d.held);
-      if (d.current === 0 && !d.hold) return 1;
+      // A frame held back is converted only when it will fill a slot.
+      const keep = d.hold && !(this.#lazy && this.#shown!.get(ts) === false);
+      if (d.hold && !keep) this.#scratchValid = false;
+      if (d.current === 0 && !keep) return 1;
       const vpp = new StructBuffer(CUVIDPROCPARAMS)
         .i32("progressive_frame", info.i32("progressive_frame")).i32(
           "top_field_first",
@@ -250,7 +313,10 @@ class Session {
           this.#writeSlot(dptr.u64[0], pitch[0], this.#slotPtr(first));
           for (let k = 1; k < d.current; k++) this.#copyFrame(this.#slotPtr(first), this.#slotPtr(first + k));
         }
-        if (d.hold) this.#writeSlot(dptr.u64[0], pitch[0], this.#scratchPtr());
+        if (keep) {
+          this.#writeSlot(dptr.u64[0], pitch[0], this.#scratchPtr());
+          this.#scratchValid = true;
+        }
       } finally {
         checkCu(
           nv.cuvidUnmapVideoFrame64(cached!.handle, dptr.u64[0]),
@@ -275,7 +341,18 @@ class Session {
     this.#scratch = undefined;
   }
 
+  /** A skipped picture is displayed: the selector sees its time, and must not want its pixels. */
+  #offerSkipped(ts: bigint): void {
+    this.skippedPictures++;
+    const before = this.selector.filled;
+    const d = this.selector.offer(ptsToSeconds(ts, this.#p.timeBase));
+    if (d.held > 0) this.#fillFromScratch(before, d.held);
+    if (d.current > 0) throw new StartOver(`the skipped frame at pts ${ts} fills a slot`);
+    if (d.hold) this.#scratchValid = false;
+  }
+
   #fillFromScratch(first: number, count: number): void {
+    if (!this.#scratchValid) throw new StartOver("a frame that was not kept fills a slot");
     for (let k = 0; k < count; k++) this.#copyFrame(this.#scratchPtr(), this.#slotPtr(first + k));
   }
 
@@ -538,7 +615,44 @@ export function decodeVideoNvdecSync(packets: VideoPackets, opts: NvdecOptions =
   const codec = validate(given, opts);
   const p = toAnnexB(given);
   const dc = acquireContext(opts.device ?? 0);
-  const s = new Session(p, opts, dc);
+  try {
+    try {
+      return decodeSession(p, opts, codec, dc, { skip: opts.skipUnshown ?? true, lazy: true }, 0);
+    } catch (e) {
+      if (!(e instanceof StartOver)) throw e;
+      // The stream is not what the plan assumes: decode every picture, convert every held frame.
+      return decodeSession(p, opts, codec, dc, { skip: false, lazy: false }, e.decoded);
+    }
+  } finally {
+    releaseContext(dc);
+  }
+}
+
+/** A decode that skips or leaves frames unconverted met what it assumes away: it is started over without. */
+class StartOver extends Error {
+  /** Pictures decoded before it was noticed. */
+  decoded = 0;
+}
+
+/** What {@link Session}s share to find which frames fill slots: the packets' timestamps, one per frame. */
+function shownByPts(p: VideoPackets, plan: SlotPlan): Map<bigint, boolean> | null {
+  const pts = [...p.pts];
+  if (pts.some((t) => t === NOPTS)) return null;
+  pts.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  for (let k = 1; k < pts.length; k++) if (pts[k] === pts[k - 1]) return null;
+  const shown = framesShown(plan, pts.map((t) => ptsToSeconds(t, p.timeBase)));
+  return new Map(pts.map((t, k) => [t, shown[k] === 1]));
+}
+
+function decodeSession(
+  p: VideoPackets,
+  opts: NvdecOptions,
+  codec: number,
+  dc: DeviceContext,
+  mode: { skip: boolean; lazy: boolean },
+  decodedBefore: number,
+): CudaFrames {
+  const s = new Session(p, opts, dc, mode);
   try {
     withContext(dc, () => {
       parseAll(p, opts, codec, s);
@@ -557,17 +671,23 @@ export function decodeVideoNvdecSync(packets: VideoPackets, opts: NvdecOptions =
       width: s.outWidth || 2,
       height: s.outHeight || 2,
       pts,
-      decodedFrames: s.displayed,
+      decodedFrames: decodedBefore + s.decodedPictures,
+      skippedFrames: s.skippedPictures,
     });
     return frames;
   } catch (e) {
-    // A failure leaves the decoder in an unknown state: destroy it, and free what this call allocated.
-    releaseDecoderNvdec();
+    if (e instanceof StartOver) {
+      // The decoder is sound (only the plan was wrong): keep it; let the copies queued so far finish first.
+      e.decoded = decodedBefore + s.decodedPictures;
+      withContext(dc, () => checkCu(cuda().cuStreamSynchronize(null), p.source, "cuStreamSynchronize"));
+    } else {
+      // A failure leaves the decoder in an unknown state: destroy it, and free what this call allocated.
+      releaseDecoderNvdec();
+    }
     if (s.owned) s.buffer?.[Symbol.dispose]();
     throw e;
   } finally {
     s.releaseScratch();
-    releaseContext(dc);
   }
 }
 
@@ -603,7 +723,8 @@ function parseAll(p: VideoPackets, o: NvdecOptions, codec: number, s: Session): 
         throw cudaError(rc, p.source, "cuvidParseVideoData(sequence header)");
       }
     }
-    for (let i = 0; i < p.numPackets && s.error === undefined; i++) {
+    // Once every slot is filled, the later packets need not be parsed (nor the stream's end signalled).
+    for (let i = 0; i < p.numPackets && s.error === undefined && !s.selector.done; i++) {
       const data = p.packet(i);
       const hasPts = p.pts[i] !== NOPTS;
       pkt.u64("flags", hasPts ? CUVID_PKT.TIMESTAMP : 0).u64("payload_size", data.length)
@@ -615,7 +736,7 @@ function parseAll(p: VideoPackets, o: NvdecOptions, codec: number, s: Session): 
       if (s.error !== undefined) break;
       if (rc !== 0) throw cudaError(rc, p.source, "cuvidParseVideoData");
     }
-    if (s.error === undefined) {
+    if (s.error === undefined && !s.selector.done) {
       pkt.u64("flags", CUVID_PKT.ENDOFSTREAM).u64("payload_size", 0).ptr("payload", null).u64(
         "timestamp",
         0n,

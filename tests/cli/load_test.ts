@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { assertFailureLine, MAIN, sluice, tinyDataset } from "./helpers.ts";
+import { formatSummary } from "../../src/cli/load.ts";
 
 /** Small clips, so that runs are quick. */
 const SMALL = "--batch-size 2 --frames 4 --width 32 --height 32";
@@ -60,6 +61,20 @@ Deno.test("sluice load --json reports throughput, stages, bottleneck, failures, 
       { planned: 8, delivered: 6, failed: 0, replaced: 0, dropped: 0, pending: 2, failures: [] },
     );
     assert.ok(s.clips.paddedFrames >= 0 && s.clips.paddedClips >= 0);
+    // The decode work behind the 6 clips of batches: frames emitted (padding excluded), decoded, skipped.
+    const c = s.clips;
+    assert.equal(c.emittedFrames, 24 - c.paddedFrames);
+    assert.ok(c.decodedFrames >= c.emittedFrames && c.skippedFrames >= 0 && c.sharedClips >= 0);
+    assert.equal(c.decodeAmplification, c.decodedFrames / c.emittedFrames);
+    assert.match(
+      formatSummary(s),
+      new RegExp(
+        `\ndecode: ${c.decodedFrames} frames decoded, ${c.skippedFrames} skipped, ${c.emittedFrames} ` +
+          `emitted \\(amplification ${
+            c.decodeAmplification.toFixed(2)
+          }\\); ${c.sharedClips} clips from shared passes\n`,
+      ),
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -4,7 +4,8 @@ import type { ClipFailure } from "../../src/data/clip_failure.ts";
 import type { FilledClip } from "../../src/data/collate.ts";
 import { PipelineFailure } from "../../src/errors.ts";
 
-function clip(position: number, padded = 0, replaces?: ClipFailure): FilledClip {
+/** A clip of 4 frames (`padded` of them padding), decoded with 10 frames, 2 skipped, alone. */
+function clip(position: number, padded = 0, replaces?: ClipFailure, passClips = 1): FilledClip {
   const meta = { path: "a.mp4", video: 0, label: 0, start: 0, end: 1, epoch: 0, position, seed: 1 };
   return {
     meta: replaces === undefined ? meta : { ...meta, replaces },
@@ -12,14 +13,16 @@ function clip(position: number, padded = 0, replaces?: ClipFailure): FilledClip 
     width: 1,
     height: 1,
     outcome: {
-      pts: [],
+      pts: [0, 0.04, 0.08, 0.12],
       padded,
       span: [0, 1],
       rotation: 0,
       rotated: false,
       crop: [0, 0, 1, 1],
       flipped: false,
-      decodedFrames: 1,
+      decodedFrames: 10,
+      skippedFrames: 2,
+      passClips,
     },
   };
 }
@@ -47,7 +50,7 @@ function batch(acc: ClipAccounting, epoch: number, slots: PlacedClip[], dropped 
   if (dropped) return;
   acc.delivered(
     slots.flatMap((s) =>
-      s.clip === null ? [] : [{ epoch, padded: s.clip.outcome.padded, replaces: s.clip.meta.replaces }]
+      s.clip === null ? [] : [{ ...s.clip.outcome, epoch, replaces: s.clip.meta.replaces }]
     ),
   );
 }
@@ -85,6 +88,12 @@ Deno.test("counts: planned = delivered + failed + dropped; replaced apart; paddi
       failedByStage: { decode: 2, fetch: 1 },
       failures: [[2, 0], [2, 1], [3, 0], [7, 0]],
       unlisted: 0,
+      // 5 clips in delivered batches (4 delivered, 1 substitute), 2 padded frames.
+      decodedFrames: 50,
+      skippedFrames: 10,
+      emittedFrames: 18,
+      sharedClips: 0,
+      decodeAmplification: 50 / 18,
     },
   );
   assert.equal(e.planned, e.delivered + e.failed + e.dropped);
@@ -147,4 +156,23 @@ Deno.test("a batch closed but never handed to the consumer (an epoch stopped ear
   acc.collated(0, [ok(2), { clip: null, failures: [failure(3)] }]);
   const e = acc.stats().epochs[0];
   assert.deepEqual([e.delivered, e.failed, e.pending, e.complete], [2, 1, 1, false]);
+});
+
+Deno.test("counts: frames decoded, skipped and emitted (padding excluded); amplification = decoded / emitted", () => {
+  const acc = new ClipAccounting(4, 10, () => {});
+  acc.begin(0);
+  batch(acc, 0, [ok(0), ok(1, 1), { clip: clip(2, 0, undefined, 2), failures: [] }]);
+  const e = acc.stats().epochs[0];
+  // 3 clips x 10 decoded, 2 skipped; 4 + 3 + 4 frames emitted (one padded frame is not decoded output).
+  assert.equal(e.decodedFrames, 30);
+  assert.equal(e.skippedFrames, 6);
+  assert.equal(e.emittedFrames, 11);
+  assert.equal(e.sharedClips, 1);
+  assert.equal(e.decodeAmplification, 30 / 11);
+  acc.begin(1);
+  batch(acc, 1, [ok(0)]);
+  const { total, epochs } = acc.stats();
+  assert.equal(epochs[1].decodeAmplification, 10 / 4);
+  assert.equal(total.decodedFrames, 40);
+  assert.equal(total.decodeAmplification, 40 / 15, "the total's ratio, not a sum of ratios");
 });

@@ -38,6 +38,8 @@ function clip(id: number, frames: number, planar: boolean, float = false): Fille
       crop: [0, 0, 2, 2],
       flipped: false,
       decodedFrames: frames,
+      skippedFrames: 0,
+      passClips: 1,
     },
   };
 }
@@ -73,6 +75,8 @@ Deno.test("BTHWC: frames back to back per clip, labels, metadata with the clip's
     crop: [0, 0, 2, 2],
     flipped: false,
     decodedFrames: 3,
+    skippedFrames: 0,
+    passClips: 1,
   });
 });
 

@@ -83,7 +83,7 @@ Deno.test('concurrency "auto": the controller owns demux and decode, the decode 
     // a number pins a stage again, and the decode pool (started at 1 Worker) grows to serve it
     loader.stage("decode").setConcurrency(3);
     assertEquals([row("decode").auto, row("decode").concurrency], [false, 3]);
-    for await (using batch of loader) clips += batch.labels.length;
+    for await (using more of loader) clips += more.labels.length;
     assert((await loader.memoryReport()).workers.length >= 3);
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -3,7 +3,12 @@
  * (issue 16: a window to 1e5 s with `frameRate` used to return 3 million frames, mostly padding).
  */
 import assert from "node:assert/strict";
-import { type FrameSampling, FrameSelector, type SlotPlan } from "../../src/media/frame_select.ts";
+import {
+  type FrameSampling,
+  FrameSelector,
+  framesShown,
+  type SlotPlan,
+} from "../../src/media/frame_select.ts";
 import { demuxVideo } from "../../src/media/demux.ts";
 import { decodeVideo } from "../../src/media/decode.ts";
 import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
@@ -35,6 +40,28 @@ function plan(
 ): SlotPlan {
   return { sampling, window, numFrames, streamEnd: end, streamStart: NaN };
 }
+
+/** Indices of the 1 entries of `framesShown`. */
+function shown(p: SlotPlan, times: number[]): number[] {
+  return [...framesShown(p, times)].flatMap((v, i) => v ? [i] : []);
+}
+
+Deno.test("framesShown: which frames fill a slot, computed by hand for every kind", () => {
+  const t = grid(25, 50); // frame i at i/25 s
+  // consecutive, window [1, 2), 3 frames: frames 25, 26, 27; nothing before the window, nothing after the third.
+  assert.deepEqual(shown(plan({ kind: "consecutive" }, [1, 2], 3), t), [25, 26, 27]);
+  // stride 2 in [1, 2): frames 25, 27, 29.
+  assert.deepEqual(shown(plan({ kind: "stride", stride: 2 }, [1, 2], 3), t), [25, 27, 29]);
+  // 25 -> 8 fps over [0, 0.5): slot k (t = k/8) shows the latest frame whose round(t·8) <= k: frames at
+  // 0.04 (round 0.32 = 0), 0.16 (1.28 -> 1), 0.28 (2.24 -> 2), 0.40 (3.2 -> 3); slot 4 (0.5 s) is not in the window.
+  assert.deepEqual(shown(plan({ kind: "rate", frameRate: 8 }, [0, 0.5], Infinity, 2), t), [1, 4, 7, 10]);
+  // uniform, 4 slots over [0.5, 1.3) at 0.5, 0.7, 0.9, 1.1: the frame on screen at each: 12.5 -> 12 (0.48), 17
+  // (0.68), 22 (0.88), 27 (1.08).
+  assert.deepEqual(shown(plan({ kind: "uniform" }, [0.5, 1.3], 4, 2), t), [12, 17, 22, 27]);
+  // Slots past the stream's end are not filled: rate 25 -> 5 over [1.9, 3) with the stream ending at 2.0 s:
+  // one slot (1.9), showing frame 47 (1.88, round(-0.1) = 0) held until frame 48 (1.92, round(0.1) = 0), then 49.
+  assert.deepEqual(shown(plan({ kind: "rate", frameRate: 5 }, [1.9, 3], Infinity, 2), t), [49]);
+});
 
 Deno.test("frame select: consecutive and stride take the window's frames in order", () => {
   const t = grid(25, 50); // 0, 0.04, ...

@@ -5,6 +5,10 @@
  * cuvidMapVideoFrame64 in device memory at a pitch wider than the width (crop = display area, resize =
  * target size via libswscale with SWS_BICUBIC: deliberately not the CPU path's default bilinear, so tests
  * comparing the two bound a real scaler difference; NVIDIA does not document the hardware scaler's filter).
+ *
+ * Like the real parser, it tells reference pictures (`ref_pic_flag`: H.264 nal_ref_idc != 0; HEVC: not a
+ * sub-layer non-reference NAL type) and displays every picture in presentation order, including those the
+ * application chose not to send to cuvidDecodePicture (it displays them, by timestamp, among the decoded ones).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +41,10 @@ typedef struct {
   uint8_t *stash; /* header-only units (AV1 sequence header OBUs) waiting for the next picture */
   int stash_size;
   uint8_t *joined;
+  int decode_called; /* cuvidDecodePicture was called for the current picture */
+  int nskipped; /* pictures the application did not decode, waiting for display (ascending timestamps) */
+  int skipped_idx[MAX_SURF];
+  long long skipped_ts[MAX_SURF];
 } Parser;
 
 struct Decoder {
@@ -230,6 +238,7 @@ CUresult cuvidDecodePicture(CUvideodecoder h, DblPicParams *pic) {
     return DBL_INVALID_VALUE;
   }
   p->dec = d;
+  p->decode_called = 1;
   AVPacket *pkt = av_packet_alloc();
   av_new_packet(pkt, pic->nBitstreamDataLen);
   memcpy(pkt->data, pic->pBitstreamData, pic->nBitstreamDataLen);
@@ -369,16 +378,62 @@ CUresult cuvidDestroyVideoParser(CUvideoparser h) {
   return DBL_INVALID_HANDLE;
 }
 
+static int display(Parser *p, int idx) {
+  DblDispInfo info = { idx, 1, 1, 0, p->ts[idx] };
+  p->pending[idx] = 0;
+  return p->p.pfnDisplayPicture(p->p.pUserData, &info);
+}
+
+/* Displays the undecoded pictures presented before `ts`. */
+static int display_skipped(Parser *p, long long ts) {
+  int n = 0;
+  while (n < p->nskipped && p->skipped_ts[n] < ts) n++;
+  for (int i = 0; i < n; i++) {
+    if (!display(p, p->skipped_idx[i])) return 0;
+  }
+  memmove(p->skipped_idx, p->skipped_idx + n, (p->nskipped - n) * sizeof p->skipped_idx[0]);
+  memmove(p->skipped_ts, p->skipped_ts + n, (p->nskipped - n) * sizeof p->skipped_ts[0]);
+  p->nskipped -= n;
+  return 1;
+}
+
 static int display_ready(Parser *p) {
   Decoder *d = p->dec;
   if (!d) return 1;
   for (int i = 0; i < d->nout; i++) {
     int idx = d->out_queue[i];
-    DblDispInfo info = { idx, 1, 1, 0, p->ts[idx] };
-    p->pending[idx] = 0;
-    if (!p->p.pfnDisplayPicture(p->p.pUserData, &info)) { d->nout = 0; return 0; }
+    if (!display_skipped(p, p->ts[idx]) || !display(p, idx)) { d->nout = 0; return 0; }
   }
   d->nout = 0;
+  return 1;
+}
+
+/* A picture the application did not decode: displayed in timestamp order among the decoded ones. */
+static void note_skipped(Parser *p, int idx) {
+  int at = p->nskipped;
+  while (at > 0 && p->skipped_ts[at - 1] > p->ts[idx]) at--;
+  memmove(p->skipped_idx + at + 1, p->skipped_idx + at, (p->nskipped - at) * sizeof p->skipped_idx[0]);
+  memmove(p->skipped_ts + at + 1, p->skipped_ts + at, (p->nskipped - at) * sizeof p->skipped_ts[0]);
+  p->skipped_idx[at] = idx;
+  p->skipped_ts[at] = p->ts[idx];
+  p->nskipped++;
+}
+
+/* ref_pic_flag as the real parser sets it: H.264 nal_ref_idc of the first slice; HEVC: not a sub-layer
+   non-reference picture (TRAIL_N, TSA_N, STSA_N, RADL_N, RASL_N, RSV_VCL_N10/12/14; one temporal layer). */
+static int is_reference(int codec, const uint8_t *d, int size) {
+  if (codec != 4 && codec != 8) return 1;
+  for (int i = 0; i + 3 < size; i++) {
+    if (d[i] != 0 || d[i + 1] != 0 || d[i + 2] != 1) continue;
+    uint8_t h = d[i + 3];
+    if (codec == 4) {
+      int type = h & 31;
+      if (type == 1 || type == 5) return (h >> 5) & 3 ? 1 : 0;
+    } else {
+      int type = (h >> 1) & 63;
+      if (type < 32) return type <= 14 && type % 2 == 0 ? 0 : 1;
+    }
+  }
   return 1;
 }
 
@@ -512,11 +567,16 @@ static CUresult picture(Parser *p, const uint8_t *data, int size, long long pts,
   p->pic.pBitstreamData = data;
   p->pic.nNumSlices = 1;
   p->pic.pSliceDataOffsets = &p->slice_offset;
-  p->pic.ref_pic_flag = 1;
+  p->pic.ref_pic_flag = is_reference(p->p.CodecType, data, size);
   p->pic.intra_pic_flag = key;
   p->pending[idx] = 1;
   p->ts[idx] = pts;
+  p->decode_called = 0;
   if (!p->p.pfnDecodePicture(p->p.pUserData, &p->pic)) { p->failed = 1; return DBL_UNKNOWN; }
+  if (!p->decode_called) {
+    dbl_log("parser picture idx=%d not decoded ref=%d", idx, p->pic.ref_pic_flag);
+    note_skipped(p, idx);
+  }
   if (!display_ready(p)) { p->failed = 1; return DBL_UNKNOWN; }
   return DBL_SUCCESS;
 }
@@ -547,7 +607,7 @@ CUresult cuvidParseVideoData(CUvideoparser h, DblSourcePacket *pkt) {
   if (eos && p->dec) {
     avcodec_send_packet(p->dec->ctx, NULL);
     drain(p->dec);
-    if (!display_ready(p)) return DBL_UNKNOWN;
+    if (!display_ready(p) || !display_skipped(p, 0x7fffffffffffffffLL)) return DBL_UNKNOWN;
     avcodec_flush_buffers(p->dec->ctx);
   }
   if (eos) dbl_log("cuvidParseVideoData eos");
