@@ -17,6 +17,7 @@ import type { PlacedClip } from "./clip_stats.ts";
 import { decodeClipItem, type DecodeExport, demuxVideo, fetchVideo } from "./clip_steps.ts";
 import type { VideoTask } from "./clip_worker.ts";
 import { clipBase, type FrontArgs } from "./front.ts";
+import type { BatchSlots } from "./batch_slots.ts";
 import { type ClipRequest, ClipSampler, clipSeed, hashSeed } from "./sampler.ts";
 
 /** Substitutes tried for one failed clip before its position is left empty. */
@@ -53,18 +54,21 @@ export class Replacer {
   readonly #sampler: ClipSampler;
   readonly #pool: WorkerPool;
   readonly #decode: DecodeExport;
+  readonly #slots: BatchSlots | null;
   #plan: { epoch: number; clips: ClipRequest[] } | undefined;
 
   /**
    * @param args the front's arguments (the same plan as the clips came from)
    * @param pool Workers running `clip_worker.ts` (demux and decode)
    * @param decode the decode export in use
+   * @param slots the loader's batch slots: a substitute is decoded into the failed clip's place
    */
-  constructor(args: FrontArgs, pool: WorkerPool, decode: DecodeExport) {
+  constructor(args: FrontArgs, pool: WorkerPool, decode: DecodeExport, slots: BatchSlots | null = null) {
     this.#args = args;
     this.#sampler = new ClipSampler(args.ranges, args.sampler);
     this.#pool = pool;
     this.#decode = decode;
+    this.#slots = slots;
   }
 
   #planOf(epoch: number): ClipRequest[] {
@@ -98,7 +102,7 @@ export class Replacer {
       };
       const fetched = await fetchVideo(task, this.#args.fetch, signal, attempt);
       const [packets] = await demuxVideo(this.#pool, fetched, signal, attempt);
-      const clip = await decodeClipItem(this.#pool, this.#decode, packets, signal, attempt);
+      const clip = await decodeClipItem(this.#pool, this.#decode, packets, signal, attempt, this.#slots);
       if (!("failed" in clip)) return { clip, failures };
       failures.push(clip.failed);
     }
