@@ -192,7 +192,11 @@ export class BatchSlots implements Disposable {
       for (const [i, c] of clips.entries()) {
         const k = this.#where(c.meta).index;
         if (k === i) continue;
-        bytes.shm.bytes.copyWithin(base + i * this.clipBytes, base + k * this.clipBytes, base + (k + 1) * this.clipBytes);
+        bytes.shm.bytes.copyWithin(
+          base + i * this.clipBytes,
+          base + k * this.clipBytes,
+          base + (k + 1) * this.clipBytes,
+        );
         this.#copied += this.clipBytes;
       }
     }
@@ -253,7 +257,9 @@ export class BatchSlots implements Disposable {
     return order;
   }
 
-  #where(meta: { epoch: number; position: number }): { epoch: number; batch: number; index: number; key: string } {
+  #where(
+    meta: { epoch: number; position: number },
+  ): { epoch: number; batch: number; index: number; key: string } {
     const j = this.#order(meta.epoch)[meta.position];
     if (j === undefined) {
       throw new InvalidArgumentError(`batch slots: no position ${meta.position} in epoch ${meta.epoch}`);
@@ -271,7 +277,10 @@ export class BatchSlots implements Disposable {
     return where.epoch === this.#next.epoch && where.batch >= this.#next.batch;
   }
 
-  async #acquireUpTo(where: { epoch: number; batch: number; key: string }, signal?: AbortSignal): Promise<number> {
+  async #acquireUpTo(
+    where: { epoch: number; batch: number; key: string },
+    signal?: AbortSignal,
+  ): Promise<number> {
     if (!this.#batches.has(where.key) && !this.#advance(where)) {
       throw new InvalidArgumentError(`batch slots: batch ${where.key} comes after its slot was given back`);
     }

@@ -224,7 +224,7 @@ export class ClipDecodeStep {
       }
       // the others go into their places when their batches have slots now (never waiting: their batches come
       // after this one's), else into their own buffers, copied into place when they come
-      if (slots.direct) for (const s of shared) s.dest = slots.tryPlace(s.meta);
+      if (slots.direct) { for (const s of shared) s.dest = slots.tryPlace(s.meta); }
     }
     const threads = await this.#threads(meta.epoch);
     try {

@@ -316,7 +316,14 @@ function prepare(spec: ClipSpec, p: VideoPackets, o: ResolvedOptions, member: Me
   if (member.dest === undefined && dest.data.buffer instanceof ArrayBuffer) {
     member.transfer = [dest.data.buffer];
   }
-  return { member, own, choice, writer, dest, addressed: member.dest !== undefined && "address" in member.dest };
+  return {
+    member,
+    own,
+    choice,
+    writer,
+    dest,
+    addressed: member.dest !== undefined && "address" in member.dest,
+  };
 }
 
 /**

@@ -108,7 +108,8 @@ export function collate(
   const { width: W, height: H } = clips[0];
   const float = clips[0].data instanceof Float32Array;
   const T = numFrames, B = clips.length, frameSize = W * H * 3, plane = W * H;
-  const data = into?.data ?? (float ? new Float32Array(B * T * frameSize) : new Uint8Array(B * T * frameSize));
+  const data = into?.data ??
+    (float ? new Float32Array(B * T * frameSize) : new Uint8Array(B * T * frameSize));
   if (data.length !== B * T * frameSize || (data instanceof Float32Array) !== float) {
     throw new InvalidArgumentError(`collate: the destination does not hold ${B} clips of ${T} frames`);
   }

@@ -668,7 +668,12 @@ class Session {
 
   async #sendMemory(): Promise<void> {
     const ring = this.#ring!;
-    await this.#send({ type: "memory", memory: ring.memory.describe(), slots: ring.slots, slotBytes: ring.slotBytes });
+    await this.#send({
+      type: "memory",
+      memory: ring.memory.describe(),
+      slots: ring.slots,
+      slotBytes: ring.slotBytes,
+    });
   }
 
   /** Sends the descriptor of `batch`, in `slot`; `keep`: the batch to dispose when the client releases it. */
