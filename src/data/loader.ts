@@ -35,6 +35,8 @@
  *   big buffers go back to the system instead of fragmenting the malloc heaps. Batches are `Disposable`:
  *   `for await (using batch of loader)` frees each batch's pixels when its step ends, which keeps RSS flat at the
  *   working set; batches that are merely dropped wait for V8's next collection (a few tens of MiB at most).
+ *   With `slots`, batches live in that many reused buffers of one shared mapping instead, each clip decoded
+ *   straight into its place (`batch_slots.ts`): no copy after decode, and batch memory fixed at `slots`.
  *   `memoryReport()` shows where the memory is (V8 heaps of the main thread and each Worker, external memory,
  *   live FFmpeg objects).
  *
@@ -247,14 +249,6 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     this.#decodePool = init.decodePool;
     this.#accounting = init.accounting;
     this.#slots = init.slots;
-  }
-
-  /**
-   * The batch slots (`slots` option) its batches are assembled in, or null: `sluice serve` publishes their
-   * memory to the trainer as it is.
-   */
-  get batchSlots(): BatchSlots | null {
-    return this.#slots;
   }
 
   /** The next epoch to run (0 before the first). */

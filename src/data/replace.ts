@@ -4,7 +4,8 @@
  * deterministically from `(seed, epoch, position, attempt)` ({@link substitutePositions}), never from timing, so
  * the same seed gives the same batches in-process and with a backend child; it is loaded through the same
  * fetch → demux → decode steps as any clip (in the loader's process, on its decode Workers), keeps the failed
- * clip's position (so ordered output and batch composition stay the same run to run), and gets the seed
+ * clip's position (so ordered output and batch composition stay the same run to run, and with batch slots it is
+ * decoded into the failed clip's place), and gets the seed
  * `clipSeed(seed, epoch, position, attempt)` for its random transforms. Clips of the failed clip's video are
  * tried last (a broken file usually fails every window); after {@link SUBSTITUTE_ATTEMPTS} failed substitutes
  * the position stays empty and its batch is one clip short.

@@ -43,7 +43,7 @@ import {
   type ServerMessage,
 } from "./protocol.ts";
 import { HostSlots, SlotRing, type SlotRingStats } from "./slot_ring.ts";
-import { slotOf } from "../data/batch_slots.ts";
+import { type BatchSlots, slotOf } from "../data/batch_slots.ts";
 
 /** What a session asks a {@link LoaderFactory} for. */
 export interface LoaderRequest {
@@ -336,6 +336,8 @@ class Session {
   readonly #out = new Map<number, { seq: number; batch: Batch | null }>();
   /** The ring is the loader's (zero copy): releasing a slot disposes its batch. */
   #loaderRing = false;
+  /** The loader's batch slots, once a batch came in one (their copies count in `copiedBytes`). */
+  #batchSlots: BatchSlots | null = null;
   /** Settles when the client releases a slot (the zero-copy stream waits for credit on it). */
   #released = Promise.withResolvers<void>();
   #run: EpochRun | null = null;
@@ -374,7 +376,7 @@ class Session {
       epoch: this.#run?.epoch ?? null,
       batches: this.#batches,
       clips: this.#clips,
-      copiedBytes: this.#copiedBytes + (this.#loader?.batchSlots?.copiedBytes ?? 0),
+      copiedBytes: this.#copiedBytes + (this.#batchSlots?.copiedBytes ?? 0),
       clipsPerSec: secs > 0 ? this.#clips / secs : 0,
       ring: this.#ring?.stats() ?? null,
     };
@@ -630,6 +632,8 @@ class Session {
     const own = this.#loader!.decoder === "cpu" ? slotOf(batch) : undefined;
     if (own !== undefined) {
       if (this.#ring !== own.slots.ring) {
+        this.#copiedBytes += this.#batchSlots?.copiedBytes ?? 0; // a rebuilt loader's new slots count from 0
+        this.#batchSlots = own.slots;
         this.#ring = own.slots.ring;
         this.#loaderRing = true;
         await this.#sendMemory();
