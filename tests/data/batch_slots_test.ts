@@ -63,17 +63,20 @@ interface Run {
 }
 
 /** Two epochs, each batch digested then disposed (`using`). */
-async function run(opts: Partial<LoaderOptions>): Promise<Run> {
-  const { manifest } = await dataset();
-  await using loader = await videoClassificationLoader({
-    dataset: manifest,
+async function options(opts: Partial<LoaderOptions>): Promise<LoaderOptions> {
+  return {
+    dataset: (await dataset()).manifest,
     batchSize: 3,
     clip: { numFrames: 4, width: 32, height: 24 },
     sampler: { seed: 5, clipsPerVideo: 2 },
     concurrency: { decode: 2 },
     log: () => {},
     ...opts,
-  });
+  };
+}
+
+async function run(opts: Partial<LoaderOptions>): Promise<Run> {
+  await using loader = await videoClassificationLoader(await options(opts));
   const digests: string[] = [];
   let slotBacked = 0;
   for (let e = 0; e < 2; e++) {
@@ -143,15 +146,7 @@ Deno.test('slots with "skip" (gaps closed in the slot), planar layout and float3
 });
 
 Deno.test("a consumer holding every slot gets a clear error, never reused memory; a disposed batch reads empty", async () => {
-  const { manifest } = await dataset();
-  await using loader = await videoClassificationLoader({
-    dataset: manifest,
-    batchSize: 3,
-    clip: { numFrames: 4, width: 32, height: 24 },
-    sampler: { seed: 5, clipsPerVideo: 2 },
-    slots: 2,
-    log: () => {},
-  });
+  await using loader = await videoClassificationLoader(await options({ slots: 2 }));
   const it = loader[Symbol.asyncIterator]();
   const a = (await it.next()).value as Batch, b = (await it.next()).value as Batch;
   const before = await digest(b);
@@ -170,15 +165,7 @@ Deno.test("a consumer holding every slot gets a clear error, never reused memory
 });
 
 Deno.test("cacheLoader keeps copies of slot batches: the replay is the batches first seen", async () => {
-  const { manifest } = await dataset();
-  await using loader = await videoClassificationLoader({
-    dataset: manifest,
-    batchSize: 3,
-    clip: { numFrames: 4, width: 32, height: 24 },
-    sampler: { seed: 5, clipsPerVideo: 2 },
-    slots: 2,
-    log: () => {},
-  });
+  await using loader = await videoClassificationLoader(await options({ slots: 2 }));
   const seen: string[] = [];
   for await (using b of cacheLoader(loader, { numCached: 3, stopAfter: 7 })) seen.push(await digest(b));
   assert.deepEqual(seen.slice(3), [...seen.slice(0, 3), seen[0]]);
