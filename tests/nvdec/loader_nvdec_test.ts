@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { type LoaderOptions, videoClassificationLoader } from "../../src/data/loader.ts";
+import { slotOf } from "../../src/data/batch_slots.ts";
 import type { Batch } from "../../src/data/collate.ts";
 import { makeSyntheticDataset } from "../../src/data/synthetic.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
@@ -121,6 +122,7 @@ Deno.test({
       });
       const out: string[] = [];
       for await (using b of loader) {
+        assert.equal(slotOf(b) !== undefined, slots !== undefined);
         out.push(JSON.stringify([b.shape, [...b.labels], Array.from(b.data as Uint8Array)]));
       }
       return out;
