@@ -33,6 +33,9 @@ import type { PlacedClip } from "./clip_stats.ts";
 import { type Batch, type BatchLayout, collate, type FilledClip } from "./collate.ts";
 import { epochOrder } from "./front.ts";
 
+/** A clip's place in its epoch's plan (a planned clip's, or a failed one's). */
+type Position = Pick<ClipBase, "epoch" | "position">;
+
 /** Where a slot is in its life: a batch being assembled, collated and waiting in the loader, or held by the consumer. */
 type SlotState = "assembling" | "ready" | "held";
 
@@ -131,7 +134,7 @@ export class BatchSlots implements Disposable {
   }
 
   /** The clip's place, acquiring its batch's slot first (in batch order, waiting for credit). */
-  async place(meta: ClipBase, signal?: AbortSignal): Promise<AddressedDestination> {
+  async place(meta: Position, signal?: AbortSignal): Promise<AddressedDestination> {
     const where = this.#where(meta);
     const have = this.#batches.get(where.key);
     if (have !== undefined) return this.#dest(have, where.index);

@@ -187,10 +187,17 @@ export class ClipDecodeStep {
 
   /** Decodes one clip item (or takes its result from the pass that served it); on failure, the clip failed. */
   async decode(item: ClipItem, signal: AbortSignal): Promise<FilledClip | FailedClip> {
-    if (isFailedClip(item)) return item;
+    const slots = this.#slots;
+    if (isFailedClip(item)) {
+      // Every position takes its place in turn, failed or not: batches get their slots in order, and a
+      // substitute fills this place.
+      if (slots !== null) await slots.place(item.failed, signal);
+      return item;
+    }
     const { meta } = item;
     this.#arrive(meta.epoch);
     if (item.servedBy !== undefined) {
+      if (slots !== null) await slots.place(meta, signal);
       const w = this.#waiting.get(key(meta));
       if (w === undefined) {
         const why = `its decode pass (the clip at position ${item.servedBy}) did not run`;
@@ -213,8 +220,7 @@ export class ClipDecodeStep {
     // Registered before the first await: the clips this pass serves may come while it runs.
     const waits = shared.map((s) => this.#expect(s.meta));
     item.skipUnshown = this.#skip;
-    const slots = this.#slots;
-    if (shared.length > 0 && slots !== null) {
+    if (slots !== null) {
       try {
         const dest = await slots.place(meta, signal);
         if (slots.direct) item.dest = dest;

@@ -131,11 +131,14 @@ Deno.test("slots give the copying loader's batches byte for byte: 2 epochs, both
   }
 });
 
-Deno.test('slots with "skip" (gaps closed in the slot), planar layout and float32: the copying loader\'s batches', async () => {
+Deno.test('slots with "skip" (gaps closed in the slot), planar layout and float32, failed first clips: the copying loader\'s batches', async () => {
   for (
     const o of [
       { onClipError: "skip" },
       { layout: "BCTHW", clip: { numFrames: 4, width: 32, height: 24, dtype: "float32" } },
+      // every failed clip is the first of its batch, and decode runs ahead: its slot is still taken in turn
+      { batchSize: 1 },
+      { batchSize: 1, onClipError: "skip" },
     ] as Partial<LoaderOptions>[]
   ) {
     const want = await run(o);
