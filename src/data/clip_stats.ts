@@ -78,13 +78,21 @@ export interface ClipEpochStats extends ClipCounts {
   unlisted: number;
 }
 
-/** `loader.stats().clips`: cumulative counts and one entry per epoch started. */
+/** `loader.stats().clips`: cumulative counts and one entry per recent epoch. */
 export interface ClipStats {
   /** Sums over every epoch started. */
   total: ClipCounts;
-  /** One entry per epoch started, in order. */
+  /**
+   * One entry per epoch started, in order: the last {@link KEPT_EPOCHS} (older complete epochs count in
+   * `total` only, so a loader running for thousands of epochs holds bounded stats).
+   */
   epochs: ClipEpochStats[];
+  /** Complete epochs folded into `total` and no longer listed in `epochs`. */
+  foldedEpochs: number;
 }
+
+/** Epochs listed in {@link ClipStats.epochs}; older complete ones are folded into the total. */
+export const KEPT_EPOCHS = 64;
 
 /** Failures listed per epoch (the rest are counted). */
 export const LISTED_FAILURES = 100;
@@ -122,6 +130,9 @@ export class ClipAccounting {
   readonly #maxFailures: MaxFailures;
   readonly #log: (line: string) => void;
   readonly #epochs = new Map<number, ClipEpochStats>();
+  /** The counts of complete epochs no longer listed, and how many. */
+  readonly #folded = zero(0);
+  #foldedEpochs = 0;
   /** Positions collated per epoch (the failure budget's denominator: delivery lags behind by the buffers). */
   readonly #seen = new Map<number, number>();
   #logged = 0;
@@ -143,8 +154,21 @@ export class ClipAccounting {
     if (e === undefined) {
       e = { epoch, complete: false, ...zero(this.#planned), failures: [], unlisted: 0 };
       this.#epochs.set(epoch, e);
+      this.#fold();
     }
     return e;
+  }
+
+  /** Folds the oldest complete epochs into the total while more than {@link KEPT_EPOCHS} are listed. */
+  #fold(): void {
+    for (const [n, e] of this.#epochs) {
+      if (this.#epochs.size <= KEPT_EPOCHS) return;
+      if (!e.complete) continue;
+      addCounts(this.#folded, e);
+      this.#foldedEpochs++;
+      this.#epochs.delete(n);
+      this.#seen.delete(n);
+    }
   }
 
   /** Starts counting `epoch` (so an epoch that yields nothing still shows). */
@@ -250,16 +274,20 @@ export class ClipAccounting {
       failures: [...e.failures],
     }));
     const total = zero(0);
-    for (const e of epochs) {
-      for (const k of Object.keys(total) as (keyof ClipCounts)[]) {
-        if (k === "failedByStage") {
-          for (const [s, n] of Object.entries(e.failedByStage)) {
-            total.failedByStage[s] = (total.failedByStage[s] ?? 0) + n;
-          }
-        } else total[k] += e[k];
-      }
-    }
+    addCounts(total, this.#folded);
+    for (const e of epochs) addCounts(total, e);
     total.decodeAmplification = amplification(total);
-    return { total, epochs };
+    return { total, epochs, foldedEpochs: this.#foldedEpochs };
+  }
+}
+
+/** Adds the counts of `from` to `to` (the amplification is the caller's to recompute). */
+function addCounts(to: ClipCounts, from: ClipCounts): void {
+  for (const k of Object.keys(to) as (keyof ClipCounts)[]) {
+    if (k === "failedByStage") {
+      for (const [s, n] of Object.entries(from.failedByStage)) {
+        to.failedByStage[s] = (to.failedByStage[s] ?? 0) + n;
+      }
+    } else if (k !== "decodeAmplification") to[k] += from[k];
   }
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ClipAccounting, type PlacedClip } from "../../src/data/clip_stats.ts";
+import { ClipAccounting, KEPT_EPOCHS, type PlacedClip } from "../../src/data/clip_stats.ts";
 import type { ClipFailure } from "../../src/data/clip_failure.ts";
 import type { FilledClip } from "../../src/data/collate.ts";
 import { PipelineFailure } from "../../src/errors.ts";
@@ -128,6 +128,31 @@ Deno.test("totals add epochs; failure lists and log lines are bounded", () => {
   assert.equal(s.epochs[1].unlisted, 50);
   assert.equal(lines.length, 11, "the first 10 failures of the run, then one line");
   assert.match(lines[10], /further failures are counted in stats\(\)\.clips/);
+});
+
+Deno.test("epochs beyond KEPT_EPOCHS fold into the total: listed epochs stay bounded, the sums stay whole", () => {
+  const acc = new ClipAccounting(2, 10, () => {});
+  const epochs = KEPT_EPOCHS * 3 + 5;
+  for (let epoch = 0; epoch < epochs; epoch++) {
+    acc.begin(epoch);
+    batch(acc, epoch, [ok(0, 1), { clip: null, failures: [{ ...failure(1, 0, "demux"), epoch }] }]);
+    acc.complete(epoch);
+  }
+  acc.begin(epochs); // an epoch under way is never folded
+  const s = acc.stats();
+  assert.equal(s.epochs.length, KEPT_EPOCHS);
+  assert.equal(s.foldedEpochs, epochs + 1 - KEPT_EPOCHS);
+  assert.deepEqual(
+    s.epochs.map((e) => e.epoch),
+    Array.from({ length: KEPT_EPOCHS }, (_, i) => epochs + 1 - KEPT_EPOCHS + i),
+  );
+  assert.equal(s.total.planned, 2 * (epochs + 1));
+  assert.equal(s.total.delivered, epochs);
+  assert.equal(s.total.failed, epochs);
+  assert.equal(s.total.pending, 2);
+  assert.equal(s.total.paddedFrames, epochs);
+  assert.deepEqual(s.total.failedByStage, { demux: epochs });
+  assert.equal(s.total.decodeAmplification, 10 / 3);
 });
 
 Deno.test("maxFailures: more failed clips than the budget ends the epoch with PipelineFailure naming the first", () => {

@@ -13,6 +13,8 @@
  * @module
  */
 
+import { skipBecause } from "./skip.ts";
+
 /** Directory of the shared media (`../shared/media` beside the repository). */
 export const SHARED_MEDIA_DIR: string = decodeURIComponent(
   new URL("../../../shared/media/", import.meta.url).pathname,
@@ -63,13 +65,25 @@ function exists(path: string): boolean {
 
 /** True when the shared media directory and its MANIFEST are present. */
 export function sharedMediaAvailable(): boolean {
-  return exists(`${SHARED_MEDIA_DIR}MANIFEST.json`);
+  return exists(`${SHARED_MEDIA_DIR}MANIFEST.json`) || noSharedMedia();
+}
+
+/** Says once why the tests on the shared videos are skipped; false (for `sharedMediaAvailable`'s `||`). */
+function noSharedMedia(): false {
+  skipBecause(
+    `${SHARED_MEDIA_DIR} is absent: the tests on the shared real-world videos need it beside the clone ` +
+      `(a clone of its own has none)`,
+  );
+  return false;
 }
 
 /** Absolute path of a shared media file, or null when it is absent (use with `Deno.test({ ignore })`). */
 export function sharedMedia(file: string): string | null {
   const path = `${SHARED_MEDIA_DIR}${file}`;
-  return exists(path) ? path : null;
+  if (exists(path)) return path;
+  if (!exists(`${SHARED_MEDIA_DIR}MANIFEST.json`)) noSharedMedia();
+  else skipBecause(`shared media file ${file} is missing from ${SHARED_MEDIA_DIR}`);
+  return null;
 }
 
 /** Absolute path of a shared media file; throws when absent (call only from a test that is not ignored). */
@@ -126,6 +140,14 @@ async function runOk(cmd: string, args: string[]): Promise<Uint8Array> {
 
 let cliAvailable: boolean | undefined;
 
+/** Says once why the tests with ffmpeg CLI oracles are skipped; false. */
+function noCli(): false {
+  skipBecause(
+    "the ffmpeg and ffprobe CLIs do not run: tests that use them as oracles (scripts/setup.sh installs them)",
+  );
+  return false;
+}
+
 /** True when both `ffmpeg` and `ffprobe` CLIs run. */
 export async function hasFfmpegCli(): Promise<boolean> {
   if (cliAvailable !== undefined) return cliAvailable;
@@ -135,7 +157,7 @@ export async function hasFfmpegCli(): Promise<boolean> {
   } catch {
     cliAvailable = false;
   }
-  return cliAvailable;
+  return cliAvailable || noCli();
 }
 
 /** Synchronous variant of {@link hasFfmpegCli}, for `Deno.test({ ignore })`. */
@@ -149,7 +171,7 @@ export function hasFfmpegCliSync(): boolean {
   } catch {
     cliAvailable = false;
   }
-  return cliAvailable;
+  return cliAvailable || noCli();
 }
 
 // ------------------------------------------------------------------------------------------ generated clips
