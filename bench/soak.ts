@@ -18,10 +18,12 @@
  * of the slopes between every pair of epochs, so a single jump or outlier cannot fake a trend) of RSS, V8 heap
  * and live FFmpeg objects, and the p99 step time; `flat` is true when each slope is within its bound
  * (`--max-rss-kib` per epoch, `--max-heap-kib` per epoch, 0.1 FFmpeg objects per epoch). Buffer reuse on the hot
- * path shows here as lower p99 step times and lower peaks at the same flat slope: compare two runs.
+ * path shows here as lower p99 step times and lower peaks at the same flat slope: compare two runs, e.g. with and
+ * without `--slots N` (the loader's batch slots: batches assembled in N reused buffers, clips decoded into them).
  * `--retain-batches` keeps every batch alive (the leaked-tensor bug) to show that the check catches a leak.
  *
- * Run: `deno task soak [--minutes 10 | --epochs N] [--backend inprocess|subprocess] [--out FILE.jsonl] [--json]`
+ * Run: `deno task soak [--minutes 10 | --epochs N] [--backend inprocess|subprocess] [--slots N] [--out FILE.jsonl]
+ * [--json]`
  * (`deno task soak` = `deno run -A --v8-flags=--expose-gc bench/soak.ts`). Exit status 1 when not flat.
  * @module
  */
@@ -84,6 +86,8 @@ export interface SoakSummary {
   warmup: number;
   minutes: number;
   backend: string;
+  /** The loader's batch slots (null: a new buffer per batch). */
+  slots: number | null;
   videos: number;
   clipsPerEpoch: number;
   /** Theil–Sen slopes after warm-up, per epoch. */
@@ -209,6 +213,8 @@ export interface SoakOptions {
   size: number;
   clipsPerVideo: number;
   stepMs: number;
+  /** The loader's `slots` (undefined: off). */
+  slots?: number;
   retainBatches: boolean;
   useShared: boolean;
   /** Leave out shared files with more pixels per frame (default: none left out). */
@@ -232,6 +238,7 @@ export async function soak(o: SoakOptions): Promise<SoakSummary> {
     clip: { numFrames: o.numFrames, width: o.size, height: o.size },
     sampler: { seed: o.seed, clipsPerVideo: o.clipsPerVideo },
     backend: o.backend,
+    ...(o.slots ? { slots: o.slots } : {}),
     log: (line) => {
       failures++;
       if (failures <= 5) o.log(line);
@@ -344,6 +351,7 @@ function summarise(
     warmup,
     minutes: r2((records.at(-1)?.t ?? 0) / 60),
     backend: o.backend,
+    slots: o.slots ?? null,
     videos,
     clipsPerEpoch,
     slopes: {
@@ -379,6 +387,7 @@ if (import.meta.main) {
       size: { type: "string", default: "112" },
       "clips-per-video": { type: "string", default: "4" },
       "step-ms": { type: "string", default: "0" },
+      slots: { type: "string" },
       "retain-batches": { type: "boolean" },
       "no-shared": { type: "boolean" },
       "max-pixels": { type: "string" },
@@ -405,6 +414,7 @@ if (import.meta.main) {
     size: Number(values.size),
     clipsPerVideo: Number(values["clips-per-video"]),
     stepMs: Number(values["step-ms"]),
+    slots: values.slots === undefined ? undefined : Number(values.slots),
     retainBatches: values["retain-batches"] ?? false,
     useShared: !values["no-shared"],
     maxPixels: values["max-pixels"] === undefined ? undefined : Number(values["max-pixels"]),

@@ -131,7 +131,7 @@ def test_kill_9_of_the_server_raises_a_clear_error_within_2_s(dataset):
             drain(it)  # batches already received may still come out first
         assert time.monotonic() - t0 < 2.0
     assert shm_listing() == before
-    assert maps_of_memfd(f"sluice-serve-{pid}") == []
+    assert maps_of_memfd(f"sluice-batches-{pid}") == []
 
 
 def test_kill_9_of_a_connected_server_raises_within_2_s(dataset):
@@ -177,19 +177,19 @@ def test_kill_9_of_a_trainer_that_started_its_server_stops_the_server(dataset):
     trainer.wait()
     assert wait_gone(server_pid, 10), "the server outlived its trainer"
     assert shm_listing() == before
-    assert maps_of_memfd(f"sluice-serve-{server_pid}") == []
+    assert maps_of_memfd(f"sluice-batches-{server_pid}") == []
 
 
 def test_kill_9_of_both_leaves_nothing(dataset):
     before = shm_listing()
     trainer, server_pid, _ = start_trainer(dataset=dataset)
-    assert maps_of_memfd(f"sluice-serve-{server_pid}") != []  # both map the slots while they live
+    assert maps_of_memfd(f"sluice-batches-{server_pid}") != []  # both map the slots while they live
     os.kill(server_pid, signal.SIGKILL)
     trainer.kill()
     trainer.wait()
     assert wait_gone(server_pid, 5)
     assert shm_listing() == before
-    assert maps_of_memfd(f"sluice-serve-{server_pid}") == []
+    assert maps_of_memfd(f"sluice-batches-{server_pid}") == []
 
 
 def test_a_stalled_trainer_holds_exactly_slots_batches(dataset):
@@ -200,19 +200,26 @@ def test_a_stalled_trainer_holds_exactly_slots_batches(dataset):
         assert c.recv()["type"] == "welcome"
         c.send({"type": "epoch", "epoch": 0})
         batches = []
-        while True:  # take batches, never release; poll stats until the server waits for a slot
+
+        def poll():
             c.send({"type": "stats"})
             while True:
                 m = c.recv()
                 if m["type"] == "batch":
                     batches.append(m)
                 elif m["type"] == "stats":
-                    break
-            ring = m["stats"]["session"]["ring"]
-            if ring is not None and ring["waiting"] == 1:
+                    return m["stats"]["session"]["ring"]
+
+        # take batches, never release, until the loader waits for a slot with all of them sent (it acquires a
+        # batch's slot when the batch's first clip is placed, so it may wait while the last ones still decode)
+        while True:
+            ring = poll()
+            if ring is not None and ring["waiting"] == 1 and len(batches) == 3:
                 break
             time.sleep(0.1)
-        assert len(batches) == 3 and ring["inUse"] == 3 and ring["slots"] == 3
+        time.sleep(0.3)
+        ring = poll()  # and no further batch comes
+        assert len(batches) == 3 and ring["inUse"] == 3 and ring["slots"] == 3 and ring["waiting"] == 1
         assert sorted(b["slot"] for b in batches) == [0, 1, 2]
         # one release lets exactly one more batch through, into the released slot
         c.send({"type": "release", "slot": batches[0]["slot"], "seq": batches[0]["seq"]})

@@ -8,11 +8,15 @@
  * A kept batch survives its consumer's `using` (`for await (using batch of cacheLoader(...))`): the cache yields
  * it behind a view whose `Symbol.dispose` does nothing, and disposes the kept batches itself when the replay
  * ends. Batches it does not keep are yielded as they are, so `using` frees them as usual. Kept batches are
- * yielded by reference, again and again: a loop that writes into a batch changes the cache.
+ * yielded by reference, again and again: a loop that writes into a batch changes the cache. A kept batch that
+ * views a loader's batch slot (`slots` option) is copied first and its slot given back, since the loader
+ * reuses the slot for later batches.
  * @module
  */
 
 import { InvalidArgumentError } from "../errors.ts";
+import { ownedBatch, slotOf } from "./batch_slots.ts";
+import type { Batch } from "./collate.ts";
 
 /** Options of {@link cacheLoader}. */
 export interface CacheLoaderOptions {
@@ -44,8 +48,9 @@ export async function* cacheLoader<T>(loader: AsyncIterable<T>, opts: CacheLoade
     let yielded = 0;
     for await (const batch of loader) {
       if (kept.length < numCached) {
-        kept.push(batch);
-        views.push(undisposable(batch));
+        const own = slotOf(batch) === undefined ? batch : ownedBatch(batch as Batch) as T;
+        kept.push(own);
+        views.push(undisposable(own));
         yield views[views.length - 1];
       } else yield batch;
       if (++yielded >= stopAfter || yielded >= replayAfter) break; // leaving the loop stops the real loader

@@ -21,6 +21,7 @@ import { clipFailure, type FailedClip, isFailedClip } from "./clip_failure.ts";
 import type { ClipBase, ClipPackets, ClipResult, VideoTask } from "./clip_worker.ts";
 import type { FilledClip } from "./collate.ts";
 import { decodeThreads, type ThreadBudget } from "./decode_threads.ts";
+import type { BatchSlots } from "./batch_slots.ts";
 import { fetchBytes, type FetchOptions, isUrl } from "./fetch.ts";
 import { readMember } from "../shards/reader.ts";
 
@@ -98,19 +99,28 @@ export async function demuxVideo(
   }
 }
 
-/** Decodes one clip in `pool` into the clip its spec promises; on failure, the clip failed. */
+/**
+ * Decodes one clip in `pool` into the clip its spec promises; on failure, the clip failed. With `slots`, the
+ * clip's place in its batch's slot is taken first (waiting for credit) and the Worker writes there.
+ */
 export async function decodeClipItem(
   pool: WorkerPool,
   exportName: DecodeExport,
   item: ClipItem,
   signal: AbortSignal,
   attempt = 0,
+  slots: BatchSlots | null = null,
 ): Promise<FilledClip | FailedClip> {
   if (isFailedClip(item)) return item;
   const { meta } = item;
   try {
+    if (slots !== null) {
+      const dest = await slots.place(meta, signal);
+      if (slots.direct) item.dest = dest;
+    }
     // The Workers return exactly the clip the spec promises (with its outcome) or throw a ClipError.
-    return await pool.run(exportName, item, { signal, stage: "decode" }) as FilledClip;
+    const clip = await pool.run(exportName, item, { signal, stage: "decode" }) as FilledClip;
+    return slots?.direct ? await slots.adopt(clip, signal) : clip;
   } catch (e) {
     if (signal.aborted) throw e;
     return { failed: clipFailure(meta, "decode", e, attempt) };
@@ -128,6 +138,8 @@ export interface ClipDecodeOptions {
   threads?: ThreadBudget | null;
   /** Clips per epoch (what is still to come decides the threads). */
   perEpoch?: number;
+  /** The loader's batch slots: each clip is decoded into its place in its batch (see `batch_slots.ts`). */
+  slots?: BatchSlots | null;
 }
 
 /** A pass's result for a clip that comes later: settled when the pass ends. */
@@ -146,6 +158,7 @@ export class ClipDecodeStep {
   readonly #skip: boolean;
   readonly #budget: ThreadBudget | null;
   readonly #perEpoch: number;
+  readonly #slots: BatchSlots | null;
   /** Results of passes for clips still to come, by `epoch/position`. */
   readonly #waiting = new Map<string, Waiting>();
   /** Per epoch: clips come to this step so far. */
@@ -162,6 +175,7 @@ export class ClipDecodeStep {
     this.#skip = opts.skipUnshown ?? true;
     this.#budget = opts.threads ?? null;
     this.#perEpoch = opts.perEpoch ?? 0;
+    this.#slots = opts.slots ?? null;
   }
 
   /** Results waiting for their clip's item (bounded by the front's horizon). */
@@ -173,10 +187,17 @@ export class ClipDecodeStep {
 
   /** Decodes one clip item (or takes its result from the pass that served it); on failure, the clip failed. */
   async decode(item: ClipItem, signal: AbortSignal): Promise<FilledClip | FailedClip> {
-    if (isFailedClip(item)) return item;
+    const slots = this.#slots;
+    if (isFailedClip(item)) {
+      // Every position takes its place in turn, failed or not: batches get their slots in order, and a
+      // substitute fills this place.
+      if (slots !== null) await slots.place(item.failed, signal);
+      return item;
+    }
     const { meta } = item;
     this.#arrive(meta.epoch);
     if (item.servedBy !== undefined) {
+      if (slots !== null) await slots.place(meta, signal);
       const w = this.#waiting.get(key(meta));
       if (w === undefined) {
         const why = `its decode pass (the clip at position ${item.servedBy}) did not run`;
@@ -190,7 +211,7 @@ export class ClipDecodeStep {
       }
       w.taken = true;
       try {
-        return await w.result;
+        return await this.#adopt(await w.result, signal);
       } finally {
         this.#waiting.delete(key(meta));
       }
@@ -199,18 +220,30 @@ export class ClipDecodeStep {
     // Registered before the first await: the clips this pass serves may come while it runs.
     const waits = shared.map((s) => this.#expect(s.meta));
     item.skipUnshown = this.#skip;
+    if (slots !== null) {
+      try {
+        const dest = await slots.place(meta, signal);
+        if (slots.direct) item.dest = dest;
+      } catch (e) {
+        for (const [k, w] of waits.entries()) w.settle({ failed: clipFailure(shared[k].meta, "decode", e) });
+        throw e;
+      }
+      // the others go into their places when their batches have slots now (never waiting: their batches come
+      // after this one's), else into their own buffers, copied into place when they come
+      if (slots.direct) { for (const s of shared) s.dest = slots.tryPlace(s.meta); }
+    }
     const threads = await this.#threads(meta.epoch);
     try {
       if (threads > 1) item.threads = threads;
       if (shared.length === 0) {
-        return await decodeClipItem(this.#pool, this.#export, item, signal);
+        return await decodeClipItem(this.#pool, this.#export, item, signal, 0, slots);
       }
       const results = await this.#pool.run(GROUP_EXPORT[this.#export], item, { signal, stage: "decode" });
       const [own, ...others] = (results as ClipResult[]).map((r, k) =>
         fromResult(r, k === 0 ? meta : shared[k - 1].meta)
       );
       others.forEach((r, k) => waits[k].settle(r));
-      return own;
+      return await this.#adopt(own, signal);
     } catch (e) {
       for (const [k, w] of waits.entries()) w.settle({ failed: clipFailure(shared[k].meta, "decode", e) });
       if (signal.aborted) throw e;
@@ -231,6 +264,12 @@ export class ClipDecodeStep {
       });
     }
     for (const e of this.#come.keys()) if (e < epoch) this.#come.delete(e);
+  }
+
+  /** A decoded clip in its batch slot's place (with slots writing directly), as is otherwise. */
+  async #adopt(r: FilledClip | FailedClip, signal: AbortSignal): Promise<FilledClip | FailedClip> {
+    if (isFailedClip(r) || !this.#slots?.direct) return r;
+    return await this.#slots.adopt(r, signal);
   }
 
   #expect(meta: ClipBase): Waiting {

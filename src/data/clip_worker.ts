@@ -9,7 +9,9 @@
  * in `padded`) or fails alone with a {@link ClipError} naming the file, the window, the stage and the cause: a
  * window the demuxer cannot serve travels on as a failed item and fails at decode, so one bad window never takes
  * the other clips of its video with it. Buffers go back as transferables (nothing copied), or straight into a
- * caller's destination (`ClipPackets.dest`).
+ * caller's destination (`ClipPackets.dest`): a buffer, or a native address (a batch slot in shared memory,
+ * `batch_slots.ts`; Workers share the process's address space), in which case the clip comes back with empty
+ * `data` (its pixels are already where the caller said).
  * @module
  */
 
@@ -30,10 +32,12 @@ import { FrameSelector } from "../media/frame_select.ts";
 import { resizeRegion } from "../media/crop.ts";
 import { normalisation } from "../media/orient.ts";
 import { type FrameDestination, FrameWriter, type WriterSpec } from "../media/frame_writer.ts";
+import { viewAt } from "../serve/shm.ts";
 import { frameLayout } from "../media/frames.ts";
 import { SWS_FLAGS } from "../media/scale.ts";
 import {
   ClipError,
+  InvalidArgumentError,
   MediaError,
   NvdecUnsupportedError,
   type SerializedError,
@@ -74,8 +78,21 @@ export interface SharedClip {
   /** Its own packets `[from, to)` within the pass's packets (exactly what demux cuts for its window alone). */
   range: [number, number];
   /** Where its frames go (see {@link ClipPackets.dest}); default: a new buffer. */
-  dest?: FrameDestination;
+  dest?: ClipDestination;
 }
+
+/**
+ * A clip's place given by address: `length` bytes at `address` of this process (a batch slot's clip place,
+ * `BatchSlots.place`). The caller keeps the memory mapped while the clip decodes.
+ */
+export interface AddressedDestination {
+  address: bigint;
+  /** Bytes; must be exactly the clip's size (`numFrames × 3 × width × height × bytes per sample`). */
+  length: number;
+}
+
+/** Where a clip's frames go: a buffer (with an element offset) or an address. */
+export type ClipDestination = FrameDestination | AddressedDestination;
 
 /**
  * One clip after demux: its packets, or why its window could not be served, or (decoded once with other clips)
@@ -91,10 +108,11 @@ export interface ClipPackets {
   packets?: VideoPackets | VideoPacketsInit;
   failure?: string;
   /**
-   * Write the frames here (e.g. a batch slot in shared memory): `numFrames` frames of `3·width·height` elements
-   * from `offset` on, a `Float32Array` for `dtype: "float32"`. Default: a new buffer per clip.
+   * Write the frames here: `numFrames` frames of `3·width·height` elements from `offset` on, a `Float32Array`
+   * for `dtype: "float32"`; or by address (a batch slot in shared memory, {@link AddressedDestination}), when
+   * the clip comes back with empty `data`. Default: a new buffer per clip.
    */
-  dest?: FrameDestination;
+  dest?: ClipDestination;
   /** Its own packets `[from, to)` within `packets` (default: all of them). */
   range?: [number, number];
   /**
@@ -243,6 +261,8 @@ interface Prepared {
   choice: ClipChoice;
   writer: FrameWriter;
   dest: FrameDestination;
+  /** The destination was given by address: the clip goes back with empty `data`. */
+  addressed: boolean;
 }
 
 /** A pass about to run: its packets and options, every member, and those that passed the checks. */
@@ -292,11 +312,18 @@ function prepare(spec: ClipSpec, p: VideoPackets, o: ResolvedOptions, member: Me
   const choice = clipChoice(spec, member.meta.seed);
   const writer = new FrameWriter(writerSpec(spec, own, choice), threadScaler(o.flags));
   checkFillable(spec, member.meta, own, o);
-  const dest = member.dest ?? newDestination(spec);
+  const dest = member.dest === undefined ? newDestination(spec) : destination(spec, member.dest);
   if (member.dest === undefined && dest.data.buffer instanceof ArrayBuffer) {
     member.transfer = [dest.data.buffer];
   }
-  return { member, own, choice, writer, dest };
+  return {
+    member,
+    own,
+    choice,
+    writer,
+    dest,
+    addressed: member.dest !== undefined && "address" in member.dest,
+  };
 }
 
 /**
@@ -473,10 +500,29 @@ function newDestination(spec: ClipSpec): FrameDestination {
   return { data: spec.dtype === "float32" ? new Float32Array(n) : new Uint8Array(n), offset: 0 };
 }
 
+/**
+ * A caller's destination as a buffer: an addressed one becomes a view of exactly the clip's bytes, after
+ * checking that its length is the clip's size and a float clip's address is aligned (a wrong place would make
+ * FFmpeg write outside it).
+ */
+function destination(spec: ClipSpec, dest: ClipDestination): FrameDestination {
+  if (!("address" in dest)) return dest;
+  const float = spec.dtype === "float32";
+  const bytes = spec.numFrames * 3 * spec.width * spec.height * (float ? 4 : 1);
+  if (typeof dest.address !== "bigint" || dest.length !== bytes || (float && dest.address % 4n !== 0n)) {
+    throw new InvalidArgumentError(
+      `clip destination of ${dest.length} bytes at ${dest.address}: the clip takes ${bytes} bytes` +
+        (float ? " at a 4-byte aligned address" : ""),
+    );
+  }
+  const view = viewAt(dest.address, bytes);
+  return { data: float ? new Float32Array(view.buffer) : view, offset: 0 };
+}
+
 /** Checks the frames decoded, pads to `numFrames`, and builds the clip with its outcome. */
 function finishClip(
   spec: ClipSpec,
-  { member: { meta }, own: p, writer, choice, dest }: Prepared,
+  { member: { meta }, own: p, writer, choice, dest, addressed }: Prepared,
   pts: number[],
   counts: { decoded: number; skipped: number; passClips: number },
   failures: string,
@@ -509,7 +555,10 @@ function finishClip(
     skippedFrames: counts.skipped,
     passClips: counts.passClips,
   };
-  const data = dest.data.subarray(dest.offset, dest.offset + spec.numFrames * size);
+  // An addressed clip's pixels are where the caller said: any view of them would be cloned back (whole buffer).
+  const data = addressed
+    ? (dest.data instanceof Float32Array ? new Float32Array(0) : new Uint8Array(0))
+    : dest.data.subarray(dest.offset, dest.offset + spec.numFrames * size);
   return { meta, data, width: spec.width, height: spec.height, outcome };
 }
 

@@ -88,13 +88,31 @@ export interface Batch extends Disposable {
   clips: ClipMeta[];
 }
 
-/** Collates clips of `numFrames` frames each into a batch; see the module docs. */
-export function collate(clips: readonly FilledClip[], numFrames: number, layout: BatchLayout): Batch {
+/**
+ * Where {@link collate} puts the pixels: `data` (exactly the batch's samples, e.g. a batch slot); with `placed`,
+ * the clips' pixels are already there, in order (decoded into their places), and are not copied.
+ */
+export interface CollateInto {
+  data: Uint8Array | Float32Array;
+  placed: boolean;
+}
+
+/** Collates clips of `numFrames` frames each into a batch (a new buffer, or `into`); see the module docs. */
+export function collate(
+  clips: readonly FilledClip[],
+  numFrames: number,
+  layout: BatchLayout,
+  into?: CollateInto,
+): Batch {
   if (clips.length === 0) throw new InvalidArgumentError("collate: no clips");
   const { width: W, height: H } = clips[0];
   const float = clips[0].data instanceof Float32Array;
   const T = numFrames, B = clips.length, frameSize = W * H * 3, plane = W * H;
-  const data = float ? new Float32Array(B * T * frameSize) : new Uint8Array(B * T * frameSize);
+  const data = into?.data ??
+    (float ? new Float32Array(B * T * frameSize) : new Uint8Array(B * T * frameSize));
+  if (data.length !== B * T * frameSize || (data instanceof Float32Array) !== float) {
+    throw new InvalidArgumentError(`collate: the destination does not hold ${B} clips of ${T} frames`);
+  }
   const labels = new Int32Array(B);
   const metas: ClipMeta[] = [];
   for (const [b, c] of clips.entries()) {
@@ -108,7 +126,9 @@ export function collate(clips: readonly FilledClip[], numFrames: number, layout:
     if (c.data.length !== T * frameSize) {
       throw new InvalidArgumentError(`${what} has ${c.data.length / frameSize} frames, the batch ${T}`);
     }
-    if (layout === "BTHWC") {
+    if (into?.placed) {
+      // already in place
+    } else if (layout === "BTHWC") {
       (data as Uint8Array).set(c.data as Uint8Array, b * T * frameSize);
     } else {
       for (let t = 0; t < T; t++) {

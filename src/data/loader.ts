@@ -35,6 +35,8 @@
  *   big buffers go back to the system instead of fragmenting the malloc heaps. Batches are `Disposable`:
  *   `for await (using batch of loader)` frees each batch's pixels when its step ends, which keeps RSS flat at the
  *   working set; batches that are merely dropped wait for V8's next collection (a few tens of MiB at most).
+ *   With `slots`, batches live in that many reused buffers of one shared mapping instead, each clip decoded
+ *   straight into its place (`batch_slots.ts`): no copy after decode, and batch memory fixed at `slots`.
  *   `memoryReport()` shows where the memory is (V8 heaps of the main thread and each Worker, external memory,
  *   live FFmpeg objects).
  *
@@ -59,6 +61,7 @@ import { ClipAccounting, type ClipStats, type PlacedClip } from "./clip_stats.ts
 import { callingPool, ClipDecodeStep, type ClipItem, type DecodeExport } from "./clip_steps.ts";
 import { ThreadBudget } from "./decode_threads.ts";
 import { type Batch, collate, type FilledClip } from "./collate.ts";
+import { BatchSlots } from "./batch_slots.ts";
 import { openDataset, type VideoDataset } from "./dataset.ts";
 import { buildFront, CLIP_WORKER, type FrontArgs } from "./front.ts";
 import {
@@ -209,6 +212,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   readonly #backendSource: BackendSource | null;
   readonly #decodePool: WorkerPool;
   readonly #accounting: ClipAccounting;
+  readonly #slots: BatchSlots | null;
   #epoch = 0;
 
   /** Use {@link videoClassificationLoader}. */
@@ -224,6 +228,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
       backendSource: BackendSource | null;
       decodePool: WorkerPool;
       accounting: ClipAccounting;
+      slots: BatchSlots | null;
     },
   ) {
     this.dataset = init.plan.dataset;
@@ -243,6 +248,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     this.#backendSource = init.backendSource;
     this.#decodePool = init.decodePool;
     this.#accounting = init.accounting;
+    this.#slots = init.slots;
   }
 
   /** The next epoch to run (0 before the first). */
@@ -255,20 +261,34 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     const epoch = this.#epoch++;
     this.#accounting.begin(epoch);
     const it = this.#pipeline[Symbol.asyncIterator]();
+    const slots = this.#slots;
     return {
       next: async () => {
+        slots?.checkCredit();
         try {
           const r = await it.next();
-          if (r.done) this.#accounting.complete(epoch);
-          else this.#accounting.delivered(r.value.clips);
+          if (r.done) {
+            this.#accounting.complete(epoch);
+            slots?.endEpoch();
+          } else {
+            this.#accounting.delivered(r.value.clips);
+            slots?.delivered(r.value);
+          }
           return r;
         } catch (e) {
+          slots?.endEpoch();
           // A clip's own error ("fail") or the clip budget's: more useful than the stage that relayed it.
           if (e instanceof PipelineFailure && CLIP_ERRORS.has(e.cause as object)) throw e.cause;
           throw e;
         }
       },
-      return: (value?: unknown) => it.return!(value),
+      return: async (value?: unknown) => {
+        try {
+          return await it.return!(value);
+        } finally {
+          slots?.endEpoch(); // after the Workers of the epoch stopped: nothing writes into those slots now
+        }
+      },
     };
   }
 
@@ -321,6 +341,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     await this.#pipeline.stop();
     await this.#decodePool.close();
     await this.#backendSource?.close();
+    this.#slots?.[Symbol.dispose](); // after the Workers: none writes into the mapping any more
   }
 
   /** Same as {@link close}. */
@@ -354,10 +375,15 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
   // NVDEC decodes each clip of a shared pass on its own (its crop and size are per session): nothing to share.
   if (decoder === "nvdec") args.shareHorizon = 0;
   const budget = decoder === "cpu" && (dl.threads ?? true) ? new ThreadBudget(() => decodePool.size) : null;
+  const layout = opts.layout ?? "BTHWC";
+  const slots = opts.slots === undefined
+    ? null
+    : new BatchSlots(opts.slots, spec, batchSize, layout, plan.sampler);
   const decodeStep = new ClipDecodeStep(decodePool, decodeExport, {
     skipUnshown: dl.skip ?? true,
     threads: budget,
     perEpoch: plan.sampler.length,
+    slots,
   });
   const accounting = new ClipAccounting(plan.sampler.length, opts.maxFailures ?? DEFAULT_MAX_FAILURES, log);
   let front: PipelineBuilder<ClipItem>;
@@ -381,7 +407,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
   } else {
     front = buildFront(args, decodePool, budget);
   }
-  const replacer = new Replacer(args, decodePool, decodeExport);
+  const replacer = new Replacer(args, decodePool, decodeExport, slots);
   const place = async (x: FilledClip | FailedClip, signal: AbortSignal): Promise<PlacedClip> => {
     if (!isFailedClip(x)) return { clip: x, failures: [] };
     if (onClipError === "replace") return await replacer.replace(x.failed, signal);
@@ -393,23 +419,28 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     }
     throw clipError(clipFailureError(x.failed));
   };
-  const collateBatch = (slots: PlacedClip[]): Batch | undefined => {
-    const first = slots[0];
+  const collateBatch = (placed: PlacedClip[]): Batch | undefined => {
+    const first = placed[0];
     const epoch = first.clip?.meta.epoch ?? first.failures[0].epoch;
-    const clips = slots.flatMap((s) => s.clip === null ? [] : [s.clip]);
-    const drop = dropLast && slots.length < batchSize;
+    const clips = placed.flatMap((s) => s.clip === null ? [] : [s.clip]);
+    const drop = dropLast && placed.length < batchSize;
+    // A clip's data is its own buffer, or a view of its place in a batch slot with its own ArrayBuffer object:
+    // releasing it frees the buffer or detaches that view only.
+    let batch: Batch | undefined;
     try {
-      accounting.collated(epoch, slots, drop);
+      accounting.collated(epoch, placed, drop);
+      if (slots !== null) batch = slots.collate(placed, clips, drop);
+      else if (!drop && clips.length > 0) batch = collate(clips, spec.numFrames, layout);
     } catch (e) {
-      releaseBuffers(clips.map((c) => c.data));
+      if (slots !== null && batch === undefined) {
+        try {
+          slots.collate(placed, [], true); // gives its slot back
+        } catch { /* the slot went back already */ }
+      }
       throw clipError(e);
+    } finally {
+      releaseBuffers(clips.map((c) => c.data)); // in the batch now: free them now, not at the next GC
     }
-    if (drop || clips.length === 0) {
-      releaseBuffers(clips.map((c) => c.data));
-      return undefined;
-    }
-    const batch = collate(clips, spec.numFrames, opts.layout ?? "BTHWC");
-    releaseBuffers(clips.map((c) => c.data)); // copied into the batch: free them now, not at the next GC
     return batch;
   };
   const pipeline = front
@@ -447,6 +478,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     backendSource,
     decodePool,
     accounting,
+    slots,
   });
 }
 

@@ -129,6 +129,18 @@ export interface LoaderOptions {
   ordered?: boolean;
   /** Drop a last short batch of an epoch (default false). */
   dropLast?: boolean;
+  /**
+   * Batch slots, `[1, 1024]`: assemble batches in this many fixed batch buffers (one shared-memory mapping,
+   * Linux), reused batch after batch. Each decode Worker writes its clip's pixels straight into its place in the
+   * batch, so they are never copied after decode (`sluice serve` hands the same memory to the trainer), and
+   * the loader's batch memory stays at `slots` batches. A batch gives its slot back when disposed
+   * (`for await (using batch of loader)`): the consumer may hold at most `slots - 1` batches while it asks for
+   * the next one; holding all of them and asking for another throws (the batch could never be made). Copy
+   * what you keep longer (`batch.data.slice()`; `cacheLoader` does). Needs `ordered`. Undefined: every batch
+   * is a new buffer that the clips are copied into, and batches live as long as you keep them.
+   * @default undefined
+   */
+  slots?: number;
   /** The epoch the first iteration runs (default 0), e.g. to resume a job where it stopped. */
   firstEpoch?: number;
   /**
@@ -175,6 +187,12 @@ export function checkLoaderOptions(opts: LoaderOptions): void {
   }
   if (opts.bufferSize !== undefined) int("bufferSize", opts.bufferSize, 1, 1024);
   if (opts.firstEpoch !== undefined) int("firstEpoch", opts.firstEpoch, 0, Number.MAX_SAFE_INTEGER);
+  if (opts.slots !== undefined) {
+    int("slots", opts.slots, 1, 1024);
+    if (opts.ordered === false) {
+      throw new InvalidArgumentError("loader: slots needs ordered output (each clip's place is planned)");
+    }
+  }
   const dl = opts.decodeLess ?? {};
   for (const k of ["skip", "once", "threads"] as const) {
     if (dl[k] !== undefined && typeof dl[k] !== "boolean") {

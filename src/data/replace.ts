@@ -4,7 +4,8 @@
  * deterministically from `(seed, epoch, position, attempt)` ({@link substitutePositions}), never from timing, so
  * the same seed gives the same batches in-process and with a backend child; it is loaded through the same
  * fetch → demux → decode steps as any clip (in the loader's process, on its decode Workers), keeps the failed
- * clip's position (so ordered output and batch composition stay the same run to run), and gets the seed
+ * clip's position (so ordered output and batch composition stay the same run to run, and with batch slots it is
+ * decoded into the failed clip's place), and gets the seed
  * `clipSeed(seed, epoch, position, attempt)` for its random transforms. Clips of the failed clip's video are
  * tried last (a broken file usually fails every window); after {@link SUBSTITUTE_ATTEMPTS} failed substitutes
  * the position stays empty and its batch is one clip short.
@@ -17,6 +18,7 @@ import type { PlacedClip } from "./clip_stats.ts";
 import { decodeClipItem, type DecodeExport, demuxVideo, fetchVideo } from "./clip_steps.ts";
 import type { VideoTask } from "./clip_worker.ts";
 import { clipBase, type FrontArgs } from "./front.ts";
+import type { BatchSlots } from "./batch_slots.ts";
 import { type ClipRequest, ClipSampler, clipSeed, hashSeed } from "./sampler.ts";
 
 /** Substitutes tried for one failed clip before its position is left empty. */
@@ -53,18 +55,21 @@ export class Replacer {
   readonly #sampler: ClipSampler;
   readonly #pool: WorkerPool;
   readonly #decode: DecodeExport;
+  readonly #slots: BatchSlots | null;
   #plan: { epoch: number; clips: ClipRequest[] } | undefined;
 
   /**
    * @param args the front's arguments (the same plan as the clips came from)
    * @param pool Workers running `clip_worker.ts` (demux and decode)
    * @param decode the decode export in use
+   * @param slots the loader's batch slots: a substitute is decoded into the failed clip's place
    */
-  constructor(args: FrontArgs, pool: WorkerPool, decode: DecodeExport) {
+  constructor(args: FrontArgs, pool: WorkerPool, decode: DecodeExport, slots: BatchSlots | null = null) {
     this.#args = args;
     this.#sampler = new ClipSampler(args.ranges, args.sampler);
     this.#pool = pool;
     this.#decode = decode;
+    this.#slots = slots;
   }
 
   #planOf(epoch: number): ClipRequest[] {
@@ -98,7 +103,7 @@ export class Replacer {
       };
       const fetched = await fetchVideo(task, this.#args.fetch, signal, attempt);
       const [packets] = await demuxVideo(this.#pool, fetched, signal, attempt);
-      const clip = await decodeClipItem(this.#pool, this.#decode, packets, signal, attempt);
+      const clip = await decodeClipItem(this.#pool, this.#decode, packets, signal, attempt, this.#slots);
       if (!("failed" in clip)) return { clip, failures };
       failures.push(clip.failed);
     }

@@ -28,10 +28,20 @@ export interface ServerConfig {
   logConnections?: boolean;
 }
 
-/** A factory building a loader per session from `options`, with the client's shard and first epoch. */
-export function loaderFactory(options: ServerConfig["loader"], log?: (line: string) => void): LoaderFactory {
+/**
+ * A factory building a loader per session from `options`, with the client's shard and first epoch, and `slots`
+ * batch slots (the loader's own unless `options` sets them): its decode Workers write into the memory the
+ * client maps, so no pixel is copied after decode (not with `ordered: false`: places are planned, so such a
+ * loader's batches are copied into the session's slots).
+ */
+export function loaderFactory(
+  options: ServerConfig["loader"],
+  log?: (line: string) => void,
+  slots = 4,
+): LoaderFactory {
   return (req) =>
     videoClassificationLoader({
+      ...(options.ordered === false ? {} : { slots }),
       ...options,
       sampler: {
         ...options.sampler,
@@ -53,7 +63,7 @@ export async function runServer(
   if (typeof config !== "object" || config === null || typeof config.loader !== "object") {
     throw new InvalidArgumentError("serve: the config needs a socket and loader options");
   }
-  const server = await serveLoader(loaderFactory(config.loader), {
+  const server = await serveLoader(loaderFactory(config.loader, undefined, config.slots), {
     socket: config.socket,
     slots: config.slots,
     logConnections: config.logConnections,

@@ -15,8 +15,12 @@
  *   message or another protocol version ends the session with an `error` message that says why.
  * - GPU (`decode: "nvdec"`): slots are one device allocation exported by CUDA IPC (`cuda_slots.ts`).
  *
- * Today each batch is copied once, from the loader's batch into its slot; see docs/serve_protocol.md for the
- * zero-copy plan (decode Workers writing into the slot).
+ * - Zero copy: a loader made with `slots` (`sluice serve` makes its loaders so) assembles its batches in its own
+ *   ring of memfd slots, each decode Worker writing its clip straight into its place (`batch_slots.ts`); the
+ *   session announces that ring's memory and sends each batch's slot as it is, keeping the batch until the
+ *   client releases it (then disposing it gives the slot back to the loader). Pixels are written once, by
+ *   decode, and never copied (`copiedBytes` stays 0). A loader without slots, or one decoding on the GPU (its
+ *   slots are device memory here), has each batch copied into the session's own ring, counted in `copiedBytes`.
  * @module
  */
 
@@ -39,6 +43,7 @@ import {
   type ServerMessage,
 } from "./protocol.ts";
 import { HostSlots, SlotRing, type SlotRingStats } from "./slot_ring.ts";
+import { type BatchSlots, slotOf } from "../data/batch_slots.ts";
 
 /** What a session asks a {@link LoaderFactory} for. */
 export interface LoaderRequest {
@@ -86,8 +91,9 @@ export interface SessionStats {
   /** Clips sent so far. */
   clips: number;
   /**
-   * Pixel bytes the server copied into slots: every batch's today (one copy, from the loader's batch); 0 once
-   * the decode Workers write into the slots themselves.
+   * Pixel bytes copied after decode on their way to the client: 0 when the loader has `slots` and decodes on
+   * the CPU (decode Workers write into the slots the client maps); otherwise each batch's bytes, copied into
+   * the session's slot. Includes the loader's own slot copies (`BatchSlots.copiedBytes`).
    */
   copiedBytes: number;
   /** Clips per second since the session's first epoch started. */
@@ -326,8 +332,14 @@ class Session {
   #loader: VideoClassificationLoader | null = null;
   #ownsLoader = false;
   #ring: SlotRing | null = null;
-  /** slot → seq of the batch in it, for slots this session has out. */
-  readonly #out = new Map<number, number>();
+  /** slot → seq of the batch in it, for slots this session has out (and the batch, when it is the loader's slot). */
+  readonly #out = new Map<number, { seq: number; batch: Batch | null }>();
+  /** The ring is the loader's (zero copy): releasing a slot disposes its batch. */
+  #loaderRing = false;
+  /** The loader's batch slots, once a batch came in one (their copies count in `copiedBytes`). */
+  #batchSlots: BatchSlots | null = null;
+  /** Settles when the client releases a slot (the zero-copy stream waits for credit on it). */
+  #released = Promise.withResolvers<void>();
   #run: EpochRun | null = null;
   #seq = 0;
   #batches = 0;
@@ -364,7 +376,7 @@ class Session {
       epoch: this.#run?.epoch ?? null,
       batches: this.#batches,
       clips: this.#clips,
-      copiedBytes: this.#copiedBytes,
+      copiedBytes: this.#copiedBytes + (this.#batchSlots?.copiedBytes ?? 0),
       clipsPerSec: secs > 0 ? this.#clips / secs : 0,
       ring: this.#ring?.stats() ?? null,
     };
@@ -389,7 +401,8 @@ class Session {
       try {
         this.#conn.close();
       } catch { /* closed */ }
-      if (this.#ring !== null) {
+      if (this.#loaderRing) this.#disposeOut();
+      else if (this.#ring !== null) {
         if (this.#host.factory) this.#ring.close();
         else this.#ring.releaseAll();
       }
@@ -548,15 +561,32 @@ class Session {
 
   #onRelease(slot: number, seq: number): void {
     const have = this.#out.get(slot);
-    if (have === undefined || have !== seq) {
+    if (have === undefined || have.seq !== seq) {
       throw new ServeError(
         "bad-release",
         `release of slot ${slot} (batch ${seq}): ` +
-          (have === undefined ? "that slot is not out" : `that slot holds batch ${have}`),
+          (have === undefined ? "that slot is not out" : `that slot holds batch ${have.seq}`),
       );
     }
     this.#out.delete(slot);
-    this.#ring!.release(slot);
+    if (have.batch !== null) have.batch[Symbol.dispose]();
+    else this.#ring!.release(slot);
+    this.#released.resolve();
+    this.#released = Promise.withResolvers<void>();
+  }
+
+  /** Gives the loader back the slots of the batches this session has out (the client is gone). */
+  #disposeOut(): void {
+    for (const { batch } of this.#out.values()) batch?.[Symbol.dispose]();
+    this.#out.clear();
+  }
+
+  /** With the loader's ring: waits while the client holds every slot (the loader could make no batch). */
+  async #credit(signal: AbortSignal): Promise<void> {
+    const aborted = new Promise<void>((r) => signal.addEventListener("abort", () => r(), { once: true }));
+    while (this.#loaderRing && this.#ring !== null && this.#out.size >= this.#ring.slots && !signal.aborted) {
+      await Promise.race([this.#released.promise, aborted]);
+    }
   }
 
   // ---- streaming ----------------------------------------------------------------------------------------
@@ -566,17 +596,20 @@ class Session {
     let index = 0, clips = 0, finished = false;
     try {
       while (!abort.signal.aborted) {
+        await this.#credit(abort.signal);
+        if (abort.signal.aborted) break;
         const r = await iterator.next();
         if (r.done) {
           finished = true;
           break;
         }
         const batch = r.value;
+        let kept = false;
         try {
           if (abort.signal.aborted) break;
-          await this.#publish(batch, epoch, index, abort.signal);
+          kept = await this.#publish(batch, epoch, index, abort.signal);
         } finally {
-          batch[Symbol.dispose]();
+          if (!kept) batch[Symbol.dispose]();
         }
         index++;
         clips += batch.shape[0];
@@ -591,23 +624,31 @@ class Session {
     await this.#send({ type: "epoch-end", epoch, batches: index, clips, cancelled: !finished });
   }
 
-  async #publish(batch: Batch, epoch: number, index: number, signal: AbortSignal): Promise<void> {
+  /** Sends `batch` to the client; true when the session keeps it until the client releases its slot (zero copy). */
+  async #publish(batch: Batch, epoch: number, index: number, signal: AbortSignal): Promise<boolean> {
     const B = batch.shape[0];
     const dtype = dtypeOf(batch);
     const nbytes = batch.data.byteLength;
-    if (this.#ring === null) {
+    const own = this.#loader!.decoder === "cpu" ? slotOf(batch) : undefined;
+    if (own !== undefined) {
+      if (this.#ring !== own.slots.ring) {
+        this.#copiedBytes += this.#batchSlots?.copiedBytes ?? 0; // a rebuilt loader's new slots count from 0
+        this.#batchSlots = own.slots;
+        this.#ring = own.slots.ring;
+        this.#loaderRing = true;
+        await this.#sendMemory();
+      }
+      return this.#sendBatch(batch, own.slot, epoch, index, dtype, batch);
+    }
+    if (this.#ring === null || this.#loaderRing) {
+      this.#loaderRing = false;
       const batchBytes = (nbytes / B) * this.#loader!.batchSize;
       this.#ring = this.#host.ringFor(
         this.#loader!,
         batchBytes,
         this.#hello?.device ?? this.#host.defaultDevice,
       );
-      await this.#send({
-        type: "memory",
-        memory: this.#ring.memory.describe(),
-        slots: this.#ring.slots,
-        slotBytes: this.#ring.slotBytes,
-      });
+      await this.#sendMemory();
     }
     if (nbytes > this.#ring.slotBytes) {
       throw new ServeError(
@@ -619,13 +660,38 @@ class Session {
     try {
       slot = await this.#ring.acquire(signal);
     } catch (e) {
-      if (signal.aborted) return;
+      if (signal.aborted) return false;
       throw e;
     }
     const d = batch.data as ArrayBufferView;
     this.#ring.memory.write(this.#ring.offset(slot), new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
+    this.#copiedBytes += nbytes;
+    await this.#sendBatch(batch, slot, epoch, index, dtype, null);
+    return false;
+  }
+
+  async #sendMemory(): Promise<void> {
+    const ring = this.#ring!;
+    await this.#send({
+      type: "memory",
+      memory: ring.memory.describe(),
+      slots: ring.slots,
+      slotBytes: ring.slotBytes,
+    });
+  }
+
+  /** Sends the descriptor of `batch`, in `slot`; `keep`: the batch to dispose when the client releases it. */
+  async #sendBatch(
+    batch: Batch,
+    slot: number,
+    epoch: number,
+    index: number,
+    dtype: ServeDtype,
+    keep: Batch | null,
+  ): Promise<boolean> {
+    const B = batch.shape[0], nbytes = batch.data.byteLength;
     const seq = this.#seq++;
-    this.#out.set(slot, seq);
+    this.#out.set(slot, { seq, batch: keep });
     const msg: BatchMessage = {
       type: "batch",
       seq,
@@ -642,8 +708,8 @@ class Session {
     };
     this.#batches++;
     this.#clips += B;
-    this.#copiedBytes += nbytes;
     await this.#send(msg);
+    return keep !== null;
   }
 
   async #cancelRun(): Promise<void> {

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { type LoaderOptions, videoClassificationLoader } from "../../src/data/loader.ts";
+import { slotOf } from "../../src/data/batch_slots.ts";
 import type { Batch } from "../../src/data/collate.ts";
 import { makeSyntheticDataset } from "../../src/data/synthetic.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
@@ -96,5 +97,40 @@ Deno.test({
     Deno.env.delete("NVDOUBLE_LOG");
     await Deno.remove(dir, { recursive: true });
     await Deno.remove(log);
+  }
+});
+
+Deno.test({
+  name: "nvdec: with batch slots the Workers place NVDEC clips by address: the same batches as without",
+  ignore: !hasFfmpegCliSync(),
+}, async () => {
+  const dbl = await useDouble();
+  dbl.configure();
+  const dir = await Deno.makeTempDir({ prefix: "sluice-nvdec-slots-" });
+  try {
+    makeSyntheticDataset(dir, { videos: 3, classes: 2, durationSec: 2, fps: 25, width: 96, height: 64 });
+    const digests = async (slots?: number) => {
+      await using loader = await videoClassificationLoader({
+        dataset: dir,
+        batchSize: 4,
+        sampler: { seed: 5, clipsPerVideo: 3 },
+        clip: { numFrames: 4, width: 48, height: 32 },
+        decode: "nvdec",
+        concurrency: { decode: 1 },
+        log: () => {},
+        ...(slots ? { slots } : {}),
+      });
+      const out: string[] = [];
+      for await (using b of loader) {
+        assert.equal(slotOf(b) !== undefined, slots !== undefined);
+        out.push(JSON.stringify([b.shape, [...b.labels], Array.from(b.data as Uint8Array)]));
+      }
+      return out;
+    };
+    const want = await digests();
+    assert.equal(want.length, 3, "two full batches and a partial one");
+    assert.deepEqual(await digests(2), want);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });

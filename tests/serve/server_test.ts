@@ -65,7 +65,7 @@ class Client {
 }
 
 /** Reads `length` bytes at `offset` of a memfd through /proc, as another process would. */
-function readMemfd(fd: number, offset: number, length: number): Uint8Array {
+function readMemfd(fd: number, offset: number, length: number): Uint8Array<ArrayBuffer> {
   using f = Deno.openSync(`/proc/${Deno.pid}/fd/${fd}`, { read: true });
   f.seekSync(offset, Deno.SeekMode.Start);
   const out = new Uint8Array(length);
@@ -252,5 +252,54 @@ Deno.test("an error building a client's loader names its class: the sluice class
     assert.deepEqual(m, { type: "error", code, name, message, fatal: true });
     assert.equal(await c.next(), null, "the server hangs up after a fatal error");
     c.close();
+  }
+});
+
+Deno.test("zero copy: a loader with slots publishes its own memfd slots; bytes equal the copying loader's, nothing copied, a stalled client holds the slots", async () => {
+  const want = await referenceEpochs(2);
+  await using loader = await videoClassificationLoader({ ...await loaderOptions(), slots: 2 });
+  const path = socketPath();
+  await using server = await serveLoader(loader, { socket: path, slots: 2, log: () => {} });
+  const a = await Client.connect(path);
+  try {
+    assert.equal((await a.hello()).type, "welcome");
+    let mem: Msg = null; // sent once: the same ring serves every epoch
+    for (let epoch = 0; epoch < 2; epoch++) {
+      await a.send({ type: "epoch", epoch });
+      const got: string[] = [];
+      let held: Msg[] = [];
+      for (let m = await a.next(); m.type !== "epoch-end"; m = await a.next()) {
+        if (m.type === "memory") {
+          mem = m;
+          continue;
+        }
+        assert.equal(m.type, "batch");
+        // the loader's batch memory, not a session ring the server copies into
+        assert.equal(
+          Deno.readLinkSync(`/proc/self/fd/${mem.memory.fd}`),
+          `/memfd:sluice-batches-${Deno.pid} (deleted)`,
+        );
+        held.push(m);
+        if (epoch === 0 && m.seq === 1) {
+          // the client holds both slots: the server waits for credit, the loader makes no third batch
+          await new Promise((r) => setTimeout(r, 300));
+          const s = server.stats().sessions[0];
+          assert.equal(s.ring!.inUse, 2);
+          assert.equal(s.batches, 2);
+        }
+        // read what the client would see, then release oldest first
+        got.push(await sha(readMemfd(mem.memory.fd, m.slot * mem.slotBytes + m.offset, m.nbytes)));
+        if (held.length === 2) {
+          const r = held.shift();
+          await a.send({ type: "release", slot: r.slot, seq: r.seq });
+        }
+      }
+      for (const r of held) await a.send({ type: "release", slot: r.slot, seq: r.seq });
+      held = [];
+      assert.deepEqual(got, want[epoch]);
+    }
+    assert.equal(server.stats().sessions[0].copiedBytes, 0);
+  } finally {
+    a.close();
   }
 });
