@@ -461,7 +461,9 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     .addSink({ bufferSize: opts.bufferSize ?? 3 })
     // A dead, stalled or broken backend child ends the loop with its own error (BackendExitedError, ...).
     .build({
-      autoConcurrency: opts.autoConcurrency,
+      // A loader task in flight is not a busy core (it awaits a Worker, a transfer, a shared decode pass, the
+      // thread budget): its CPU stages may hold twice the cores; a step is still kept only when it helps.
+      autoConcurrency: { cpuBudget: 2 * (navigator.hardwareConcurrency ?? 1), ...opts.autoConcurrency },
       onReport: opts.onReport,
       reportInterval: opts.reportInterval,
       log,

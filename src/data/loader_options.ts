@@ -118,7 +118,11 @@ export interface LoaderOptions {
    * are set by the child's own controller.
    */
   concurrency?: { fetch?: StageConcurrency; demux?: StageConcurrency; decode?: StageConcurrency };
-  /** The auto-concurrency controller's tuning, for stages set to `"auto"` (see `AutoConcurrencyOptions`). */
+  /**
+   * The auto-concurrency controller's tuning, for stages set to `"auto"` (see `AutoConcurrencyOptions`). The
+   * loader's default `cpuBudget` is twice the cores: its demux and decode tasks await Workers, transfers and
+   * shared decode passes, so a task in flight is not a busy core (on 2 cores, decode 3–4 measured fastest).
+   */
   autoConcurrency?: AutoConcurrencyOptions;
   /** Batches buffered for the consumer, `[1, 1024]` (default 3); also the subprocess backend's item buffer. */
   bufferSize?: number;

@@ -41,6 +41,8 @@ export class AutoController {
   readonly #log: ControllerDecision[] = [];
   #timer: unknown;
   #running = false;
+  /** Clock time of the next tick (kept across stop/start). */
+  #due = 0;
 
   /**
    * @param sample reads every stage's counters now
@@ -61,12 +63,14 @@ export class AutoController {
     this.#autoStages = autoStages;
   }
 
-  /** Starts reading counters (an epoch started: its queues count from zero, so a new window begins). */
+  /**
+   * Starts (again) reading counters. The pipeline's counters are cumulative over its epochs, so a window goes on
+   * across an epoch boundary, and the ticks keep their cadence: epochs shorter than a window still get measured.
+   */
   start(): void {
     if (this.#running) return;
     this.#running = true;
-    this.#state = restartWindow(this.#state);
-    this.#schedule();
+    this.#schedule(Math.max(0, this.#due - this.#clock.now()));
   }
 
   /** Stops until the next {@link start}. */
@@ -106,11 +110,12 @@ export class AutoController {
     return { stages, state, log: [...this.#log] };
   }
 
-  #schedule(): void {
+  #schedule(ms = this.#cfg.intervalMs): void {
+    this.#due = this.#clock.now() + ms;
     this.#timer = this.#clock.setTimer(() => {
       if (!this.#running) return;
       this.tick();
       this.#schedule();
-    }, this.#cfg.intervalMs);
+    }, ms);
   }
 }

@@ -196,6 +196,8 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
   readonly #stalled = new Map<Stage, number>();
   #epoch: Epoch | undefined;
   #lastQueues: BoundedQueue<unknown>[] = [];
+  /** The queue counters of the epochs before the current one, summed per queue (the controller's windows span epochs). */
+  #pastQueues: Pick<QueueCounters, "putWaitMs" | "getWaitMs" | "elapsedMs" | "itemMs">[] = [];
   #epochs = 0;
   #activeMs = 0;
   #consumed = 0;
@@ -323,6 +325,7 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
     };
     this.#epoch = epoch;
     this.#epochs++;
+    this.#addPastQueues();
     this.#lastQueues = queues;
     this.#watchSignal(epoch);
     if (epoch.aborted) return epoch;
@@ -493,11 +496,32 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
     this.#hooks.event({ type: "concurrency", stage: name, from, to, reason });
   }
 
-  /** Every stage's cumulative counters now, for the controller. */
+  /** Adds the last epoch's queue counters to those of the epochs before it. */
+  #addPastQueues(): void {
+    this.#lastQueues.forEach((q, i) => {
+      const c = q.counters(),
+        p = this.#pastQueues[i] ??= { putWaitMs: 0, getWaitMs: 0, elapsedMs: 0, itemMs: 0 };
+      p.putWaitMs += c.putWaitMs;
+      p.getWaitMs += c.getWaitMs;
+      p.elapsedMs += c.elapsedMs;
+      p.itemMs += c.itemMs;
+    });
+  }
+
+  /** Every stage's counters now, cumulative over the epochs (each epoch has new queues), for the controller. */
   #sample(): Sample {
     const now = this.#clock.now();
     const queues = this.#epoch?.queues ?? this.#lastQueues;
-    const counters = queues.map((q) => q.counters());
+    const counters = queues.map((q, i) => {
+      const c = q.counters(), p = this.#pastQueues[i];
+      return p === undefined ? c : {
+        ...c,
+        putWaitMs: c.putWaitMs + p.putWaitMs,
+        getWaitMs: c.getWaitMs + p.getWaitMs,
+        elapsedMs: c.elapsedMs + p.elapsedMs,
+        itemMs: c.itemMs + p.itemMs,
+      };
+    });
     const stages: StageSample[] = this.#stages.map((s, i) => {
       const slotMs = s.slotMs(now);
       const input = i === 0 ? undefined : counters[i - 1];

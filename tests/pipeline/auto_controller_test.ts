@@ -198,3 +198,32 @@ Deno.test("auto concurrency: options are checked", () => {
   assert.throws(() => b.build({ autoConcurrency: { threshold: 2 } }), InvalidArgumentError);
   assert.throws(() => b.build({ autoConcurrency: { intervalMs: 0 } }), InvalidArgumentError);
 });
+
+Deno.test(
+  "auto concurrency: epochs shorter than a window still get tuned (windows run on across epoch boundaries)",
+  withClock(async (clock) => {
+    // 12 items an epoch at 50 ms each: 600 ms at concurrency 1, less than one 1 s window.
+    const items = Array.from({ length: 12 }, (_, i) => i);
+    const p = new PipelineBuilder()
+      .addSource(items, { continuous: true })
+      .pipe(synthetic(clock, (n) => 50 * Math.max(1, n / 8)), { name: "fetch", concurrency: "auto" })
+      .build({ clock, autoConcurrency: AUTO, log: () => {} });
+    let consumed = 0;
+    const epochs = (async () => {
+      for (let e = 0; e < 400; e++) for await (const _ of p) consumed++;
+    })();
+    await clock.runUntil(60_000);
+    await clock.runUntil(600_000); // the remaining epochs, quickly at the concurrency reached
+    await epochs;
+    await p.stop();
+    assert.equal(consumed, 400 * 12);
+    const probes = p.stats().controller.log.filter((d) => d.action === "probe");
+    assert.ok(probes.length > 0, "the controller decided nothing across short epochs");
+    assert.ok(
+      p.stats().stages[1].concurrency >= 4,
+      `fetch reached ${p.stats().stages[1].concurrency}: ${
+        JSON.stringify(p.stats().controller.log.slice(0, 6))
+      }`,
+    );
+  }),
+);
