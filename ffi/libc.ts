@@ -69,6 +69,9 @@ export const MFD_CLOEXEC = 1;
 export const PROT_READ = 1;
 export const PROT_WRITE = 2;
 export const MAP_SHARED = 1;
+export const MAP_PRIVATE = 2;
+export const MAP_FIXED = 0x10;
+export const MAP_ANONYMOUS = 0x20;
 /** `mmap`'s failure value, `(void *) -1`. */
 export const MAP_FAILED = 0xffff_ffff_ffff_ffffn;
 /** `open` flags from <fcntl.h> (Linux): read only, close on exec. */

@@ -8,13 +8,22 @@
  * The descriptor is close-on-exec, so child processes (the backend child, ffprobe) do not inherit it. Deno
  * Workers share this process's address space: {@link SharedMemory.address} lets one build its own view
  * (`Deno.UnsafePointerView.getArrayBuffer`) of the same memory.
+ *
+ * Closing never leaves the address range unmapped: a Worker may still be inside a synchronous FFI call writing
+ * a clip there (terminating a Worker does not interrupt native code), and a stale view may still be read. So
+ * `close()` replaces the mapping in place with private anonymous memory (`MAP_FIXED`): the memfd's pages are
+ * released, and a late write lands in zero pages this process keeps instead of crashing it. The address range
+ * (not memory: untouched anonymous pages cost nothing) stays reserved for the process's life.
  * @module
  */
 
 import {
   libc as openLibc,
   type LIBC_SYMBOLS,
+  MAP_ANONYMOUS,
   MAP_FAILED,
+  MAP_FIXED,
+  MAP_PRIVATE,
   MAP_SHARED,
   MFD_CLOEXEC,
   PROT_READ,
@@ -103,7 +112,7 @@ export class SharedMemory implements Disposable {
     this.#bytes = new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(p, this.size));
   }
 
-  /** The whole mapping. Valid until {@link close}: views must not be used after it (the pages are unmapped). */
+  /** The whole mapping. Valid until {@link close}: after it, views read zero pages (never this memory again). */
   get bytes(): Uint8Array<ArrayBuffer> {
     if (this.#bytes === null) throw new InvalidArgumentError(`shared memory ${this.name} is closed`);
     return this.#bytes;
@@ -114,12 +123,23 @@ export class SharedMemory implements Disposable {
     return this.#pointer === null;
   }
 
-  /** Unmaps and closes the descriptor (the pages live on while another process maps them). Idempotent. */
+  /**
+   * Releases the memfd's pages here and closes the descriptor (the pages live on while another process maps
+   * them); the address range becomes private zero pages, never unmapped (see the module docs). Idempotent.
+   */
   close(): void {
     if (this.#pointer === null) return;
     const c = libc();
     this.#bytes = null;
-    c.munmap(this.#pointer, BigInt(this.size));
+    const p = c.mmap(
+      this.#pointer,
+      BigInt(this.size),
+      PROT_READ | PROT_WRITE,
+      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+      -1,
+      0n,
+    );
+    if (p === null || Deno.UnsafePointer.value(p) === MAP_FAILED) c.munmap(this.#pointer, BigInt(this.size));
     c.close(this.fd);
     this.#pointer = null;
   }

@@ -65,3 +65,25 @@ print(all(mm[4096 + i] == (i * 31 + 1) & 255 for i in range(4096)), all(mm[8192 
   }).outputSync();
   assert.equal(new TextDecoder().decode(out.stdout).trim(), "True True 0 0");
 });
+
+Deno.test("a write after close (a Worker still inside an FFI call, a stale view) lands in private memory, never crashes", () => {
+  // In a child: without the guard the process dies of SIGSEGV.
+  const code = `
+    import { SharedMemory, viewAt } from "${new URL("../../src/serve/shm.ts", import.meta.url).href}";
+    const m = new SharedMemory("sluice-test-late", 3 * 4096);
+    const address = m.address, fd = m.fd;
+    m.bytes.fill(9);
+    m.close();
+    const late = viewAt(address, 3 * 4096);
+    console.log(late[0], late[12287]); // the memfd's pages are gone from here: zero pages
+    late.fill(7); // a late writer
+    let open = true;
+    try { Deno.readLinkSync("/proc/self/fd/" + fd); } catch { open = false; }
+    const maps = Deno.readTextFileSync("/proc/self/maps").includes("sluice-test-late");
+    console.log("survived", late[5], open, maps);
+  `;
+  const out = new Deno.Command(Deno.execPath(), { args: ["eval", "--no-check", code] }).outputSync();
+  const text = new TextDecoder().decode(out.stdout).trim();
+  assert.equal(out.code, 0, `${text}\n${new TextDecoder().decode(out.stderr)}`);
+  assert.equal(text, "0 0\nsurvived 7 false false"); // the memfd: neither mapped nor open here any more
+});
