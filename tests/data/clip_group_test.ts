@@ -25,7 +25,6 @@ import { sameBytes } from "../helpers/decode_oracles.ts";
 import { useDouble } from "../nvdec/nvdec_helpers.ts";
 
 const CLI = hasFfmpegCliSync();
-if (!CLI) console.log("clip_group_test: skipped: the ffmpeg/ffprobe CLIs are not installed");
 
 /** 6 s at 25 fps, B-pyramid, one GOP (keyframe at 0 s only). */
 const MEDIA = {

@@ -34,7 +34,6 @@ import { type ClipSpec as MediaSpec, generateClip, hasFfmpegCliSync, runCli } fr
 import { useDouble } from "../nvdec/nvdec_helpers.ts";
 
 const CLI = hasFfmpegCliSync();
-if (!CLI) console.log("clip_truth_test: skipped: the ffmpeg/ffprobe CLIs are not installed");
 const NVDEC_PSNR_DB = 40;
 
 interface Source {

@@ -16,7 +16,6 @@ import { generateClip, hasFfmpegCliSync, tempFile } from "../helpers/media.ts";
 
 const CLI = hasFfmpegCliSync();
 const ignore = !CLI;
-if (!CLI) console.log("clip_worker_test: skipped: the ffmpeg/ffprobe CLIs are not installed");
 
 function task(path: string, windows: [number, number][], spec: Partial<ClipSpec> = {}): VideoTask {
   return {

@@ -18,7 +18,6 @@ import { hasFfmpegCliSync, sharedMediaAvailable } from "../helpers/media.ts";
 
 const SOAK = new URL("../../bench/soak.ts", import.meta.url).pathname;
 const ignore = !hasFfmpegCliSync();
-if (ignore) console.log("soak_test: skipped: the ffmpeg CLI (to generate clips) is not installed");
 if (!sharedMediaAvailable()) console.log("soak_test: ../shared/media is absent: generated clips only");
 
 async function runSoak(

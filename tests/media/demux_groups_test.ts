@@ -10,7 +10,6 @@ import { SluiceError } from "../../src/errors.ts";
 import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
 
 const CLI = hasFfmpegCliSync();
-if (!CLI) console.log("demux_groups_test: skipped: the ffmpeg/ffprobe CLIs are not installed");
 
 /** 4 s at 25 fps, B-frames, keyframes at 0, 1.6 and 3.2 s. */
 const MEDIA = { width: 96, height: 64, fps: 25, durationSec: 4, gop: 40, bframes: 3 };

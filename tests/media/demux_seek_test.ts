@@ -15,7 +15,6 @@ import { mulberry32 } from "../../src/data/sampler.ts";
 
 const CLI = hasFfmpegCliSync();
 const SKIP = CLI ? false : "needs the ffmpeg and ffprobe CLIs";
-if (!CLI) console.log("demux_seek_test: skipped: the ffmpeg/ffprobe CLIs are not installed");
 
 interface Oracle {
   pts: number[];

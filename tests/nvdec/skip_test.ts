@@ -6,14 +6,13 @@
  */
 import assert from "node:assert/strict";
 import { decodeVideoNvdec, type NvdecOptions, releaseDecoderNvdec } from "../../src/nvdec/decoder.ts";
-import { VideoPackets } from "../../src/media/packets.ts";
+import type { VideoPackets } from "../../src/media/packets.ts";
 import { type ClipSpec, generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
-import { readPackets } from "../helpers/read_packets.ts";
+import { readPackets, rebuildPackets } from "../helpers/read_packets.ts";
 import { sameBytes } from "../helpers/decode_oracles.ts";
 import { useDouble } from "./nvdec_helpers.ts";
 
 const CLI = hasFfmpegCliSync();
-if (!CLI) console.log("nvdec skip_test: skipped: the ffmpeg/ffprobe CLIs are not installed");
 
 const base = { width: 96, height: 64, fps: 25, durationSec: 4, gop: 40, bframes: 3 };
 const SOURCES: { name: string; media: ClipSpec }[] = [
@@ -110,26 +109,11 @@ Deno.test({
 /** `p` with packets `i` and `i + 1` in one packet (two pictures, one timestamp). */
 function merged(p: VideoPackets, i: number): VideoPackets {
   const keep = Array.from({ length: p.numPackets }, (_, k) => k).filter((k) => k !== i + 1);
-  const parts = keep.map((k) => k === i ? new Uint8Array([...p.packet(i), ...p.packet(i + 1)]) : p.packet(k));
-  const data = new Uint8Array(parts.reduce((n, x) => n + x.length, 0));
-  const offsets = new Uint32Array(parts.length), sizes = new Uint32Array(parts.length);
-  let at = 0;
-  for (const [k, x] of parts.entries()) {
-    data.set(x, at);
-    offsets[k] = at;
-    sizes[k] = x.length;
-    at += x.length;
-  }
-  return new VideoPackets({
-    ...p,
-    data,
-    offsets,
-    sizes,
-    pts: BigInt64Array.from(keep, (k) => p.pts[k]),
-    dts: BigInt64Array.from(keep, (k) => p.dts[k]),
-    duration: BigInt64Array.from(keep, (k) => p.duration[k]),
-    flags: Uint32Array.from(keep, (k) => p.flags[k]),
-  });
+  return rebuildPackets(
+    p,
+    keep,
+    (k) => k === i ? new Uint8Array([...p.packet(i), ...p.packet(i + 1)]) : undefined,
+  );
 }
 
 Deno.test({
