@@ -23,7 +23,7 @@
 
 import { parseArgs } from "node:util";
 import { procRss } from "../src/cli/load.ts";
-import { videoClassificationLoader } from "../src/data/loader.ts";
+import { videoClassificationLoader } from "../src/loader/loader.ts";
 import { ensureDemoDataset } from "../examples/demo.ts";
 
 const { values } = parseArgs({

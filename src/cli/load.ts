@@ -7,9 +7,9 @@
 
 import { formatStats } from "../pipeline/format_stats.ts";
 import type { PipelineStats } from "../pipeline/pipeline.ts";
-import { type LoaderOptions, videoClassificationLoader } from "../data/loader.ts";
-import type { ClipFailure } from "../data/clip_failure.ts";
-import type { ClipCounts } from "../data/clip_stats.ts";
+import { type LoaderOptions, videoClassificationLoader } from "../loader/loader.ts";
+import type { ClipFailure } from "../loader/clip_failure.ts";
+import type { ClipCounts } from "../loader/clip_stats.ts";
 import { BackendExitedError } from "../errors.ts";
 import { LiveBlock, type Out } from "./tty.ts";
 

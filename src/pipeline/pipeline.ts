@@ -14,15 +14,9 @@ import { bottleneckIndex, type Load, loadScore } from "./bottleneck.ts";
 import { type Clock, realClock } from "./clock.ts";
 import type { Executor } from "./executor.ts";
 import { envStatsJsonl, HookSet, jsonlStatsHook, type PipelineHook } from "./hooks.ts";
-import { BoundedQueue, CLOSED, EMPTY, type QueueCounters } from "./queue.ts";
-import {
-  QUEUE_SLACK,
-  type RunContext,
-  Stage,
-  type StageBound,
-  type StageKind,
-  type StageSpec,
-} from "./stage.ts";
+import { BoundedQueue, CLOSED, EMPTY, QUEUE_SLACK, type QueueCounters } from "./queue.ts";
+import { RUNNERS } from "./runners.ts";
+import { type RunContext, Stage, type StageBound, type StageKind, type StageSpec } from "./stage.ts";
 import { Tracer } from "./trace.ts";
 
 /** Statistics of one stage (cumulative over epochs; queue figures are for the current or last epoch). */
@@ -330,7 +324,9 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
     this.#watchSignal(epoch);
     if (epoch.aborted) return epoch;
     const ctx = this.#runContext(epoch);
-    epoch.runs = this.#stages.map((s, i) => s.run(i === 0 ? undefined : queues[i - 1], queues[i], ctx));
+    epoch.runs = this.#stages.map((s, i) =>
+      s.run(i === 0 ? undefined : queues[i - 1], queues[i], ctx, RUNNERS[s.spec.kind])
+    );
     this.#startTimers(epoch);
     return epoch;
   }

@@ -10,6 +10,9 @@ export const EMPTY: unique symbol = Symbol("sluice.queue.empty");
 /** Returned by {@link BoundedQueue.get} once the queue is closed and drained. */
 export const CLOSED: unique symbol = Symbol("sluice.queue.closed");
 
+/** Extra room in a stage's input queue beyond its concurrency (also an ordered stage's reorder slack). */
+export const QUEUE_SLACK = 2;
+
 interface Getter<T> {
   /** When it started waiting (clock ms). */
   t: number;

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { type LoaderOptions, videoClassificationLoader } from "../data/loader.ts";
+import { type LoaderOptions, videoClassificationLoader } from "../loader/loader.ts";
 import { InvalidArgumentError, SluiceError } from "../errors.ts";
 import { SERVE_PROTOCOL_VERSION } from "./protocol.ts";
 import { type BatchServer, type LoaderFactory, serveLoader } from "./server.ts";

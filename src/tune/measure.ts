@@ -10,7 +10,7 @@
  */
 
 import { InvalidArgumentError } from "../errors.ts";
-import { cacheLoader } from "../data/cache_loader.ts";
+import { cacheLoader } from "../loader/cache_loader.ts";
 import type { PipelineStats, StageStats } from "../pipeline/pipeline.ts";
 import { treeCpuSeconds, treePeakRss } from "./proc.ts";
 import type { Config } from "./space.ts";

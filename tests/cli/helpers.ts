@@ -1,7 +1,7 @@
 /** Shared set-up of the CLI tests: running `sluice` as a subprocess, small datasets with broken files. @module */
 
 import assert from "node:assert/strict";
-import { makeSyntheticDataset } from "../../src/data/synthetic.ts";
+import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
 import type { Out } from "../../src/cli/tty.ts";
 
 /** The CLI's entry point. */

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { LoaderOptions } from "../../data/loader.ts";
+import type { LoaderOptions } from "../../loader/loader.ts";
 import type { OptionValues } from "../args.ts";
 import { MAX_CONCURRENCY, parseConcurrency } from "../values.ts";
 
