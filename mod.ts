@@ -140,14 +140,23 @@ export type { MediaInput } from "./src/media/source.ts";
 export { type FfmpegInfo, ffmpegInfo } from "./src/media/ffmpeg.ts";
 export { type NvdecAvailability, nvdecAvailable } from "./src/nvdec/available.ts";
 
-// The stats a loader reports (its pipeline's and its backend child's), and their text form
+// The stats a loader reports (its pipeline's and its backend child's), their text form, and the hooks that carry
+// them out (`LoaderOptions.hooks`)
 export { formatStats, type FormatStatsOptions } from "./src/pipeline/format_stats.ts";
-export type { PipelineStats, StageControl, StageStats } from "./src/pipeline/pipeline.ts";
-export type { MaxFailures, StageBound, StageKind } from "./src/pipeline/stage.ts";
-export type { QueueCounters } from "./src/pipeline/queue.ts";
-export type { ControllerStats } from "./src/pipeline/auto_controller.ts";
-export type { AutoConcurrencyOptions, ControllerDecision } from "./src/pipeline/auto_policy.ts";
-export type { BackendStats, ChildStats } from "./src/backend/spawn.ts";
+export { jsonlStatsHook, type PipelineEvent, type PipelineHook } from "./src/pipeline/hooks.ts";
+export type { MaxFailures, StageControl } from "./src/pipeline/stage.ts";
+export type {
+  ControllerDecision,
+  ControllerStats,
+  PipelineStats,
+  QueueCounters,
+  StageBound,
+  StageKind,
+  StageStats,
+  StageTotals,
+} from "./src/pipeline/stats.ts";
+export type { AutoConcurrencyOptions } from "./src/pipeline/auto_policy.ts";
+export type { BackendStats, ChildStats } from "./src/backend/backend_stats.ts";
 
 // Errors: one root, a class per cause; each keeps its class across Workers and processes
 export {

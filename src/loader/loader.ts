@@ -47,10 +47,12 @@
 
 import { errorText, InvalidArgumentError, PipelineFailure } from "../errors.ts";
 import { PipelineBuilder } from "../pipeline/builder.ts";
-import type { Pipeline, PipelineStats, StageControl } from "../pipeline/pipeline.ts";
-import { DEFAULT_MAX_FAILURES } from "../pipeline/stage.ts";
+import type { Pipeline } from "../pipeline/pipeline.ts";
+import { DEFAULT_MAX_FAILURES, type StageControl } from "../pipeline/stage.ts";
+import type { PipelineStats } from "../pipeline/stats.ts";
 import { WorkerPool } from "../pipeline/worker_pool.ts";
-import { type BackendSource, type BackendStats, spawnBackend } from "../backend/spawn.ts";
+import type { BackendStats } from "../backend/backend_stats.ts";
+import { type BackendSource, spawnBackend } from "../backend/spawn.ts";
 import type { WorkerMemory } from "./clip_worker.ts";
 import { nativeObjectCounts } from "../media/av_objects.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
@@ -464,7 +466,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
       // A loader task in flight is not a busy core (it awaits a Worker, a transfer, a shared decode pass, the
       // thread budget): its CPU stages may hold twice the cores; a step is still kept only when it helps.
       autoConcurrency: { cpuBudget: 2 * (navigator.hardwareConcurrency ?? 1), ...opts.autoConcurrency },
-      onReport: opts.onReport,
+      hooks: opts.hooks,
       reportInterval: opts.reportInterval,
       log,
       signal: backendSource?.failure,

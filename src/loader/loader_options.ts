@@ -7,7 +7,7 @@
 
 import { InvalidArgumentError } from "../errors.ts";
 import type { MaxFailures } from "../pipeline/stage.ts";
-import type { PipelineStats } from "../pipeline/pipeline.ts";
+import type { PipelineHook } from "../pipeline/hooks.ts";
 import type { AutoConcurrencyOptions } from "../pipeline/auto_policy.ts";
 import type { ClipDtype, ClipSpec, FrameSampling, Interpolation, ResizeMode } from "./clip_spec.ts";
 import type { BatchLayout } from "./collate.ts";
@@ -161,9 +161,14 @@ export interface LoaderOptions {
    * the clips finished so far once `after` clips finished. Default `{ rate: 0.5, after: 20 }`.
    */
   maxFailures?: MaxFailures;
-  /** Called with stats every `reportInterval` ms while an epoch runs. */
-  onReport?: (stats: PipelineStats) => void;
-  /** Milliseconds between `onReport` calls (the pipeline's default when omitted). */
+  /**
+   * Receivers of the loader pipeline's stats (every `reportInterval` ms while an epoch runs, and once as each
+   * ends) and events (clip failures, stalls, concurrency changes); e.g. `jsonlStatsHook(path)`. With the
+   * subprocess backend they see this process's pipeline, whose rows include the backend source; the child's
+   * own stats are in `loader.stats().backend`.
+   */
+  hooks?: PipelineHook[];
+  /** Milliseconds between reports to `hooks` (the pipeline's default, 10000, when omitted). */
   reportInterval?: number;
   /** Where failure and info lines go (default `console.error`). */
   log?: (line: string) => void;

@@ -19,7 +19,7 @@ export interface ServerConfig {
   /** Batch slots per client (default 4). */
   slots?: number;
   /** Loader options (callbacks aside); `sampler.rank`/`worldSize` are the default shard. */
-  loader: Omit<LoaderOptions, "onReport" | "log">;
+  loader: Omit<LoaderOptions, "hooks" | "log">;
   /** Exit when stdin reaches end of file (default false). */
   exitOnStdinEof?: boolean;
   /** Remove this directory (the socket's, made by the spawning client) on exit. */

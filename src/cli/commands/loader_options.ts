@@ -73,7 +73,7 @@ export const LOADER_OPTIONS = {
 export function loaderOptionsOf(
   dataset: string,
   values: OptionValues<typeof LOADER_OPTIONS>,
-): Omit<LoaderOptions, "log" | "onReport"> {
+): Omit<LoaderOptions, "log" | "hooks"> {
   return {
     dataset,
     batchSize: values["batch-size"],
