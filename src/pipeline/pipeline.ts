@@ -8,6 +8,7 @@
  */
 
 import { errorText, InvalidArgumentError, PipelineFailure, PipelineStoppedError } from "../errors.ts";
+import type { OptionSpec } from "../options.ts";
 import { AutoController, type ControllerStats } from "./auto_controller.ts";
 import { type AutoConcurrencyOptions, autoConfig, type Sample, type StageSample } from "./auto_policy.ts";
 import { bottleneckIndex, type Load, loadScore } from "./bottleneck.ts";
@@ -111,6 +112,14 @@ export interface SinkOptions {
   bufferSize?: number;
 }
 
+/** `reportInterval`, declared once (the pipeline's, the loader's). */
+export const REPORT_INTERVAL_OPTION = {
+  kind: "number",
+  above: 0,
+  default: 10_000,
+  doc: "milliseconds between reports while an epoch runs",
+} as const satisfies OptionSpec;
+
 /** Options of `build()`. */
 export interface BuildOptions {
   /** Milliseconds between reports to the hooks (`onReport`, JSONL lines) while an epoch runs (default 10000). */
@@ -157,7 +166,6 @@ export interface StageControl {
 
 /** Name of the consumer row in stats. */
 const CONSUMER = "(consumer)";
-const DEFAULT_REPORT_MS = 10_000;
 const DEFAULT_STALL_MS = 30_000;
 
 interface Epoch {
@@ -437,7 +445,7 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
   #startTimers(epoch: Epoch): void {
     const clock = this.#clock;
     if (this.#hooks.reporting) {
-      const every = this.#opts.reportInterval ?? DEFAULT_REPORT_MS;
+      const every = this.#opts.reportInterval ?? REPORT_INTERVAL_OPTION.default;
       const report = () => {
         this.#hooks.report(() => this.stats(), false);
         epoch.reportTimer = clock.setTimer(report, every);
