@@ -13,7 +13,7 @@
  * - `@sluice/sluice/backend`: run part of a pipeline in a child process (`spawnBackend`);
  * - `@sluice/sluice/tune`: search a loader's settings for the most samples/s (`tune`, as `sluice tune`);
  * - `@sluice/sluice/prep`: prepare a dataset (transcode, pack into shards, verify, read shards, measure I/O);
- * - `@sluice/sluice/cli`: the `sluice` command line.
+ * - `@sluice/sluice/cli`: the `sluice` command line (`main`).
  *
  * @example Load batches of clips for training
  * ```ts
@@ -45,12 +45,30 @@ export {
   videoClassificationLoader,
 } from "./src/loader/loader.ts";
 export {
+  checkLoaderOptions,
   type ClipOptions,
   type DecodeLessOptions,
+  LOADER_OPTIONS,
   type LoaderOptions,
   type OnClipError,
   type StageConcurrency,
 } from "./src/loader/loader_options.ts";
+// Options declared once: the kinds of entry of LOADER_OPTIONS and SERVER_OPTIONS
+export {
+  type BooleanOption,
+  type CustomOption,
+  type EitherOption,
+  type EnumOption,
+  type GroupOption,
+  type IntegerOption,
+  type NumberOption,
+  type NumbersOption,
+  type OptionBase,
+  type OptionSpec,
+  type OptionTable,
+  type StringOption,
+  type Vocabulary,
+} from "./src/options.ts";
 export type {
   ClipDtype,
   ClipOutcome,
@@ -109,6 +127,7 @@ export {
   type SessionStats,
 } from "./src/serve/server.ts";
 export { SERVE_PROTOCOL_VERSION } from "./src/serve/protocol.ts";
+export { SERVER_OPTIONS } from "./src/serve/options.ts";
 export type { SlotRingStats } from "./src/memory/slot_ring.ts";
 
 // Tuning targets: what a module for `sluice tune` exports (the search itself: `@sluice/sluice/tune`)

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Deque, Dict, List
 
-from .errors import ServerDiedError, ServerStartError
+from .errors import ServerDiedError, ServerStartError, server_error
 
 ENTRY = Path("src") / "serve" / "main.ts"
 
@@ -112,7 +112,8 @@ class ServerProcess:
                     msg = json.loads(raw.decode("utf-8"))
                 except ValueError:
                     continue
-                if isinstance(msg, dict) and msg.get("event") == "ready":
+                # "ready", or "error" when the server cannot start (an option misspelled or out of range)
+                if isinstance(msg, dict) and msg.get("event") in ("ready", "error"):
                     ready.append(msg)
                     break
             done.set()
@@ -125,6 +126,10 @@ class ServerProcess:
             if time.monotonic() > deadline:
                 self.stop()
                 raise ServerStartError(f"the sluice server did not start listening within {timeout:.0f} s")
+        if ready and ready[0]["event"] == "error":
+            self.stop()
+            name = str(ready[0].get("name", "ServeError"))
+            raise server_error(name, str(ready[0].get("message", "")), name)
         if not ready:
             code = self.proc.wait()
             self._stderr_thread.join(1.0)

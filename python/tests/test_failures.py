@@ -102,7 +102,7 @@ TRAINER = textwrap.dedent("""
     sys.path.insert(0, {py!r})
     import sluice
     kw = dict(batch_size=4, num_frames=8, width=64, height=48, seed=7)
-    l = sluice.Loader({dataset!r}, **kw) if {socket!r} is None else sluice.Loader(socket={socket!r})
+    l = sluice.Loader({dataset!r}, **kw) if {socket!r} is None else sluice.Loader(socket={socket!r}, release_lag=1)
     it = iter(l)
     b = next(it)
     print(os.getpid(), l._server.pid if l._server else 0, l.welcome["pid"], flush=True)
@@ -160,7 +160,7 @@ def test_kill_9_of_the_trainer_frees_its_slots_and_the_server_serves_the_next(da
         trainer.wait()
         # the next client gets whole epochs from the start, as if it were the first
         want = reference({"dataset": dataset, "batchSize": 4, "clip": CLIP, "sampler": {"seed": 7}}, 1)
-        with sluice.Loader(socket=server.socket, slots=2, release_lag=1) as l:
+        with sluice.Loader(socket=server.socket, release_lag=1) as l:
             got = [(b.index, b.labels.tolist()) for b in l]
             assert l.stats()["session"]["ring"]["inUse"] <= 2
         assert got == [(w["index"], w["labels"]) for w in want]

@@ -95,7 +95,17 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
   const live = opts.live ? new LiveBlock(opts.live) : null;
   const log = live?.active ? (m: string) => live.log(m) : opts.log;
   const t0 = performance.now();
-  await using loader = await videoClassificationLoader({ ...opts, log });
+  const {
+    batches: _b,
+    epochs: _e,
+    live: _l,
+    refreshMs: _r,
+    onEpochEnd: _o,
+    stepMs: _s,
+    signal: _g,
+    ...options
+  } = opts;
+  await using loader = await videoClassificationLoader({ ...options, log });
   const startupSec = (performance.now() - t0) / 1000;
   const maxBatches = opts.batches ?? Infinity;
   const epochs = opts.batches !== undefined ? Infinity : opts.epochs ?? 1;

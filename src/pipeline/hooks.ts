@@ -7,11 +7,18 @@
  * @module
  */
 
+import type { OptionSpec } from "../options.ts";
 import type { Clock } from "./clock.ts";
 import type { PipelineStats } from "./stats.ts";
 
 /** Default milliseconds between reports. */
-const DEFAULT_REPORT_MS = 10_000;
+/** `reportInterval`, declared once (the pipeline's, the loader's). */
+export const REPORT_INTERVAL_OPTION = {
+  kind: "number",
+  above: 0,
+  default: 10_000,
+  doc: "milliseconds between reports while an epoch runs",
+} as const satisfies OptionSpec;
 
 /** Something that happened in a running pipeline. */
 export type PipelineEvent =
@@ -84,7 +91,7 @@ export class HookSet {
     hooks: readonly PipelineHook[],
     log: (message: string) => void,
     clock: Clock,
-    intervalMs = DEFAULT_REPORT_MS,
+    intervalMs: number = REPORT_INTERVAL_OPTION.default,
   ) {
     this.#hooks = [...hooks];
     this.#log = log;

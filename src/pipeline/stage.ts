@@ -8,6 +8,7 @@
  */
 
 import { errorText, InvalidArgumentError, type StageError } from "../errors.ts";
+import type { OptionSpec } from "../options.ts";
 import { type Clock, realClock } from "./clock.ts";
 import { describeItem } from "./describe.ts";
 import type { Executor, PipeFn } from "./executor.ts";
@@ -27,6 +28,30 @@ export type MaxFailures = number | { rate: number; after: number };
 
 /** Default failure budget: give up when more than half of the tasks fail, judged after 20 tasks. */
 export const DEFAULT_MAX_FAILURES: MaxFailures = { rate: 0.5, after: 20 };
+
+/** {@link MaxFailures}, declared once (a stage's, the loader's). */
+export const MAX_FAILURES_OPTION = {
+  kind: "either",
+  of: [
+    { kind: "integer", min: 0, doc: "failures tolerated" },
+    {
+      kind: "group",
+      doc: "a failure rate",
+      options: {
+        rate: {
+          kind: "number",
+          min: 0,
+          max: 1,
+          required: true,
+          doc: "failed fraction of the tasks finished",
+        },
+        after: { kind: "integer", min: 0, required: true, doc: "judged once this many tasks finished" },
+      },
+    },
+  ],
+  default: DEFAULT_MAX_FAILURES,
+  doc: "failures tolerated before giving up: a count, or a rate once `after` tasks finished",
+} as const satisfies OptionSpec;
 
 /** The source: pulls items from an iterable. */
 export interface SourceSpec {

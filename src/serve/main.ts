@@ -2,24 +2,34 @@
  * The batch server as a process: `deno run -A src/serve/main.ts --config '<json>'` (what the Python client
  * spawns; `sluice serve` runs the same {@link runServer}). The config is a {@link ServerConfig}; the server
  * builds one loader per client session from `loader` with the client's shard and epoch, prints one JSON line
- * `{"event":"ready",…}` to stdout once it listens, and runs until SIGTERM/SIGINT, or until its stdin reaches
+ * `{"event":"ready",…}` to stdout once it listens (or `{"event":"error","name":…,"message":…}` when it cannot
+ * start, e.g. an option the config misspells), and runs until SIGTERM/SIGINT, or until its stdin reaches
  * end of file when `exitOnStdinEof` is set (the spawning trainer died: the server must not outlive it).
+ * `main.ts --options` prints the Python keywords it accepts (`pythonOptionList`) as JSON.
  * @module
  */
 
-import { type LoaderOptions, videoClassificationLoader } from "../loader/loader.ts";
-import { InvalidArgumentError, SluiceError } from "../errors.ts";
+import { videoClassificationLoader } from "../loader/loader.ts";
+import { SluiceError } from "../errors.ts";
 import { SERVE_PROTOCOL_VERSION } from "./protocol.ts";
 import { type BatchServer, type LoaderFactory, serveLoader } from "./server.ts";
+import { pythonOptionList, resolveServerConfig, type ServedLoaderOptions, SERVER_TABLE } from "./options.ts";
 
-/** What {@link runServer} needs; JSON-compatible. */
+/** What {@link runServer} needs; JSON-compatible. Kinds, ranges and defaults: `SERVER_OPTIONS`. */
 export interface ServerConfig {
   /** Unix socket path. */
   socket: string;
-  /** Batch slots per client (default 4). */
+  /** Batch slots per client. */
   slots?: number;
   /** Loader options (callbacks aside); `sampler.rank`/`worldSize` are the default shard. */
-  loader: Omit<LoaderOptions, "hooks" | "log">;
+  loader?: ServedLoaderOptions;
+  /**
+   * Instead of `slots` and `loader`: the keywords a Python user passed to `sluice.Loader(...)`, as given
+   * (snake_case, groups as dicts); errors name them as the user wrote them.
+   */
+  python?: Record<string, unknown>;
+  /** With `python`: the Python client's own keywords, suggested for a misspelled one. */
+  clientKeywords?: string[];
   /** Exit when stdin reaches end of file (default false). */
   exitOnStdinEof?: boolean;
   /** Remove this directory (the socket's, made by the spawning client) on exit. */
@@ -35,9 +45,9 @@ export interface ServerConfig {
  * loader's batches are copied into the session's slots).
  */
 export function loaderFactory(
-  options: ServerConfig["loader"],
+  options: ServedLoaderOptions,
   log?: (line: string) => void,
-  slots = 4,
+  slots: number = SERVER_TABLE.slots.default,
 ): LoaderFactory {
   return (req) =>
     videoClassificationLoader({
@@ -54,15 +64,14 @@ export function loaderFactory(
 
 /**
  * Serves until a signal (or stdin's end with `exitOnStdinEof`); calls `onReady` once listening. Resolves when
- * the server has closed.
+ * the server has closed. Throws `InvalidArgumentError` before listening for a config that is not valid
+ * (`resolveServerConfig`).
  */
 export async function runServer(
-  config: ServerConfig,
+  given: ServerConfig,
   onReady?: (server: BatchServer) => void,
 ): Promise<void> {
-  if (typeof config !== "object" || config === null || typeof config.loader !== "object") {
-    throw new InvalidArgumentError("serve: the config needs a socket and loader options");
-  }
+  const config = resolveServerConfig(given);
   const server = await serveLoader(loaderFactory(config.loader, undefined, config.slots), {
     socket: config.socket,
     slots: config.slots,
@@ -94,6 +103,11 @@ async function waitStdinEof(): Promise<void> {
 }
 
 if (import.meta.main) {
+  if (Deno.args.includes("--options")) {
+    // The keywords sluice.Loader passes through, for the Python client's docs and tests.
+    console.log(JSON.stringify(pythonOptionList()));
+    Deno.exit(0);
+  }
   const i = Deno.args.indexOf("--config");
   let config: ServerConfig;
   try {
@@ -113,7 +127,10 @@ if (import.meta.main) {
       }));
     });
   } catch (e) {
-    console.error(`sluice serve: ${e instanceof SluiceError ? e.message : e instanceof Error ? e.stack : e}`);
+    // The spawning client reads stdout until "ready": it raises a sluice error by its class name.
+    if (e instanceof SluiceError) {
+      console.log(JSON.stringify({ event: "error", name: e.name, message: e.message }));
+    } else console.error(`sluice serve: ${e instanceof Error ? e.stack : e}`);
     Deno.exit(1);
   }
   Deno.exit(0);

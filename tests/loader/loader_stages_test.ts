@@ -92,13 +92,13 @@ Deno.test('concurrency "auto": the controller owns demux and decode, the decode 
   }
 });
 
-Deno.test('concurrency: a value other than an integer in [1, 256] or "auto" is refused by name', async () => {
+Deno.test('concurrency: a value other than an integer from 1 to 256 or "auto" is refused by name', async () => {
   for (const bad of [0, 2.5, 300, "fast"]) {
     await assert.rejects(
       videoClassificationLoader({ ...base, dataset: "unused", concurrency: { decode: bad as number } }),
       (e) =>
         e instanceof InvalidArgumentError &&
-        /concurrency\.decode must be an integer in \[1, 256\] or "auto"/.test(e.message),
+        /concurrency\.decode must be an integer from 1 to 256 or "auto"/.test(e.message),
     );
   }
 });

@@ -10,7 +10,7 @@ import { jsonlStatsHook } from "../../pipeline/hooks.ts";
 import { defineCommand, UsageError } from "../args.ts";
 import { formatSummary, runLoad } from "../load.ts";
 import { print, terminalSize, wrapLine } from "../tty.ts";
-import { LOADER_OPTIONS, loaderOptionsOf } from "./loader_options.ts";
+import { LOADER_FLAGS, loaderOptionsOf } from "./loader_options.ts";
 
 /** The `load` command. */
 export const loadCommand = defineCommand({
@@ -26,7 +26,7 @@ export const loadCommand = defineCommand({
       "shards.json, from sluice pack), or an http(s) URL of a manifest or shards.json",
   }],
   options: {
-    ...LOADER_OPTIONS,
+    ...LOADER_FLAGS,
     batches: { type: "integer", min: 1, defaultText: "whole epochs", help: "stop after this many batches" },
     epochs: { type: "integer", min: 1, max: 1_000_000, defaultText: "1", help: "epochs to run" },
     refresh: {
@@ -45,7 +45,7 @@ export const loadCommand = defineCommand({
     },
   },
   examples: [
-    "load .cache/demo/videos --batches 100 --backend subprocess",
+    "load .cache/demo/videos --batch-size 8 --frames 8 --width 112 --height 112 --batches 100 --backend subprocess",
     "load train.csv --epochs 2 --batch-size 16 --frames 16 --width 128 --height 128 --json",
     "load train.csv --epochs 3 --stats-jsonl stats.jsonl",
   ],
