@@ -362,8 +362,9 @@ function frameSeconds(f: Ptr, tb: [number, number]): number {
 }
 
 /**
- * The frame selector's view of `p`: its window, and the extent of the frames its packets hold: the earliest pts
- * and the latest `pts + duration` (a packet without duration lasts one frame at the stream's rate).
+ * The frame selector's view of `p`: its window, the earliest pts, and until when its last frame is on screen:
+ * `p.endSec` (the demuxer knows what follows the packets), else the latest `pts + duration` (a packet without
+ * duration lasts one frame at the stream's rate).
  */
 export function slotPlan(p: VideoPackets, o: { sampling: FrameSampling; numFrames: number }): SlotPlan {
   let start = Infinity, end = NaN;
@@ -379,19 +380,24 @@ export function slotPlan(p: VideoPackets, o: { sampling: FrameSampling; numFrame
     sampling: o.sampling,
     window: p.window,
     numFrames: o.numFrames,
-    streamEnd: end,
+    streamEnd: p.endSec ?? end,
     streamStart: start,
   };
 }
 
-/** Packets presented in the window (those without a time count too): what the native kinds can fill at most. */
+/**
+ * The frames on screen during the window (see `frame_select.ts`), counted from the packets: those presented in
+ * it after its start, plus one when a packet is presented at or before its start; those without a time count
+ * too. What the native kinds can fill at most.
+ */
 export function framesInWindow(p: VideoPackets): number {
-  let n = 0;
+  let n = 0, before = 0;
   for (let i = 0; i < p.numPackets; i++) {
     const t = seconds(p.pts[i], p.timeBase);
-    if (Number.isNaN(t) || inWindow(p.window, t)) n++;
+    if (p.window !== null && t <= p.window[0]) before = 1;
+    else if (Number.isNaN(t) || inWindow(p.window, t)) n++;
   }
-  return n;
+  return n + before;
 }
 
 // ------------------------------------------------------------------------------------------ decoder
