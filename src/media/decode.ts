@@ -4,8 +4,9 @@
  * thread (run it inside a Worker for parallelism; see `decode_worker.ts`).
  *
  * - Which decoded frames fill the output is decided by the frame selector (`frame_select.ts`, the rule the NVDEC
- *   decoder and the loader's clips share): by default every frame whose pts (`pts × timeBase`, or the best-effort
- *   timestamp when pts is missing) lies in the packets' window `[start, end)`; `frameRate` resamples like FFmpeg's
+ *   decoder and the loader's clips share): by default the frames on screen during the packets' window
+ *   `[start, end)` (the one on screen at `start`, then each whose pts — `pts × timeBase`, or the best-effort
+ *   timestamp when pts is missing — lies in `(start, end)`); `frameRate` resamples like FFmpeg's
  *   `fps` filter (see {@link DecodeOptions.frameRate}); `sampling` picks `"uniform"` or `"stride"` frames.
  *   Frames are converted and resized straight into their slot of one contiguous output buffer (or the caller's,
  *   `into`); the others are dropped before conversion. Output is bounded by the stream, not by the window.
@@ -54,9 +55,9 @@ export interface DecodeOptions extends SamplingOptions {
    * Resample to this many frames per second by pts, like FFmpeg's `fps=N` filter with `round=near`: output slot
    * `k` has time `t_k = origin + k/N` and shows the latest decoded frame whose time, rounded to the nearest slot,
    * is `<= k` (a frame whose time is `t` falls in slot `round((t - origin)·N)`); frames are duplicated or dropped
-   * to fill the slots. With a window `[s, e)`: origin `s`, slots `t_k < e` and before the end of the last frame
-   * (`pts + duration` of the latest packet: output is bounded by the stream), frames at or after `e` are never
-   * shown, and a slot before the first decoded frame shows that first frame. Without a window (whole stream):
+   * to fill the slots. With a window `[s, e)`: origin `s`, slots `t_k < e` and before the end of the stream
+   * (`VideoPackets.endSec`: output is bounded by the stream), frames at or after `e` are never shown, and a
+   * slot before the first decoded frame shows that first frame. Without a window (whole stream):
    * origin 0, slots from `round(first·N)` to `round(end·N)` exclusive where `end` is the last packet's
    * `pts + duration`, exactly the frames `ffmpeg -i F -vf fps=N` writes. Output `pts` are the slot times.
    * Shorthand for `sampling: { kind: "rate", frameRate }`.

@@ -5,16 +5,20 @@
  * Windows follow the convention of `src/media/packets.ts`: `[start, end)` in absolute seconds (`pts * timeBase`,
  * ffprobe's `pts_time`). The packets of a window start at the last keyframe whose pts is at or before `start`
  * (or the stream's first keyframe when `start` precedes it) and end at the last packet, in decode order, whose
- * pts is before `end`: exactly what a decoder needs to output every frame presented in the window, including
- * B-frames presented before `end` but stored after later frames. Reading stops once {@link REORDER_MARGIN}
- * consecutive packets are presented at or after `end` (no reordered frame can follow).
+ * pts is before `end`: exactly what a decoder needs to output every frame on screen in the window (the one on
+ * screen at `start`, presented at or before it, perhaps in an earlier GOP, then those presented in it),
+ * including B-frames presented before `end` but stored after later frames. Reading stops once
+ * {@link REORDER_MARGIN} consecutive packets are presented at or after `end` (no reordered frame can follow).
+ * `endSec` says until when the packets' last frame is on screen: the next frame's time, or the end of the
+ * stream (`ScreenTime.streamEnd`: the last frame's end, or later while the file's other streams go on,
+ * never past the header's duration).
  *
  * Several windows are cut from one open of the file: they are visited in start order, packets already read are
  * reused when windows overlap or follow closely, and results come back in the caller's order.
  *
  * A window finds its keyframe the same way in every container: seek, then read what follows the landing point
  * (see `seekFor`); a seek that landed past the keyframe (MPEG-TS seeks by dts) goes further back. A window past
- * the last packet fails with "file ends at X s, before the window [s, e)".
+ * the end of the stream fails with "file ends at X s, before the window [s, e)".
  *
  * `avformat_find_stream_info` (decoder init behind FFmpeg's process-wide lock) runs only when the container
  * header lacks the codec or frame size (e.g. MPEG-TS) or has no streams at all (FLV, MPEG-PS);

@@ -307,6 +307,9 @@ export interface ProbedStream {
   height?: number;
   coded_width?: number;
   coded_height?: number;
+  /** e.g. "32:27" (absent or "0:1" when unknown). */
+  sample_aspect_ratio?: string;
+  display_aspect_ratio?: string;
   pix_fmt?: string;
   r_frame_rate: string;
   avg_frame_rate: string;
