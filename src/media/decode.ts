@@ -58,8 +58,9 @@ export interface DecodeOptions extends SamplingOptions {
    * to fill the slots. With a window `[s, e)`: origin `s`, slots `t_k < e` and before the end of the stream
    * (`VideoPackets.endSec`: output is bounded by the stream), frames at or after `e` are never shown, and a
    * slot before the first decoded frame shows that first frame. Without a window (whole stream):
-   * origin 0, slots from `round(first·N)` to `round(end·N)` exclusive where `end` is the last packet's
-   * `pts + duration`, exactly the frames `ffmpeg -i F -vf fps=N` writes. Output `pts` are the slot times.
+   * origin 0, slots from `round(first·N)` to `round(end·N)` exclusive where `end` is the end of the stream
+   * (the last packet's `pts + duration` unless another stream outlasts the video), exactly the frames
+   * `ffmpeg -i F -vf fps=N` writes. Output `pts` are the slot times.
    * Shorthand for `sampling: { kind: "rate", frameRate }`.
    */
   frameRate?: number;

@@ -20,7 +20,8 @@
  *   `round((t − s)·r)` (halves away from zero, FFmpeg's `fps` filter with `round=near`), and slot `k` shows the
  *   latest frame belonging to a slot `<= k` (frames are duplicated or dropped; a frame presented before `s` belongs
  *   to a slot `<= 0`), or the first frame when none does. Without a window the grid starts at 0 and runs from the
- *   first frame's slot to `round(end·r)` exclusive, exactly the frames `ffmpeg -i F -vf fps=r` writes.
+ *   first frame's slot to `round(end·r)` exclusive, exactly the frames `ffmpeg -i F -vf fps=r` writes (unless
+ *   another stream outlasts the video: `end` is then later than where the fps filter stops).
  * - `"uniform"`: `numFrames` slots spread evenly over the window, `t_k = s + k·(e − s)/numFrames`; slot `k` shows
  *   the frame on screen at `t_k` (the latest presented at or before it, which may precede `s`; the first frame when
  *   none does): the same grid with `ceil` in place of `round` (the `fps` filter's `round=up`).

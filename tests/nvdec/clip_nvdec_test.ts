@@ -33,6 +33,14 @@ const NATIVE_PSNR_DB = 35;
 
 type Meta = { pts: number[]; padded: number };
 
+/** Every sampling kind. */
+const KINDS: ClipSpec["sampling"][] = [
+  { kind: "consecutive" },
+  { kind: "stride", stride: 2 },
+  { kind: "rate", frameRate: 10 },
+  { kind: "uniform" },
+];
+
 async function bothDecoders(
   path: string,
   spec: Partial<ClipSpec>,
@@ -111,14 +119,8 @@ Deno.test({
       container: "mkv",
       extraArgs: ["-vf", "select='not(eq(mod(n\\,3)\\,1))*not(between(t\\,2\\,2.7))'", "-vsync", "vfr"],
     });
-    const kinds: ClipSpec["sampling"][] = [
-      { kind: "consecutive" },
-      { kind: "stride", stride: 2 },
-      { kind: "rate", frameRate: 10 },
-      { kind: "uniform" },
-    ];
     try {
-      for (const [i, sampling] of kinds.entries()) {
+      for (const [i, sampling] of KINDS.entries()) {
         const worst = await bothDecoders(path, { sampling }, 20 + i, 12, 4);
         assert.ok(worst >= NATIVE_PSNR_DB, `${sampling.kind}: PSNR ${worst}`);
       }
@@ -143,17 +145,11 @@ Deno.test({
       height: 96,
     });
     const windows: [number, number][] = [[1.5, 2.5], [3.0, 3.7], [4.5, 6.0], [6.1, 6.6], [2.0, 3.4]];
-    const kinds: ClipSpec["sampling"][] = [
-      { kind: "consecutive" },
-      { kind: "stride", stride: 2 },
-      { kind: "rate", frameRate: 10 },
-      { kind: "uniform" },
-    ];
     try {
       for (const container of ["mp4", "mkv"]) {
         const path = await generateClip({ ...spec, container });
         const times = await probeFrameTimes(path, 0);
-        for (const sampling of kinds) {
+        for (const sampling of KINDS) {
           const task: VideoTask = {
             epoch: 0,
             video: 0,
