@@ -43,14 +43,14 @@ export {
   planLoader,
   VideoClassificationLoader,
   videoClassificationLoader,
-} from "./src/data/loader.ts";
+} from "./src/loader/loader.ts";
 export {
   type ClipOptions,
   type DecodeLessOptions,
   type LoaderOptions,
   type OnClipError,
   type StageConcurrency,
-} from "./src/data/loader_options.ts";
+} from "./src/loader/loader_options.ts";
 export type {
   ClipDtype,
   ClipOutcome,
@@ -58,14 +58,14 @@ export type {
   FrameSampling,
   Interpolation,
   ResizeMode,
-} from "./src/data/clip_spec.ts";
-export type { ClipFailure } from "./src/data/clip_failure.ts";
-export type { WorkerMemory } from "./src/data/clip_worker.ts";
+} from "./src/loader/clip_spec.ts";
+export type { ClipFailure } from "./src/loader/clip_failure.ts";
+export type { WorkerMemory } from "./src/loader/clip_worker.ts";
 export type { NativeObjectCounts } from "./src/media/av_objects.ts";
-export type { FrontArgs } from "./src/data/front.ts";
-export type { ClipCounts, ClipEpochStats, ClipStats } from "./src/data/clip_stats.ts";
-export type { Batch, BatchLayout, ClipMeta } from "./src/data/collate.ts";
-export { cacheLoader, type CacheLoaderOptions } from "./src/data/cache_loader.ts";
+export type { FrontArgs } from "./src/loader/front.ts";
+export type { ClipCounts, ClipEpochStats, ClipStats } from "./src/loader/clip_stats.ts";
+export type { Batch, BatchLayout, ClipMeta } from "./src/loader/collate.ts";
+export { cacheLoader, type CacheLoaderOptions } from "./src/loader/cache_loader.ts";
 
 // Datasets and sampling
 export {
@@ -75,10 +75,10 @@ export {
   type SkippedFile,
   type VideoDataset,
   type VideoItem,
-} from "./src/data/dataset.ts";
-export type { MemberRef } from "./src/shards/dataset.ts";
-export type { MemberLocation } from "./src/shards/index_format.ts";
-export { fetchBytes, type FetchOptions } from "./src/data/fetch.ts";
+} from "./src/dataset/dataset.ts";
+export type { MemberRef } from "./src/dataset/shards/dataset.ts";
+export type { MemberLocation } from "./src/dataset/shards/index_format.ts";
+export { fetchBytes, type FetchOptions } from "./src/dataset/fetch.ts";
 export {
   type ClipPlacement,
   type ClipRequest,
@@ -88,15 +88,15 @@ export {
   type SampledVideo,
   type SamplerOptions,
   type ShardRemainder,
-} from "./src/data/sampler.ts";
+} from "./src/dataset/sampler.ts";
 export {
   type DatasetIndex,
   indexDataset,
   type IndexedVideo,
   type IndexFailure,
   type IndexOptions,
-} from "./src/data/video_index.ts";
-export { makeSyntheticDataset, type SyntheticDatasetOptions } from "./src/data/synthetic.ts";
+} from "./src/dataset/video_index.ts";
+export { makeSyntheticDataset, type SyntheticDatasetOptions } from "./src/prep/synthetic.ts";
 
 // Serving batches to trainers in other processes (PyTorch: python/)
 export {
@@ -109,7 +109,7 @@ export {
   type SessionStats,
 } from "./src/serve/server.ts";
 export { SERVE_PROTOCOL_VERSION } from "./src/serve/protocol.ts";
-export type { SlotRingStats } from "./src/serve/slot_ring.ts";
+export type { SlotRingStats } from "./src/memory/slot_ring.ts";
 
 // Tuning targets: what a module for `sluice tune` exports (the search itself: `@sluice/sluice/tune`)
 export {
@@ -140,14 +140,23 @@ export type { MediaInput } from "./src/media/source.ts";
 export { type FfmpegInfo, ffmpegInfo } from "./src/media/ffmpeg.ts";
 export { type NvdecAvailability, nvdecAvailable } from "./src/nvdec/available.ts";
 
-// The stats a loader reports (its pipeline's and its backend child's), and their text form
+// The stats a loader reports (its pipeline's and its backend child's), their text form, and the hooks that carry
+// them out (`LoaderOptions.hooks`)
 export { formatStats, type FormatStatsOptions } from "./src/pipeline/format_stats.ts";
-export type { PipelineStats, StageControl, StageStats } from "./src/pipeline/pipeline.ts";
-export type { MaxFailures, StageBound, StageKind } from "./src/pipeline/stage.ts";
-export type { QueueCounters } from "./src/pipeline/queue.ts";
-export type { ControllerStats } from "./src/pipeline/auto_controller.ts";
-export type { AutoConcurrencyOptions, ControllerDecision } from "./src/pipeline/auto_policy.ts";
-export type { BackendStats, ChildStats } from "./src/backend/spawn.ts";
+export { jsonlStatsHook, type PipelineEvent, type PipelineHook } from "./src/pipeline/hooks.ts";
+export type { MaxFailures, StageControl } from "./src/pipeline/stage.ts";
+export type {
+  ControllerDecision,
+  ControllerStats,
+  PipelineStats,
+  QueueCounters,
+  StageBound,
+  StageKind,
+  StageStats,
+  StageTotals,
+} from "./src/pipeline/stats.ts";
+export type { AutoConcurrencyOptions } from "./src/pipeline/auto_policy.ts";
+export type { BackendStats, ChildStats } from "./src/backend/backend_stats.ts";
 
 // Errors: one root, a class per cause; each keeps its class across Workers and processes
 export {

@@ -14,7 +14,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { videoClassificationLoader } from "../src/data/loader.ts";
+import { videoClassificationLoader } from "../src/loader/loader.ts";
 import { ensureDemoDataset } from "../examples/demo.ts";
 
 const { values, positionals } = parseArgs({

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { videoClassificationLoader } from "../src/data/loader.ts";
+import { videoClassificationLoader } from "../src/loader/loader.ts";
 
 function arg(name: string, fallback: number): number {
   const i = Deno.args.indexOf(name);

@@ -29,7 +29,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { type LoaderOptions, videoClassificationLoader } from "../src/data/loader.ts";
+import { type LoaderOptions, videoClassificationLoader } from "../src/loader/loader.ts";
 import {
   type ClipList,
   runContender,

@@ -14,8 +14,8 @@
  */
 
 import { parseArgs } from "node:util";
-import { videoClassificationLoader } from "../src/data/loader.ts";
-import type { DecodeLessOptions } from "../src/data/loader_options.ts";
+import { videoClassificationLoader } from "../src/loader/loader.ts";
+import type { DecodeLessOptions } from "../src/loader/loader_options.ts";
 import {
   amplificationNote,
   DEFAULT_DIR,

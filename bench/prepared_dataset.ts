@@ -18,8 +18,8 @@
 
 import { parseArgs } from "node:util";
 import { dropFromPageCache } from "../src/prep/page_cache.ts";
-import { openDataset } from "../src/data/dataset.ts";
-import { openShards } from "../src/shards/reader.ts";
+import { openDataset } from "../src/dataset/dataset.ts";
+import { openShards } from "../src/dataset/shards/reader.ts";
 
 const { values } = parseArgs({
   args: Deno.args,

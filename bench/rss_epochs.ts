@@ -22,8 +22,8 @@
  */
 
 import { parseArgs } from "node:util";
-import { procRss } from "../src/cli/load.ts";
-import { videoClassificationLoader } from "../src/data/loader.ts";
+import { procRss } from "../src/tune/proc.ts";
+import { videoClassificationLoader } from "../src/loader/loader.ts";
 import { ensureDemoDataset } from "../examples/demo.ts";
 
 const { values } = parseArgs({

@@ -29,9 +29,9 @@
  */
 
 import { parseArgs } from "node:util";
-import { procRss } from "../src/cli/load.ts";
-import { videoClassificationLoader } from "../src/data/loader.ts";
-import type { VideoDataset } from "../src/data/dataset.ts";
+import { procRss } from "../src/tune/proc.ts";
+import { videoClassificationLoader } from "../src/loader/loader.ts";
+import type { VideoDataset } from "../src/dataset/dataset.ts";
 import {
   type ClipSpec,
   decodableSharedMedia,

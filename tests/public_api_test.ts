@@ -119,7 +119,7 @@ Deno.test("public API: isPublic accepts the package's entry points and rejects i
   assert.ok(isPublic("node:util"));
   for (
     const s of [
-      `${denoJson.name}/src/data/loader.ts`,
+      `${denoJson.name}/src/loader/loader.ts`,
       `${denoJson.name}/nope`,
       "../src/errors.ts",
       "./mod.ts",

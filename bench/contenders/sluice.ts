@@ -12,7 +12,7 @@
  * @module
  */
 
-import { type LoaderOptions, videoClassificationLoader } from "../../src/data/loader.ts";
+import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
 import { type Clip, contenderArgs } from "./harness.ts";
 
 const { list, verify, out, opts: own } = contenderArgs(Deno.args, { config: "{}" });

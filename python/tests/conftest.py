@@ -36,7 +36,7 @@ def deno(*args: str, env: Dict[str, str] | None = None, timeout: float = 300) ->
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> str:
     """12 synthetic videos in 3 classes (2 s, 25 fps, 128x96), labels drawn into the frames."""
     d = tmp_path_factory.mktemp("dataset")
-    deno("eval", "import { makeSyntheticDataset } from './src/data/synthetic.ts';"
+    deno("eval", "import { makeSyntheticDataset } from './src/prep/synthetic.ts';"
          f"makeSyntheticDataset({json.dumps(str(d))}, {{ videos: 12, classes: 3, durationSec: 2, width: 128, "
          "height: 96 });")
     return str(d)

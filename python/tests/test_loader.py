@@ -173,7 +173,7 @@ def test_iterable_dataset_with_dataloader(dataset):
 
 
 def read_pattern(frame: np.ndarray):
-    """(label, frame index) drawn into a synthetic frame [H, W, 3] (4x8 blocks; see src/data/synthetic.ts), or
+    """(label, frame index) drawn into a synthetic frame [H, W, 3] (4x8 blocks; see src/prep/synthetic.ts), or
     None when its check byte does not match."""
     h, w, _ = frame.shape
     luma = frame[..., 0] * 0.299 + frame[..., 1] * 0.587 + frame[..., 2] * 0.114

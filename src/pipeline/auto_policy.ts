@@ -19,7 +19,7 @@
  */
 
 import { bottleneckIndex, type Load } from "./bottleneck.ts";
-import type { StageBound } from "./stage.ts";
+import type { ControllerDecision, StageBound } from "./stats.ts";
 
 /** Tuning knobs of the auto-concurrency controller. */
 export interface AutoConcurrencyOptions {
@@ -92,25 +92,6 @@ export interface Measure {
   busy: number;
   blocked: number;
   fill: number;
-}
-
-/** One decision of the controller, as logged in `stats().controller.log`. */
-export interface ControllerDecision {
-  /** Clock time of the decision, ms. */
-  t: number;
-  /** The stage decided about. */
-  stage: string;
-  /**
-   * `probe`: a step to measure; `keep`: the step stays; `revert`: the step is undone; `settle`: no step helps, the
-   * stage holds; `yield`: a stage gives a CPU slot to the bottleneck; `reprobe`: a settled stage is probed again.
-   */
-  action: "probe" | "keep" | "revert" | "settle" | "yield" | "reprobe";
-  /** Its concurrency before the decision. */
-  from: number;
-  /** Its concurrency after the decision (equal to `from` for `keep`, `settle`, `reprobe`). */
-  to: number;
-  /** Why, with the measurements behind it. */
-  reason: string;
 }
 
 interface Settled {

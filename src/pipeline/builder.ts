@@ -8,13 +8,8 @@ import { InvalidArgumentError } from "../errors.ts";
 import { type Executor, mainThread, type TaskContext } from "./executor.ts";
 import type { AutoConcurrencyOptions } from "./auto_policy.ts";
 import { type BuildOptions, Pipeline, type SinkOptions } from "./pipeline.ts";
-import {
-  DEFAULT_MAX_FAILURES,
-  type MaxFailures,
-  type PipeSpec,
-  type StageBound,
-  type StageSpec,
-} from "./stage.ts";
+import { DEFAULT_MAX_FAILURES, type MaxFailures, type PipeSpec, type StageSpec } from "./stage.ts";
+import type { StageBound } from "./stats.ts";
 
 /** Options of `addSource`. */
 export interface SourceOptions {

@@ -12,15 +12,9 @@
  */
 
 import type { PipeFn, TaskContext } from "./executor.ts";
-import { type BoundedQueue, CLOSED, EMPTY } from "./queue.ts";
-import {
-  isAsyncIterable,
-  isThenable,
-  type PipeSpec,
-  QUEUE_SLACK,
-  type RunContext,
-  type Stage,
-} from "./stage.ts";
+import { type BoundedQueue, CLOSED, EMPTY, QUEUE_SLACK } from "./queue.ts";
+import { isAsyncIterable, isThenable } from "./results.ts";
+import type { PipeSpec, RunContext, Stage } from "./stage.ts";
 
 /** Runs a pipe stage for one epoch; resolves once its output queue is closed. Never rejects. */
 export function runPipe(

@@ -5,7 +5,8 @@
  */
 
 import type { BoundedQueue } from "./queue.ts";
-import { isAsyncIterable, isThenable, type RunContext, type SourceSpec, type Stage } from "./stage.ts";
+import { isAsyncIterable, isThenable } from "./results.ts";
+import type { RunContext, SourceSpec, Stage } from "./stage.ts";
 
 /** Runs the source for one epoch; closes `output` when the source ends, throws, or the epoch stops. */
 export async function runSource(

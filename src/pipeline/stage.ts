@@ -2,7 +2,8 @@
  * One stage of a built pipeline: its description ({@link StageSpec}, one shape per kind), the counters the stats
  * are built from, its concurrency (changeable while it runs, by hand or by the auto-concurrency controller), and
  * what every kind's runner shares (putting outputs, counting failures, the stall watch). Each kind runs in its own
- * small runner: `run_source.ts`, `run_pipe.ts`, `run_aggregate.ts`, `run_disaggregate.ts`.
+ * small runner (`run_source.ts`, `run_pipe.ts`, `run_aggregate.ts`, `run_disaggregate.ts`), chosen by kind in
+ * `runners.ts`; the pipeline hands it to {@link Stage.run}, so this module imports no runner.
  * @module
  */
 
@@ -11,16 +12,11 @@ import { type Clock, realClock } from "./clock.ts";
 import { describeItem } from "./describe.ts";
 import type { Executor, PipeFn } from "./executor.ts";
 import { type BoundedQueue, CLOSED, EMPTY } from "./queue.ts";
-import { runAggregate } from "./run_aggregate.ts";
-import { runDisaggregate } from "./run_disaggregate.ts";
-import { runPipe } from "./run_pipe.ts";
-import { runSource } from "./run_source.ts";
 import { LatencySketch } from "./sketch.ts";
 import type { Tracer } from "./trace.ts";
 import type { PipelineEvent } from "./hooks.ts";
+import type { StageBound, StageKind } from "./stats.ts";
 
-/** Extra room in a stage's input queue beyond its concurrency (also an ordered stage's reorder slack). */
-export const QUEUE_SLACK = 2;
 /** Failures logged per stage before further ones are only counted. */
 const LOGGED_FAILURES = 10;
 /** First errors kept per stage for {@link PipelineFailure}. */
@@ -31,12 +27,6 @@ export type MaxFailures = number | { rate: number; after: number };
 
 /** Default failure budget: give up when more than half of the tasks fail, judged after 20 tasks. */
 export const DEFAULT_MAX_FAILURES: MaxFailures = { rate: 0.5, after: 20 };
-
-/**
- * What limits a stage's useful concurrency: `"cpu"` stages compute (Workers, synchronous FFI) and share the
- * machine's cores; `"io"` stages mostly wait (network, disk, a subprocess) and may run far more tasks than cores.
- */
-export type StageBound = "cpu" | "io";
 
 /** The source: pulls items from an iterable. */
 export interface SourceSpec {
@@ -90,8 +80,13 @@ const _kinds: Record<StageKind, StageSpec["kind"]> & Record<StageSpec["kind"], S
   disaggregate: "disaggregate",
 };
 
-/** The kinds of stage a pipeline is made of (one {@link StageSpec} shape and one runner each). */
-export type StageKind = "source" | "pipe" | "aggregate" | "disaggregate";
+/** Runs one stage for one epoch (`runners.ts` has one per kind); resolves once `output` is closed, never rejects. */
+export type StageRunner = (
+  stage: Stage,
+  input: BoundedQueue<unknown> | undefined,
+  output: BoundedQueue<unknown>,
+  ctx: RunContext,
+) => Promise<void>;
 
 /** What a running epoch gives its stages. */
 export interface RunContext {
@@ -105,8 +100,30 @@ export interface RunContext {
   readonly clock: Clock;
 }
 
+/** What a running stage lets a controller (a tuner, the auto-concurrency controller) do. */
+export interface StageControl {
+  /** The stage's name. */
+  readonly name: string;
+  /** What kind of stage it is (only `pipe` stages change concurrency). */
+  readonly kind: StageKind;
+  /** Tasks the stage may run at once. */
+  readonly concurrency: number;
+  /** Whether the pipeline's auto-concurrency controller sets the concurrency. */
+  readonly auto: boolean;
+  /**
+   * Changes the stage's concurrency, effective immediately, also while it runs. A number pins it (the controller
+   * lets go of it); `"auto"` hands it to the controller, starting from the current value.
+   */
+  setConcurrency(n: number | "auto"): void;
+  /**
+   * The auto-concurrency controller's step: changes the concurrency of a stage under the controller (`auto`)
+   * and leaves it there. Throws for a stage that is not `auto`, or a value outside `[1, maxConcurrency]`.
+   */
+  adjust(n: number): void;
+}
+
 /** A stage of a built pipeline. Counters are cumulative over epochs. */
-export class Stage {
+export class Stage implements StageControl {
   readonly name: string;
   readonly kind: StageKind;
   readonly ordered: boolean;
@@ -212,8 +229,18 @@ export class Stage {
     this.#apply(n);
   }
 
-  /** The controller's change: like {@link setConcurrency} but keeps the stage under the controller. */
+  /** The controller's change: like {@link setConcurrency}, but the stage stays under the controller. */
   adjust(n: number): void {
+    if (!this.#auto) {
+      throw new InvalidArgumentError(
+        `stage "${this.name}" is not under the auto-concurrency controller; use setConcurrency`,
+      );
+    }
+    if (!Number.isInteger(n) || n < 1 || n > this.maxConcurrency) {
+      throw new InvalidArgumentError(
+        `stage "${this.name}": concurrency must be an integer in [1, ${this.maxConcurrency}], got ${n}`,
+      );
+    }
     this.#apply(n);
   }
 
@@ -229,28 +256,20 @@ export class Stage {
     this.onConcurrency?.();
   }
 
-  /** Runs the stage for one epoch; resolves once its output queue is closed. Never rejects. */
+  /** Runs the stage for one epoch with `runner`; resolves once its output queue is closed. Never rejects. */
   async run(
     input: BoundedQueue<unknown> | undefined,
     output: BoundedQueue<unknown>,
     ctx: RunContext,
+    runner: StageRunner,
   ): Promise<void> {
     this.#clock = ctx.clock;
     this.#slotT = ctx.clock.now();
     this.#running = true;
     const spec = this.spec;
     try {
-      switch (spec.kind) {
-        case "source":
-          return await runSource(this, spec, output, ctx);
-        case "pipe":
-          spec.executor.reserve?.(this.name, this.#concurrency);
-          return await runPipe(this, spec, input!, output, ctx);
-        case "aggregate":
-          return await runAggregate(this, spec, input!, output, ctx);
-        case "disaggregate":
-          return await runDisaggregate(this, spec, input!, output, ctx);
-      }
+      if (spec.kind === "pipe") spec.executor.reserve?.(this.name, this.#concurrency);
+      return await runner(this, input, output, ctx);
     } finally {
       this.#slotMs += this.#concurrency * (ctx.clock.now() - this.#slotT);
       this.#running = false;
@@ -372,21 +391,10 @@ export class Stage {
   }
 }
 
-/** Whether `x` is a promise or another thenable. */
 /**
  * The log line of a failed task: `sluice pipeline: stage "NAME" failed on ITEM: Class: message` (the item named
  * once). The backend's parent prints a child's failures with it too.
  */
 export function failureLine(stage: string, item: string, error: unknown): string {
   return `sluice pipeline: stage "${stage}" failed on ${item}: ${errorText(error, item)}`;
-}
-
-export function isThenable(x: unknown): x is PromiseLike<unknown> {
-  return x !== null && typeof x === "object" && typeof (x as PromiseLike<unknown>).then === "function";
-}
-
-/** Whether `x` is an async iterable (a stage function that streams many outputs returns one). */
-export function isAsyncIterable(x: unknown): x is AsyncIterable<unknown> {
-  return x !== null && typeof x === "object" &&
-    typeof (x as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function";
 }

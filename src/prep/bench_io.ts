@@ -12,10 +12,10 @@
  * @module
  */
 
-import { openDataset } from "../data/dataset.ts";
-import { fetchBytes, isUrl } from "../data/fetch.ts";
-import { hashSeed, mulberry32, shuffleInPlace } from "../data/sampler.ts";
-import { isShardSource, openShards, wholeShardFetch } from "../shards/reader.ts";
+import { openDataset } from "../dataset/dataset.ts";
+import { fetchBytes, isUrl } from "../dataset/fetch.ts";
+import { hashSeed, mulberry32, shuffleInPlace } from "../dataset/random.ts";
+import { isShardSource, openShards, wholeShardFetch } from "../dataset/shards/reader.ts";
 import { dropFromPageCache } from "./page_cache.ts";
 
 /** Options of {@link benchIo}. */

@@ -9,8 +9,8 @@
  * @module
  */
 
-import { jsonlObjects, openDataset, type VideoDataset } from "../data/dataset.ts";
-import { fetchBytes, isUrl } from "../data/fetch.ts";
+import { jsonlObjects, openDataset, type VideoDataset } from "../dataset/dataset.ts";
+import { fetchBytes, isUrl } from "../dataset/fetch.ts";
 import { DatasetError } from "../errors.ts";
 
 /** One input video with everything its row says. */

@@ -63,15 +63,20 @@ export {
   type StreamedSample,
   type StreamOptions,
   streamSamples,
-} from "../shards/reader.ts";
+} from "../dataset/shards/reader.ts";
 export type {
   MemberLocation,
   ShardEntry,
   ShardIndex,
   ShardSample,
   ShardSet,
-} from "../shards/index_format.ts";
-export { type MemberRef, type ShardDataset, shardDataset, type ShardVideoItem } from "../shards/dataset.ts";
+} from "../dataset/shards/index_format.ts";
+export {
+  type MemberRef,
+  type ShardDataset,
+  shardDataset,
+  type ShardVideoItem,
+} from "../dataset/shards/dataset.ts";
 export { benchIo, type BenchIoOptions, type IoPass } from "./bench_io.ts";
 export { canDropPageCache, dropFromPageCache } from "./page_cache.ts";
 export {
@@ -79,12 +84,12 @@ export {
   type PatternReading,
   readPattern,
   type SyntheticVideoOptions,
-} from "../data/synthetic.ts";
+} from "./synthetic.ts";
 
 // Types these signatures mention, defined with the loader (`@sluice/sluice`) and the media calls
 export type { MediaInput } from "../media/source.ts";
 export type { ShardError, SluiceError } from "../errors.ts";
-export type { FetchOptions } from "../data/fetch.ts";
-export type { SkippedFile, VideoDataset, VideoItem } from "../data/dataset.ts";
-export type { IndexedVideo } from "../data/video_index.ts";
-export type { SampledVideo } from "../data/sampler.ts";
+export type { FetchOptions } from "../dataset/fetch.ts";
+export type { SkippedFile, VideoDataset, VideoItem } from "../dataset/dataset.ts";
+export type { IndexedVideo } from "../dataset/video_index.ts";
+export type { SampledVideo } from "../dataset/sampler.ts";

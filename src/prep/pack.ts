@@ -3,7 +3,7 @@
  * into POSIX tar shards in WebDataset's layout: per sample `<key>.<ext>` (the video's bytes, unchanged) then
  * `<key>.json` (`path`, `label`, `class` and every extra column of the manifest), shards filled up to
  * `shardSize` bytes in manifest order (a video bigger than that gets a shard of its own). Beside each shard
- * goes its sidecar index (`<shard>.idx.json`, see `src/shards/index_format.ts`), and a `shards.json` lists the
+ * goes its sidecar index (`<shard>.idx.json`, see `src/dataset/shards/index_format.ts`), and a `shards.json` lists the
  * set; `openShards` opens the output directory (or that file's URL) as a dataset.
  *
  * Labels and time ranges come from the loader's own dataset and index code (`openDataset`, `indexDataset` with
@@ -13,9 +13,9 @@
  * @module
  */
 
-import { openDataset } from "../data/dataset.ts";
-import { fetchBytes } from "../data/fetch.ts";
-import { indexDataset } from "../data/video_index.ts";
+import { openDataset } from "../dataset/dataset.ts";
+import { fetchBytes } from "../dataset/fetch.ts";
+import { indexDataset } from "../dataset/video_index.ts";
 import { DatasetError, InvalidArgumentError } from "../errors.ts";
 import {
   indexNameOf,
@@ -28,8 +28,8 @@ import {
   type ShardEntry,
   type ShardIndex,
   type ShardSample,
-} from "../shards/index_format.ts";
-import { BLOCK, END_OF_ARCHIVE, memberHeader, padding } from "../shards/tar.ts";
+} from "../dataset/shards/index_format.ts";
+import { BLOCK, END_OF_ARCHIVE, memberHeader, padding } from "../dataset/shards/tar.ts";
 import { sourceRows } from "./manifest.ts";
 import { type ProgressSnapshot, ProgressTracker } from "./progress.ts";
 

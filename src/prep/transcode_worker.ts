@@ -9,7 +9,7 @@
 
 import { releaseDecoder } from "../media/decode.ts";
 import { errorText } from "../errors.ts";
-import { fetchBytes, isUrl } from "../data/fetch.ts";
+import { fetchBytes, isUrl } from "../dataset/fetch.ts";
 import type { MediaInput } from "../media/source.ts";
 import { checkTranscoded, type OutputFacts } from "./output_check.ts";
 import { type TranscodeOptions, transcodeVideoSync } from "./transcode.ts";

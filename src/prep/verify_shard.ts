@@ -7,10 +7,10 @@
  * @module
  */
 
-import { fetchBytes, isUrl } from "../data/fetch.ts";
+import { fetchBytes, isUrl } from "../dataset/fetch.ts";
 import { ShardError } from "../errors.ts";
-import { indexNameOf, parseShardIndex, sha256Hex, type ShardIndex } from "../shards/index_format.ts";
-import { type TarEntry, type TarSource, walkTar } from "../shards/tar.ts";
+import { indexNameOf, parseShardIndex, sha256Hex, type ShardIndex } from "../dataset/shards/index_format.ts";
+import { type TarEntry, type TarSource, walkTar } from "../dataset/shards/tar.ts";
 
 /** What {@link verifyShard} found. */
 export interface VerifyReport {

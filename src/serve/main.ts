@@ -7,7 +7,7 @@
  * @module
  */
 
-import { type LoaderOptions, videoClassificationLoader } from "../data/loader.ts";
+import { type LoaderOptions, videoClassificationLoader } from "../loader/loader.ts";
 import { InvalidArgumentError, SluiceError } from "../errors.ts";
 import { SERVE_PROTOCOL_VERSION } from "./protocol.ts";
 import { type BatchServer, type LoaderFactory, serveLoader } from "./server.ts";
@@ -19,7 +19,7 @@ export interface ServerConfig {
   /** Batch slots per client (default 4). */
   slots?: number;
   /** Loader options (callbacks aside); `sampler.rank`/`worldSize` are the default shard. */
-  loader: Omit<LoaderOptions, "onReport" | "log">;
+  loader: Omit<LoaderOptions, "hooks" | "log">;
   /** Exit when stdin reaches end of file (default false). */
   exitOnStdinEof?: boolean;
   /** Remove this directory (the socket's, made by the spawning client) on exit. */

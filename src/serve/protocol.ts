@@ -10,6 +10,7 @@
  */
 
 import { ServeError, SluiceError } from "../errors.ts";
+import type { MemoryDescriptor } from "../memory/descriptor.ts";
 
 /** Version of the serve protocol this module speaks. */
 export const SERVE_PROTOCOL_VERSION = 1;
@@ -92,11 +93,6 @@ export interface WelcomeMessage {
   decoder: "cpu" | "nvdec";
   slots: number;
 }
-
-/** How a client maps the slots: a memfd of the server, or one CUDA allocation exported by IPC. */
-export type MemoryDescriptor =
-  | { kind: "host"; fd: number; size: number }
-  | { kind: "cuda"; device: number; handle: string; size: number };
 
 /** Where the slots are; sent once per connection, before the first batch. */
 export interface MemoryMessage {

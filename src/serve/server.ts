@@ -25,9 +25,9 @@
  */
 
 import { InvalidArgumentError, ServeError } from "../errors.ts";
-import type { VideoClassificationLoader } from "../data/loader.ts";
-import type { Batch } from "../data/collate.ts";
-import { CudaSlots } from "./cuda_slots.ts";
+import type { VideoClassificationLoader } from "../loader/loader.ts";
+import type { Batch } from "../loader/collate.ts";
+import { CudaSlots } from "../memory/cuda_slots.ts";
 import {
   type BatchMessage,
   type ClientMessage,
@@ -42,8 +42,8 @@ import {
   type ServeDtype,
   type ServerMessage,
 } from "./protocol.ts";
-import { HostSlots, SlotRing, type SlotRingStats } from "./slot_ring.ts";
-import { type BatchSlots, slotOf } from "../data/batch_slots.ts";
+import { HostSlots, SlotRing, type SlotRingStats } from "../memory/slot_ring.ts";
+import { type BatchSlots, slotOf } from "../loader/batch_slots.ts";
 
 /** What a session asks a {@link LoaderFactory} for. */
 export interface LoaderRequest {

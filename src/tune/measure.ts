@@ -10,8 +10,8 @@
  */
 
 import { InvalidArgumentError } from "../errors.ts";
-import { cacheLoader } from "../data/cache_loader.ts";
-import type { PipelineStats, StageStats } from "../pipeline/pipeline.ts";
+import { cacheLoader } from "../loader/cache_loader.ts";
+import type { PipelineStats, StageStats } from "../pipeline/stats.ts";
 import { treeCpuSeconds, treePeakRss } from "./proc.ts";
 import type { Config } from "./space.ts";
 import type { TrialLoader, TuneTarget } from "./target.ts";

@@ -9,7 +9,7 @@ import { BackendExitedError, BackendStalledError, PipelineFailure, ProtocolError
 import { FrameType } from "../../src/backend/protocol.ts";
 import { PipelineBuilder } from "../../src/pipeline/builder.ts";
 import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
-import { serveDir } from "../data/http_server.ts";
+import { serveDir } from "../helpers/http_server.ts";
 import { alive, deadline, FIXTURE, spawnFixture } from "./helpers.ts";
 
 const spawn = spawnFixture;

@@ -1,7 +1,7 @@
 /** `sluice load --X-concurrency auto`: the stage is handed to the pipeline's controller. */
 import assert, { deepStrictEqual as assertEquals } from "node:assert/strict";
 import { sluice, tinyDataset } from "./helpers.ts";
-import type { PipelineStats } from "../../src/pipeline/pipeline.ts";
+import type { PipelineStats } from "../../src/pipeline/stats.ts";
 
 Deno.test("sluice load --demux-concurrency auto --decode-concurrency auto: both stages auto, the run whole", async () => {
   const dir = await tinyDataset({ videos: 4 });

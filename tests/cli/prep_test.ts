@@ -7,7 +7,7 @@ import { sluice } from "./helpers.ts";
 import { withTempDir } from "../helpers/temp_dir.ts";
 import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
 import { canDropPageCache } from "../../src/prep/page_cache.ts";
-import { openShards } from "../../src/shards/reader.ts";
+import { openShards } from "../../src/dataset/shards/reader.ts";
 
 const noCli = !hasFfmpegCliSync();
 if (noCli) console.log("cli/prep_test: ffmpeg CLI not found (test clips are made with it): tests skipped");

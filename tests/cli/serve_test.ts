@@ -1,6 +1,6 @@
 /** `sluice serve`: listens, welcomes a client with the loader the options describe, stops on SIGTERM. */
 import assert from "node:assert/strict";
-import { makeSyntheticDataset } from "../../src/data/synthetic.ts";
+import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
 import { encodeMessage, FrameDecoder, MAX_SERVER_MESSAGE } from "../../src/serve/protocol.ts";
 
 const MAIN = new URL("../../src/cli/main.ts", import.meta.url).pathname;

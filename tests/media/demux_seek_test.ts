@@ -12,7 +12,7 @@ import { frameAt } from "../../src/media/frames.ts";
 import { MediaError } from "../../src/errors.ts";
 import { cliRaw, framesOnScreen, probeFrameTimes, sameBytes } from "../helpers/decode_oracles.ts";
 import { type ClipSpec, generateClip, hasFfmpegCliSync, tempFile } from "../helpers/media.ts";
-import { mulberry32 } from "../../src/data/sampler.ts";
+import { mulberry32 } from "../../src/dataset/random.ts";
 
 const CLI = hasFfmpegCliSync();
 const SKIP = CLI ? false : "needs the ffmpeg and ffprobe CLIs";

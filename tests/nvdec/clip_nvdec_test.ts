@@ -13,12 +13,12 @@ import {
   decodeClipNvdec,
   demuxClips,
   type VideoTask,
-} from "../../src/data/clip_worker.ts";
-import type { ClipSpec } from "../../src/data/clip_spec.ts";
+} from "../../src/loader/clip_worker.ts";
+import type { ClipSpec } from "../../src/loader/clip_spec.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
-import type { DecodedClip } from "../../src/data/collate.ts";
+import type { DecodedClip } from "../../src/loader/collate.ts";
 import { releaseDecoderNvdec } from "../../src/nvdec/decoder.ts";
-import { mulberry32 } from "../../src/data/sampler.ts";
+import { mulberry32 } from "../../src/dataset/random.ts";
 import { generateClip, hasFfmpegCliSync, runCli, tempFile, vfrClipSpec } from "../helpers/media.ts";
 import { framesOnScreen, probeFrameTimes } from "../helpers/decode_oracles.ts";
 import { psnr, useDouble } from "./nvdec_helpers.ts";

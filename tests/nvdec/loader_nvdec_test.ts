@@ -1,14 +1,14 @@
 /**
- * The loader with `decode: "nvdec"` (src/data/clip_worker.ts decodeClipNvdec, in pipeline Workers) against the
+ * The loader with `decode: "nvdec"` (src/loader/clip_worker.ts decodeClipNvdec, in pipeline Workers) against the
  * double, compared batch by batch with the CPU loader on the same sampler seed. The Workers load the double
  * through SLUICE_LIBCUDA / SLUICE_LIBNVCUVID (process environment, set by useDouble before the loader starts)
  * and log to NVDOUBLE_LOG (the double's unconfigured threads read it).
  */
 import assert from "node:assert/strict";
-import { type LoaderOptions, videoClassificationLoader } from "../../src/data/loader.ts";
-import { slotOf } from "../../src/data/batch_slots.ts";
-import type { Batch } from "../../src/data/collate.ts";
-import { makeSyntheticDataset } from "../../src/data/synthetic.ts";
+import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
+import { slotOf } from "../../src/loader/batch_slots.ts";
+import type { Batch } from "../../src/loader/collate.ts";
+import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
 import { psnr, useDouble } from "./nvdec_helpers.ts";
 

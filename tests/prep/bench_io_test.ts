@@ -3,7 +3,7 @@ import { benchIo } from "../../src/prep/bench_io.ts";
 import { ioTable } from "../../src/cli/commands/bench_io.ts";
 import { canDropPageCache } from "../../src/prep/page_cache.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
-import { makePacked } from "../shards/shard_fixture.ts";
+import { makePacked } from "../dataset/shards/shard_fixture.ts";
 import { withTempDir } from "../helpers/temp_dir.ts";
 
 const skip = !hasFfmpegCliSync()

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { packShards, parseByteSize, sampleKey } from "../../src/prep/pack.ts";
-import { openShards, readSampleVideo } from "../../src/shards/reader.ts";
+import { openShards, readSampleVideo } from "../../src/dataset/shards/reader.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
-import { makePacked } from "../shards/shard_fixture.ts";
+import { makePacked } from "../dataset/shards/shard_fixture.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
 import { withTempDir } from "../helpers/temp_dir.ts";
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { transcodeDataset } from "../../src/prep/transcode_dataset.ts";
 import { mergeManifests } from "../../src/prep/merge.ts";
 import { readJsonl } from "../../src/prep/manifest.ts";
-import { openDataset } from "../../src/data/dataset.ts";
+import { openDataset } from "../../src/dataset/dataset.ts";
 import { DatasetError } from "../../src/errors.ts";
 import { ffprobeInfo, generateClip, hasFfmpegCliSync, parseRational } from "../helpers/media.ts";
 import { withTempDir } from "../helpers/temp_dir.ts";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { outputSize, transcodeVideoSync } from "../../src/prep/transcode.ts";
 import { ENCODERS, findEncoder, fpsRational } from "../../src/prep/encoder.ts";
 import { EncoderNotFoundError, InvalidArgumentError, MediaError } from "../../src/errors.ts";
-import { encodeSyntheticVideo, readPattern } from "../../src/data/synthetic.ts";
+import { encodeSyntheticVideo, readPattern } from "../../src/prep/synthetic.ts";
 import {
   ffmpegDecodeRaw,
   ffprobeInfo,

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { verifyShard } from "../../src/prep/verify_shard.ts";
-import { openShards } from "../../src/shards/reader.ts";
+import { openShards } from "../../src/dataset/shards/reader.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
-import { serveDir } from "../data/http_server.ts";
-import { makePacked } from "../shards/shard_fixture.ts";
+import { serveDir } from "../helpers/http_server.ts";
+import { makePacked } from "../dataset/shards/shard_fixture.ts";
 import { withTempDir } from "../helpers/temp_dir.ts";
 
 const noCli = !hasFfmpegCliSync();

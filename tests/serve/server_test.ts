@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { videoClassificationLoader } from "../../src/data/loader.ts";
-import { makeSyntheticDataset } from "../../src/data/synthetic.ts";
+import { videoClassificationLoader } from "../../src/loader/loader.ts";
+import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
 import { encodeMessage, FrameDecoder, MAX_SERVER_MESSAGE } from "../../src/serve/protocol.ts";
 import { serveLoader } from "../../src/serve/server.ts";
 import { DatasetError, ServeError } from "../../src/errors.ts";

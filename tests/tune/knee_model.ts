@@ -11,7 +11,7 @@
 import type { TrialOutcome, TrialRequest, TrialRunner } from "../../src/tune/runner.ts";
 import type { TrialMetrics } from "../../src/tune/measure.ts";
 import type { Config } from "../../src/tune/space.ts";
-import { mulberry32 } from "../../src/data/sampler.ts";
+import { mulberry32 } from "../../src/dataset/random.ts";
 
 /** A simulated stage: its name, the parameter that is its concurrency, and latency(n) in ms. */
 export interface ModelStage {

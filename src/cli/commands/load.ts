@@ -1,9 +1,12 @@
 /**
  * `sluice load DATASET`: runs the video loader, draws the live view on a terminal, prints the summary (or
- * `--json`). Ctrl-C stops it: the summary of the batches so far is printed and the exit status is 130.
+ * `--json`), and appends the loader pipeline's stats to a JSONL file with `--stats-jsonl` (or the
+ * `SLUICE_STATS_JSONL` environment variable). Ctrl-C stops it: the summary of the batches so far is printed and
+ * the exit status is 130.
  * @module
  */
 
+import { jsonlStatsHook } from "../../pipeline/hooks.ts";
 import { defineCommand, UsageError } from "../args.ts";
 import { formatSummary, runLoad } from "../load.ts";
 import { print, terminalSize, wrapLine } from "../tty.ts";
@@ -34,10 +37,17 @@ export const loadCommand = defineCommand({
       help: "milliseconds between live redraws",
     },
     json: { type: "boolean", help: "print the summary as one JSON object (no live view)" },
+    "stats-jsonl": {
+      type: "string",
+      defaultText: "$SLUICE_STATS_JSONL if set, else none",
+      help: "append the loader pipeline's stats to this file, one JSON line per report (every 10 s, and at " +
+        "the end of each epoch)",
+    },
   },
   examples: [
     "load .cache/demo/videos --batches 100 --backend subprocess",
     "load train.csv --epochs 2 --batch-size 16 --frames 16 --width 128 --height 128 --json",
+    "load train.csv --epochs 3 --stats-jsonl stats.jsonl",
   ],
   async run({ values, positionals }) {
     if (values.batches !== undefined && values.epochs !== undefined) {
@@ -48,9 +58,11 @@ export const loadCommand = defineCommand({
     // The first Ctrl-C stops the run and prints the summary so far; a second one leaves at once.
     const onSigint = () => sigints++ === 0 ? ac.abort() : Deno.exit(130);
     Deno.addSignalListener("SIGINT", onSigint);
+    const statsJsonl = values["stats-jsonl"] ?? envStatsJsonl();
     try {
       const summary = await runLoad({
         ...loaderOptionsOf(positionals[0], values),
+        hooks: statsJsonl === undefined ? [] : [jsonlStatsHook(statsJsonl)],
         batches: values.batches,
         epochs: values.epochs ?? 1,
         live: values.json ? undefined : Deno.stderr,
@@ -72,3 +84,12 @@ export const loadCommand = defineCommand({
     }
   },
 });
+
+/** The JSONL path from the `SLUICE_STATS_JSONL` environment variable, if set (and readable). */
+function envStatsJsonl(): string | undefined {
+  try {
+    return Deno.env.get("SLUICE_STATS_JSONL") || undefined;
+  } catch {
+    return undefined; // no --allow-env: no JSONL
+  }
+}

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { LoaderOptions } from "../../data/loader.ts";
+import type { LoaderOptions } from "../../loader/loader.ts";
 import type { OptionValues } from "../args.ts";
 import { MAX_CONCURRENCY, parseConcurrency } from "../values.ts";
 
@@ -73,7 +73,7 @@ export const LOADER_OPTIONS = {
 export function loaderOptionsOf(
   dataset: string,
   values: OptionValues<typeof LOADER_OPTIONS>,
-): Omit<LoaderOptions, "log" | "onReport"> {
+): Omit<LoaderOptions, "log" | "hooks"> {
   return {
     dataset,
     batchSize: values["batch-size"],

@@ -3,7 +3,7 @@
  * @module
  */
 
-import { defaultEncoder, makeSyntheticDataset } from "../../data/synthetic.ts";
+import { defaultEncoder, makeSyntheticDataset } from "../../prep/synthetic.ts";
 import { defineCommand } from "../args.ts";
 import { print, ProgressBar } from "../tty.ts";
 

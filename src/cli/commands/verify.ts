@@ -5,7 +5,7 @@
 
 import { verifyShard } from "../../prep/verify_shard.ts";
 import { bytesText } from "../../prep/progress.ts";
-import { openShards } from "../../shards/reader.ts";
+import { openShards } from "../../dataset/shards/reader.ts";
 import { defineCommand } from "../args.ts";
 import { alignTable } from "../table.ts";
 import { print } from "../tty.ts";

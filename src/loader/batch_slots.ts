@@ -1,0 +1,316 @@
+/**
+ * `BatchSlots`: the loader's ring of batch slots (`slots` option): batches are assembled in `slots` fixed
+ * buffers, reused batch after batch, in one shared-memory mapping (`SlotRing` over a memfd, `src/serve`) that
+ * the decode Workers address directly and that `sluice serve` hands to a trainer as it is. So a clip's pixels
+ * are written once, by its decode Worker, into their place in the batch, and never copied on their way to the
+ * consumer (in this process, or a trainer mapping the memfd); and the loader's batch memory is `slots` batches,
+ * whatever the consumer does.
+ *
+ * - Places before decode: where each clip of an epoch ends up is known when the epoch is planned
+ *   (`epochOrder`): output index `j` is clip `j mod B` of batch `⌊j / B⌋`. The decode step asks
+ *   {@link BatchSlots.place} for a clip's place before it decodes it; the first clip of a batch acquires the
+ *   batch's slot, waiting for the ring's credit (the backpressure that bounds memory). Slots are acquired in
+ *   batch order, so the batch the consumer waits for never waits behind a later one. A substitute clip keeps
+ *   the failed clip's position, hence its place.
+ * - A clip decoded in another clip's pass (decode once) is written into its place when its batch already has a
+ *   slot or can get one without waiting; otherwise into its own buffer, copied into its place when it comes
+ *   (counted in {@link BatchSlots.copiedBytes}, like the within-slot moves that close the gaps of skipped clips
+ *   and the regrouping of a `"BCTHW"` batch, whose clips are decoded apart and regrouped plane by plane).
+ * - A batch views its slot and gives it back when disposed (`using`); after that its `data` reads as empty.
+ *   At most `slots` batches exist: asking for the next batch while the consumer holds all of them is an error
+ *   that says so (it could never come), never a reuse of memory still in use.
+ * @module
+ */
+
+import { InvalidArgumentError } from "../errors.ts";
+import { HostSlots, SlotRing } from "../memory/slot_ring.ts";
+import { viewAt } from "../memory/shm.ts";
+import { releaseBuffers } from "../pipeline/transfer.ts";
+import type { ClipSampler } from "../dataset/sampler.ts";
+import type { AddressedDestination, ClipBase } from "./clip_worker.ts";
+import type { ClipSpec } from "./clip_spec.ts";
+import type { PlacedClip } from "./clip_stats.ts";
+import { type Batch, type BatchLayout, collate, type FilledClip } from "./collate.ts";
+import { epochOrder } from "../dataset/epoch_order.ts";
+
+/** A clip's place in its epoch's plan (a planned clip's, or a failed one's). */
+type Position = Pick<ClipBase, "epoch" | "position">;
+
+/** Where a slot is in its life: a batch being assembled, collated and waiting in the loader, or held by the consumer. */
+type SlotState = "assembling" | "ready" | "held";
+
+/** The slot a batch views and who holds it. */
+interface SlotUse {
+  slots: BatchSlots;
+  slot: number;
+}
+
+const SLOT_OF = new WeakMap<object, SlotUse>();
+
+/** The slot a loader batch views, or undefined for a batch with its own memory. */
+export function slotOf(batch: unknown): SlotUse | undefined {
+  return typeof batch === "object" && batch !== null ? SLOT_OF.get(batch) : undefined;
+}
+
+/**
+ * A batch with its own memory: `batch` itself when it has it, else a copy of a slot-backed batch (whose slot
+ * is given back at once): for keeping a batch beyond its step (`cacheLoader`).
+ */
+export function ownedBatch(batch: Batch): Batch {
+  if (slotOf(batch) === undefined) return batch;
+  const data = batch.data.slice(), labels = batch.labels.slice();
+  const clips = structuredClone(batch.clips);
+  const { dtype, layout } = batch, shape = [...batch.shape];
+  batch[Symbol.dispose]();
+  return {
+    data,
+    dtype,
+    shape,
+    layout,
+    labels,
+    clips,
+    [Symbol.dispose]() {
+      releaseBuffers([this.data, this.labels]);
+    },
+  };
+}
+
+/** The loader's batch slots; see the module docs. */
+export class BatchSlots implements Disposable {
+  readonly ring: SlotRing;
+  readonly batchSize: number;
+  /** Bytes of one clip. */
+  readonly clipBytes: number;
+  /** Decode Workers write into the places (layout `"BTHWC"`); false: collate regroups into the slot. */
+  readonly direct: boolean;
+  readonly #float: boolean;
+  readonly #numFrames: number;
+  readonly #layout: BatchLayout;
+  readonly #sampler: ClipSampler;
+  readonly #address: bigint;
+  readonly #orders = new Map<number, Int32Array>();
+  /** Slot of each batch with one, by `epoch/batch`, while it is assembled. */
+  readonly #batches = new Map<string, number>();
+  readonly #state = new Map<number, { state: SlotState; batch: object | null }>();
+  /** The next batch to get a slot: slots are acquired in batch order. */
+  #next = { epoch: -1, batch: 0 };
+  #acquiring: Promise<unknown> = Promise.resolve();
+  #pending = 0;
+  #copied = 0;
+
+  /**
+   * @param slots batch slots, `[1, 1024]`
+   * @param spec what each clip is (its size)
+   * @param batchSize clips per batch
+   * @param layout the batches' layout
+   * @param sampler the loader's sampler (each epoch's output order)
+   */
+  constructor(slots: number, spec: ClipSpec, batchSize: number, layout: BatchLayout, sampler: ClipSampler) {
+    this.#float = spec.dtype === "float32";
+    this.clipBytes = spec.numFrames * 3 * spec.width * spec.height * (this.#float ? 4 : 1);
+    this.batchSize = batchSize;
+    this.direct = layout === "BTHWC";
+    this.#numFrames = spec.numFrames;
+    this.#layout = layout;
+    this.#sampler = sampler;
+    this.ring = new SlotRing(
+      slots,
+      batchSize * this.clipBytes,
+      (size) => new HostSlots(`sluice-batches-${Deno.pid}`, size),
+    );
+    this.#address = (this.ring.memory as HostSlots).shm.address;
+  }
+
+  /** Pixel bytes copied into slots (see the module docs); 0 when every clip was decoded into its place. */
+  get copiedBytes(): number {
+    return this.#copied;
+  }
+
+  /** Batches the consumer holds (delivered, not yet disposed). */
+  get held(): number {
+    let n = 0;
+    for (const s of this.#state.values()) if (s.state === "held") n++;
+    return n;
+  }
+
+  /** The clip's place, acquiring its batch's slot first (in batch order, waiting for credit). */
+  async place(meta: Position, signal?: AbortSignal): Promise<AddressedDestination> {
+    const where = this.#where(meta);
+    const have = this.#batches.get(where.key);
+    if (have !== undefined) return this.#dest(have, where.index);
+    this.#pending++;
+    const slot = this.#acquiring.then(() => this.#acquireUpTo(where, signal));
+    this.#acquiring = slot.catch(() => {}).finally(() => this.#pending--);
+    return this.#dest(await slot, where.index);
+  }
+
+  /** The clip's place when its batch has a slot or can get one now without waiting; else undefined. */
+  tryPlace(meta: ClipBase): AddressedDestination | undefined {
+    const where = this.#where(meta);
+    if (!this.#batches.has(where.key)) {
+      if (this.#pending > 0 || !this.#advance(where)) return undefined;
+      while (!this.#batches.has(where.key)) {
+        const slot = this.ring.tryAcquire();
+        if (slot === undefined) return undefined;
+        this.#take(slot);
+      }
+    }
+    return this.#dest(this.#batches.get(where.key)!, where.index);
+  }
+
+  /**
+   * A decoded clip in its place: one decoded there already comes back with empty data and gets a view of its
+   * place; one decoded into its own buffer (no place was free for it yet) is copied there, its buffer freed.
+   */
+  async adopt(clip: FilledClip, signal?: AbortSignal): Promise<FilledClip> {
+    const dest = await this.place(clip.meta, signal);
+    const view = this.#view(dest.address, dest.length);
+    if (clip.data.length !== 0) {
+      view.set(clip.data as Uint8Array);
+      this.#copied += dest.length;
+      releaseBuffers(clip.data);
+    }
+    clip.data = view;
+    return clip;
+  }
+
+  /**
+   * The batch of `placed` (one batch's positions, in order) in its slot; undefined (the slot given back) when it
+   * has no clip or is dropped. `clips` are the placed clips (`"BCTHW"`: in their own buffers, regrouped here).
+   */
+  collate(placed: readonly PlacedClip[], clips: FilledClip[], drop: boolean): Batch | undefined {
+    const first = placed[0];
+    const where = this.#where(first.clip?.meta ?? first.failures[0]);
+    const slot = this.#batches.get(where.key);
+    if (slot === undefined) throw new InvalidArgumentError(`batch slots: batch ${where.key} has no slot`);
+    this.#batches.delete(where.key);
+    if (drop || clips.length === 0) {
+      this.#give(slot);
+      return undefined;
+    }
+    const base = this.ring.offset(slot);
+    const bytes = this.ring.memory as HostSlots;
+    if (this.direct) {
+      // close the gaps of skipped clips (their places stay empty otherwise)
+      for (const [i, c] of clips.entries()) {
+        const k = this.#where(c.meta).index;
+        if (k === i) continue;
+        bytes.shm.bytes.copyWithin(
+          base + i * this.clipBytes,
+          base + k * this.clipBytes,
+          base + (k + 1) * this.clipBytes,
+        );
+        this.#copied += this.clipBytes;
+      }
+    }
+    const n = clips.length * this.clipBytes;
+    const view = this.#view(this.#address + BigInt(base), n);
+    const batch = collate(clips, this.#numFrames, this.#layout, { data: view, placed: this.direct });
+    if (!this.direct) this.#copied += n;
+    const own = batch[Symbol.dispose].bind(batch);
+    this.#state.set(slot, { state: "ready", batch });
+    batch[Symbol.dispose] = () => {
+      own();
+      if (this.#state.get(slot)?.batch === batch) this.#give(slot);
+    };
+    SLOT_OF.set(batch, { slots: this, slot });
+    return batch;
+  }
+
+  /**
+   * Checks that the consumer can get another batch: throws when it holds every slot (the next batch could never
+   * be assembled).
+   */
+  checkCredit(): void {
+    if (this.held < this.ring.slots) return;
+    throw new InvalidArgumentError(
+      `loader: all ${this.ring.slots} batch slots are held by batches not yet disposed, so no further batch ` +
+        "can be made: dispose each batch when its step is done (`for await (using batch of loader)`), copy " +
+        "what you keep (`batch.data.slice()`), or raise the loader's `slots` option",
+    );
+  }
+
+  /** `batch` was handed to the consumer. */
+  delivered(batch: Batch): void {
+    const use = slotOf(batch);
+    if (use === undefined) return;
+    const s = this.#state.get(use.slot);
+    if (s?.batch === batch) s.state = "held";
+  }
+
+  /** The epoch ended (or was abandoned): slots of batches not handed to the consumer are given back. */
+  endEpoch(): void {
+    for (const [slot, s] of [...this.#state]) if (s.state !== "held") this.#give(slot);
+    this.#batches.clear();
+    this.#next = { epoch: -1, batch: 0 };
+  }
+
+  /** Frees the memory (after the Workers stopped). */
+  [Symbol.dispose](): void {
+    this.ring.close();
+  }
+
+  #order(epoch: number): Int32Array {
+    let order = this.#orders.get(epoch);
+    if (order === undefined) {
+      order = epochOrder(this.#sampler, epoch);
+      this.#orders.set(epoch, order);
+      for (const e of this.#orders.keys()) if (e < epoch - 1) this.#orders.delete(e);
+    }
+    return order;
+  }
+
+  #where(
+    meta: { epoch: number; position: number },
+  ): { epoch: number; batch: number; index: number; key: string } {
+    const j = this.#order(meta.epoch)[meta.position];
+    if (j === undefined) {
+      throw new InvalidArgumentError(`batch slots: no position ${meta.position} in epoch ${meta.epoch}`);
+    }
+    const batch = Math.floor(j / this.batchSize);
+    return { epoch: meta.epoch, batch, index: j % this.batchSize, key: `${meta.epoch}/${batch}` };
+  }
+
+  /**
+   * For a batch without a slot: moves the next batch to its epoch when that starts; false when the batch is
+   * behind the next one (its slot was given back already: a bug).
+   */
+  #advance(where: { epoch: number; batch: number }): boolean {
+    if (where.epoch > this.#next.epoch) this.#next = { epoch: where.epoch, batch: 0 };
+    return where.epoch === this.#next.epoch && where.batch >= this.#next.batch;
+  }
+
+  async #acquireUpTo(
+    where: { epoch: number; batch: number; key: string },
+    signal?: AbortSignal,
+  ): Promise<number> {
+    if (!this.#batches.has(where.key) && !this.#advance(where)) {
+      throw new InvalidArgumentError(`batch slots: batch ${where.key} comes after its slot was given back`);
+    }
+    while (!this.#batches.has(where.key)) this.#take(await this.ring.acquire(signal));
+    return this.#batches.get(where.key)!;
+  }
+
+  /** Gives `slot` to the next batch in order. */
+  #take(slot: number): void {
+    this.#batches.set(`${this.#next.epoch}/${this.#next.batch}`, slot);
+    this.#state.set(slot, { state: "assembling", batch: null });
+    this.#next.batch++;
+  }
+
+  #give(slot: number): void {
+    this.#state.delete(slot);
+    this.ring.release(slot);
+  }
+
+  #dest(slot: number, index: number): AddressedDestination {
+    const offset = this.ring.clipOffset(slot, index, this.clipBytes);
+    return { address: this.#address + BigInt(offset), length: this.clipBytes };
+  }
+
+  /** A view with its own ArrayBuffer object: disposing (detaching) it leaves the mapping and other views alone. */
+  #view(address: bigint, length: number): Uint8Array | Float32Array {
+    const bytes = viewAt(address, length);
+    return this.#float ? new Float32Array(bytes.buffer) : bytes;
+  }
+}

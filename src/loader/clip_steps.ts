@@ -1,0 +1,302 @@
+/**
+ * The three steps that load clips, each turning a failure into a {@link FailedClip} value instead of throwing:
+ * fetch a video (URLs into memory; local paths pass through), demux it (one open of the file cuts every clip
+ * window, in a `WorkerPool` running `clip_worker.ts`), decode one clip (same pool). The loader's pipeline stages
+ * call them, and so does its replacement step for a substitute clip, so a substitute is loaded exactly as a
+ * planned clip is.
+ *
+ * {@link ClipDecodeStep} is the loader's decode stage. It decodes a clip whose pass serves others too (decode
+ * once, see `front.ts`) with `decodeClipGroup` and keeps the others' results until their own items come
+ * (`servedBy`); items come in the order of the epoch's output, and a pass is led by the clip of its group that
+ * comes first, so a result never waits for a clip that is not on its way, and the front's horizon bounds how
+ * many wait. It also chooses each task's FFmpeg threads (`decode_threads.ts`).
+ * @module
+ */
+
+import type { Executor, PipeFn, TaskContext } from "../pipeline/executor.ts";
+import type { WorkerPool } from "../pipeline/worker_pool.ts";
+import { releaseBuffers } from "../pipeline/transfer.ts";
+import { ClipError, deserializeError } from "../errors.ts";
+import { clipFailure, type FailedClip, isFailedClip } from "./clip_failure.ts";
+import type { ClipBase, ClipPackets, ClipResult, VideoTask } from "./clip_worker.ts";
+import type { FilledClip } from "./collate.ts";
+import { decodeThreads, type ThreadBudget } from "./decode_threads.ts";
+import type { BatchSlots } from "./batch_slots.ts";
+import { fetchBytes, type FetchOptions, isUrl } from "../dataset/fetch.ts";
+import { readMember } from "../dataset/shards/reader.ts";
+
+/** A clip on its way: its packets, or its failure. */
+export type ClipItem = ClipPackets | FailedClip;
+
+/** The Worker export that decodes one clip. */
+export type DecodeExport = "decodeClip" | "decodeClipNvdec";
+
+/**
+ * The executor of the stages that call these steps: it runs their functions on the main thread (they await
+ * `pool` themselves, to catch what its Workers throw) and closes `pool` when the pipeline stops its executors,
+ * which ends in-flight Worker tasks as a stage running on the pool directly would.
+ */
+export function callingPool(pool: WorkerPool): Executor {
+  return {
+    size: pool.size,
+    run: (fn: PipeFn | string, item: unknown, ctx: TaskContext) => (fn as PipeFn)(item, ctx),
+    // a stage's concurrency claims Workers: the pool grows when it is raised (by hand or by "auto")
+    reserve: (stage: string, n: number) => pool.reserve(stage, n),
+    close: () => pool.close(),
+  };
+}
+
+/** Every clip of `task` failed in `stage` with `error`. */
+function failAll(task: VideoTask, stage: string, error: unknown, attempt: number): FailedClip[] {
+  return task.clips.map((meta) => ({
+    failed: clipFailure({ ...meta, path: task.path }, stage, error, attempt),
+  }));
+}
+
+/**
+ * Fetches a URL's bytes into `task.src` (local paths pass through; a shard member is one checked positioned
+ * read); on failure, every clip of it failed.
+ */
+export async function fetchVideo(
+  task: VideoTask,
+  opts: Omit<FetchOptions, "signal" | "range">,
+  signal: AbortSignal,
+  attempt = 0,
+): Promise<VideoTask | FailedClip[]> {
+  try {
+    task.src = task.member
+      ? await readMember(task.path, task.member, { fetch: { ...opts, signal } })
+      : isUrl(task.path)
+      ? await fetchBytes(task.path, { ...opts, signal })
+      : task.path;
+    return task;
+  } catch (e) {
+    if (signal.aborted) throw e;
+    return failAll(task, "fetch", e, attempt);
+  }
+}
+
+/**
+ * Demuxes every clip window of a fetched video in `pool`; on failure, every clip of it failed. With `budget`
+ * (the pool's decode tasks share it), the task holds one thread token while it runs.
+ */
+export async function demuxVideo(
+  pool: WorkerPool,
+  task: VideoTask | FailedClip[],
+  signal: AbortSignal,
+  attempt = 0,
+  budget: ThreadBudget | null = null,
+): Promise<ClipItem[]> {
+  if (Array.isArray(task)) return task;
+  const held = budget === null ? 0 : await budget.acquire(1);
+  try {
+    return await pool.run("demuxClips", task, { signal, stage: "demux" }) as ClipPackets[];
+  } catch (e) {
+    if (signal.aborted) throw e;
+    return failAll(task, "demux", e, attempt);
+  } finally {
+    budget?.release(held);
+  }
+}
+
+/**
+ * Decodes one clip in `pool` into the clip its spec promises; on failure, the clip failed. With `slots`, the
+ * clip's place in its batch's slot is taken first (waiting for credit) and the Worker writes there.
+ */
+export async function decodeClipItem(
+  pool: WorkerPool,
+  exportName: DecodeExport,
+  item: ClipItem,
+  signal: AbortSignal,
+  attempt = 0,
+  slots: BatchSlots | null = null,
+): Promise<FilledClip | FailedClip> {
+  if (isFailedClip(item)) return item;
+  const { meta } = item;
+  try {
+    if (slots !== null) {
+      const dest = await slots.place(meta, signal);
+      if (slots.direct) item.dest = dest;
+    }
+    // The Workers return exactly the clip the spec promises (with its outcome) or throw a ClipError.
+    const clip = await pool.run(exportName, item, { signal, stage: "decode" }) as FilledClip;
+    return slots?.direct ? await slots.adopt(clip, signal) : clip;
+  } catch (e) {
+    if (signal.aborted) throw e;
+    return { failed: clipFailure(meta, "decode", e, attempt) };
+  }
+}
+
+/** Group exports of the clip Worker, by the export that decodes one clip. */
+const GROUP_EXPORT = { decodeClip: "decodeClipGroup", decodeClipNvdec: "decodeClipGroupNvdec" } as const;
+
+/** How the loader's decode stage decodes (each switch of issue 14's "decode less"). */
+export interface ClipDecodeOptions {
+  /** Leave undecoded the frames no slot shows (`ClipPackets.skipUnshown`; default true). */
+  skipUnshown?: boolean;
+  /** Give tasks idle cores as FFmpeg threads (see `decode_threads.ts`); null: one thread each (default). */
+  threads?: ThreadBudget | null;
+  /** Clips per epoch (what is still to come decides the threads). */
+  perEpoch?: number;
+  /** The loader's batch slots: each clip is decoded into its place in its batch (see `batch_slots.ts`). */
+  slots?: BatchSlots | null;
+}
+
+/** A pass's result for a clip that comes later: settled when the pass ends. */
+interface Waiting {
+  epoch: number;
+  result: Promise<FilledClip | FailedClip>;
+  settle: (r: FilledClip | FailedClip) => void;
+  /** Its item has come and taken the result. */
+  taken: boolean;
+}
+
+/** The loader's decode stage; see the module docs. */
+export class ClipDecodeStep {
+  readonly #pool: WorkerPool;
+  readonly #export: DecodeExport;
+  readonly #skip: boolean;
+  readonly #budget: ThreadBudget | null;
+  readonly #perEpoch: number;
+  readonly #slots: BatchSlots | null;
+  /** Results of passes for clips still to come, by `epoch/position`. */
+  readonly #waiting = new Map<string, Waiting>();
+  /** Per epoch: clips come to this step so far. */
+  readonly #come = new Map<number, number>();
+
+  /**
+   * @param pool the clip Worker pool
+   * @param exportName the Worker export decoding one clip (CPU or NVDEC)
+   * @param opts the decode-less switches
+   */
+  constructor(pool: WorkerPool, exportName: DecodeExport, opts: ClipDecodeOptions = {}) {
+    this.#pool = pool;
+    this.#export = exportName;
+    this.#skip = opts.skipUnshown ?? true;
+    this.#budget = opts.threads ?? null;
+    this.#perEpoch = opts.perEpoch ?? 0;
+    this.#slots = opts.slots ?? null;
+  }
+
+  /** Results waiting for their clip's item (bounded by the front's horizon). */
+  get waiting(): number {
+    let n = 0;
+    for (const w of this.#waiting.values()) if (!w.taken) n++;
+    return n;
+  }
+
+  /** Decodes one clip item (or takes its result from the pass that served it); on failure, the clip failed. */
+  async decode(item: ClipItem, signal: AbortSignal): Promise<FilledClip | FailedClip> {
+    const slots = this.#slots;
+    if (isFailedClip(item)) {
+      // Every position takes its place in turn, failed or not: batches get their slots in order, and a
+      // substitute fills this place.
+      if (slots !== null) await slots.place(item.failed, signal);
+      return item;
+    }
+    const { meta } = item;
+    this.#arrive(meta.epoch);
+    if (item.servedBy !== undefined) {
+      if (slots !== null) await slots.place(meta, signal);
+      const w = this.#waiting.get(key(meta));
+      if (w === undefined) {
+        const why = `its decode pass (the clip at position ${item.servedBy}) did not run`;
+        return {
+          failed: clipFailure(
+            meta,
+            "decode",
+            new ClipError(meta.path, "decode", [meta.start, meta.end], why),
+          ),
+        };
+      }
+      w.taken = true;
+      try {
+        return await this.#adopt(await w.result, signal);
+      } finally {
+        this.#waiting.delete(key(meta));
+      }
+    }
+    const shared = item.shared ?? [];
+    // Registered before the first await: the clips this pass serves may come while it runs.
+    const waits = shared.map((s) => this.#expect(s.meta));
+    item.skipUnshown = this.#skip;
+    if (slots !== null) {
+      try {
+        const dest = await slots.place(meta, signal);
+        if (slots.direct) item.dest = dest;
+      } catch (e) {
+        for (const [k, w] of waits.entries()) w.settle({ failed: clipFailure(shared[k].meta, "decode", e) });
+        throw e;
+      }
+      // the others go into their places when their batches have slots now (never waiting: their batches come
+      // after this one's), else into their own buffers, copied into place when they come
+      if (slots.direct) { for (const s of shared) s.dest = slots.tryPlace(s.meta); }
+    }
+    const threads = await this.#threads(meta.epoch);
+    try {
+      if (threads > 1) item.threads = threads;
+      if (shared.length === 0) {
+        return await decodeClipItem(this.#pool, this.#export, item, signal, 0, slots);
+      }
+      const results = await this.#pool.run(GROUP_EXPORT[this.#export], item, { signal, stage: "decode" });
+      const [own, ...others] = (results as ClipResult[]).map((r, k) =>
+        fromResult(r, k === 0 ? meta : shared[k - 1].meta)
+      );
+      others.forEach((r, k) => waits[k].settle(r));
+      return await this.#adopt(own, signal);
+    } catch (e) {
+      for (const [k, w] of waits.entries()) w.settle({ failed: clipFailure(shared[k].meta, "decode", e) });
+      if (signal.aborted) throw e;
+      return { failed: clipFailure(meta, "decode", e) };
+    } finally {
+      this.#budget?.release(threads);
+    }
+  }
+
+  /** Counts a clip come, and drops results of earlier epochs nobody came for (an epoch stopped early). */
+  #arrive(epoch: number): void {
+    this.#come.set(epoch, (this.#come.get(epoch) ?? 0) + 1);
+    for (const [k, w] of this.#waiting) {
+      if (w.epoch >= epoch) continue;
+      this.#waiting.delete(k);
+      void w.result.then((r) => {
+        if (!w.taken && !isFailedClip(r)) releaseBuffers(r.data);
+      });
+    }
+    for (const e of this.#come.keys()) if (e < epoch) this.#come.delete(e);
+  }
+
+  /** A decoded clip in its batch slot's place (with slots writing directly), as is otherwise. */
+  async #adopt(r: FilledClip | FailedClip, signal: AbortSignal): Promise<FilledClip | FailedClip> {
+    if (isFailedClip(r) || !this.#slots?.direct) return r;
+    return await this.#slots.adopt(r, signal);
+  }
+
+  #expect(meta: ClipBase): Waiting {
+    let settle!: (r: FilledClip | FailedClip) => void;
+    const result = new Promise<FilledClip | FailedClip>((r) => settle = r);
+    const w: Waiting = { epoch: meta.epoch, result, settle, taken: false };
+    this.#waiting.set(key(meta), w);
+    return w;
+  }
+
+  /** Tokens for a task starting now (1 without a budget). */
+  async #threads(epoch: number): Promise<number> {
+    const b = this.#budget;
+    if (b === null) return 1;
+    let served = 0;
+    for (const w of this.#waiting.values()) if (w.epoch === epoch && !w.taken) served++;
+    const ahead = Math.max(0, this.#perEpoch - (this.#come.get(epoch) ?? 0) - served);
+    return await b.acquire(decodeThreads(b.size, b.busy, ahead));
+  }
+}
+
+function key(meta: ClipBase): string {
+  return `${meta.epoch}/${meta.position}`;
+}
+
+/** A Worker's result for one clip of a pass as the stage's item. */
+function fromResult(r: ClipResult, meta: ClipBase): FilledClip | FailedClip {
+  if ("clip" in r) return r.clip as FilledClip;
+  return { failed: clipFailure(meta, "decode", deserializeError(r.error)) };
+}

@@ -1,0 +1,172 @@
+/**
+ * The front half of the video loader: sample → fetch → demux → shuffle → disaggregate. It is built the same way
+ * in the loader's own process (backend "inprocess") and in a backend child process (backend "subprocess",
+ * through `backend_module.ts`), from JSON-compatible {@link FrontArgs}: the sampler is pure, so both sides plan
+ * the same epochs from the same options.
+ *
+ * - sample: each iteration plans the next epoch with the {@link ClipSampler} and yields one task per run of
+ *   adjacent clips of the same video (with `groupByVideo`, all of a video's clips);
+ * - fetch (main thread, async, `concurrency.fetch` at once): URLs are fetched into memory with retries;
+ *   local paths pass through (FFmpeg reads only the parts it needs);
+ * - demux (`concurrency.demux` tasks at once in a `WorkerPool`; in-process the loader passes the pool its decode
+ *   stage uses too, so demux and decode share one Worker per core instead of oversubscribing the CPU): one open
+ *   of the file cuts every clip window;
+ * - shuffle: the seeded shuffle buffer (`sampler.shuffleBuffer` clips) interleaves the clips of different
+ *   videos; disaggregate: one item per clip.
+ *
+ * A fetch or demux failure does not fail the task: each of its clips goes on as a `FailedClip` (see
+ * `clip_steps.ts`), so every planned clip reaches the loader, loaded or failed.
+ *
+ * Decode once for several clips (`shareHorizon`): where each clip of an epoch ends up is known when the epoch is
+ * planned, before anything is decoded: the sampler's plan is pure, the items reach the shuffle buffer in the
+ * plan's order (ordered stages, a failed clip in its place), and the buffer's draws depend only on the seed, the
+ * epoch and the count, so {@link epochOrder} gives each position's index in the epoch's output (batch
+ * `⌊index / batchSize⌋`, slot `index mod batchSize`). Each video task carries its clips' output indices; the
+ * demux Worker puts clips whose packets overlap (the same GOP, or one window's packets reaching into the next
+ * one's) and whose output indices are at most `shareHorizon` apart into one group, led by the one that comes out
+ * first. The leader carries the packets of all and decodes them in one forward pass (`decodeClipGroup`), each
+ * clip into its own destination and with its own failure; the others carry no packets, only `servedBy`, and the
+ * decode stage hands them the leader's results when they come (`ClipDecodeStep`). The batches are the same as
+ * with every clip decoded on its own: the order of the items does not change, only who decodes which.
+ * @module
+ */
+
+import { PipelineBuilder } from "../pipeline/builder.ts";
+import { WorkerPool } from "../pipeline/worker_pool.ts";
+import { callingPool, type ClipItem, demuxVideo, fetchVideo } from "./clip_steps.ts";
+import type { ClipBase, VideoTask } from "./clip_worker.ts";
+import type { ClipSpec } from "./clip_spec.ts";
+import type { VideoItem } from "../dataset/dataset.ts";
+import type { FetchOptions } from "../dataset/fetch.ts";
+import { type StageConcurrency, startSize } from "./loader_options.ts";
+import {
+  type ClipRequest,
+  ClipSampler,
+  type ResolvedSamplerOptions,
+  type SampledVideo,
+} from "../dataset/sampler.ts";
+import { ShuffleBuffer } from "../dataset/shuffle_buffer.ts";
+import { epochOrder } from "../dataset/epoch_order.ts";
+import type { ThreadBudget } from "./decode_threads.ts";
+
+/** Everything the front half needs; JSON-compatible so it can cross into a backend child. */
+export interface FrontArgs {
+  /** The videos the sampler plans over (indexed ones only) and their ranges. */
+  items: VideoItem[];
+  /** The range (and keyframes) of each entry of `items`. */
+  ranges: SampledVideo[];
+  /** Dataset index of each entry of `items` (reported as `ClipMeta.video`). */
+  datasetIndex: number[];
+  /** The sampler's options, resolved (the child plans with the same ones). */
+  sampler: ResolvedSamplerOptions;
+  /** The epoch the first iteration plans. */
+  firstEpoch: number;
+  /** What each clip becomes (travels with each clip to the decode stage). */
+  spec: ClipSpec;
+  /** Tasks at once in the fetch and demux stages. */
+  concurrency: { fetch: StageConcurrency; demux: StageConcurrency };
+  /** How URLs are fetched. */
+  fetch: Omit<FetchOptions, "signal" | "range">;
+  /** Keep the sampler's order through the concurrent stages (default true): same seed, same batches. */
+  ordered?: boolean;
+  /**
+   * Decode once for several clips (see the module docs): clips of one video whose packets overlap are served by
+   * one decode pass when they leave the shuffle buffer at most this many clips apart (so at most this many
+   * decoded clips wait for their turn). 0 or absent: every clip is decoded on its own. Needs `ordered`.
+   */
+  shareHorizon?: number;
+}
+
+/** The worker module for the demux and decode pools. */
+export const CLIP_WORKER: string = new URL("./clip_worker.ts", import.meta.url).href;
+
+/**
+ * The metadata of the planned clip `c` of `epoch` (entry `c.video` of `args.items`), placed at `position` with
+ * `seed`: the plan's own position and seed for a planned clip, the failed clip's for a substitute.
+ */
+export function clipBase(
+  args: FrontArgs,
+  epoch: number,
+  c: ClipRequest,
+  position = c.position,
+  seed = c.seed,
+): ClipBase {
+  const item = args.items[c.video];
+  const meta: ClipBase = {
+    path: item.path,
+    video: args.datasetIndex[c.video],
+    label: item.label,
+    start: c.start,
+    end: c.end,
+    epoch,
+    position,
+    seed,
+  };
+  if (item.fields !== undefined) meta.fields = item.fields;
+  return meta;
+}
+
+/** A continuous source: each iteration yields the video tasks of the next epoch. */
+export function epochSource(args: FrontArgs): Iterable<VideoTask> {
+  const sampler = new ClipSampler(args.ranges, args.sampler);
+  const horizon = (args.ordered ?? true) ? args.shareHorizon ?? 0 : 0;
+  let epoch = args.firstEpoch;
+  return {
+    *[Symbol.iterator]() {
+      const e = epoch++;
+      const order = horizon > 0 ? epochOrder(sampler, e) : null;
+      let task: VideoTask | undefined, current = -1;
+      for (const c of sampler.epoch(e)) {
+        if (task !== undefined && c.video === current) {
+          task.clips.push(clipBase(args, e, c));
+          task.share?.order.push(order![c.position]);
+          continue;
+        }
+        if (task !== undefined) yield task;
+        current = c.video;
+        task = {
+          epoch: e,
+          video: args.datasetIndex[c.video],
+          path: args.items[c.video].path,
+          member: args.items[c.video].member,
+          clips: [clipBase(args, e, c)],
+          spec: args.spec,
+        };
+        if (order !== null) task.share = { order: [order[c.position]], horizon };
+      }
+      if (task !== undefined) yield task;
+    },
+  };
+}
+
+/**
+ * Builds sample → fetch → demux → shuffle → disaggregate; see the module docs. `budget`: the thread tokens the
+ * pool's decode tasks share (in-process, demux tasks hold one each while they run).
+ */
+export function buildFront(
+  args: FrontArgs,
+  pool: WorkerPool = new WorkerPool(CLIP_WORKER, { size: startSize(args.concurrency.demux) }),
+  budget: ThreadBudget | null = null,
+): PipelineBuilder<ClipItem> {
+  const ordered = args.ordered ?? true;
+  const perEpoch = new ClipSampler(args.ranges, args.sampler).length;
+  const shuffle = new ShuffleBuffer<ClipItem>(args.sampler.shuffleBuffer, args.sampler.seed, perEpoch);
+  const epochOf = (x: ClipItem) => "failed" in x ? x.failed.epoch : x.meta.epoch;
+  return new PipelineBuilder()
+    .addSource(epochSource(args), { name: "sample", continuous: true })
+    .pipe((task: VideoTask, ctx) => fetchVideo(task, args.fetch, ctx.signal), {
+      name: "fetch",
+      concurrency: args.concurrency.fetch,
+      ordered,
+    })
+    .pipe((task, ctx) => demuxVideo(pool, task, ctx.signal, 0, budget), {
+      name: "demux",
+      executor: callingPool(pool),
+      concurrency: args.concurrency.demux,
+      ordered,
+    })
+    .pipe((clips: ClipItem[]) => clips.length === 0 ? clips : shuffle.push(epochOf(clips[0]), clips), {
+      name: "shuffle",
+    })
+    .disaggregate({ name: "disaggregate" });
+}

@@ -1,0 +1,525 @@
+/**
+ * `videoClassificationLoader`: batches of labelled clips for training a video model, built on the pipeline
+ * engine:
+ *
+ * ```
+ * sample → fetch → demux → shuffle → decode → replace → aggregate → collate → (your training loop)
+ * ```
+ *
+ * - The dataset is indexed once (durations, keyframes when `sampler.keyframeAligned`); the sampler then plans each
+ *   epoch up front, so the pipeline prefetches as far ahead as its queues allow. Each video is opened once for
+ *   all of its clips, and a seeded shuffle buffer (`sampler.shuffleBuffer`) interleaves the clips of different
+ *   videos, so batches mix videos.
+ * - `backend: "subprocess"` runs sample → fetch → demux → shuffle in a child Deno process
+ *   (`backend_module.ts`); the parent decodes, replaces, batches and collates. `"inprocess"` (default) runs
+ *   everything here.
+ * - Decoding runs in a `WorkerPool` of `concurrency.decode` Workers (default: one per core), each clip made what
+ *   its `ClipSpec` says (`clip_spec.ts`: frame sampling, size, resize mode, dtype, rotation). In-process, demux
+ *   tasks run in the same pool (one Worker per core in all, no oversubscription).
+ * - Decoding less (`decodeLess`, every switch on by default, none changes a pixel): non-reference frames no slot
+ *   shows are not decoded (`decode.ts`); clips of one video whose packets overlap are served by one forward
+ *   decode pass (`front.ts`, `clip_steps.ts`); when fewer clips are left than cores, a decode task gets the idle
+ *   cores as FFmpeg threads (`decode_threads.ts`). `stats().clips` counts frames decoded, skipped and emitted.
+ * - `decode: "auto"` uses NVDEC when `src/nvdec` says it is available, the CPU otherwise (logging one line);
+ *   `"nvdec"` fails when it is not available. NVDEC clips are resized on the GPU and copied to host memory, so
+ *   batches look the same whichever decoder made them (default decode concurrency: the GPU's NVDEC engines).
+ * - Full batches: a clip that cannot be loaded (missing file, HTTP 404, undecodable, no frame in its window, too
+ *   much padding) is a value, not a pipeline failure, so it never takes other clips with it. With
+ *   `onClipError: "replace"` (default) its position is filled with a deterministic substitute from the same
+ *   epoch plan (`replace.ts`); `"skip"` leaves the batch short; `"fail"` ends the epoch with the clip's error.
+ *   `stats().clips` counts every planned clip, per epoch and in total: delivered, failed (with the cause),
+ *   replaced, dropped, padded frames (`clip_stats.ts`).
+ *
+ * - Memory: every clip's and packet's buffer is freed as soon as it has been copied into a batch or decoded (not
+ *   at V8's next GC), and the loader pins glibc's mmap threshold for the process (`mmap_threshold.ts`) so freed
+ *   big buffers go back to the system instead of fragmenting the malloc heaps. Batches are `Disposable`:
+ *   `for await (using batch of loader)` frees each batch's pixels when its step ends, which keeps RSS flat at the
+ *   working set; batches that are merely dropped wait for V8's next collection (a few tens of MiB at most).
+ *   With `slots`, batches live in that many reused buffers of one shared mapping instead, each clip decoded
+ *   straight into its place (`batch_slots.ts`): no copy after decode, and batch memory fixed at `slots`.
+ *   `memoryReport()` shows where the memory is (V8 heaps of the main thread and each Worker, external memory,
+ *   live FFmpeg objects).
+ *
+ * Iterate the loader (`for await (using batch of loader)`) once per epoch; `close()` it (or `await using`) at the
+ * end to stop Workers and the backend child.
+ * @module
+ */
+
+import { errorText, InvalidArgumentError, PipelineFailure } from "../errors.ts";
+import { PipelineBuilder } from "../pipeline/builder.ts";
+import type { Pipeline } from "../pipeline/pipeline.ts";
+import { DEFAULT_MAX_FAILURES, type StageControl } from "../pipeline/stage.ts";
+import type { PipelineStats } from "../pipeline/stats.ts";
+import { WorkerPool } from "../pipeline/worker_pool.ts";
+import type { BackendStats } from "../backend/backend_stats.ts";
+import { type BackendSource, spawnBackend } from "../backend/spawn.ts";
+import type { WorkerMemory } from "./clip_worker.ts";
+import { nativeObjectCounts } from "../media/av_objects.ts";
+import { releaseBuffers } from "../pipeline/transfer.ts";
+import { fixMmapThreshold } from "../memory/mmap_threshold.ts";
+import { clipFailureError, type FailedClip, isFailedClip } from "./clip_failure.ts";
+import type { ClipSpec } from "./clip_spec.ts";
+import { ClipAccounting, type ClipStats, type PlacedClip } from "./clip_stats.ts";
+import { callingPool, ClipDecodeStep, type ClipItem, type DecodeExport } from "./clip_steps.ts";
+import { ThreadBudget } from "./decode_threads.ts";
+import { type Batch, collate, type FilledClip } from "./collate.ts";
+import { BatchSlots } from "./batch_slots.ts";
+import { openDataset, type VideoDataset } from "../dataset/dataset.ts";
+import { buildFront, CLIP_WORKER, type FrontArgs } from "./front.ts";
+import {
+  checkLoaderOptions,
+  defaultClipDuration,
+  type LoaderOptions,
+  type OnClipError,
+  resolveClipSpec,
+  startSize,
+} from "./loader_options.ts";
+import { Replacer } from "./replace.ts";
+import { ClipSampler, type SampledVideo } from "../dataset/sampler.ts";
+import { indexDataset, type IndexFailure } from "../dataset/video_index.ts";
+import { nvdecAvailable, nvdecConcurrency, selectDecoder } from "../nvdec/available.ts";
+
+export type {
+  ClipOptions,
+  DecodeLessOptions,
+  LoaderOptions,
+  OnClipError,
+  StageConcurrency,
+} from "./loader_options.ts";
+
+/** Loader statistics: in clips, the pipeline's per stage, the backend child's (subprocess), indexing failures. */
+export interface LoaderStats {
+  /** Every planned clip accounted for, per epoch and in total (see `clip_stats.ts`). */
+  clips: ClipStats;
+  /** The loader pipeline's per-stage rows (this process). */
+  pipeline: PipelineStats;
+  /** The backend child's transport and pipeline stats (`backend: "subprocess"`), else null. */
+  backend: BackendStats | null;
+  /** Videos that could not be indexed (left out of every epoch). */
+  indexFailures: IndexFailure[];
+}
+
+/** Where a loader's memory is: this thread's V8 heap and external memory, each decode Worker's, and RSS. */
+export interface LoaderMemory {
+  /** This process's resident set size, bytes (the backend child's is not included). */
+  rss: number;
+  /** This (main) thread: V8 heap and external (ArrayBuffer) memory, bytes, and its FFmpeg objects. */
+  main: WorkerMemory;
+  /** One entry per decode Worker running now. */
+  workers: WorkerMemory[];
+}
+
+/**
+ * What the loader decides before it builds its pipeline: the dataset, the videos left out, the sampler, the clip
+ * spec and the front half's arguments. {@link planLoader} makes it; the loader and hand-built pipelines (see
+ * `examples/video_classification.ts`) start from it.
+ */
+export interface LoaderPlan {
+  /** The dataset, opened. */
+  dataset: VideoDataset;
+  /** Videos that could not be indexed (left out of every epoch). */
+  indexFailures: IndexFailure[];
+  /** The sampler planning the epochs over the indexed videos. */
+  sampler: ClipSampler;
+  /** What each clip becomes, defaults applied. */
+  spec: ClipSpec;
+  /** The front half's arguments (in this process, or for the backend child). */
+  front: FrontArgs;
+}
+
+/**
+ * Checks the options, opens and indexes the dataset (logging skipped files and videos left out) and plans the
+ * loader; see {@link LoaderPlan}. Throws `InvalidArgumentError` for an option out of range, `DatasetError` for a
+ * dataset that cannot be read, and `InvalidArgumentError` when no video could be indexed.
+ */
+export async function planLoader(opts: LoaderOptions): Promise<LoaderPlan> {
+  const log = opts.log ?? ((m: string) => console.error(m));
+  checkLoaderOptions(opts);
+  const spec = resolveClipSpec(opts.clip, opts.layout ?? "BTHWC");
+  const dataset = typeof opts.dataset === "string" ? await openDataset(opts.dataset) : opts.dataset;
+  const skipped = dataset.skipped ?? [];
+  for (const s of skipped.slice(0, 10)) log(`sluice: dataset: skipped ${s.path}: ${s.reason}`);
+  if (skipped.length > 10) {
+    log(`sluice: dataset: ${skipped.length - 10} more files skipped (dataset.skipped)`);
+  }
+  const keyframes = opts.sampler?.keyframeAligned ?? false;
+  const index = await indexDataset(dataset, { keyframes, fetch: opts.fetch });
+  for (const f of index.failures) log(`sluice: skipping ${f.path}: ${errorText(f.error, f.path)}`);
+  const kept = index.videos.flatMap((v, i) => v === null ? [] : [i]);
+  if (kept.length === 0) {
+    throw new InvalidArgumentError(`${dataset.root}: no video of the dataset could be indexed`);
+  }
+  const ranges: SampledVideo[] = kept.map((i) => {
+    const v = index.videos[i]!;
+    return v.keyframes
+      ? { start: v.start, end: v.end, keyframes: v.keyframes }
+      : { start: v.start, end: v.end };
+  });
+  const rates = kept.map((i) => index.videos[i]!.frameRate);
+  const clipDurationSec = opts.sampler?.clipDurationSec ?? defaultClipDuration(spec, rates);
+  const sampler = new ClipSampler(ranges, { ...opts.sampler, clipDurationSec });
+  warnUncovered(spec, clipDurationSec, rates, log);
+  const front: FrontArgs = {
+    items: kept.map((i) => dataset.items[i]),
+    ranges,
+    datasetIndex: kept,
+    sampler: { ...sampler.options },
+    firstEpoch: opts.firstEpoch ?? 0,
+    spec,
+    concurrency: { fetch: opts.concurrency?.fetch ?? 8, demux: opts.concurrency?.demux ?? 1 },
+    fetch: opts.fetch ?? {},
+    ordered: opts.ordered ?? true,
+    shareHorizon: shareHorizon(spec, opts),
+  };
+  return { dataset, indexFailures: index.failures, sampler, spec, front };
+}
+
+/** Default of `decodeLess.onceMemory`: what clips decoded ahead of their turn may hold. */
+const ONCE_MEMORY = 256 * 2 ** 20;
+
+/**
+ * How far apart (in the epoch's output) two clips decoded in one pass may be: as many clips as
+ * `decodeLess.onceMemory` holds (0 when `decodeLess.once` is off, or the order is not kept).
+ */
+function shareHorizon(spec: ClipSpec, opts: LoaderOptions): number {
+  const dl = opts.decodeLess ?? {};
+  if (!(dl.once ?? true) || !(opts.ordered ?? true)) return 0;
+  const clipBytes = spec.numFrames * 3 * spec.width * spec.height * (spec.dtype === "float32" ? 4 : 1);
+  return Math.floor((dl.onceMemory ?? ONCE_MEMORY) / clipBytes);
+}
+
+/** A running loader; see the module docs. */
+export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDisposable {
+  /** The dataset it loads from. */
+  readonly dataset: VideoDataset;
+  /** The sampler planning its epochs. */
+  readonly sampler: ClipSampler;
+  /** What each clip becomes, defaults applied. */
+  readonly spec: ClipSpec;
+  /** Clips per epoch for this rank. */
+  readonly clipsPerEpoch: number;
+  /** Batches per epoch (fewer when `onClipError` is "skip" and every clip of a batch failed). */
+  readonly batchesPerEpoch: number;
+  /** Clips per batch (the last batch of an epoch may have fewer). */
+  readonly batchSize: number;
+  /** The decoder in use after resolving "auto". */
+  readonly decoder: "cpu" | "nvdec";
+  /** Where sample → fetch → demux run. */
+  readonly backend: "inprocess" | "subprocess";
+  /** What a failed clip becomes. */
+  readonly onClipError: OnClipError;
+  /** Videos that could not be indexed (left out of every epoch). */
+  readonly indexFailures: IndexFailure[];
+  readonly #pipeline: Pipeline<Batch>;
+  readonly #backendSource: BackendSource | null;
+  readonly #decodePool: WorkerPool;
+  readonly #accounting: ClipAccounting;
+  readonly #slots: BatchSlots | null;
+  #epoch = 0;
+
+  /** Use {@link videoClassificationLoader}. */
+  constructor(
+    init: {
+      plan: LoaderPlan;
+      batchSize: number;
+      dropLast: boolean;
+      decoder: "cpu" | "nvdec";
+      backend: "inprocess" | "subprocess";
+      onClipError: OnClipError;
+      pipeline: Pipeline<Batch>;
+      backendSource: BackendSource | null;
+      decodePool: WorkerPool;
+      accounting: ClipAccounting;
+      slots: BatchSlots | null;
+    },
+  ) {
+    this.dataset = init.plan.dataset;
+    this.sampler = init.plan.sampler;
+    this.spec = init.plan.spec;
+    this.clipsPerEpoch = init.plan.sampler.length;
+    this.batchSize = init.batchSize;
+    this.#epoch = init.plan.front.firstEpoch;
+    this.batchesPerEpoch = init.dropLast
+      ? Math.floor(this.clipsPerEpoch / init.batchSize)
+      : Math.ceil(this.clipsPerEpoch / init.batchSize);
+    this.decoder = init.decoder;
+    this.backend = init.backend;
+    this.onClipError = init.onClipError;
+    this.indexFailures = init.plan.indexFailures;
+    this.#pipeline = init.pipeline;
+    this.#backendSource = init.backendSource;
+    this.#decodePool = init.decodePool;
+    this.#accounting = init.accounting;
+    this.#slots = init.slots;
+  }
+
+  /** The next epoch to run (0 before the first). */
+  get epoch(): number {
+    return this.#epoch;
+  }
+
+  /** Runs one epoch. */
+  [Symbol.asyncIterator](): AsyncIterator<Batch> {
+    const epoch = this.#epoch++;
+    this.#accounting.begin(epoch);
+    const it = this.#pipeline[Symbol.asyncIterator]();
+    const slots = this.#slots;
+    return {
+      next: async () => {
+        slots?.checkCredit();
+        try {
+          const r = await it.next();
+          if (r.done) {
+            this.#accounting.complete(epoch);
+            slots?.endEpoch();
+          } else {
+            this.#accounting.delivered(r.value.clips);
+            slots?.delivered(r.value);
+          }
+          return r;
+        } catch (e) {
+          slots?.endEpoch();
+          // A clip's own error ("fail") or the clip budget's: more useful than the stage that relayed it.
+          if (e instanceof PipelineFailure && CLIP_ERRORS.has(e.cause as object)) throw e.cause;
+          throw e;
+        }
+      },
+      return: async (value?: unknown) => {
+        try {
+          return await it.return!(value);
+        } finally {
+          slots?.endEpoch(); // after the Workers of the epoch stopped: nothing writes into those slots now
+        }
+      },
+    };
+  }
+
+  /** The stages of its pipeline in this process, source first (with the subprocess backend: from `backend` on). */
+  get stages(): readonly StageControl[] {
+    return this.#pipeline.stages;
+  }
+
+  /**
+   * The stage called `name`, to read or change its concurrency while the loader runs
+   * (`loader.stage("decode").setConcurrency(4)`). With the subprocess backend, sample → fetch → demux run in the
+   * child: their concurrency is set when the loader is made (`concurrency`).
+   */
+  stage(name: string): StageControl {
+    try {
+      return this.#pipeline.stage(name);
+    } catch (e) {
+      if (this.backend !== "subprocess" || !(e instanceof InvalidArgumentError)) throw e;
+      throw new InvalidArgumentError(
+        `${e.message}; with the subprocess backend, sample, fetch and demux run in the child process: set their ` +
+          "concurrency with the loader's `concurrency` option",
+      );
+    }
+  }
+
+  /** Current statistics. */
+  stats(): LoaderStats {
+    return {
+      clips: this.#accounting.stats(),
+      pipeline: this.#pipeline.stats(),
+      backend: this.#backendSource?.stats() ?? null,
+      indexFailures: this.indexFailures,
+    };
+  }
+
+  /**
+   * Where this process's memory is (diagnostics, e.g. `bench/rss_epochs.ts`): this thread's V8 heap, external
+   * memory and FFmpeg objects, and the same for each decode Worker (each answers after its current task).
+   * With `gc` (and `--v8-flags=--expose-gc`), every heap is collected first.
+   */
+  async memoryReport(gc = false): Promise<LoaderMemory> {
+    const workers = await this.#decodePool.callEach<WorkerMemory>("memoryReport", [gc]);
+    if (gc) (globalThis as { gc?: () => void }).gc?.();
+    const { rss, heapTotal, heapUsed, external } = Deno.memoryUsage();
+    return { rss, main: { heapTotal, heapUsed, external, native: nativeObjectCounts() }, workers };
+  }
+
+  /** Stops the pipeline, its Workers and the backend child. Idempotent. */
+  async close(): Promise<void> {
+    await this.#pipeline.stop();
+    await this.#decodePool.close();
+    await this.#backendSource?.close();
+    this.#slots?.[Symbol.dispose](); // after the Workers: none writes into the mapping any more
+  }
+
+  /** Same as {@link close}. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+/** Errors the loader's own steps throw to end an epoch (rethrown as they are, not as the stage's failure). */
+const CLIP_ERRORS = new WeakSet<object>();
+
+/** Opens and indexes the dataset and builds the loader; see the module docs and {@link LoaderOptions}. */
+export async function videoClassificationLoader(opts: LoaderOptions): Promise<VideoClassificationLoader> {
+  const log = opts.log ?? ((m: string) => console.error(m));
+  const plan = await planLoader(opts);
+  fixMmapThreshold();
+  const { front: args, spec } = plan;
+  const decoder = resolveDecoder(opts.decode ?? "cpu", log);
+  const decodeExport: DecodeExport = decoder === "nvdec" ? "decodeClipNvdec" : "decodeClip";
+  const cores = navigator.hardwareConcurrency ?? 1;
+  const ordered = args.ordered ?? true;
+  const backend = opts.backend ?? "inprocess";
+  const onClipError = opts.onClipError ?? "replace";
+  const batchSize = opts.batchSize, dropLast = opts.dropLast ?? false;
+  const decodeConcurrency = opts.concurrency?.decode ?? (decoder === "nvdec" ? nvdecConcurrency() : cores);
+  const decodeSize = startSize(decodeConcurrency); // an "auto" stage's pool grows as it claims more
+  const decodePool = new WorkerPool(CLIP_WORKER, {
+    size: backend === "subprocess" ? decodeSize : Math.max(decodeSize, startSize(args.concurrency.demux)),
+  });
+  const dl = opts.decodeLess ?? {};
+  // NVDEC decodes each clip of a shared pass on its own (its crop and size are per session): nothing to share.
+  if (decoder === "nvdec") args.shareHorizon = 0;
+  const budget = decoder === "cpu" && (dl.threads ?? true) ? new ThreadBudget(() => decodePool.size) : null;
+  const layout = opts.layout ?? "BTHWC";
+  const slots = opts.slots === undefined
+    ? null
+    : new BatchSlots(opts.slots, spec, batchSize, layout, plan.sampler);
+  const decodeStep = new ClipDecodeStep(decodePool, decodeExport, {
+    skipUnshown: dl.skip ?? true,
+    threads: budget,
+    perEpoch: plan.sampler.length,
+    slots,
+  });
+  const accounting = new ClipAccounting(plan.sampler.length, opts.maxFailures ?? DEFAULT_MAX_FAILURES, log);
+  let front: PipelineBuilder<ClipItem>;
+  let backendSource: BackendSource | null = null;
+  if (backend === "subprocess") {
+    backendSource = spawnBackend({
+      module: new URL("./backend_module.ts", import.meta.url),
+      export: "default",
+      args,
+      bufferSize: Math.max(
+        opts.bufferSize ?? 3,
+        2 * (decodeConcurrency === "auto" ? cores : decodeConcurrency),
+      ),
+      permissions: ["--allow-read", "--allow-env", "--allow-ffi", "--allow-net"],
+      log,
+    });
+    front = new PipelineBuilder().addSource(backendSource as AsyncIterable<ClipItem>, {
+      name: "backend",
+      continuous: true,
+    });
+  } else {
+    front = buildFront(args, decodePool, budget);
+  }
+  const replacer = new Replacer(args, decodePool, decodeExport, slots);
+  const place = async (x: FilledClip | FailedClip, signal: AbortSignal): Promise<PlacedClip> => {
+    if (!isFailedClip(x)) return { clip: x, failures: [] };
+    if (onClipError === "replace") return await replacer.replace(x.failed, signal);
+    if (onClipError === "skip") return { clip: null, failures: [x.failed] };
+    try {
+      accounting.collated(x.failed.epoch, [{ clip: null, failures: [x.failed] }]);
+    } catch (e) {
+      throw clipError(e);
+    }
+    throw clipError(clipFailureError(x.failed));
+  };
+  const collateBatch = (placed: PlacedClip[]): Batch | undefined => {
+    const first = placed[0];
+    const epoch = first.clip?.meta.epoch ?? first.failures[0].epoch;
+    const clips = placed.flatMap((s) => s.clip === null ? [] : [s.clip]);
+    const drop = dropLast && placed.length < batchSize;
+    // A clip's data is its own buffer, or a view of its place in a batch slot with its own ArrayBuffer object:
+    // releasing it frees the buffer or detaches that view only.
+    let batch: Batch | undefined;
+    try {
+      accounting.collated(epoch, placed, drop);
+      if (slots !== null) batch = slots.collate(placed, clips, drop);
+      else if (!drop && clips.length > 0) batch = collate(clips, spec.numFrames, layout);
+    } catch (e) {
+      if (slots !== null && batch === undefined) {
+        try {
+          slots.collate(placed, [], true); // gives its slot back
+        } catch { /* the slot went back already */ }
+      }
+      throw clipError(e);
+    } finally {
+      releaseBuffers(clips.map((c) => c.data)); // in the batch now: free them now, not at the next GC
+    }
+    return batch;
+  };
+  const pipeline = front
+    .pipe((item: ClipItem, ctx) => decodeStep.decode(item, ctx.signal), {
+      name: "decode",
+      executor: callingPool(decodePool),
+      concurrency: decodeConcurrency,
+      ordered,
+    })
+    .pipe((x: FilledClip | FailedClip, ctx) => place(x, ctx.signal), {
+      name: "replace",
+      concurrency: decodeConcurrency,
+      ordered,
+      maxFailures: 0,
+    })
+    .aggregate(batchSize, { name: "aggregate" })
+    .pipe(collateBatch, { name: "collate", maxFailures: 0 })
+    .addSink({ bufferSize: opts.bufferSize ?? 3 })
+    // A dead, stalled or broken backend child ends the loop with its own error (BackendExitedError, ...).
+    .build({
+      // A loader task in flight is not a busy core (it awaits a Worker, a transfer, a shared decode pass, the
+      // thread budget): its CPU stages may hold twice the cores; a step is still kept only when it helps.
+      autoConcurrency: { cpuBudget: 2 * (navigator.hardwareConcurrency ?? 1), ...opts.autoConcurrency },
+      hooks: opts.hooks,
+      reportInterval: opts.reportInterval,
+      log,
+      signal: backendSource?.failure,
+    });
+  return new VideoClassificationLoader({
+    plan,
+    batchSize,
+    dropLast,
+    decoder,
+    backend,
+    onClipError,
+    pipeline,
+    backendSource,
+    decodePool,
+    accounting,
+    slots,
+  });
+}
+
+function clipError(e: unknown): unknown {
+  if (e !== null && typeof e === "object") CLIP_ERRORS.add(e);
+  return e;
+}
+
+/**
+ * Logs one line when consecutive or strided frames cover much less of the window than it spans (e.g. 8 frames
+ * at 25 fps in 4 s windows hold 0.32 s of video): the clip's `span` says what they cover.
+ */
+function warnUncovered(spec: ClipSpec, windowSec: number, rates: number[], log: (m: string) => void): void {
+  const s = spec.sampling;
+  if (s.kind !== "consecutive" && s.kind !== "stride") return;
+  const known = rates.filter((r) => r > 0);
+  if (known.length === 0 || !Number.isFinite(windowSec)) return;
+  const covered = spec.numFrames * (s.kind === "stride" ? s.stride : 1) / Math.max(...known);
+  if (covered >= windowSec / 2) return;
+  log(
+    `sluice: ${spec.numFrames} ${s.kind} frames cover ${
+      covered.toFixed(2)
+    } s of each ${windowSec} s window ` +
+      `(at ${Math.max(...known)} fps): use sampling "uniform" or "rate" to spread them over the window`,
+  );
+}
+
+/** "auto" → NVDEC when available (else CPU, one log line); "nvdec" fails when it is not available. */
+function resolveDecoder(want: "cpu" | "nvdec" | "auto", log: (m: string) => void): "cpu" | "nvdec" {
+  if (want === "nvdec") {
+    const a = nvdecAvailable();
+    if (!a.ok) {
+      throw new InvalidArgumentError(
+        `loader: decode "nvdec" requested but NVDEC is not available: ${a.reason}`,
+      );
+    }
+    return "nvdec";
+  }
+  return selectDecoder(want, log);
+}

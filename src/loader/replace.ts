@@ -1,0 +1,113 @@
+/**
+ * The replacement step of the loader (`onClipError: "replace"`): a failed clip's position is filled with a
+ * substitute, another clip of the same rank's epoch plan, so the batch stays full. The substitute is chosen
+ * deterministically from `(seed, epoch, position, attempt)` ({@link substitutePositions}), never from timing, so
+ * the same seed gives the same batches in-process and with a backend child; it is loaded through the same
+ * fetch → demux → decode steps as any clip (in the loader's process, on its decode Workers), keeps the failed
+ * clip's position (so ordered output and batch composition stay the same run to run, and with batch slots it is
+ * decoded into the failed clip's place), and gets the seed
+ * `clipSeed(seed, epoch, position, attempt)` for its random transforms. Clips of the failed clip's video are
+ * tried last (a broken file usually fails every window); after {@link SUBSTITUTE_ATTEMPTS} failed substitutes
+ * the position stays empty and its batch is one clip short.
+ * @module
+ */
+
+import type { WorkerPool } from "../pipeline/worker_pool.ts";
+import type { ClipFailure } from "./clip_failure.ts";
+import type { PlacedClip } from "./clip_stats.ts";
+import { decodeClipItem, type DecodeExport, demuxVideo, fetchVideo } from "./clip_steps.ts";
+import type { VideoTask } from "./clip_worker.ts";
+import { clipBase, type FrontArgs } from "./front.ts";
+import type { BatchSlots } from "./batch_slots.ts";
+import { type ClipRequest, ClipSampler, clipSeed } from "../dataset/sampler.ts";
+import { hashSeed } from "../dataset/random.ts";
+
+/** Substitutes tried for one failed clip before its position is left empty. */
+export const SUBSTITUTE_ATTEMPTS = 8;
+
+/** Seed-part tag of the substitute draws (keeps them apart from the sampler's). */
+const SUBSTITUTE_DRAW = 0x73756273;
+
+/**
+ * Positions of `plan` to try, in order, for the failed clip at `position`: seeded draws of
+ * `(seed, epoch, position, k)`, other videos' clips first, each position once, never `position` itself.
+ */
+export function substitutePositions(
+  plan: readonly ClipRequest[],
+  position: number,
+  seed: number,
+  epoch: number,
+  count = SUBSTITUTE_ATTEMPTS,
+): number[] {
+  const n = plan.length, video = plan[position]?.video;
+  const others: number[] = [], same: number[] = [], seen = new Set([position]);
+  for (let k = 1; k <= 8 * count && others.length < count && seen.size < n; k++) {
+    const p = hashSeed(seed, epoch, position, k, SUBSTITUTE_DRAW) % n;
+    if (seen.has(p)) continue;
+    seen.add(p);
+    (plan[p].video === video ? same : others).push(p);
+  }
+  return [...others, ...same].slice(0, count);
+}
+
+/** Fills failed clips' positions; see the module docs. */
+export class Replacer {
+  readonly #args: FrontArgs;
+  readonly #sampler: ClipSampler;
+  readonly #pool: WorkerPool;
+  readonly #decode: DecodeExport;
+  readonly #slots: BatchSlots | null;
+  #plan: { epoch: number; clips: ClipRequest[] } | undefined;
+
+  /**
+   * @param args the front's arguments (the same plan as the clips came from)
+   * @param pool Workers running `clip_worker.ts` (demux and decode)
+   * @param decode the decode export in use
+   * @param slots the loader's batch slots: a substitute is decoded into the failed clip's place
+   */
+  constructor(args: FrontArgs, pool: WorkerPool, decode: DecodeExport, slots: BatchSlots | null = null) {
+    this.#args = args;
+    this.#sampler = new ClipSampler(args.ranges, args.sampler);
+    this.#pool = pool;
+    this.#decode = decode;
+    this.#slots = slots;
+  }
+
+  #planOf(epoch: number): ClipRequest[] {
+    if (this.#plan?.epoch !== epoch) this.#plan = { epoch, clips: this.#sampler.epoch(epoch) };
+    return this.#plan.clips;
+  }
+
+  /** Loads substitutes for `failed` until one fills its position (or all attempts fail). */
+  async replace(failed: ClipFailure, signal: AbortSignal): Promise<PlacedClip> {
+    const { epoch, position } = failed;
+    const plan = this.#planOf(epoch);
+    const failures = [failed];
+    const candidates = substitutePositions(plan, position, this.#args.sampler.seed, epoch);
+    for (const [i, p] of candidates.entries()) {
+      const attempt = i + 1;
+      const meta = clipBase(
+        this.#args,
+        epoch,
+        plan[p],
+        position,
+        clipSeed(this.#args.sampler.seed, epoch, position, attempt),
+      );
+      meta.replaces = failed;
+      const task: VideoTask = {
+        epoch,
+        video: meta.video,
+        path: meta.path,
+        member: this.#args.items[plan[p].video].member,
+        clips: [meta],
+        spec: this.#args.spec,
+      };
+      const fetched = await fetchVideo(task, this.#args.fetch, signal, attempt);
+      const [packets] = await demuxVideo(this.#pool, fetched, signal, attempt);
+      const clip = await decodeClipItem(this.#pool, this.#decode, packets, signal, attempt, this.#slots);
+      if (!("failed" in clip)) return { clip, failures };
+      failures.push(clip.failed);
+    }
+    return { clip: null, failures };
+  }
+}

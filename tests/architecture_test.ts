@@ -1,0 +1,132 @@
+/**
+ * The floor plan, checked: `src/` is a stack of rooms, one concept each, and imports run downward only (a room
+ * imports the rooms below it, never one above); no module takes part in an import cycle except through type-only
+ * imports. `ffi/` sits between the root modules of `src/` (errors) and the rooms. Worker modules named with
+ * `new URL("…", import.meta.url)` and dynamic `import("…")` count as imports.
+ */
+import assert from "node:assert/strict";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+
+/** Bottom to top: each may import those before it. `src` stands for the modules directly in `src/`. */
+const ROOMS = [
+  "src",
+  "ffi",
+  "src/media",
+  "src/nvdec",
+  "src/pipeline",
+  "src/memory",
+  "src/dataset",
+  "src/backend",
+  "src/loader",
+  "src/prep",
+  "src/serve",
+  "src/tune",
+  "src/cli",
+];
+
+interface Edge {
+  from: string;
+  to: string;
+  typeOnly: boolean;
+}
+
+function walk(dir: string): string[] {
+  const out: string[] = [];
+  for (const e of Deno.readDirSync(ROOT + dir)) {
+    const p = `${dir}/${e.name}`;
+    if (e.isDirectory) out.push(...walk(p));
+    else if (e.name.endsWith(".ts")) out.push(p);
+  }
+  return out;
+}
+
+function normalize(path: string): string {
+  const parts: string[] = [];
+  for (const p of path.split("/")) {
+    if (p === "..") parts.pop();
+    else if (p !== "." && p !== "") parts.push(p);
+  }
+  return parts.join("/");
+}
+
+const STATIC = /(?:^|\n)\s*(import|export)\s+(type\s+)?([^;]*?)\s+from\s+["'](\.{1,2}\/[^"']+)["']/g;
+const DYNAMIC = /(?:import\(|new URL\()\s*["'](\.{1,2}\/[^"']+\.ts)["']/g;
+
+/** The relative imports of `file` (a path from the repository root). */
+function importsOf(file: string): Edge[] {
+  const code = Deno.readTextFileSync(ROOT + file);
+  const dir = file.slice(0, file.lastIndexOf("/"));
+  const edges: Edge[] = [];
+  for (const m of code.matchAll(STATIC)) {
+    const named = m[3].match(/^\{([^}]*)\}$/);
+    const allTypes = named !== null &&
+      named[1].split(",").map((s) => s.trim()).filter(Boolean).every((s) => s.startsWith("type "));
+    edges.push({ from: file, to: normalize(`${dir}/${m[4]}`), typeOnly: m[2] !== undefined || allTypes });
+  }
+  for (const m of code.matchAll(DYNAMIC)) {
+    edges.push({ from: file, to: normalize(`${dir}/${m[1]}`), typeOnly: false });
+  }
+  return edges;
+}
+
+/** The room of a module: the deepest entry of {@link ROOMS} its path starts with. */
+function roomOf(file: string): string | undefined {
+  if (/^src\/[^/]+\.ts$/.test(file)) return "src";
+  return ROOMS.filter((r) => r !== "src" && file.startsWith(r + "/")).sort((a, b) => b.length - a.length)[0];
+}
+
+const FILES = [...walk("src"), ...walk("ffi")].sort();
+const EDGES = FILES.flatMap(importsOf).filter((e) => e.to.endsWith(".ts"));
+
+Deno.test("architecture: every module of src/ and ffi/ lies in a room of the floor plan", () => {
+  assert.deepEqual(FILES.filter((f) => roomOf(f) === undefined), []);
+});
+
+Deno.test("architecture: imports run downward only (a room never imports a room above it)", () => {
+  const up = EDGES.flatMap((e) => {
+    const a = ROOMS.indexOf(roomOf(e.from)!), b = ROOMS.indexOf(roomOf(e.to) ?? "");
+    return b > a ? [`${e.from} → ${e.to} (${ROOMS[a]} imports ${ROOMS[b]}, a room above it)`] : [];
+  });
+  assert.deepEqual(up, []);
+});
+
+Deno.test("architecture: no import cycle between modules except through type-only imports", () => {
+  const next = new Map<string, string[]>();
+  for (const e of EDGES) if (!e.typeOnly) next.set(e.from, [...next.get(e.from) ?? [], e.to]);
+  // Tarjan's strongly connected components: any component of more than one module is a cycle.
+  let counter = 0;
+  const index = new Map<string, number>(), low = new Map<string, number>(), stack: string[] = [];
+  const onStack = new Set<string>(), cycles: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, counter);
+    low.set(v, counter++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of next.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const c: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        c.push(w);
+      } while (w !== v);
+      if (c.length > 1) cycles.push(c.sort());
+    }
+  };
+  for (const f of FILES) if (!index.has(f)) visit(f);
+  assert.deepEqual(cycles, []);
+});
+
+Deno.test("architecture: the checks see real edges (a room above importing one below is found)", () => {
+  // Guards the parser: if it stopped finding imports, the two checks above would pass on nothing.
+  assert.ok(EDGES.some((e) => e.from === "src/loader/loader.ts" && e.to === "src/dataset/dataset.ts"));
+  assert.ok(EDGES.some((e) => e.typeOnly));
+  assert.ok(EDGES.filter((e) => !e.typeOnly).length > 300);
+});
