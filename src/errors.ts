@@ -49,7 +49,7 @@ export class MediaError extends SluiceError {
 
 /**
  * One training clip could not be delivered as asked: it names the file, the clip's window, the stage that failed
- * (`"demux"` or `"decode"`) and the cause (no frame presented in the window, a file that ends before it,
+ * (`"demux"` or `"decode"`) and the cause (no frame on screen in the window, a file that ends before it,
  * undecodable packets, or more padding than `maxPadFraction` allows). The original error, when there was one,
  * is the `cause`.
  */

@@ -480,11 +480,19 @@ function clipPackets(item: ClipPackets): VideoPackets {
  * at most (packets presented in it, or grid slots before the stream's end) leave more padding than allowed.
  */
 function checkFillable(spec: ClipSpec, meta: ClipBase, p: VideoPackets, o: ResolvedOptions): void {
-  const most = new FrameSelector(slotPlan(p, o)).capacity(framesInWindow(p));
+  const plan = slotPlan(p, o);
+  const most = new FrameSelector(plan).capacity(framesInWindow(p));
   const w: [number, number] = [meta.start, meta.end];
-  if (most === 0) throw new ClipError(meta.path, "decode", w, "no frame is presented in the window");
+  if (most === 0) throw new ClipError(meta.path, "decode", w, "no frame is on screen in the window");
   if (spec.numFrames - most > spec.maxPadFraction * spec.numFrames) {
-    throw new ClipError(meta.path, "decode", w, paddingReason(most, spec, true));
+    // Counting frames over a stream that goes on past the window: it shows fewer than asked (a still stretch of
+    // a variable-frame-rate recording); sampling by time fills every slot with what is on screen.
+    const still = plan.streamEnd >= meta.end &&
+      (o.sampling.kind === "consecutive" || o.sampling.kind === "stride");
+    const hint = still
+      ? " (fewer frames are on screen in the window than asked: sample by time with frameRate)"
+      : "";
+    throw new ClipError(meta.path, "decode", w, paddingReason(most, spec, true) + hint);
   }
 }
 
@@ -530,7 +538,7 @@ function finishClip(
   const w: [number, number] = [meta.start, meta.end];
   const filled = pts.length;
   if (filled === 0) {
-    throw new ClipError(meta.path, "decode", w, `no frame is presented in the window${failures}`);
+    throw new ClipError(meta.path, "decode", w, `no frame is on screen in the window${failures}`);
   }
   const padded = spec.numFrames - filled;
   if (padded > spec.maxPadFraction * spec.numFrames) {

@@ -4,8 +4,9 @@
  * thread (run it inside a Worker for parallelism; see `decode_worker.ts`).
  *
  * - Which decoded frames fill the output is decided by the frame selector (`frame_select.ts`, the rule the NVDEC
- *   decoder and the loader's clips share): by default every frame whose pts (`pts × timeBase`, or the best-effort
- *   timestamp when pts is missing) lies in the packets' window `[start, end)`; `frameRate` resamples like FFmpeg's
+ *   decoder and the loader's clips share): by default the frames on screen during the packets' window
+ *   `[start, end)` (the one on screen at `start`, then each whose pts — `pts × timeBase`, or the best-effort
+ *   timestamp when pts is missing — lies in `(start, end)`); `frameRate` resamples like FFmpeg's
  *   `fps` filter (see {@link DecodeOptions.frameRate}); `sampling` picks `"uniform"` or `"stride"` frames.
  *   Frames are converted and resized straight into their slot of one contiguous output buffer (or the caller's,
  *   `into`); the others are dropped before conversion. Output is bounded by the stream, not by the window.
@@ -54,11 +55,12 @@ export interface DecodeOptions extends SamplingOptions {
    * Resample to this many frames per second by pts, like FFmpeg's `fps=N` filter with `round=near`: output slot
    * `k` has time `t_k = origin + k/N` and shows the latest decoded frame whose time, rounded to the nearest slot,
    * is `<= k` (a frame whose time is `t` falls in slot `round((t - origin)·N)`); frames are duplicated or dropped
-   * to fill the slots. With a window `[s, e)`: origin `s`, slots `t_k < e` and before the end of the last frame
-   * (`pts + duration` of the latest packet: output is bounded by the stream), frames at or after `e` are never
-   * shown, and a slot before the first decoded frame shows that first frame. Without a window (whole stream):
-   * origin 0, slots from `round(first·N)` to `round(end·N)` exclusive where `end` is the last packet's
-   * `pts + duration`, exactly the frames `ffmpeg -i F -vf fps=N` writes. Output `pts` are the slot times.
+   * to fill the slots. With a window `[s, e)`: origin `s`, slots `t_k < e` and before the end of the stream
+   * (`VideoPackets.endSec`: output is bounded by the stream), frames at or after `e` are never shown, and a
+   * slot before the first decoded frame shows that first frame. Without a window (whole stream):
+   * origin 0, slots from `round(first·N)` to `round(end·N)` exclusive where `end` is the end of the stream
+   * (the last packet's `pts + duration` unless another stream outlasts the video), exactly the frames
+   * `ffmpeg -i F -vf fps=N` writes. Output `pts` are the slot times.
    * Shorthand for `sampling: { kind: "rate", frameRate }`.
    */
   frameRate?: number;
@@ -362,8 +364,9 @@ function frameSeconds(f: Ptr, tb: [number, number]): number {
 }
 
 /**
- * The frame selector's view of `p`: its window, and the extent of the frames its packets hold: the earliest pts
- * and the latest `pts + duration` (a packet without duration lasts one frame at the stream's rate).
+ * The frame selector's view of `p`: its window, the earliest pts, and until when its last frame is on screen:
+ * `p.endSec` (the demuxer knows what follows the packets), else the latest `pts + duration` (a packet without
+ * duration lasts one frame at the stream's rate).
  */
 export function slotPlan(p: VideoPackets, o: { sampling: FrameSampling; numFrames: number }): SlotPlan {
   let start = Infinity, end = NaN;
@@ -379,19 +382,24 @@ export function slotPlan(p: VideoPackets, o: { sampling: FrameSampling; numFrame
     sampling: o.sampling,
     window: p.window,
     numFrames: o.numFrames,
-    streamEnd: end,
+    streamEnd: p.endSec ?? end,
     streamStart: start,
   };
 }
 
-/** Packets presented in the window (those without a time count too): what the native kinds can fill at most. */
+/**
+ * The frames on screen during the window (see `frame_select.ts`), counted from the packets: those presented in
+ * it after its start, plus one when a packet is presented at or before its start; those without a time count
+ * too. What the native kinds can fill at most.
+ */
 export function framesInWindow(p: VideoPackets): number {
-  let n = 0;
+  let n = 0, before = 0;
   for (let i = 0; i < p.numPackets; i++) {
     const t = seconds(p.pts[i], p.timeBase);
-    if (Number.isNaN(t) || inWindow(p.window, t)) n++;
+    if (p.window !== null && t <= p.window[0]) before = 1;
+    else if (Number.isNaN(t) || inWindow(p.window, t)) n++;
   }
-  return n;
+  return n + before;
 }
 
 // ------------------------------------------------------------------------------------------ decoder

@@ -5,16 +5,20 @@
  * Windows follow the convention of `src/media/packets.ts`: `[start, end)` in absolute seconds (`pts * timeBase`,
  * ffprobe's `pts_time`). The packets of a window start at the last keyframe whose pts is at or before `start`
  * (or the stream's first keyframe when `start` precedes it) and end at the last packet, in decode order, whose
- * pts is before `end`: exactly what a decoder needs to output every frame presented in the window, including
- * B-frames presented before `end` but stored after later frames. Reading stops once {@link REORDER_MARGIN}
- * consecutive packets are presented at or after `end` (no reordered frame can follow).
+ * pts is before `end`: exactly what a decoder needs to output every frame on screen in the window (the one on
+ * screen at `start`, presented at or before it, perhaps in an earlier GOP, then those presented in it),
+ * including B-frames presented before `end` but stored after later frames. Reading stops once
+ * {@link REORDER_MARGIN} consecutive packets are presented at or after `end` (no reordered frame can follow).
+ * `endSec` says until when the packets' last frame is on screen: the next frame's time, or the end of the
+ * stream (`ScreenTime.streamEnd`: the last frame's end, or later while the file's other streams go on,
+ * never past the header's duration).
  *
  * Several windows are cut from one open of the file: they are visited in start order, packets already read are
  * reused when windows overlap or follow closely, and results come back in the caller's order.
  *
  * A window finds its keyframe the same way in every container: seek, then read what follows the landing point
  * (see `seekFor`); a seek that landed past the keyframe (MPEG-TS seeks by dts) goes further back. A window past
- * the last packet fails with "file ends at X s, before the window [s, e)".
+ * the end of the stream fails with "file ends at X s, before the window [s, e)".
  *
  * `avformat_find_stream_info` (decoder init behind FFmpeg's process-wide lock) runs only when the container
  * header lacks the codec or frame size (e.g. MPEG-TS) or has no streams at all (FLV, MPEG-PS);
@@ -79,6 +83,10 @@ const AVSEEK_FLAG_BYTE = 2;
 const LEADING_LOOKAHEAD = 4;
 /** How far before the stream's start time a rewind seeks (dts run ahead of the start time's pts). */
 const REWIND_MARGIN_SEC = 10;
+/** Packets of every stream {@link StreamReader.dataEnd} reads at most from its seek point. */
+const MAX_TAIL_PACKETS = 100_000;
+/** `AVDISCARD_DEFAULT`. */
+const AVDISCARD_DEFAULT = 0;
 
 // ------------------------------------------------------------------------------------------ packet run
 
@@ -291,6 +299,43 @@ class StreamReader implements Disposable {
     this.#reset(true);
   }
 
+  /**
+   * Where the file's data ends: the latest `pts + duration` among the packets of every stream from a seek to
+   * `near` seconds on (the other streams are read for this pass only), or -Infinity when none is read (a
+   * truncated file's index points past its bytes). The reader is left at the end of the file (`eof`) with its
+   * run as it was: it reads nothing more until the next seek.
+   */
+  dataEnd(near: number): number {
+    const { avformat } = ffmpeg();
+    const fmt = this.#src.fmt;
+    const n = formatContext.nbStreams(fmt);
+    const others = (discard: number) => {
+      for (let i = 0; i < n; i++) {
+        if (i !== this.#index) stream.setDiscard(formatContext.stream(fmt, i), discard);
+      }
+    };
+    let end = -Infinity;
+    others(AVDISCARD_DEFAULT);
+    try {
+      const ts = BigInt(Math.floor(near * 1e6)); // AV_TIME_BASE units (stream -1)
+      if (avformat.av_seek_frame(fmt, -1, ts, AVSEEK_FLAG_BACKWARD) < 0) return end;
+      const pkt = this.#pkt.ptr;
+      for (let k = 0; k < MAX_TAIL_PACKETS && avformat.av_read_frame(fmt, pkt) >= 0; k++) {
+        const t = packet.pts(pkt) ?? packet.dts(pkt);
+        if (t !== null) {
+          const tb = stream.timeBase(formatContext.stream(fmt, packet.streamIndex(pkt)));
+          end = Math.max(end, ptsToSeconds(t + packet.duration(pkt), tb));
+        }
+        this.#pkt.unref();
+      }
+    } finally {
+      this.#pkt.unref();
+      others(AVDISCARD_ALL);
+      this.eof = true;
+    }
+    return end;
+  }
+
   #reset(fromStart: boolean): void {
     if (this.#bsf) ffmpeg().avcodec.av_bsf_flush(this.#bsf.ptr);
     this.run.clear();
@@ -435,10 +480,12 @@ function seekFor(reader: StreamReader, s: number, facts: StreamFacts): void {
 function positionFor(reader: StreamReader, s: number, facts: StreamFacts, maySeek = true): number {
   const { tb } = facts;
   if (maySeek && !runCovers(reader, s, facts)) seekFor(reader, s, facts);
-  // Read on until the start keyframe is certain: a packet presented after s follows it.
+  // Read on until the start keyframe is certain: a packet presented after s follows it, and the packets that
+  // bound when it is presented (a keyframe without pts: keyframeSeconds) are in.
   for (;;) {
-    const k = startKeyframe(reader.run, s, tb);
-    if (k >= 0 && presentedAfter(reader.run, k, s, tb)) return k;
+    const run = reader.run;
+    const k = startKeyframe(run, s, tb);
+    if (k >= 0 && presentedAfter(run, k, s, tb) && run.length > k + LEADING_LOOKAHEAD) return k;
     if (!reader.next()) break;
   }
   const k = startKeyframe(reader.run, s, tb);
@@ -477,6 +524,46 @@ function runEnd(run: PacketRun, tb: Rational, fallback: number): number {
   return end;
 }
 
+/**
+ * Until when frames are on screen, for the windows cut from one open of a file: the next frame after a window,
+ * or the end of the stream (computed once, when the reader first reaches the end of the file).
+ */
+class ScreenTime {
+  #end: number | undefined;
+  constructor(readonly reader: StreamReader, readonly facts: StreamFacts, readonly frameRate: number) {}
+
+  /**
+   * The end of the stream, with the reader at the end of the file: the end of the last frame (`pts + duration`,
+   * one frame at the stream's rate without one), or later while the file's other streams go on (an audio track
+   * that outlasts the video keeps the last frame on screen, as players show it), never past the duration the
+   * header declares. A file whose data stops short of its header (a truncated download) ends with its last frame.
+   */
+  streamEnd(): number {
+    if (this.#end !== undefined) return this.#end;
+    const last = runEnd(this.reader.run, this.facts.tb, this.frameRate > 0 ? 1 / this.frameRate : 0);
+    const header = this.facts.endSec;
+    this.#end = header !== null && header > last
+      ? Math.max(last, Math.min(header, this.reader.dataEnd(header)))
+      : last;
+    return this.#end;
+  }
+
+  /**
+   * `VideoPacketsInit.endSec` of a window ending at `e` whose packets start at run index `from`: the time of the
+   * first frame presented at or after `e` among those read (reading stops only after some, or at the end of the
+   * file), else the end of the stream.
+   */
+  shownUntil(from: number, e: number): number {
+    const run = this.reader.run;
+    let next = Infinity;
+    for (let i = from; i < run.length; i++) {
+      const t = run.seconds(i, this.facts.tb);
+      if (t >= e && t < next) next = t;
+    }
+    return Number.isFinite(next) ? next : this.streamEnd();
+  }
+}
+
 /** Index one past the last packet (decode order, from `k`) presented before `e`. */
 function windowEnd(run: PacketRun, k: number, e: number, tb: Rational): number {
   let end = k + 1;
@@ -510,7 +597,8 @@ export function demuxEachSync(src: MediaInput, opts: DemuxOptions = {}): (VideoP
     if (reader.run.length === 0) {
       throw new MediaError(common.source, "demux", `stream ${facts.index} has no packets`);
     }
-    return [new VideoPackets({ ...common, window: null, ...reader.run.slice(0, reader.run.length) })];
+    const endSec = new ScreenTime(reader, facts, common.frameRate).streamEnd();
+    return [new VideoPackets({ ...common, window: null, endSec, ...reader.run.slice(0, reader.run.length) })];
   }
   const { groups, failures } = cutGroups(stream, wanted, () => false);
   const results: (VideoPackets | SluiceError)[] = failures.map((f) => f!);
@@ -654,10 +742,11 @@ function cutGroups(
     const [wa, wb] = [windows[a] as TimeWindow, windows[b] as TimeWindow];
     return wa[0] - wb[0] || wa[1] - wb[1];
   });
+  const screen = new ScreenTime(reader, facts, common.frameRate);
   const groups: WindowGroup[] = [];
   let open: OpenGroup | null = null;
   const close = () => {
-    if (open !== null) groups.push(sliceGroup(reader.run, open, windows as TimeWindow[], common));
+    if (open !== null) groups.push(sliceGroup(screen, open, windows as TimeWindow[], common));
     open = null;
   };
   for (const wi of order) {
@@ -667,7 +756,7 @@ function cutGroups(
     let k: number, end: number;
     try {
       // Joining: the start keyframe is in the run, read on from it (a seek would lose the group's packets).
-      [k, end] = locateWindow(reader, w, facts, common, open === null);
+      [k, end] = locateWindow(screen, w, common, open === null);
     } catch (e) {
       if (!(e instanceof SluiceError)) throw e;
       failures[wi] = e;
@@ -710,14 +799,25 @@ function startsInside(reader: StreamReader, g: OpenGroup, s: number, tb: Rationa
   }
 }
 
-/** The group's packets, each window's range within them, and the union window. */
-function sliceGroup(run: PacketRun, g: OpenGroup, windows: TimeWindow[], common: CommonFields): WindowGroup {
+/** The group's packets, each window's range within them, the union window, and until when its frames show. */
+function sliceGroup(
+  screen: ScreenTime,
+  g: OpenGroup,
+  windows: TimeWindow[],
+  common: CommonFields,
+): WindowGroup {
   const s = Math.min(...g.members.map((m) => windows[m.window][0]));
   const e = Math.max(...g.members.map((m) => windows[m.window][1]));
   // Each group owns its buffers (extradata included): groups travel to Workers one by one, and a
   // transferred buffer is detached for every object that shares it.
   const extradata = common.extradata.slice();
-  const packets = new VideoPackets({ ...common, extradata, window: [s, e], ...run.slice(g.start, g.end) });
+  const packets = new VideoPackets({
+    ...common,
+    extradata,
+    window: [s, e],
+    endSec: screen.shownUntil(g.start, e),
+    ...screen.reader.run.slice(g.start, g.end),
+  });
   return {
     packets,
     members: g.members.map((m) => ({ window: m.window, range: [m.k - g.start, m.end - g.start] })),
@@ -729,19 +829,19 @@ function sliceGroup(run: PacketRun, g: OpenGroup, windows: TimeWindow[], common:
  * the reader's run (see the module docs), or throws the window's `MediaError`.
  */
 function locateWindow(
-  reader: StreamReader,
+  screen: ScreenTime,
   [s, e]: TimeWindow,
-  facts: StreamFacts,
   common: CommonFields,
   maySeek: boolean,
 ): [number, number] {
+  const { reader, facts } = screen;
   const { tb, index } = facts;
   const label = common.source;
   const k = positionFor(reader, s, facts, maySeek);
   if (k >= 0) readThrough(reader, k, e, tb);
   if (reader.eof) {
-    const last = runEnd(reader.run, tb, common.frameRate > 0 ? 1 / common.frameRate : 0);
-    if (!(last > s)) {
+    const end = screen.streamEnd();
+    if (!(end > s)) {
       const header = facts.endSec === null
         ? ""
         : ` (the header says it lasts until ${fmtSec(facts.endSec)} s)`;
@@ -750,7 +850,7 @@ function locateWindow(
         "demux window",
         reader.run.length === 0
           ? `stream ${index} has no packets${header}`
-          : `file ends at ${fmtSec(last)} s, before the window [${fmtSec(s)}, ${fmtSec(e)})${header}`,
+          : `file ends at ${fmtSec(end)} s, before the window [${fmtSec(s)}, ${fmtSec(e)})${header}`,
       );
     }
   }

@@ -7,22 +7,29 @@
  * held back (at most one frame is held) because a later slot may show it. It never needs a frame twice, so a
  * streaming decoder keeps at most two frames alive.
  *
+ * A frame is on screen from its presentation time until the next frame's (the last one until `end`, the end of
+ * the stream; see {@link SlotPlan.streamEnd}): a variable-frame-rate stream (a screen recording) can show one
+ * frame for seconds, and a window inside such a gap still has a frame on screen, presented before it.
+ *
  * The sampling kinds (`[s, e)` is the window; without one, the whole stream):
- * - `"consecutive"`: slot `k` shows the `k`-th frame presented in `[s, e)`; its time is the frame's own.
- * - `"stride"`: slot `k` shows the `(k·stride)`-th frame presented in `[s, e)`.
+ * - `"consecutive"`: the frames on screen during `[s, e)`, in order: the one on screen at `s` (presented at or
+ *   before `s`, possibly long before), then each presented in `(s, e)`; slot `k` shows the `k`-th; its time is the
+ *   frame's own (so slot 0's may precede `s`). Without a window: every frame.
+ * - `"stride"`: slot `k` shows the `(k·stride)`-th of those frames.
  * - `"rate"` (`frameRate` r): slot `k` has time `t_k = s + k/r`; a frame at time `t` belongs to slot
  *   `round((t − s)·r)` (halves away from zero, FFmpeg's `fps` filter with `round=near`), and slot `k` shows the
- *   latest frame belonging to a slot `<= k` (frames are duplicated or dropped), or the first frame when none does.
- *   Without a window the grid starts at 0 and runs from the first frame's slot to `round(end·r)` exclusive,
- *   exactly the frames `ffmpeg -i F -vf fps=r` writes.
+ *   latest frame belonging to a slot `<= k` (frames are duplicated or dropped; a frame presented before `s` belongs
+ *   to a slot `<= 0`), or the first frame when none does. Without a window the grid starts at 0 and runs from the
+ *   first frame's slot to `round(end·r)` exclusive, exactly the frames `ffmpeg -i F -vf fps=r` writes (unless
+ *   another stream outlasts the video: `end` is then later than where the fps filter stops).
  * - `"uniform"`: `numFrames` slots spread evenly over the window, `t_k = s + k·(e − s)/numFrames`; slot `k` shows
  *   the frame on screen at `t_k` (the latest presented at or before it, which may precede `s`; the first frame when
  *   none does): the same grid with `ceil` in place of `round` (the `fps` filter's `round=up`).
  *
- * Grid slots exist while `t_k < e` and `t_k < end`, `end` being the end of the last frame the packets hold
- * (`pts + duration`): output is bounded by the stream, never by the window alone. Frames presented at or after
- * `e` are never shown. Frames without a time are skipped inside a window (kept by `"consecutive"`/`"stride"`
- * over a whole stream). Everything here is pure: no FFmpeg, no pixels.
+ * Grid slots exist while `t_k < e` and `t_k < end`: output is bounded by the stream, never by the window alone.
+ * A window starting at or after `end` shows nothing. Frames presented at or after `e` are never shown. Frames
+ * without a time are skipped inside a window (kept by `"consecutive"`/`"stride"` over a whole stream). Everything
+ * here is pure: no FFmpeg, no pixels.
  * @module
  */
 
@@ -43,7 +50,10 @@ export interface SlotPlan {
   window: readonly [number, number] | null;
   /** Slots wanted at most (Infinity: as many as the stream gives; `"uniform"` needs a finite count). */
   numFrames: number;
-  /** End of the last frame the packets hold, seconds (`pts + duration`); NaN when unknown. */
+  /**
+   * Until when the last frame offered stays on screen, seconds: at least `window[1]` when the stream goes on past
+   * the window, else the end of the stream (`VideoPackets.endSec`); NaN when unknown.
+   */
   streamEnd: number;
   /** Earliest presentation time among the packets (the whole-stream grid of `"uniform"` starts there). */
   streamStart: number;
@@ -95,6 +105,8 @@ export class FrameSelector {
   #held = false;
   /** Native kinds: frames of the window seen so far (for `stride`), and each filled slot's frame time. */
   #seen = 0;
+  /** Native kinds: the time of the held frame, presented before the window (it is on screen at its start). */
+  #before = NaN;
   readonly #stride: number;
   readonly #times: number[] = [];
 
@@ -167,18 +179,10 @@ export class FrameSelector {
   /** A decoded frame presented at `t` seconds (NaN when it has no time) comes out of the decoder. */
   offer(t: number): SlotDecision {
     if (this.done) return SKIP;
-    const w = this.#plan.window;
-    const timeless = Number.isNaN(t);
-    if (timeless ? w !== null : w !== null && (t < (this.#grid ? -Infinity : w[0]) || t >= w[1])) return SKIP;
     const g = this.#grid;
-    if (g === null) {
-      const j = this.#seen++;
-      if (j % this.#stride !== 0) return SKIP;
-      this.#times.push(t);
-      this.filled++;
-      return { held: 0, current: 1, hold: false };
-    }
-    if (timeless) return SKIP;
+    if (g === null) return this.#offerNative(t);
+    const w = this.#plan.window;
+    if (Number.isNaN(t) || (w !== null && t >= w[1])) return SKIP;
     const x = (t - g.origin) * g.rate;
     const slot = g.up ? ceilTol(x) : roundNear(x);
     if (this.#next === undefined) this.#first = this.#next = Math.min(slot, g.end);
@@ -191,10 +195,48 @@ export class FrameSelector {
     return d;
   }
 
+  /**
+   * Native kinds: the frames on screen during the window in order: the one on screen at its start (the latest
+   * presented at or before it, held back until a frame presented after the start comes), then those presented in
+   * it, thinned by the stride.
+   */
+  #offerNative(t: number): SlotDecision {
+    const w = this.#plan.window;
+    if (w === null) return { held: 0, current: this.#take(t), hold: false };
+    if (Number.isNaN(t)) return SKIP;
+    if (t < w[0]) {
+      this.#before = t;
+      return { held: 0, current: 0, hold: true };
+    }
+    const held = t > w[0] ? this.#takeBefore() : 0;
+    this.#before = NaN;
+    return { held, current: t < w[1] ? this.#take(t) : 0, hold: false };
+  }
+
+  /** Native kinds: the next frame on screen during the window, at `t`: 1 when it fills a slot. */
+  #take(t: number): number {
+    if (this.filled >= this.#limit || this.#seen++ % this.#stride !== 0) return 0;
+    this.#times.push(t);
+    this.filled++;
+    return 1;
+  }
+
+  /** Native kinds: the held frame (on screen at the window's start) takes its turn, if there is one. */
+  #takeBefore(): number {
+    const t = this.#before;
+    this.#before = NaN;
+    return Number.isNaN(t) ? 0 : this.#take(t);
+  }
+
   /** End of the stream: how many slots the held frame fills (the grid's remaining slots). */
   finish(): number {
     const g = this.#grid;
-    if (g === null || !this.#held || this.#next === undefined) return 0;
+    if (g === null) {
+      // A window before which a frame was presented and in which none is: that frame, while the stream lasts.
+      const w = this.#plan.window, end = this.#plan.streamEnd;
+      return w !== null && !(w[0] >= end) ? this.#takeBefore() : 0;
+    }
+    if (!this.#held || this.#next === undefined) return 0;
     const n = Math.max(0, Math.min(g.end, this.#next + this.#limit - this.filled) - this.#next);
     this.#next += n;
     this.filled += n;

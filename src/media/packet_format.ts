@@ -6,7 +6,7 @@
  * offset size  field
  *  0     4     magic "SLVP"
  *  4     4     u32 version (= 1)
- *  8     4     u32 header size H (152 in version 1; the variable sections start at H)
+ *  8     4     u32 header size H (160; 152 before `endSec`, still read; the variable sections start at H)
  * 12     4     u32 numPackets N
  * 16     4     u32 source length (UTF-8 bytes)
  * 20     4     u32 codec name length (UTF-8 bytes)
@@ -18,10 +18,11 @@
  * 80     4     i32 colorTrc           84  i32 colorSpace       88  i32 chromaLocation  92  i32 rotation
  * 96     4     i32 sar num           100  i32 sar den         104  i32 timeBase num   108  i32 timeBase den
  * 112    8     f64 frameRate
- * 120    4     u32 flags (bit 0: window present)               124  u32 reserved (0)
+ * 120    4     u32 flags (bit 0: window present, bit 1: endSec present)   124  u32 reserved (0)
  * 128    8     f64 startTimeSec
  * 136    16    f64 window start, f64 window end (0 when absent)
- * 152          strings: source, codec, then extradata, zero-padded to a multiple of 8
+ * 152    8     f64 endSec (0 when absent; only when H >= 160)
+ * H            strings: source, codec, then extradata, zero-padded to a multiple of 8
  *              packet table: i64 pts[N], i64 dts[N], i64 duration[N], u32 flags[N], u32 offset[N],
  *              u32 size[N], zero-padded to a multiple of 8
  *              payload: P bytes (packets back to back; offset/size index into it)
@@ -40,8 +41,10 @@ import type { VideoPacketsInit } from "./packets.ts";
 export const PACKETS_MAGIC = 0x50564c53;
 /** The layout version {@link encodePackets} writes and {@link decodePackets} reads. */
 export const PACKETS_FORMAT_VERSION = 1;
-/** Size of the fixed header of version 1. */
-export const PACKETS_HEADER_SIZE = 152;
+/** Size of the fixed header this build writes. */
+export const PACKETS_HEADER_SIZE = 160;
+/** The smallest header a reader accepts (written before `endSec` existed). */
+const MIN_HEADER_SIZE = 152;
 /** Per-packet bytes in the packet table. */
 const ENTRY_SIZE = 8 * 3 + 4 * 3;
 
@@ -100,11 +103,13 @@ export function encodePackets(p: VideoPacketsInit): Uint8Array<ArrayBuffer> {
   ];
   ints.forEach((v, i) => i === 2 ? u32(32 + 4 * i, v) : i32(32 + 4 * i, v));
   dv.setFloat64(112, p.frameRate, true);
-  u32(120, p.window ? 1 : 0);
+  const hasEnd = p.endSec !== undefined;
+  u32(120, (p.window ? 1 : 0) | (hasEnd ? 2 : 0));
   u32(124, 0);
   dv.setFloat64(128, p.startTimeSec, true);
   dv.setFloat64(136, p.window ? p.window[0] : 0, true);
   dv.setFloat64(144, p.window ? p.window[1] : 0, true);
+  dv.setFloat64(152, hasEnd ? p.endSec! : 0, true);
   out.set(source, varStart);
   out.set(codec, varStart + source.length);
   out.set(p.extradata, varStart + source.length + codec.length);
@@ -136,7 +141,7 @@ export function decodePackets(bytes: Uint8Array): VideoPacketsInit {
     );
   }
   const headerSize = u32(8);
-  if (headerSize < PACKETS_HEADER_SIZE || headerSize > len) {
+  if (headerSize < MIN_HEADER_SIZE || headerSize > len) {
     throw new ProtocolError(`header size ${headerSize} is invalid for a ${len}-byte buffer`, 8);
   }
   const n = u32(12), sourceLen = u32(16), codecLen = u32(20), extraLen = u32(24), payloadLen = u32(28);
@@ -153,7 +158,9 @@ export function decodePackets(bytes: Uint8Array): VideoPacketsInit {
     );
   }
   const flagsWord = u32(120);
-  if (flagsWord > 1) throw new ProtocolError(`unknown header flags 0x${flagsWord.toString(16)}`, 120);
+  if (flagsWord > 3 || (flagsWord & 2 && headerSize < PACKETS_HEADER_SIZE)) {
+    throw new ProtocolError(`unknown header flags 0x${flagsWord.toString(16)}`, 120);
+  }
   if (u32(124) !== 0) throw new ProtocolError("reserved header word is not 0", 124);
   const text = (start: number, size: number, at: number): string => {
     try {
@@ -210,7 +217,7 @@ export function decodePackets(bytes: Uint8Array): VideoPacketsInit {
     timeBase: [i32(104), i32(108)],
     frameRate,
     startTimeSec,
-    window: flagsWord === 1 ? [ws, we] : null,
+    window: flagsWord & 1 ? [ws, we] : null,
     pts,
     dts,
     duration,
@@ -219,6 +226,7 @@ export function decodePackets(bytes: Uint8Array): VideoPacketsInit {
     sizes,
     data: bytes.slice(payloadStart, payloadStart + payloadLen),
   };
+  if (flagsWord & 2) init.endSec = dv.getFloat64(152, true);
   checkFields(init);
   for (let i = 0; i < n; i++) {
     if ((flags[i] & ~PACKET_FLAGS) !== 0) {
@@ -277,5 +285,8 @@ function checkFields(p: VideoPacketsInit): void {
   const w = p.window;
   if (w !== null && !(Number.isFinite(w[0]) && Number.isFinite(w[1]) && w[0] <= w[1])) {
     throw new ProtocolError(`invalid window [${w[0]}, ${w[1]})`, 136);
+  }
+  if (p.endSec !== undefined && !Number.isFinite(p.endSec)) {
+    throw new ProtocolError(`end time ${p.endSec} is not a finite number`, 152);
   }
 }

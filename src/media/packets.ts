@@ -81,6 +81,12 @@ export interface VideoPacketsInit extends CodecInfo {
   startTimeSec: number;
   /** The window `[start, end)` in seconds the packets were cut for, or null for the whole stream. */
   window: [number, number] | null;
+  /**
+   * Until when the last frame these packets present stays on screen, seconds: the time of the stream's next
+   * frame when the stream goes on past the window's end, else the end of the stream (see `demux.ts`). Absent
+   * (packets built by hand): the latest `pts + duration` among the packets.
+   */
+  endSec?: number;
   /** Packet table: one entry per packet, in decode order. Timestamps in `timeBase` units; NOPTS = INT64_MIN. */
   pts: BigInt64Array;
   /** Decode timestamps (NOPTS when unknown). */
@@ -147,6 +153,8 @@ export class VideoPackets implements VideoPacketsInit {
   startTimeSec!: number;
   /** See {@link VideoPacketsInit.window}. */
   window!: [number, number] | null;
+  /** See {@link VideoPacketsInit.endSec}. */
+  endSec?: number;
   /** See {@link VideoPacketsInit.pts}. */
   pts!: BigInt64Array;
   /** See {@link VideoPacketsInit.dts}. */

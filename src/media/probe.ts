@@ -66,10 +66,16 @@ export interface VideoStreamInfo {
   codec: string;
   /** Profile name ("High", "Main 10", ...), or null. */
   profile: string | null;
-  /** Coded size. Display size differs when `rotation` is ±90. */
+  /** Coded size. Display size differs when `rotation` is ±90 or the pixels are not square (`sampleAspectRatio`). */
   width: number;
   /** See `width`. */
   height: number;
+  /**
+   * Width of one pixel relative to its height, `[num, den]`, as ffprobe's `sample_aspect_ratio`: the container's
+   * when it gives one, else the codec's; `[1, 1]` when neither does. A 720×480 frame with `[32, 27]` is shown
+   * 853⅓×480 (16:9).
+   */
+  sampleAspectRatio: [number, number];
   /** FFmpeg pixel format name ("yuv420p", "yuv420p10le", ...), or null when unknown. */
   pixelFormat: string | null;
   /** Bits per component (8, 10, ...), 0 when unknown. */
@@ -245,6 +251,14 @@ export function streamDurationSec(fmt: Ptr, st: Ptr): number | null {
   return d === null ? null : Number(d) / 1e6;
 }
 
+/** A stream's pixel aspect ratio as `av_guess_sample_aspect_ratio` finds it: the container's, else the codec's, else 1:1. */
+function sampleAspectRatio(st: Ptr): [number, number] {
+  for (const r of [stream.sampleAspectRatio(st), codecpar.sampleAspectRatio(stream.codecpar(st))]) {
+    if (r[0] > 0 && r[1] > 0) return r;
+  }
+  return [1, 1];
+}
+
 function videoInfo(src: MediaSource, index: number): VideoStreamInfo {
   const fmt = src.fmt;
   const st = formatContext.stream(fmt, index);
@@ -261,6 +275,7 @@ function videoInfo(src: MediaSource, index: number): VideoStreamInfo {
     profile: readCString(ffmpeg().avcodec.avcodec_profile_name(codecId, codecpar.profile(par))),
     width: codecpar.width(par),
     height: codecpar.height(par),
+    sampleAspectRatio: sampleAspectRatio(st),
     pixelFormat: pix?.name ?? null,
     bitDepth: pix?.bitDepth ?? Math.max(0, codecpar.bitsPerRawSample(par)),
     frameRate: rate[0] / rate[1],

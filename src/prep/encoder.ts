@@ -168,6 +168,8 @@ export class VideoEncoder implements Disposable {
     this.#setInt("threads", opts.threads ?? 1);
     // MP4 wants codec configuration in the stream header (avcC, vpcC, av1C), not repeated in-band only.
     this.#set("flags", "+global_header");
+    // Square pixels, said in the stream (the size already holds the display aspect ratio).
+    this.#set("aspect", "1:1");
     switch (spec.name) {
       case "libx264":
         this.#set("preset", { fast: "veryfast", medium: "medium", slow: "slow" }[speed]);

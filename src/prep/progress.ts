@@ -126,18 +126,33 @@ export function bytesText(n: number): string {
   return u === 0 ? `${n} B` : `${x.toFixed(1)} ${units[u]}`;
 }
 
-/** One terminal line: `transcode [######......] 12/40 30% 2.5/s 41.2 MB/s in  ETA 0:11  (1 failed)`. */
-export function progressLine(s: ProgressSnapshot): string {
-  const width = 24;
+/**
+ * One terminal line of at most `columns` characters:
+ * `transcode [######......] 12/40 30%  ETA 0:11  (1 failed)  2.5/s  41.2 MB/s in`. When it would not fit,
+ * the figures at the end go first (MB/s, then items/s, then the failure count, then the ETA), then the bar
+ * narrows: a line the terminal wraps cannot be redrawn in place.
+ */
+export function progressLine(s: ProgressSnapshot, columns = Infinity): string {
   const frac = s.total > 0 ? Math.min(1, s.finished / s.total) : 1;
-  const fill = Math.round(frac * width);
-  const eta = s.etaSec === null ? "ETA --:--" : `ETA ${clock(s.etaSec)}`;
   const extra = [s.skipped ? `${s.skipped} skipped` : "", s.failed ? `${s.failed} failed` : ""].filter(
     Boolean,
   );
-  return `${s.job} [${"#".repeat(fill)}${".".repeat(width - fill)}] ${s.finished}/${s.total} ` +
-    `${Math.round(frac * 100)}%  ${s.itemsPerSec.toFixed(1)}/s  ${s.mbInPerSec.toFixed(1)} MB/s in  ${eta}` +
-    (extra.length ? `  (${extra.join(", ")})` : "");
+  const fields = [
+    `${s.finished}/${s.total} ${Math.round(frac * 100)}%`,
+    s.etaSec === null ? "ETA --:--" : `ETA ${clock(s.etaSec)}`,
+    ...(extra.length ? [`(${extra.join(", ")})`] : []),
+    `${s.itemsPerSec.toFixed(1)}/s`,
+    `${s.mbInPerSec.toFixed(1)} MB/s in`,
+  ];
+  const MIN_BAR = 10, MAX_BAR = 24;
+  const frame = s.job.length + 4; // "job [" + "] "
+  let n = fields.length;
+  while (n > 1 && frame + MIN_BAR + fields.slice(0, n).join("  ").length > columns) n--;
+  const tail = fields.slice(0, n).join("  ");
+  const bar = Math.max(0, Math.min(MAX_BAR, columns - frame - tail.length));
+  const fill = Math.round(frac * bar);
+  const line = `${s.job} [${"#".repeat(fill)}${".".repeat(bar - fill)}] ${tail}`;
+  return line.length <= columns ? line : line.slice(0, Math.max(0, columns));
 }
 
 /** The final table of a job: counts, bytes in and out, speed, and the failures with their reasons. */

@@ -1,9 +1,9 @@
 /**
  * `transcodeVideoSync`: re-encodes one video at the spatial and temporal resolution a model trains at, so the
- * loader decodes no pixel it will throw away: `height` pixels high (width from the display aspect ratio,
- * rounded to an even number), `fps` frames per second, a keyframe exactly every `gop` frames, display rotation
- * applied to the pixels (the output has none left to apply), audio dropped unless asked for (then copied
- * unchanged).
+ * loader decodes no pixel it will throw away: `height` pixels high (width from the display aspect ratio, the
+ * source's pixel aspect ratio included, rounded to an even number; the output's pixels are square), `fps` frames
+ * per second, a keyframe exactly every `gop` frames, display rotation applied to the pixels (the output has none
+ * left to apply), audio dropped unless asked for (then copied unchanged).
  *
  * The source is read in chunks of about `chunkSec` seconds (a window each, through `demuxVideoSync` and
  * `decodeVideoSync` with `frameRate`, the frame selection the loader's clips use: output frame `k` shows what
@@ -75,14 +75,21 @@ export interface TranscodeResult {
 }
 
 /**
- * Output size for a `codedWidth`×`codedHeight` source shown turned by `rotation`: `height` high, the width
- * keeping the display aspect ratio, rounded to the nearest even number (at least 2), as `scale=-2:height` does.
+ * Output size for a `codedWidth`×`codedHeight` source of pixels `sampleAspectRatio` wide (`[num, den]`, as
+ * probed), shown turned by `rotation`: `height` high, the width keeping the display aspect ratio, rounded to the
+ * nearest even number (at least 2). The output's pixels are square: a 720×480 MPEG-2 frame of 16:9 (pixels
+ * 32:27) becomes 228×128, where `scale=-2:128` would give 192×128 and leave the stretch to its SAR.
  */
-export function outputSize(codedWidth: number, codedHeight: number, rotation: number, height: number): [
-  number,
-  number,
-] {
-  const [dw, dh] = orientedSize(codedWidth, codedHeight, rotation);
+export function outputSize(
+  codedWidth: number,
+  codedHeight: number,
+  rotation: number,
+  height: number,
+  sampleAspectRatio: readonly [number, number] = [1, 1],
+): [number, number] {
+  const [num, den] = sampleAspectRatio;
+  const sar = num > 0 && den > 0 ? num / den : 1;
+  const [dw, dh] = orientedSize(codedWidth * sar, codedHeight, rotation);
   return [Math.max(2, 2 * Math.round((height * dw) / dh / 2)), height];
 }
 
@@ -111,7 +118,7 @@ export function transcodeVideoSync(src: MediaInput, dst: string, opts: Transcode
   const v = info.video;
   if (v === null) throw new MediaError(label, "transcode", "the input has no video stream");
   const rotation = quarterTurns(v.rotation);
-  const [outW, outH] = outputSize(v.width, v.height, rotation, opts.height);
+  const [outW, outH] = outputSize(v.width, v.height, rotation, opts.height, v.sampleAspectRatio);
   // Decode in coded orientation at the size that becomes outW×outH once turned.
   const [decW, decH] = orientedSize(outW, outH, rotation);
   const origin = opts.start ?? v.startTimeSec;

@@ -135,3 +135,28 @@ for (
     },
   });
 }
+
+Deno.test({
+  name: "transcode's progress line in tmux at 80 columns: fitted, redrawn in place (one line, never stacked)",
+  ignore: !hasTmux,
+  fn: async () => {
+    const dir = await tinyDataset({ videos: 6, broken: true }); // two inputs fail: "(2 failed)" lengthens the line
+    await using tmux = new Tmux();
+    try {
+      const cmd =
+        `'${Deno.execPath()}' run --allow-all '${MAIN}' transcode '${dir}' '${dir}/out' --height 64 ` +
+        `--jobs 1; echo EXIT=$?; sleep 600`;
+      await tmux.run("new-session", "-d", "-x", "80", "-y", "40", "-s", "t", cmd);
+      const lines = await tmux.waitFor("the exit status", (l) => l.some((x) => x.startsWith("EXIT=")));
+      const screen = lines.join("\n");
+      assert.ok(lines.includes("EXIT=0"), screen);
+      // Before: an 88-column line wrapped at 80, and each redraw left the wrapped part behind.
+      assert.equal(screen.split("transcode [").length - 1, 1, `progress lines piled up:\n${screen}`);
+      const progress = lines.find((l) => l.startsWith("transcode ["))!;
+      assert.ok(progress.length < 80, `progress line of ${progress.length} columns:\n${screen}`);
+      assert.match(progress, /\] 8\/8 100% {2}ETA 0:00 {2}\(\d failed\)/);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

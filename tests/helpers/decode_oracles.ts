@@ -46,3 +46,23 @@ export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }
+
+/**
+ * Indices of the frames on screen during `[s, e)`, from every frame's time in presentation order (ffprobe's frame
+ * list): the one with the greatest time at or before `s` (none when `s` is at or after `end`, the stream's end),
+ * then each presented in `(s, e)`. Frames without a time are left out. The rule of `"consecutive"` sampling,
+ * written plainly.
+ */
+export function framesOnScreen(
+  times: readonly number[],
+  [s, e]: readonly [number, number],
+  end = Infinity,
+): number[] {
+  let before = -1;
+  const out: number[] = [];
+  for (const [i, t] of times.entries()) {
+    if (t <= s && (before < 0 || t >= times[before])) before = i;
+    else if (t > s && t < e) out.push(i);
+  }
+  return before >= 0 && s < end ? [before, ...out] : out;
+}

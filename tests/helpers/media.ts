@@ -250,6 +250,39 @@ export async function generateClip(spec: ClipSpec = {}): Promise<string> {
   return path;
 }
 
+/** What {@link vfrClipSpec} makes: a variable-frame-rate "screen recording". */
+export interface VfrSpec {
+  /** Time ranges `[from, to]` (seconds) whose frames are dropped: the frame before each stays on screen. */
+  gaps: [number, number][];
+  /** Keyframes at these times (forced; no others). */
+  keyframes: number[];
+  container?: string;
+  durationSec?: number;
+  bframes?: number;
+  width?: number;
+  height?: number;
+}
+
+/**
+ * A {@link ClipSpec} for {@link generateClip}: testsrc2 at 25 fps with the frames of each gap dropped by the
+ * `select` filter and written with their own times (`-fps_mode vfr`), keyframes exactly where asked.
+ */
+export function vfrClipSpec(v: VfrSpec): ClipSpec {
+  const keep = v.gaps.map(([a, b]) => `not(between(t,${a},${b}))`).join("*");
+  const durationSec = v.durationSec ?? 8;
+  const extraArgs = ["-vf", `select='${keep}'`, "-fps_mode", "vfr", "-sc_threshold", "0"];
+  extraArgs.push("-force_key_frames", v.keyframes.join(","));
+  return {
+    width: v.width ?? 64,
+    height: v.height ?? 48,
+    durationSec,
+    gop: 1000,
+    bframes: v.bframes ?? 2,
+    container: v.container,
+    extraArgs,
+  };
+}
+
 /** A fresh temporary file path (the caller removes it), e.g. for truncated copies of a clip. */
 export async function tempFile(suffix = ""): Promise<string> {
   await Deno.mkdir(CLIP_CACHE_DIR, { recursive: true });
@@ -274,6 +307,9 @@ export interface ProbedStream {
   height?: number;
   coded_width?: number;
   coded_height?: number;
+  /** e.g. "32:27" (absent or "0:1" when unknown). */
+  sample_aspect_ratio?: string;
+  display_aspect_ratio?: string;
   pix_fmt?: string;
   r_frame_rate: string;
   avg_frame_rate: string;
@@ -392,6 +428,34 @@ export async function ffprobeFrames(path: string, streamIndex: number): Promise<
     height: Number(f.height),
     pixFmt: String(f.pix_fmt ?? ""),
   }));
+}
+
+/**
+ * When a video stream stops being on screen, by ffprobe's numbers: the end of its last frame (`pts_time +
+ * duration_time`), or later while the file's other streams have packets (an audio track that outlasts the
+ * video), but never past the duration the header declares (the stream's own, else the container's, from the
+ * stream's start).
+ */
+export async function ffprobeStreamEnd(path: string, streamIndex: number): Promise<number> {
+  const j = await ffprobeJson(path, [
+    "-show_entries",
+    "packet=stream_index,pts_time,dts_time,duration_time:stream=index,start_time,duration:format=duration",
+    "-show_packets",
+    "-show_streams",
+    "-show_format",
+  ]);
+  let video = -Infinity, data = -Infinity;
+  for (const p of (j.packets ?? []) as Record<string, unknown>[]) {
+    const t = num(p.pts_time) ?? num(p.dts_time);
+    if (t === null) continue;
+    const end = t + (num(p.duration_time) ?? 0);
+    data = Math.max(data, end);
+    if (Number(p.stream_index) === streamIndex) video = Math.max(video, end);
+  }
+  const st = ((j.streams ?? []) as Record<string, unknown>[]).find((x) => Number(x.index) === streamIndex)!;
+  const duration = num(st.duration) ?? num((j.format as Record<string, unknown>).duration);
+  const header = duration === null ? null : (num(st.start_time) ?? 0) + duration;
+  return header !== null && header > video ? Math.max(video, Math.min(header, data)) : video;
 }
 
 /** Parses an ffprobe rational like "30000/1001" into a number (0 for "0/0"). */

@@ -29,7 +29,7 @@ import type { DecodedClip } from "../../src/loader/collate.ts";
 import { mulberry32 } from "../../src/dataset/random.ts";
 import { codedRect, orientedSize } from "../../src/media/orient.ts";
 import { releaseDecoderNvdec } from "../../src/nvdec/decoder.ts";
-import { probeFrameTimes, psnr, sameBytes } from "../helpers/decode_oracles.ts";
+import { framesOnScreen, probeFrameTimes, psnr, sameBytes } from "../helpers/decode_oracles.ts";
 import { type ClipSpec as MediaSpec, generateClip, hasFfmpegCliSync, runCli } from "../helpers/media.ts";
 import { useDouble } from "../nvdec/nvdec_helpers.ts";
 
@@ -154,7 +154,7 @@ function request(
 
 /** The rule of `frame_select.ts`, slot by slot: index of the frame each slot shows (times from ffprobe). */
 function expectedFrames(t: number[], [s, e]: [number, number], spec: ClipSpec): number[] {
-  const inWin = t.flatMap((x, i) => x >= s && x < e ? [i] : []);
+  const inWin = framesOnScreen(t, [s, e]);
   const sm = spec.sampling;
   if (sm.kind === "consecutive") return inWin.slice(0, spec.numFrames);
   if (sm.kind === "stride") return inWin.filter((_, j) => j % sm.stride === 0).slice(0, spec.numFrames);

@@ -48,7 +48,9 @@ Deno.test({
     const path = await generateClip({ width: 64, height: 48, durationSec: 2, gop: 25 });
     const [a, b] = clips(task(path, [[0.5, 1.5], [1.84, 3]])) as DecodedClip[];
     assert.equal(a.data.length, 8 * 32 * 24 * 3);
+    // The frame on screen at 0.5 (presented at 0.48), then those presented after.
     assert.deepEqual(a.outcome!.pts.map((x) => Math.round(x * 100) / 100), [
+      0.48,
       0.52,
       0.56,
       0.6,
@@ -56,7 +58,6 @@ Deno.test({
       0.68,
       0.72,
       0.76,
-      0.8,
     ]);
     assert.equal(a.outcome!.padded, 0);
     // Frames 1.84 .. 1.96 exist (4), padding 4 = maxPadFraction 0.5 exactly: allowed.
@@ -89,20 +90,22 @@ Deno.test({
     assert.deepEqual(e.window, [0.5, 1.5]);
     assert.match(
       e.message,
-      /clip \[0\.5, 1\.5\) s: decode failed: the window can give 25 frames at most of the 10000/,
+      /clip \[0\.5, 1\.5\) s: decode failed: the window can give 26 frames at most of the 10000/,
     );
-    // With padding allowed, the same request is honoured (small frames here).
+    // With padding allowed, the same request is honoured (small frames here): 1.48 (on screen at 1.5), then
+    // 1.52 .. 1.68.
     const [ok] = clips(task(path, [[1.5, 1.7]], { numFrames: 12, maxPadFraction: 1 })) as DecodedClip[];
-    assert.equal(ok.outcome!.padded, 7);
+    assert.equal(ok.outcome!.padded, 6);
   },
 });
 
 Deno.test({
   name:
-    "clip: a screen capture with a 1.6 s gap: a window inside the gap fails alone, naming file and window",
+    "clip: a screen capture with a 1.6 s gap: a window inside it shows the frame on screen (presented before)",
   ignore,
   fn: async () => {
-    // 25 fps, frames between 1.04 s and 2.64 s dropped: variable frame rate with a gap.
+    // 25 fps, frames between 1.04 s and 2.64 s dropped: variable frame rate with a gap; the frame at 1.0 s is on
+    // screen from 1.0 to 2.64 s.
     const path = await generateClip({
       width: 64,
       height: 48,
@@ -111,7 +114,19 @@ Deno.test({
       container: "mkv",
       extraArgs: ["-vf", "select='not(between(t,1.02,2.62))'", "-vsync", "vfr"],
     });
-    const out = clips(task(path, [[0.2, 0.6], [1.5, 2.5], [2.7, 3.2]]));
+    const windows: [number, number][] = [[0.2, 0.6], [1.5, 2.5], [2.7, 3.2]];
+    const size = 32 * 24 * 3;
+    const [, rate] = clips(
+      task(path, windows, { sampling: { kind: "rate", frameRate: 8 } }),
+    ) as DecodedClip[];
+    assert.deepEqual(rate.outcome!.pts, Array.from({ length: 8 }, (_, k) => 1.5 + k / 8));
+    assert.equal(rate.outcome!.padded, 0);
+    for (let k = 1; k < 8; k++) {
+      assert.deepEqual(rate.data.subarray(k * size, (k + 1) * size), rate.data.subarray(0, size));
+    }
+    // Counting frames: one is on screen in the window, so 7 slots are padding: beyond maxPadFraction 0.5 the clip
+    // fails alone (the other clips of the video survive), naming file, window and the remedy.
+    const out = clips(task(path, windows));
     assert.ok(
       !(out[0] instanceof Error) && !(out[2] instanceof Error),
       "the other clips of the video survive",
@@ -119,7 +134,15 @@ Deno.test({
     const e = out[1];
     assert.ok(e instanceof ClipError);
     assert.equal(e.source, path);
-    assert.match(e.message, /clip \[1\.5, 2\.5\) s: decode failed: no frame is presented in the window/);
+    assert.match(
+      e.message,
+      /clip \[1\.5, 2\.5\) s: decode failed: the window can give 1 frame at most of the 8/,
+    );
+    assert.match(e.message, /sample by time with frameRate/);
+    const [, held] = clips(task(path, windows, { maxPadFraction: 1 })) as DecodedClip[];
+    assert.deepEqual(held.outcome!.pts, Array(8).fill(1));
+    assert.equal(held.outcome!.padded, 7);
+    assert.deepEqual(held.data.subarray(0, size), rate.data.subarray(0, size), "the same frame on screen");
   },
 });
 

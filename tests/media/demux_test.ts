@@ -4,6 +4,7 @@ import { NOPTS, ptsToSeconds, type VideoPackets } from "../../src/media/packets.
 import {
   ffmpegPacketMd5s,
   ffprobePackets,
+  ffprobeStreamEnd,
   generateClip,
   hasFfmpegCliSync,
   md5Hex,
@@ -83,9 +84,16 @@ Deno.test({
  * The window property, checked against ffprobe's packet list of the whole stream: the returned packets are a
  * contiguous run of it (decode order) that starts at the last keyframe presented at or before `s` (or the
  * stream's first keyframe), contains every packet presented in [s, e), and ends with the last packet (decode
- * order) presented before e.
+ * order) presented before e; its frames stay on screen until the first packet presented at or after e (`endSec`),
+ * or, when none is, until the end of the last frame.
  */
-function assertWindow(w: VideoPackets, all: ProbedPacket[], s: number, e: number): void {
+function assertWindow(
+  w: VideoPackets,
+  all: ProbedPacket[],
+  streamEnd: number,
+  s: number,
+  e: number,
+): void {
   const what = `window [${s.toFixed(3)}, ${e.toFixed(3)})`;
   const t = (p: ProbedPacket) => p.ptsTime ?? p.dtsTime ?? NaN;
   assert.deepEqual(w.window, [s, e], what);
@@ -113,6 +121,9 @@ function assertWindow(w: VideoPackets, all: ProbedPacket[], s: number, e: number
   for (let i = 0; i < w.numPackets; i++) {
     assert.ok(w.pts[i] !== NOPTS, `${what}: packet ${i} has a pts`);
   }
+  const after = all.map(t).filter((x) => x >= e);
+  const end = after.length > 0 ? Math.min(...after) : streamEnd;
+  assert.ok(Math.abs(w.endSec! - end) < 1e-6, `${what}: on screen until ${w.endSec}, not ${end}`);
 }
 
 async function checkRandomWindows(
@@ -134,7 +145,8 @@ async function checkRandomWindows(
   // One open for all windows...
   const many = await demuxVideo(path, { streamIndex, windows });
   assert.equal(many.length, windows.length);
-  for (let i = 0; i < windows.length; i++) assertWindow(many[i], all, ...windows[i]);
+  const end = await ffprobeStreamEnd(path, streamIndex);
+  for (let i = 0; i < windows.length; i++) assertWindow(many[i], all, end, ...windows[i]);
   // ...equals one open per window.
   for (const i of [0, 1, windows.length - 1]) {
     const one = await demuxVideo(path, { streamIndex, window: windows[i] });

@@ -63,9 +63,11 @@ Deno.test("framesShown: which frames fill a slot, computed by hand for every kin
   assert.deepEqual(shown(plan({ kind: "rate", frameRate: 5 }, [1.9, 3], Infinity, 2), t), [49]);
 });
 
-Deno.test("frame select: consecutive and stride take the window's frames in order", () => {
+Deno.test("frame select: consecutive and stride take the frames on screen during the window in order", () => {
   const t = grid(25, 50); // 0, 0.04, ...
+  // [0.1, 0.5): frame 2 (0.08) is on screen at 0.1, then frames 3 (0.12) .. 12 (0.48) are presented in it.
   assert.deepEqual(select(plan({ kind: "consecutive" }, [0.1, 0.5]), t).frames, [
+    2,
     3,
     4,
     5,
@@ -77,10 +79,62 @@ Deno.test("frame select: consecutive and stride take the window's frames in orde
     11,
     12,
   ]);
-  assert.deepEqual(select(plan({ kind: "consecutive" }, [0.1, 0.5], 4), t).frames, [3, 4, 5, 6]);
+  assert.deepEqual(select(plan({ kind: "consecutive" }, [0.1, 0.5], 4), t).frames, [2, 3, 4, 5]);
+  // A frame presented exactly at the start is the one on screen there: nothing before it.
+  assert.deepEqual(select(plan({ kind: "consecutive" }, [0.12, 0.2]), t).frames, [3, 4]);
   const s = select(plan({ kind: "stride", stride: 3 }, [0.1, 0.5]), t);
-  assert.deepEqual(s.frames, [3, 6, 9, 12]);
-  assert.deepEqual(s.pts, [0.12, 0.24, 0.36, 0.48]);
+  assert.deepEqual(s.frames, [2, 5, 8, 11]);
+  assert.deepEqual(s.pts, [0.08, 0.2, 0.32, 0.44]);
+});
+
+Deno.test("frame select: a window inside a gap of a variable-frame-rate stream shows the frame on screen", () => {
+  // A screen recording: frames at 0, 0.04 and 1.0, then nothing until 5.0 (the frame at 1.0 is on screen from
+  // 1.0 to 5.0), then 5.04; the stream ends at 5.08.
+  const t = [0, 0.04, 1, 5, 5.04];
+  const inGap = (sampling: FrameSampling, n = Infinity) => select(plan(sampling, [2, 3], n, 5), t);
+  assert.deepEqual(inGap({ kind: "consecutive" }).frames, [2]);
+  assert.deepEqual(inGap({ kind: "consecutive" }).pts, [1], "the frame's own time, before the window");
+  assert.deepEqual(inGap({ kind: "stride", stride: 2 }).frames, [2]);
+  // Every slot time (2, 2.25, 2.5, 2.75) falls inside the gap.
+  const rate = inGap({ kind: "rate", frameRate: 4 });
+  assert.deepEqual(rate.frames, [2, 2, 2, 2]);
+  assert.deepEqual(rate.pts, [2, 2.25, 2.5, 2.75]);
+  assert.deepEqual(inGap({ kind: "uniform" }, 5).frames, [2, 2, 2, 2, 2]);
+  for (const sampling of [{ kind: "consecutive" }, { kind: "rate", frameRate: 4 }] as const) {
+    assert.deepEqual(shown(plan(sampling, [2, 3], Infinity, 5), t), [2], `${sampling.kind}: only that frame`);
+  }
+  assert.equal(new FrameSelector(plan({ kind: "rate", frameRate: 4 }, [2, 3], Infinity, 5)).capacity(1), 4);
+  // A window across the gap's end: the held frame, then those presented in it; stride counts from the held one.
+  assert.deepEqual(select(plan({ kind: "consecutive" }, [0.9, 5.05], Infinity, 5.08), t).frames, [
+    1,
+    2,
+    3,
+    4,
+  ]);
+  assert.deepEqual(select(plan({ kind: "stride", stride: 2 }, [0.9, 5.05], Infinity, 5.08), t).frames, [
+    1,
+    3,
+  ]);
+  assert.deepEqual(select(plan({ kind: "consecutive" }, [0.9, 5.05], 2, 5.08), t).frames, [1, 2]);
+  // Rate 1 from 0.9: slots 0.9, 1.9, 2.9, 3.9, 4.9; the frame at 1.0 belongs to slot round(0.1) = 0 and shows
+  // through the gap; 5.0 and 5.04 both belong to slot round(4.1) = round(4.14) = 4, the later wins (fps filter).
+  assert.deepEqual(
+    select(plan({ kind: "rate", frameRate: 1 }, [0.9, 5.05], Infinity, 5.08), t).frames,
+    [2, 2, 2, 2, 4],
+  );
+});
+
+Deno.test("frame select: after the last frame, it stays on screen until the stream's end, then nothing does", () => {
+  const t = [0, 1];
+  // The stream ends at 6 (the file goes on after the last frame): a window at [3, 4) shows the last frame.
+  assert.deepEqual(select(plan({ kind: "consecutive" }, [3, 4], Infinity, 6), t).frames, [1]);
+  assert.deepEqual(select(plan({ kind: "rate", frameRate: 2 }, [3, 4], Infinity, 6), t).frames, [1, 1]);
+  // Ending at 3.5, the grid stops there: slot 3.5 is past the end.
+  assert.deepEqual(select(plan({ kind: "rate", frameRate: 2 }, [3, 4], Infinity, 3.5), t).frames, [1]);
+  // Ending at 2, nothing is on screen at 3.
+  assert.deepEqual(select(plan({ kind: "consecutive" }, [3, 4], Infinity, 2), t).frames, []);
+  assert.deepEqual(select(plan({ kind: "rate", frameRate: 2 }, [3, 4], Infinity, 2), t).frames, []);
+  assert.deepEqual(shown(plan({ kind: "consecutive" }, [3, 4], Infinity, 2), t), []);
 });
 
 Deno.test("frame select: rate 25 -> 12.5 fps: a frame on a half slot rounds up, the later frame of a slot wins", () => {

@@ -1,7 +1,8 @@
 /**
  * One frame selector for both decoders: `decodeClipNvdec` (against the double) fills every clip's slots with the
  * same frames as `decodeClip`, for resampling 25 → 12.5, 30 → 8 and 30000/1001 → 10 fps, and on a
- * variable-frame-rate file with every sampling kind, over random windows: same slot times, same padding, and
+ * variable-frame-rate file with every sampling kind, over random windows and windows inside long gaps (the frame
+ * on screen, presented before the window, in an earlier GOP): same slot times, same padding, and
  * at native size (no resize: the double's scaler is bicubic, the CPU's bilinear; resize_test.ts bounds that) the
  * same pixels up to the NV12 → RGB conversion (the PTX kernel vs libswscale).
  */
@@ -18,7 +19,8 @@ import { clipBase, testSpec } from "../helpers/clip_spec.ts";
 import type { DecodedClip } from "../../src/loader/collate.ts";
 import { releaseDecoderNvdec } from "../../src/nvdec/decoder.ts";
 import { mulberry32 } from "../../src/dataset/random.ts";
-import { generateClip, hasFfmpegCliSync, runCli, tempFile } from "../helpers/media.ts";
+import { generateClip, hasFfmpegCliSync, runCli, tempFile, vfrClipSpec } from "../helpers/media.ts";
+import { framesOnScreen, probeFrameTimes } from "../helpers/decode_oracles.ts";
 import { psnr, useDouble } from "./nvdec_helpers.ts";
 
 const ignore = !hasFfmpegCliSync();
@@ -30,6 +32,14 @@ const ignore = !hasFfmpegCliSync();
 const NATIVE_PSNR_DB = 35;
 
 type Meta = { pts: number[]; padded: number };
+
+/** Every sampling kind. */
+const KINDS: ClipSpec["sampling"][] = [
+  { kind: "consecutive" },
+  { kind: "stride", stride: 2 },
+  { kind: "rate", frameRate: 10 },
+  { kind: "uniform" },
+];
 
 async function bothDecoders(
   path: string,
@@ -109,16 +119,64 @@ Deno.test({
       container: "mkv",
       extraArgs: ["-vf", "select='not(eq(mod(n\\,3)\\,1))*not(between(t\\,2\\,2.7))'", "-vsync", "vfr"],
     });
-    const kinds: ClipSpec["sampling"][] = [
-      { kind: "consecutive" },
-      { kind: "stride", stride: 2 },
-      { kind: "rate", frameRate: 10 },
-      { kind: "uniform" },
-    ];
     try {
-      for (const [i, sampling] of kinds.entries()) {
+      for (const [i, sampling] of KINDS.entries()) {
         const worst = await bothDecoders(path, { sampling }, 20 + i, 12, 4);
         assert.ok(worst >= NATIVE_PSNR_DB, `${sampling.kind}: PSNR ${worst}`);
+      }
+    } finally {
+      releaseDecoderNvdec();
+    }
+  },
+});
+
+Deno.test({
+  name: "nvdec clips: windows inside 2.5 s gaps of a VFR recording show the frame on screen, as on the CPU",
+  ignore,
+  fn: async () => {
+    const dbl = await useDouble();
+    dbl.configure();
+    // Frames in [0, 1.0], [3.52, 4.0], [6.52, 7.96]; keyframes right after the gaps: a window inside a gap shows
+    // a frame of the GOP before its start.
+    const spec = vfrClipSpec({
+      gaps: [[1.02, 3.5], [4.02, 6.5]],
+      keyframes: [0, 3.52, 6.52],
+      width: 128,
+      height: 96,
+    });
+    const windows: [number, number][] = [[1.5, 2.5], [3.0, 3.7], [4.5, 6.0], [6.1, 6.6], [2.0, 3.4]];
+    try {
+      for (const container of ["mp4", "mkv"]) {
+        const path = await generateClip({ ...spec, container });
+        const times = await probeFrameTimes(path, 0);
+        for (const sampling of KINDS) {
+          const task: VideoTask = {
+            epoch: 0,
+            video: 0,
+            path,
+            clips: windows.map(([s, e], i) => clipBase(path, s, e, i, i)),
+            spec: testSpec({ numFrames: 8, width: 128, height: 96, maxPadFraction: 1, sampling }),
+          };
+          const cpu = (demuxClips(task).value as ClipPackets[]).map((item) => decodeClip(item).value);
+          const gpu: DecodedClip[] = [];
+          for (const item of demuxClips(task).value as ClipPackets[]) {
+            gpu.push((await decodeClipNvdec(item)).value);
+          }
+          for (const [i, [s, e]] of windows.entries()) {
+            const what = `${container} ${sampling.kind} [${s}, ${e})`;
+            const [c, g] = [cpu[i].outcome!, gpu[i].outcome!];
+            if (sampling.kind === "consecutive") {
+              // The frames on screen (ffprobe), then padding.
+              const want = framesOnScreen(times, [s, e]).slice(0, 8).map((j) => times[j].toFixed(4));
+              assert.deepEqual(c.pts.slice(0, want.length).map((t) => t.toFixed(4)), want, what);
+              assert.equal(c.padded, 8 - want.length, what);
+            }
+            assert.deepEqual(g.pts, c.pts, `${what}: NVDEC slots`);
+            assert.equal(g.padded, c.padded, what);
+            const db = psnr(gpu[i].data as Uint8Array, cpu[i].data as Uint8Array);
+            assert.ok(db >= NATIVE_PSNR_DB, `${what}: PSNR ${db}`);
+          }
+        }
       }
     } finally {
       releaseDecoderNvdec();

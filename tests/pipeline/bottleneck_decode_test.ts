@@ -121,8 +121,9 @@ Deno.test({
       .build();
     for await (const n of p) frames += n as number;
     const stats = p.stats();
-    // Frames sit at k/25 s: [0, 0.5) holds k = 0..12 (13), [0.5, 1) holds k = 13..24 (12), and so on.
-    assert.equal(frames, 4 * 3 * (13 + 12), "every frame of every window arrived");
+    // Frames sit at k/25 s: [0, 0.5) shows k = 0..12 (13), [0.5, 1) k = 12..24 (13: frame 12, at 0.48 s, is on
+    // screen at 0.5), and so on.
+    assert.equal(frames, 4 * 3 * (13 + 13), "every frame of every window arrived");
     assert.equal(stats.bottleneck, "augment", formatStats(stats));
     assert.match(formatStats(stats), /^bottleneck: augment \(busy \d+%, input queue full/m);
   },

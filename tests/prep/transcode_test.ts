@@ -220,8 +220,52 @@ Deno.test("transcode refuses an input without video, and bad options, naming the
   });
 });
 
+Deno.test({
+  name: "transcode keeps the display aspect of non-square pixels (720x480 MPEG-2 at 16:9 → 228x128, SAR 1:1)",
+  ignore: noCli,
+  fn: () =>
+    withDir(async (dir) => {
+      for (const container of ["mpg", "mp4"]) {
+        const src = await generateClip({
+          codec: "mpeg2video",
+          container,
+          width: 720,
+          height: 480,
+          fps: 10,
+          durationSec: 1,
+          extraArgs: ["-aspect", "16:9"],
+        });
+        const s = (await ffprobeInfo(src)).streams[0];
+        assert.equal(
+          (s as { sample_aspect_ratio?: string }).sample_aspect_ratio,
+          "32:27",
+          "anamorphic source",
+        );
+        const out = `${dir}/out_${container}.mp4`;
+        const r = transcodeVideoSync(src, out, { height: 128, fps: 10, codec: "h264", gop: 10, crf: 10 });
+        const v = (await ffprobeInfo(out)).streams[0] as {
+          width: number;
+          height: number;
+          sample_aspect_ratio?: string;
+        };
+        // Before: 192×128 (the coded 3:2), shown as 3:2 (the SAR was dropped): squeezed.
+        assert.deepEqual([r.width, r.height, v.width, v.height], [228, 128, 228, 128]);
+        assert.ok(Math.abs(v.width! / v.height! - 16 / 9) <= 2 / 128, `${v.width}x${v.height} is 16:9`);
+        assert.equal(v.sample_aspect_ratio, "1:1");
+        // The pixels: the source stretched to its display size (the CLI's scale to an explicit size).
+        const ours = await ffmpegDecodeRaw(out, { pixFmt: "gray" });
+        const ref = await ffmpegDecodeRaw(src, { pixFmt: "gray", filter: "scale=228:128" });
+        const db = psnr(ours, ref);
+        assert.ok(db > 28, `${container}: PSNR against the source at 228x128 is ${db.toFixed(1)} dB`);
+      }
+    }),
+});
+
 Deno.test("output size keeps the display aspect ratio with an even width", () => {
   assert.deepEqual(outputSize(1920, 1080, 0, 128), [228, 128]); // 227.6 → 228
+  assert.deepEqual(outputSize(720, 480, 0, 128, [32, 27]), [228, 128]); // 16:9 from non-square pixels
+  assert.deepEqual(outputSize(720, 480, 90, 128, [32, 27]), [72, 128]); // displayed 480×853⅓: 72
+  assert.deepEqual(outputSize(720, 480, 0, 128, [0, 1]), [192, 128]); // unknown SAR: square
   assert.deepEqual(outputSize(1920, 1080, -90, 128), [72, 128]); // displayed 1080×1920: 72
   assert.deepEqual(outputSize(640, 480, 180, 120), [160, 120]);
   assert.deepEqual(outputSize(100, 2000, 0, 2), [2, 2]); // never below 2
