@@ -3,7 +3,8 @@
  * spawns; `sluice serve` runs the same {@link runServer}). The config is a {@link ServerConfig}; the server
  * builds one loader per client session from `loader` with the client's shard and epoch, prints one JSON line
  * `{"event":"ready",…}` to stdout once it listens, and runs until SIGTERM/SIGINT, or until its stdin reaches
- * end of file when `exitOnStdinEof` is set (the spawning trainer died: the server must not outlive it).
+ * end of file when `exitOnStdinEof` is set (the spawning trainer died: the server must not outlive it). Once
+ * told to stop it exits within `closeTimeoutMs`, whatever its sessions are doing.
  * @module
  */
 
@@ -26,6 +27,11 @@ export interface ServerConfig {
   removeDir?: string;
   /** Log each client's connection (default true; a spawning client turns it off). */
   logConnections?: boolean;
+  /**
+   * Milliseconds closing may take once the server is told to stop (default 1500): past that, {@link runServer}
+   * logs a line and returns without waiting for the sessions, so the process exits anyway.
+   */
+  closeTimeoutMs?: number;
 }
 
 /**
@@ -54,7 +60,7 @@ export function loaderFactory(
 
 /**
  * Serves until a signal (or stdin's end with `exitOnStdinEof`); calls `onReady` once listening. Resolves when
- * the server has closed.
+ * the server has closed, or when closing took longer than `closeTimeoutMs` (the process should then exit).
  */
 export async function runServer(
   config: ServerConfig,
@@ -68,14 +74,22 @@ export async function runServer(
     slots: config.slots,
     logConnections: config.logConnections,
   });
-  const stop = () => void server.close();
+  const stopped = Promise.withResolvers<void>();
+  const stop = () => stopped.resolve();
   const signals: Deno.Signal[] = ["SIGTERM", "SIGINT"];
   for (const s of signals) Deno.addSignalListener(s, stop);
   if (config.exitOnStdinEof) void waitStdinEof().then(stop);
   onReady?.(server);
   try {
-    await server.finished;
-    await server.close();
+    await Promise.race([server.finished, stopped.promise]);
+    const limit = config.closeTimeoutMs ?? 1500;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = await Promise.race([
+      server.close().then(() => false),
+      new Promise<boolean>((r) => timer = setTimeout(() => r(true), limit)),
+    ]);
+    clearTimeout(timer);
+    if (late) console.error(`sluice serve: the server did not close within ${limit} ms; exiting without it`);
   } finally {
     for (const s of signals) Deno.removeSignalListener(s, stop);
     if (config.removeDir) {
