@@ -13,7 +13,7 @@
  * - `@sluice/sluice/backend`: run part of a pipeline in a child process (`spawnBackend`);
  * - `@sluice/sluice/tune`: search a loader's settings for the most samples/s (`tune`, as `sluice tune`);
  * - `@sluice/sluice/prep`: prepare a dataset (transcode, pack into shards, verify, read shards, measure I/O);
- * - `@sluice/sluice/cli`: the `sluice` command line.
+ * - `@sluice/sluice/cli`: the `sluice` command line (`main`).
  *
  * @example Load batches of clips for training
  * ```ts
@@ -45,12 +45,30 @@ export {
   videoClassificationLoader,
 } from "./src/loader/loader.ts";
 export {
+  checkLoaderOptions,
   type ClipOptions,
   type DecodeLessOptions,
+  LOADER_OPTIONS,
   type LoaderOptions,
   type OnClipError,
   type StageConcurrency,
 } from "./src/loader/loader_options.ts";
+// Options declared once: the kinds of entry of LOADER_OPTIONS and SERVER_OPTIONS
+export {
+  type BooleanOption,
+  type CustomOption,
+  type EitherOption,
+  type EnumOption,
+  type GroupOption,
+  type IntegerOption,
+  type NumberOption,
+  type NumbersOption,
+  type OptionBase,
+  type OptionSpec,
+  type OptionTable,
+  type StringOption,
+  type Vocabulary,
+} from "./src/options.ts";
 export type {
   ClipDtype,
   ClipOutcome,
@@ -109,6 +127,7 @@ export {
   type SessionStats,
 } from "./src/serve/server.ts";
 export { SERVE_PROTOCOL_VERSION } from "./src/serve/protocol.ts";
+export { SERVER_OPTIONS } from "./src/serve/options.ts";
 export type { SlotRingStats } from "./src/memory/slot_ring.ts";
 
 // Tuning targets: what a module for `sluice tune` exports (the search itself: `@sluice/sluice/tune`)
@@ -140,14 +159,23 @@ export type { MediaInput } from "./src/media/source.ts";
 export { type FfmpegInfo, ffmpegInfo } from "./src/media/ffmpeg.ts";
 export { type NvdecAvailability, nvdecAvailable } from "./src/nvdec/available.ts";
 
-// The stats a loader reports (its pipeline's and its backend child's), and their text form
+// The stats a loader reports (its pipeline's and its backend child's), their text form, and the hooks that carry
+// them out (`LoaderOptions.hooks`)
 export { formatStats, type FormatStatsOptions } from "./src/pipeline/format_stats.ts";
-export type { PipelineStats, StageControl, StageStats } from "./src/pipeline/pipeline.ts";
-export type { MaxFailures, StageBound, StageKind } from "./src/pipeline/stage.ts";
-export type { QueueCounters } from "./src/pipeline/queue.ts";
-export type { ControllerStats } from "./src/pipeline/auto_controller.ts";
-export type { AutoConcurrencyOptions, ControllerDecision } from "./src/pipeline/auto_policy.ts";
-export type { BackendStats, ChildStats } from "./src/backend/spawn.ts";
+export { jsonlStatsHook, type PipelineEvent, type PipelineHook } from "./src/pipeline/hooks.ts";
+export type { MaxFailures, StageControl } from "./src/pipeline/stage.ts";
+export type {
+  ControllerDecision,
+  ControllerStats,
+  PipelineStats,
+  QueueCounters,
+  StageBound,
+  StageKind,
+  StageStats,
+  StageTotals,
+} from "./src/pipeline/stats.ts";
+export type { AutoConcurrencyOptions } from "./src/pipeline/auto_policy.ts";
+export type { BackendStats, ChildStats } from "./src/backend/backend_stats.ts";
 
 // Errors: one root, a class per cause; each keeps its class across Workers and processes
 export {

@@ -110,7 +110,18 @@ try {
   console.log(await sluice(["pack", `${t128}/manifest.jsonl`, `${dir}/t128-shards`]));
   const datasets = [src, `${dir}/src-shards`, `${t128}/manifest.jsonl`, `${dir}/t128-shards`];
   console.log(await sluice(["bench-io", ...datasets, "--cold", "--repeat", "5"]));
-  const load = ["--batches", String(batches), "--frames", "8", "--width", "112", "--height", "112"];
+  const load = [
+    "--batches",
+    String(batches),
+    "--batch-size",
+    "8",
+    "--frames",
+    "8",
+    "--width",
+    "112",
+    "--height",
+    "112",
+  ];
   const rows: [string, number, number][] = [];
   for (const ds of [src, `${t128}/manifest.jsonl`, `${dir}/t128-shards`]) {
     dropFromPageCache(await filesOf(ds));

@@ -22,7 +22,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { procRss } from "../src/cli/load.ts";
+import { procRss } from "../src/tune/proc.ts";
 import { videoClassificationLoader } from "../src/loader/loader.ts";
 import { ensureDemoDataset } from "../examples/demo.ts";
 

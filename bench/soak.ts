@@ -29,7 +29,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { procRss } from "../src/cli/load.ts";
+import { procRss } from "../src/tune/proc.ts";
 import { videoClassificationLoader } from "../src/loader/loader.ts";
 import type { VideoDataset } from "../src/dataset/dataset.ts";
 import {

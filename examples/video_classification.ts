@@ -36,7 +36,7 @@ import {
   videoClassificationLoader,
 } from "@sluice/sluice";
 import { PipelineBuilder, WorkerPool } from "@sluice/sluice/pipeline";
-import { defineCommand, runCommand } from "@sluice/sluice/cli";
+import { parseArgs } from "node:util";
 import type { ClipFrames, ClipTask } from "./video_classification_worker.ts";
 import { ensureDemoDataset } from "./demo.ts";
 
@@ -204,69 +204,93 @@ async function train(source: Batches, steps: number, stepMs: number, logEvery: n
   console.log(source.stats());
 }
 
-const command = defineCommand({
-  name: "",
-  summary: "a video-classification pipeline stage by stage, feeding a simulated training loop",
-  positionals: [{
-    name: "DATASET",
-    help: "dataset (default: the demo dataset, made on first use)",
-    optional: true,
-  }],
-  options: {
-    "subclip-duration": { type: "number", default: 1, above: 0, max: 3600, help: "clip length, seconds" },
-    "num-demux-threads": { type: "integer", default: 1, min: 1, max: 256, help: "demux Workers" },
-    "num-decode-threads": {
-      type: "integer",
-      default: navigator.hardwareConcurrency ?? 1,
-      defaultText: "one per core",
-      min: 1,
-      max: 256,
-      help: "decode Workers",
-    },
-    "batch-size": { type: "integer", default: 8, min: 1, max: 4096, help: "clips per batch" },
-    backend: {
-      type: "enum",
-      values: ["inprocess", "subprocess"],
-      default: "inprocess",
-      help: "subprocess: the loader, with sample → fetch → demux in a child process",
-    },
-    decoder: {
-      type: "enum",
-      values: ["cpu", "nvdec", "auto"],
-      default: "cpu",
-      help: "nvdec or auto: the loader, decoding on the GPU",
-    },
-    frames: { type: "integer", default: 8, min: 1, max: 1024, help: "frames per clip" },
-    size: { type: "integer", default: 112, min: 2, max: 4096, help: "frame width and height" },
-    "step-ms": { type: "number", default: 20, min: 0, max: 60_000, help: "simulated training step, ms" },
-    steps: { type: "integer", default: 40, min: 1, max: 1_000_000, help: "training steps" },
-    "log-every": { type: "integer", default: 10, min: 1, max: 1_000_000, help: "log every N steps" },
-  },
-  examples: ["--steps 20 --batch-size 4", "--backend subprocess --num-demux-threads 2"],
-  async run({ values, positionals }) {
-    const s: Settings = {
-      dataset: positionals[0] ?? ensureDemoDataset(),
-      batchSize: values["batch-size"],
-      numFrames: values.frames,
-      size: values.size,
-      subclip: values["subclip-duration"],
-      demux: values["num-demux-threads"],
-      decode: values["num-decode-threads"],
-    };
-    const source = values.backend === "inprocess" && values.decoder === "cpu"
-      ? await explicitPipeline(s)
-      : await loader(s, values.backend, values.decoder);
-    try {
-      await train(source, values.steps, values["step-ms"], values["log-every"]);
-    } finally {
-      await source.close();
-    }
-    return 0;
-  },
-});
+/** The command line: each option, its default and what it is; the library checks the loader's ranges itself. */
+const OPTIONS = {
+  "subclip-duration": [1, "clip length, seconds"],
+  "num-demux-threads": [1, "demux Workers"],
+  "num-decode-threads": [navigator.hardwareConcurrency ?? 1, "decode Workers (default: one per core)"],
+  "batch-size": [8, "clips per batch"],
+  backend: [
+    "inprocess",
+    "inprocess, or subprocess: the loader, with sample → fetch → demux in a child process",
+  ],
+  decoder: ["cpu", "cpu, or nvdec or auto: the loader, decoding on the GPU"],
+  frames: [8, "frames per clip"],
+  size: [112, "frame width and height"],
+  "step-ms": [20, "simulated training step, ms"],
+  steps: [40, "training steps"],
+  "log-every": [10, "log every N steps"],
+} as const;
 
-if (import.meta.main) {
-  Deno.exit(
-    await runCommand(command, Deno.args, { program: "deno run -A examples/video_classification.ts" }),
-  );
+const USAGE = "Usage: deno run -A examples/video_classification.ts [DATASET] [options]\n" +
+  "a video-classification pipeline stage by stage, feeding a simulated training loop; DATASET defaults to the\n" +
+  "demo dataset (made on first use). Options:\n" +
+  Object.entries(OPTIONS).map(([k, [d, help]]) => `  --${k.padEnd(20)} ${help} (default ${d})`).join("\n");
+
+type Values = {
+  -readonly [K in keyof typeof OPTIONS]: (typeof OPTIONS)[K][0] extends number ? number : string;
+};
+
+/** `Deno.args` as values: numbers where the default is one (a bad number is a usage error), else words. */
+function parse(args: string[]): { values: Values; dataset?: string } | number {
+  try {
+    const parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        help: { type: "boolean", short: "h" },
+        ...Object.fromEntries(Object.keys(OPTIONS).map((k) => [k, { type: "string" as const }])),
+      },
+    });
+    if (parsed.values.help) {
+      console.log(USAGE);
+      return 0;
+    }
+    const values: Record<string, number | string> = {};
+    for (const [k, [dflt]] of Object.entries(OPTIONS)) {
+      const text = (parsed.values as Record<string, string | undefined>)[k];
+      const v = text === undefined ? dflt : typeof dflt === "number" ? Number(text) : text;
+      if (typeof v === "number" && !(Number.isFinite(v) && v >= 0)) {
+        throw new Error(`--${k} needs a number, got "${text}"`);
+      }
+      values[k] = v;
+    }
+    if (parsed.positionals.length > 1) {
+      throw new Error(`takes one DATASET, got ${parsed.positionals.join(" ")}`);
+    }
+    return { values: values as Values, dataset: parsed.positionals[0] };
+  } catch (e) {
+    console.error(`${(e as Error).message}\n${USAGE}`);
+    return 2;
+  }
 }
+
+async function run(args: string[]): Promise<number> {
+  const parsed = parse(args);
+  if (typeof parsed === "number") return parsed;
+  const { values } = parsed;
+  const s: Settings = {
+    dataset: parsed.dataset ?? ensureDemoDataset(),
+    batchSize: values["batch-size"],
+    numFrames: values.frames,
+    size: values.size,
+    subclip: values["subclip-duration"],
+    demux: values["num-demux-threads"],
+    decode: values["num-decode-threads"],
+  };
+  const source = values.backend === "inprocess" && values.decoder === "cpu"
+    ? await explicitPipeline(s)
+    : await loader(
+      s,
+      values.backend as "inprocess" | "subprocess",
+      values.decoder as "cpu" | "nvdec" | "auto",
+    );
+  try {
+    await train(source, values.steps, values["step-ms"], values["log-every"]);
+  } finally {
+    await source.close();
+  }
+  return 0;
+}
+
+if (import.meta.main) Deno.exit(await run(Deno.args));

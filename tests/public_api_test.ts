@@ -84,6 +84,15 @@ for (const [sub, file] of ENTRY_POINTS) {
   });
 }
 
+Deno.test("public API: @sluice/sluice/cli exports main only (the argument framework behind it is internal)", async () => {
+  const file = denoJson.exports["./cli"];
+  const r = await deno(["doc", "--json", file]);
+  assert.equal(r.code, 0, r.out);
+  const nodes = JSON.parse(r.out).nodes as Record<string, { symbols: { name: string }[] }>;
+  const symbols = Object.values(nodes).flatMap((n) => n.symbols.map((s) => s.name));
+  assert.deepEqual(symbols, ["main"]);
+});
+
 Deno.test("public API: the entry points together pass deno doc --lint (the package as JSR documents it)", async () => {
   const r = await deno(["doc", "--lint", ...ENTRY_POINTS.map(([, f]) => f)]);
   assert.equal(r.code, 0, r.out);

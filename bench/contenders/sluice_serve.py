@@ -13,6 +13,7 @@ Run: /usr/bin/python3 bench/contenders/sluice_serve.py --clips FILE --mode time|
 import argparse
 import json
 import os
+import re
 import sys
 import time
 
@@ -30,6 +31,12 @@ def merge(a, b):
     return out
 
 
+def snake_keys(v):
+    if isinstance(v, dict):
+        return {re.sub(r"[A-Z]", lambda m: "_" + m[0].lower(), k): snake_keys(x) for k, x in v.items()}
+    return v
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--clips", required=True)
@@ -41,20 +48,9 @@ def main():
         spec = json.load(f)
     opts = merge(spec["sluice"], json.loads(args.config))
     n, w, h = spec["numFrames"], spec["width"], spec["height"]
-    clip, sampler = dict(opts.pop("clip")), dict(opts.pop("sampler"))
-    loader = sluice.Loader(
-        opts.pop("dataset"),
-        batch_size=opts.pop("batchSize"),
-        num_frames=clip.pop("numFrames"),
-        width=clip.pop("width"),
-        height=clip.pop("height"),
-        seed=sampler.pop("seed"),
-        clips_per_video=sampler.pop("clipsPerVideo"),
-        clip_duration=sampler.pop("clipDurationSec"),
-        clip=clip,
-        sampler=sampler,
-        **opts,
-    )
+    # The workload's options are the loader's (TypeScript's spelling); Python writes them in snake_case, groups as
+    # dicts: clip={"num_frames": ...}, sampler={...}.
+    loader = sluice.Loader(**snake_keys(opts))
     key = lambda path, start: f"{path}@{start:.6f}"  # noqa: E731
     clip_bytes = n * h * w * 3
     with loader:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import collections
 import gc
+import inspect
 import mmap
 import os
 import re
@@ -33,18 +34,9 @@ _POLL_S = 0.25
 #: How long the next batch waits, once the trainer holds every slot, for another thread to let one go, seconds.
 _HELD_WAIT_S = 1.0
 
-_SAMPLER_KEYS = {"shuffle", "group_by_video", "placement", "keyframe_aligned", "remainder"}
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(w[:1].upper() + w[1:] for w in rest)
-
-
-def _camel_keys(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {_camel(k): _camel_keys(x) for k, x in v.items()}
-    return v
+#: Keywords a running server (``socket=``) is told or checked against: ``batch_size`` is checked against its
+#: batches, ``rank``/``world_size`` choose the shard in the hello, ``decode`` picks the CUDA device.
+_SESSION_KEYWORDS = ("batch_size", "rank", "world_size", "decode")
 
 
 class _SlotView:
@@ -97,8 +89,11 @@ class Loader:
     ``Loader(dataset, batch_size=8, num_frames=16, width=112, height=112)`` starts a server for ``dataset`` (a
     directory tree, a CSV/JSONL manifest or its URL) and stops it on :meth:`close`, at the end of a ``with``
     block, or when the interpreter exits. ``Loader(socket=PATH)`` connects to a running ``sluice serve``
-    instead. The other options are the loader's (docs: README "Training with PyTorch"); ``**more`` passes any
-    other loader option in snake_case (``buffer_size=4``, ``concurrency={"decode": 2}``, ``shuffle=False``…).
+    instead. ``**options`` are the loader's, in snake_case (``num_frames``, ``buffer_size=4``, ``shuffle=False``,
+    ``clip={"dtype": "float32"}``, ``concurrency={"decode": 2}``…; the table of keywords with their types and
+    defaults is in python/README.md). They go to the server as given: it checks them, once, and an unknown or
+    misspelled one, at any depth, raises :class:`~sluice.errors.InvalidArgumentError` from ``Loader(...)``
+    naming it and the closest valid keyword.
 
     Slot lifetime: a batch's ``video`` views its slot in shared memory, and the slot goes back to the server
     (which then writes a later batch there) only when nothing in this process references that memory any more:
@@ -109,8 +104,8 @@ class Loader:
     up to 1 s for another thread to drop one) saying how many batches are held. Then keep fewer, copy what you
     keep (``batch.video.clone()``), pass ``copy=True`` (batches arrive copied, into pinned memory with
     ``pin_memory=True``, and their slots are released at once), or raise ``slots``. A plain loop holds one
-    batch while the next is made, so ``slots`` must be at least 2 unless ``copy=True``. Releases are sent by the
-    loader itself, the next time it talks to the server (the next batch, ``stats()``, ``close()``).
+    batch while the next is made, so the server needs at least 2 slots unless ``copy=True``. Releases are sent
+    by the loader itself, the next time it talks to the server (the next batch, ``stats()``, ``close()``).
     ``release_lag`` is accepted for compatibility and ignored (it used to release batches still referenced).
 
     Distributed: ``rank`` and ``world_size`` default to the ``RANK`` and ``WORLD_SIZE`` environment variables
@@ -126,27 +121,13 @@ class Loader:
         self,
         dataset: Optional[str] = None,
         *,
-        batch_size: Optional[int] = None,
-        num_frames: Optional[int] = None,
-        width: Optional[int] = None,
-        height: Optional[int] = None,
-        frame_rate: Optional[float] = None,
-        layout: str = "BTHWC",
-        decode: str = "cpu",
-        backend: str = "inprocess",
-        seed: int = 0,
-        clips_per_video: int = 1,
-        clip_duration: Optional[float] = None,
         socket: Optional[str] = None,
-        slots: int = 4,
         copy: bool = False,
         pin_memory: bool = False,
         release_lag: Optional[int] = None,
-        rank: Optional[int] = None,
-        world_size: Optional[int] = None,
         device: Optional[int] = None,
         timeout: Optional[float] = None,
-        **more: Any,
+        **options: Any,
     ) -> None:
         self._sock: Optional[_socket.socket] = None
         self._server: Optional[ServerProcess] = None
@@ -155,41 +136,31 @@ class Loader:
         if release_lag is not None:
             warnings.warn("release_lag is ignored: a batch's slot is released once nothing references the batch "
                           "(see sluice.Loader, 'Slot lifetime')", DeprecationWarning, stacklevel=2)
-        if not isinstance(slots, int) or not 1 <= slots <= 1024:
-            raise ValueError(f"slots must be an integer in [1, 1024], got {slots!r}")
-        if not copy and slots < 2:
-            raise ValueError(
-                f"slots ({slots}) must be at least 2 unless copy=True: a loop holds its batch while the server "
-                "fills the next slot"
-            )
-        if layout not in proto.LAYOUTS:
-            raise ValueError(f"layout must be one of {proto.LAYOUTS}, got {layout!r}")
         self.copy = bool(copy)
         self.pin_memory = bool(pin_memory)
         self.timeout = timeout
         env = os.environ
+        rank, world_size = options.get("rank"), options.get("world_size")
         if rank is None and world_size is None and "RANK" in env and "WORLD_SIZE" in env:
             rank, world_size = int(env["RANK"]), int(env["WORLD_SIZE"])
-        if (rank is None) != (world_size is None):
-            raise ValueError("rank and world_size go together")
-        if rank is not None and not 0 <= rank < world_size:  # type: ignore[operator]
-            raise ValueError(f"rank {rank} is outside world_size {world_size}")
-        if device is None and decode in ("nvdec", "auto"):
+        if device is None and options.get("decode") in ("nvdec", "auto"):
             device = int(env.get("LOCAL_RANK", "0"))
         self.device = device
-        self._want = {"batchSize": batch_size, "layout": layout}
+        self._want_batch_size = options.get("batch_size")
         if socket is None:
             if dataset is None:
                 raise ValueError("give a dataset (to start a server) or socket= (to connect to one)")
-            missing = [n for n, v in (("batch_size", batch_size), ("num_frames", num_frames), ("width", width),
-                                      ("height", height)) if v is None]
-            if missing:
-                raise ValueError(f"starting a server needs {', '.join(missing)}")
-            config = self._server_config(dataset, batch_size, num_frames, width, height, frame_rate, layout,
-                                         decode, backend, seed, clips_per_video, clip_duration, rank, world_size,
-                                         more)
         elif dataset is not None:
             raise ValueError("give either a dataset (to start a server) or socket= (to connect to one), not both")
+        else:
+            if (rank is None) != (world_size is None):
+                raise ValueError("rank and world_size go together (the server is told both)")
+            ignored = sorted(set(options) - set(_SESSION_KEYWORDS))
+            if ignored:
+                raise ValueError(
+                    f"{', '.join(ignored)}: a running server's own options apply (pass them to `sluice serve`); "
+                    f"with socket= only {', '.join(_SESSION_KEYWORDS)} are used"
+                )
         self._frames = proto.FrameReader()
         self._pending: Deque[Dict[str, Any]] = collections.deque()  # the stream, in order
         self._stats: Deque[Dict[str, Any]] = collections.deque()  # replies to stats requests
@@ -209,7 +180,7 @@ class Loader:
         self._taken = 0
         try:  # a failure or Ctrl-C anywhere from here on stops the server this loader started
             if socket is None:
-                self._server = ServerProcess({"slots": slots, "loader": config})
+                self._server = ServerProcess(self._server_config(dataset, options))
                 socket = self._server.socket
             self.socket_path = socket
             self._connect(rank, world_size)
@@ -221,34 +192,12 @@ class Loader:
     # ---- set-up -----------------------------------------------------------------------------------------
 
     @staticmethod
-    def _server_config(dataset, batch_size, num_frames, width, height, frame_rate, layout, decode, backend, seed,
-                       clips_per_video, clip_duration, rank, world_size, more) -> Dict[str, Any]:
+    def _server_config(dataset: Any, options: Dict[str, Any]) -> Dict[str, Any]:
+        """The server's config: the user's keywords as given (the server checks them and names them back)."""
         if isinstance(dataset, os.PathLike) or (isinstance(dataset, str) and not re.match(r"^[a-z]+://", dataset)):
             dataset = os.path.abspath(os.fspath(dataset))  # the server's working directory may differ
-        clip: Dict[str, Any] = {"numFrames": num_frames, "width": width, "height": height}
-        if frame_rate is not None:
-            clip["frameRate"] = frame_rate
-        sampler: Dict[str, Any] = {"seed": seed, "clipsPerVideo": clips_per_video}
-        if clip_duration is not None:
-            sampler["clipDurationSec"] = clip_duration
-        if rank is not None:
-            sampler["rank"], sampler["worldSize"] = rank, world_size
-        config: Dict[str, Any] = {"dataset": dataset, "batchSize": batch_size, "clip": clip, "layout": layout,
-                                  "decode": decode, "backend": backend, "sampler": sampler}
-        for key, value in more.items():
-            if key in _SAMPLER_KEYS:
-                sampler[_camel(key)] = value
-            elif key in ("clip", "sampler") and isinstance(value, dict):
-                config[key].update(_camel_keys(value))
-            else:
-                config[_camel(key)] = _camel_keys(value)
-        if "concurrency" not in config or "decode" not in config.get("concurrency", {}):
-            # Ranks of one machine share its cores (torchrun sets LOCAL_WORLD_SIZE).
-            local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
-            if local > 1:
-                cores = os.cpu_count() or 1
-                config.setdefault("concurrency", {})["decode"] = max(1, cores // local)
-        return config
+        own = [p for p in inspect.signature(Loader.__init__).parameters if p not in ("self", "options")]
+        return {"python": dict(options, dataset=dataset), "clientKeywords": own}
 
     def _connect(self, rank: Optional[int], world_size: Optional[int]) -> None:
         """Connects and says hello (the caller closes the loader if this raises)."""
@@ -260,7 +209,7 @@ class Loader:
         creds = s.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, struct.calcsize("3i"))
         self._peer_pid = struct.unpack("3i", creds)[0]
         hello: Dict[str, Any] = {"type": "hello", "protocol": proto.PROTOCOL_VERSION, "client": CLIENT_NAME}
-        if rank is not None:
+        if rank is not None and world_size is not None:
             hello["rank"], hello["worldSize"] = rank, world_size
         if self.device is not None:
             hello["device"] = self.device
@@ -275,9 +224,14 @@ class Loader:
             )
         if w["pid"] != self._peer_pid:
             raise ProtocolError("bad-message", f"welcome names pid {w['pid']}, the socket's peer is {self._peer_pid}")
-        want_b = self._want["batchSize"]
+        want_b = self._want_batch_size
         if want_b is not None and want_b != w["batchSize"]:
             raise ValueError(f"batch_size={want_b} but the server's batches hold {w['batchSize']} clips")
+        if not self.copy and w["slots"] < 2:
+            raise ValueError(
+                f"the server has {w['slots']} slot: at least 2 are needed unless copy=True (a loop holds its batch "
+                "while the server fills the next slot)"
+            )
         self.welcome = w
         self.batch_size: int = w["batchSize"]
         self.rank: int = w["rank"]

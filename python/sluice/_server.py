@@ -27,7 +27,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Deque, Dict, Iterator, List, Optional
 
-from .errors import ServerDiedError, ServerStartError
+from .errors import ServerDiedError, ServerStartError, server_error
 
 ENTRY = Path("src") / "serve" / "main.ts"
 
@@ -106,7 +106,8 @@ def _read_ready(stream: Any, ready: List[Any], done: threading.Event) -> None:
             msg = json.loads(raw.decode("utf-8"))
         except ValueError:
             continue
-        if isinstance(msg, dict) and msg.get("event") == "ready":
+        # "ready", or "error" when the server cannot start (an option misspelled or out of range)
+        if isinstance(msg, dict) and msg.get("event") in ("ready", "error"):
             ready.append(msg)
             break
     done.set()
@@ -188,6 +189,9 @@ class ServerProcess:
                 break
             if time.monotonic() > deadline:
                 raise ServerStartError(f"the sluice server did not start listening within {timeout:.0f} s")
+        if ready and ready[0]["event"] == "error":
+            name = str(ready[0].get("name", "ServeError"))
+            raise server_error(name, str(ready[0].get("message", "")), name)
         if not ready:
             code = self.proc.wait()
             self._stderr_thread.join(1.0)

@@ -161,7 +161,7 @@ def test_kill_9_of_the_trainer_frees_its_slots_and_the_server_serves_the_next(da
         trainer.wait()
         # the next client gets whole epochs from the start, as if it were the first
         want = reference({"dataset": dataset, "batchSize": 4, "clip": CLIP, "sampler": {"seed": 7}}, 1)
-        with sluice.Loader(socket=server.socket, slots=2) as l:
+        with sluice.Loader(socket=server.socket) as l:
             got = [(b.index, b.labels.tolist()) for b in l]
             assert l.stats()["session"]["ring"]["inUse"] <= 2
         assert got == [(w["index"], w["labels"]) for w in want]

@@ -317,7 +317,7 @@ def test_each_clip_holds_its_labels_frames_at_its_times(dataset):
 
 
 def test_options_are_checked_before_starting(dataset):
-    with pytest.raises(ValueError, match="at least 2 unless copy=True"):
+    with pytest.raises(ValueError, match="at least 2 are needed unless copy=True"):
         loader(dataset, slots=1)
     with pytest.warns(DeprecationWarning, match="release_lag is ignored"):
         loader(dataset, release_lag=2).close()
@@ -325,7 +325,7 @@ def test_options_are_checked_before_starting(dataset):
         sluice.Loader(dataset, batch_size=2, width=8, height=8)
     with pytest.raises(ValueError, match="dataset"):
         sluice.Loader(batch_size=2)
-    with pytest.raises(sluice.ServeError, match=r"batchSize must be an integer in \[1, 65536\], got 0") as e:
+    with pytest.raises(sluice.ServeError, match=r"batch_size must be an integer from 1 to 65536, got 0") as e:
         loader(dataset, batch_size=0)
     # the server's InvalidArgumentError, by its class name: a ServeError and a ValueError
     assert type(e.value) is sluice.errors.InvalidArgumentError and isinstance(e.value, ValueError)

@@ -41,12 +41,7 @@
  * @module
  */
 
-export {
-  BackendSource,
-  type BackendStats,
-  type ChildStats,
-  spawnBackend,
-  type SpawnBackendOptions,
-} from "./spawn.ts";
+export { BackendSource, spawnBackend, type SpawnBackendOptions } from "./spawn.ts";
+export type { BackendStats, ChildStats } from "./backend_stats.ts";
 export { PROTOCOL_VERSION } from "./protocol.ts";
 export type { StageError } from "../errors.ts";

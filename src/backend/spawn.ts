@@ -11,11 +11,14 @@
  * asked for (no ITEM without a credit or outside an epoch, END counts that match). The child's liveness is
  * watched: it sends a HEARTBEAT when it has nothing else to send, and a silent child is a warning after
  * `stallWarningMs` and a {@link BackendStalledError} (the child killed) after `stallTimeoutMs`.
+ *
+ * This module is the conversation: the consumer's queue and the frames read and checked. Beside it: the child as
+ * a process (start, stderr, exit, stop) in `backend_process.ts`, what the parent sends and its credit batching
+ * in `outbox.ts`, the silence watch in `liveness.ts`, the stats' shapes in `backend_stats.ts`.
  * @module
  */
 
 import {
-  BackendExitedError,
   BackendStalledError,
   deserializeError,
   InvalidArgumentError,
@@ -25,18 +28,19 @@ import {
   type StageError,
 } from "../errors.ts";
 import { failureLine } from "../pipeline/stage.ts";
+import type { BackendStats, ChildStats } from "./backend_stats.ts";
+import { BackendProcess } from "./backend_process.ts";
 import { readStream } from "./byte_reader.ts";
-import { BACKEND_PIPE_BYTES } from "./pipe_size.ts";
 import { type Frame, FrameReader } from "./frame_reader.ts";
 import { decodeItem } from "./item_codec.ts";
+import { Liveness } from "./liveness.ts";
+import { Outbox } from "./outbox.ts";
+import { BACKEND_PIPE_BYTES } from "./pipe_size.ts";
 import {
   controlPayload,
-  creditPayload,
-  encodeFrame,
   type EndPayload,
   type FatalPayload,
   FrameType,
-  type FrameTypeCode,
   HEADER_SIZE,
   type InitPayload,
   type ItemErrorPayload,
@@ -79,77 +83,14 @@ export interface SpawnBackendOptions {
   stallTimeoutMs?: number;
 }
 
-/** What `BackendSource.stats()` returns. */
-export interface BackendStats {
-  /** The child's process id. */
-  pid: number;
-  /** `"running"` while the child is alive; `"exited"` after it ended (closed, crashed or failed). */
-  state: "running" | "exited";
-  /** Epochs completed (END frames received). */
-  epochs: number;
-  /** Items received. */
-  items: number;
-  /** Encoded bytes of the items received. */
-  bytes: number;
-  /** Item failures reported by the child (counted, not thrown). */
-  failures: number;
-  /** The same, per stage of the child's pipeline. */
-  failuresByStage: Record<string, number>;
-  /** Items received but not yet taken by the consumer; never above `bufferSize`. */
-  buffered: number;
-  /** Their encoded bytes. */
-  bufferedBytes: number;
-  /** The highest `buffered` seen. */
-  peakBuffered: number;
-  /** The highest `bufferedBytes` seen. */
-  peakBufferedBytes: number;
-  /** Bytes held for a frame still arriving. */
-  partialFrameBytes: number;
-  /** The child's own per-stage pipeline stats, as last relayed (null before the first STATS frame). */
-  child: ChildStats | null;
-  /** Milliseconds since the child's last frame (heartbeats included). */
-  silentMs: number;
-  /** True while the child has been silent for longer than `stallWarningMs`. */
-  stalled: boolean;
-  /** Times the child went silent for longer than `stallWarningMs`. */
-  stalls: number;
-}
-
-/** The child's STATS payload. */
-export interface ChildStats {
-  /** The child pipeline's `stats()` (a `PipelineStats`), or null when the backend is a plain AsyncIterable. */
-  pipeline: unknown;
-  /** The child's epoch number. */
-  epoch: number;
-  /** ITEM frames the child has sent in total. */
-  sent: number;
-  /** Credits the child held. */
-  credits: number;
-}
-
 type Entry =
   | { kind: "item"; value: unknown; bytes: number }
   | { kind: "end"; end: EndPayload }
   | { kind: "error"; error: unknown };
 
-const DEFAULT_PERMISSIONS = ["--allow-read", "--allow-env", "--allow-ffi"];
-const STDERR_TAIL = 20;
 /** Item failures kept with their errors (`BackendSource.errors`); later ones are only counted. */
 const KEPT_ERRORS = 100;
-const EXIT_GRACE_MS = 200;
-const CHILD_ENTRY = new URL("./child.ts", import.meta.url).href;
 const STREAM = "backend stdout";
-/** Silence before the child's first frame that is still start-up, not a stall (a loaded machine is slow). */
-const STARTUP_GRACE_MS = 10_000;
-/**
- * glibc malloc settings for the child, unless the caller's `env` sets them. By default glibc raises its mmap
- * threshold each time a big block is freed, after which frame payloads, packet buffers and pipe read buffers
- * come from the heap, where freed space fragments and is rarely given back. A fixed threshold keeps big blocks
- * in their own mappings, returned to the system as soon as they are freed; 32 KiB rather than glibc's initial
- * 128 KiB because a demuxed clip's packets (tens of KiB) are allocated in a demux Worker's arena and freed on
- * the main thread, and above 32 KiB they fragmented those arenas (README, "Datasets and loaders", has figures).
- */
-const CHILD_MALLOC_ENV: Record<string, string> = { MALLOC_MMAP_THRESHOLD_: "32768" };
 const CHILD_TO_PARENT = new Set<number>([
   FrameType.ITEM,
   FrameType.ITEM_ERROR,
@@ -169,24 +110,19 @@ export function spawnBackend(opts: SpawnBackendOptions): BackendSource {
 /** A pipeline running in a child process, as an `AsyncIterable` of its items. Create with {@link spawnBackend}. */
 export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
   readonly #name: string;
-  readonly #bufferSize: number;
-  readonly #creditBatch: number;
   readonly #log: (line: string) => void;
   readonly #killGraceMs: number;
   readonly #signal: AbortSignal | undefined;
   readonly #onAbort: () => void;
-  readonly #child: Deno.ChildProcess;
-  readonly #stdin: WritableStreamDefaultWriter<Uint8Array>;
+  readonly #process: BackendProcess;
+  readonly #outbox: Outbox;
+  readonly #liveness: Liveness;
   readonly #reader = new FrameReader({ source: STREAM, allowedTypes: CHILD_TO_PARENT });
   readonly #queue: Entry[] = [];
   readonly #failure = new AbortController();
   readonly #errors: StageError[] = [];
   #bufferedItems = 0;
   #wake: (() => void) | undefined;
-  #outbox: Uint8Array[] = [];
-  #credit = 0;
-  #outSeq = 0;
-  #flushing = false;
   #epochRequested = false;
   #iterating = false;
   #closing: Promise<void> | undefined;
@@ -195,26 +131,15 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
   #exited = false;
   #exitError: unknown;
   #truncated: unknown;
-  // What the parent asked for, against which the child's frames are checked.
-  #granted = 0;
+  // What the parent asked for, against which the child's frames are checked (credits: `#outbox.granted`).
   #epochsSent = 0;
   #ends = 0;
   #epochItems = 0;
   #ready = false;
-  // Liveness.
-  readonly #stallWarningMs: number;
-  readonly #stallTimeoutMs: number;
-  readonly #tickMs: number;
-  readonly #watchdog: ReturnType<typeof setInterval>;
-  #lastHeard = performance.now();
-  #lastTick = performance.now();
-  #stalled = false;
-  #heardAny = false;
   readonly #pumps: Promise<unknown>;
-  readonly #stderrTail: string[] = [];
   readonly #stats: Omit<
     BackendStats,
-    "pid" | "state" | "partialFrameBytes" | "buffered" | "silentMs" | "stalled"
+    "pid" | "state" | "partialFrameBytes" | "buffered" | "silentMs" | "stalled" | "stalls"
   > = {
     epochs: 0,
     items: 0,
@@ -225,7 +150,6 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
     peakBuffered: 0,
     peakBufferedBytes: 0,
     child: null,
-    stalls: 0,
   };
 
   /** Use {@link spawnBackend}. */
@@ -246,11 +170,9 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
       return x;
     };
     const heartbeatIntervalMs = ms("heartbeatIntervalMs", opts.heartbeatIntervalMs, 500);
-    this.#stallWarningMs = ms("stallWarningMs", opts.stallWarningMs, 3000, true);
-    this.#stallTimeoutMs = ms("stallTimeoutMs", opts.stallTimeoutMs, 30_000, true);
+    const stallWarningMs = ms("stallWarningMs", opts.stallWarningMs, 3000, true);
+    const stallTimeoutMs = ms("stallTimeoutMs", opts.stallTimeoutMs, 30_000, true);
     const statsIntervalMs = ms("statsIntervalMs", opts.statsIntervalMs, 500);
-    // Ticks fine enough to notice silence within a fraction of the warning limit.
-    this.#tickMs = Math.max(10, Math.min(heartbeatIntervalMs, this.#stallWarningMs / 4, 1000));
     const module = opts.module instanceof URL
       ? opts.module.href
       : /^[a-z][a-z0-9+.-]*:/i.test(opts.module)
@@ -258,8 +180,6 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
       : new URL(`file://${opts.module}`).href;
     const exportName = opts.export ?? "default";
     this.#name = `${module}#${exportName}`;
-    this.#bufferSize = bufferSize;
-    this.#creditBatch = Math.max(1, Math.floor(bufferSize / 4));
     this.#log = opts.log ?? ((line) => console.error(line));
     this.#killGraceMs = opts.killGraceMs ?? 1000;
     const init: InitPayload = {
@@ -270,19 +190,29 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
       heartbeatIntervalMs,
     };
     const initBytes = jsonBytes(init);
-    this.#child = new Deno.Command(Deno.execPath(), {
-      args: ["run", "--quiet", ...(opts.permissions ?? DEFAULT_PERMISSIONS), CHILD_ENTRY],
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-      env: { ...CHILD_MALLOC_ENV, ...opts.env },
-    }).spawn();
-    this.#stdin = this.#child.stdin.getWriter();
-    this.#pumps = Promise.all([this.#pumpStdout(), this.#pumpStderr()]).then(() => this.#onExit());
-    this.#send(FrameType.INIT, initBytes);
+    this.#process = new BackendProcess({ permissions: opts.permissions, env: opts.env, log: this.#log });
+    this.#outbox = new Outbox((bytes) => this.#process.write(bytes), bufferSize);
+    this.#liveness = new Liveness({
+      heartbeatIntervalMs,
+      warningMs: stallWarningMs,
+      timeoutMs: stallTimeoutMs,
+      log: (line) => this.#log(`[backend ${this.pid}] ${line}`),
+      onTimeout: (silent) => {
+        this.#fail(
+          new BackendStalledError(
+            `backend ${this.#name} (pid ${this.pid}) sent nothing, not even a heartbeat, for ` +
+              `${(silent / 1000).toFixed(1)} s (stallTimeoutMs ${stallTimeoutMs}): killed`,
+            this.#name,
+            silent,
+          ),
+        );
+        this.#process.kill("SIGKILL");
+      },
+    });
+    this.#pumps = Promise.all([this.#pumpStdout(), this.#process.stderrDone]).then(() => this.#onExit());
+    this.#outbox.send(FrameType.INIT, initBytes);
     this.#grant(bufferSize);
     this.#requestEpoch();
-    this.#watchdog = setInterval(() => this.#checkLiveness(), this.#tickMs);
     this.#signal = opts.signal;
     this.#onAbort = () => {
       this.#push({ kind: "error", error: this.#signal?.reason });
@@ -294,7 +224,7 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
 
   /** The child's process id. */
   get pid(): number {
-    return this.#child.pid;
+    return this.#process.pid;
   }
 
   /**
@@ -332,16 +262,16 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
 
   /** Transport counters, item failures, liveness, and the child pipeline's own stats as last relayed. */
   stats(): BackendStats {
-    const buffered = this.#bufferedItems;
     return {
-      pid: this.#child.pid,
+      pid: this.pid,
       state: this.#exited ? "exited" : "running",
       ...this.#stats,
       failuresByStage: { ...this.#stats.failuresByStage },
-      buffered,
+      buffered: this.#bufferedItems,
       partialFrameBytes: this.#reader.bufferedBytes,
-      silentMs: this.#exited ? 0 : performance.now() - this.#lastHeard,
-      stalled: this.#stalled,
+      silentMs: this.#exited ? 0 : this.#liveness.silentMs,
+      stalled: this.#liveness.stalled,
+      stalls: this.#liveness.stalls,
     };
   }
 
@@ -429,58 +359,21 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
     if (this.#epochRequested) return;
     this.#epochRequested = true;
     this.#epochsSent++;
-    this.#send(FrameType.NEXT_EPOCH, new Uint8Array(0));
+    this.#outbox.send(FrameType.NEXT_EPOCH, new Uint8Array(0));
   }
 
-  // ---- parent → child -------------------------------------------------------------------------------------
-
-  #send(type: FrameTypeCode, payload: Uint8Array): void {
-    this.#outbox.push(encodeFrame(type, payload, this.#outSeq++));
-    this.#flush();
-  }
-
-  /**
-   * Returns `n` credits to the child. They go out in batches of `bufferSize / 4` (at least 1), or at once when
-   * no item is left buffered (the consumer is about to wait, so the child must not); credits granted while a
-   * write is in flight are merged into one CREDIT frame. Batching saves a pipe write and a wake-up of the
-   * child per item; the child's lead shrinks by less than a batch, and it is never left without credit while
-   * the parent waits.
-   */
+  /** Returns `n` credits to the child (at once when the consumer is about to wait: see `outbox.ts`). */
   #grant(n: number): void {
-    this.#credit += n;
-    this.#granted += n;
-    if (this.#credit >= this.#creditBatch || this.#bufferedItems === 0) this.#flush();
-  }
-
-  #flush(): void {
-    if (this.#flushing || this.#closing !== undefined) return;
-    void this.#flushLoop();
-  }
-
-  async #flushLoop(): Promise<void> {
-    this.#flushing = true;
-    try {
-      while (this.#closing === undefined && (this.#outbox.length > 0 || this.#credit > 0)) {
-        let bytes = this.#outbox.shift();
-        if (bytes === undefined) {
-          bytes = encodeFrame(FrameType.CREDIT, creditPayload(this.#credit), this.#outSeq++);
-          this.#credit = 0;
-        }
-        await this.#stdin.write(bytes);
-      }
-    } catch {
-      // The child is gone; the stdout pump reports how it ended.
-    } finally {
-      this.#flushing = false;
-    }
+    this.#outbox.grant(n, this.#bufferedItems === 0);
   }
 
   // ---- child → parent -------------------------------------------------------------------------------------
 
   async #pumpStdout(): Promise<void> {
     const reader = this.#reader;
+    const stdout = this.#process.stdout;
     try {
-      await readStream(this.#child.stdout, {
+      await readStream(stdout, {
         push: (chunk) => {
           for (const f of reader.push(chunk)) this.#onFrame(f);
         },
@@ -491,10 +384,10 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
       }, BACKEND_PIPE_BYTES);
     } catch (e) {
       this.#fail(e);
-      if (e instanceof ProtocolError) this.#kill("SIGKILL");
+      if (e instanceof ProtocolError) this.#process.kill("SIGKILL");
       // Drain the rest so the child never blocks on a full pipe while it is being stopped.
       try {
-        for await (const _ of this.#child.stdout) { /* discard */ }
+        for await (const _ of stdout) { /* discard */ }
       } catch { /* already closed */ }
       return;
     }
@@ -506,13 +399,14 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
   }
 
   #onFrame(f: Frame): void {
-    this.#heard();
+    this.#liveness.heard();
     const at = f.offset + HEADER_SIZE;
     const broken = (what: string) => new ProtocolError(`${STREAM}: ${what}`, f.offset);
     if (f.type === FrameType.ITEM) {
       if (!this.#ready) throw broken("ITEM frame before READY");
-      if (this.#stats.items >= this.#granted) {
-        throw broken(`ITEM frame ${this.#stats.items + 1} without a credit (${this.#granted} granted)`);
+      const granted = this.#outbox.granted;
+      if (this.#stats.items >= granted) {
+        throw broken(`ITEM frame ${this.#stats.items + 1} without a credit (${granted} granted)`);
       }
       if (this.#ends >= this.#epochsSent) throw broken("ITEM frame outside an epoch");
       const value = decodeItem(f.payload, at);
@@ -585,114 +479,24 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
     return e;
   }
 
-  async #pumpStderr(): Promise<void> {
-    let rest = "";
-    const decoder = new TextDecoder();
-    const line = (text: string) => {
-      this.#stderrTail.push(text);
-      if (this.#stderrTail.length > STDERR_TAIL) this.#stderrTail.shift();
-      this.#log(`[backend ${this.pid}] ${text}`);
-    };
-    try {
-      for await (const chunk of this.#child.stderr) {
-        rest += decoder.decode(chunk, { stream: true });
-        const lines = rest.split("\n");
-        rest = lines.pop()!;
-        for (const l of lines) line(l);
-      }
-    } catch { /* the pipe broke: the child is gone */ }
-    rest += decoder.decode();
-    if (rest.length > 0) line(rest);
-  }
-
   async #onExit(): Promise<void> {
-    const status = await this.#child.status;
+    const status = await this.#process.status;
     this.#exited = true;
-    clearInterval(this.#watchdog);
-    const how = status.signal !== null
-      ? `was killed by ${status.signal}`
-      : status.success
-      ? "exited (code 0)"
-      : `exited with code ${status.code}`;
-    const tail = this.#stderrTail.length > 0
-      ? `; last stderr lines:\n  ${this.#stderrTail.join("\n  ")}`
-      : "";
-    this.#exitError = new BackendExitedError(
-      `backend ${this.#name} (pid ${this.pid}) ${how}${tail}`,
-      this.#name,
-      {
-        code: status.signal !== null ? null : status.code,
-        signal: status.signal,
-        stderrTail: [...this.#stderrTail],
-      },
-      { cause: this.#truncated },
-    );
+    this.#liveness.stop();
+    this.#exitError = this.#process.exitError(this.#name, status, this.#truncated);
     if (this.#closing !== undefined) return;
     if (status.success && this.#truncated !== undefined) this.#fail(this.#truncated);
     else if (!status.success || this.#epochRequested) this.#fail(this.#exitError);
     else this.#wakeUp();
   }
 
-  // ---- liveness -------------------------------------------------------------------------------------------
-
-  #heard(): void {
-    this.#lastHeard = performance.now();
-    this.#heardAny = true;
-    if (!this.#stalled) return;
-    this.#stalled = false;
-    this.#log(`[backend ${this.pid}] the child is responding again`);
-  }
-
-  #checkLiveness(): void {
-    const now = performance.now();
-    // A late tick means this process's own event loop was blocked: the child's frames may be waiting unread in
-    // the pipe, so its silence is not evidence. Start counting again.
-    if (now - this.#lastTick > 2 * this.#tickMs + 100) this.#lastHeard = Math.max(this.#lastHeard, now);
-    this.#lastTick = now;
-    const silent = now - this.#lastHeard;
-    // Until its first frame the child is starting (Deno, its modules): no warning before STARTUP_GRACE_MS.
-    const warnAfter = this.#heardAny
-      ? this.#stallWarningMs
-      : Math.max(this.#stallWarningMs, STARTUP_GRACE_MS);
-    if (silent >= this.#stallTimeoutMs) {
-      clearInterval(this.#watchdog);
-      this.#fail(
-        new BackendStalledError(
-          `backend ${this.#name} (pid ${this.pid}) sent nothing, not even a heartbeat, for ` +
-            `${(silent / 1000).toFixed(1)} s (stallTimeoutMs ${this.#stallTimeoutMs}): killed`,
-          this.#name,
-          silent,
-        ),
-      );
-      this.#kill("SIGKILL");
-    } else if (silent >= warnAfter && !this.#stalled) {
-      this.#stalled = true;
-      this.#stats.stalls++;
-      const limit = Number.isFinite(this.#stallTimeoutMs)
-        ? `it is killed after ${this.#stallTimeoutMs / 1000} s of silence (stallTimeoutMs)`
-        : "stallTimeoutMs is Infinity: waiting";
-      this.#log(
-        `[backend ${this.pid}] warning: no frame, not even a heartbeat, for ${
-          (silent / 1000).toFixed(1)
-        } s: ` +
-          `the child is stopped (SIGSTOP?), hung in I/O or starved of CPU; ${limit}`,
-      );
-    }
-  }
-
   // ---- termination ----------------------------------------------------------------------------------------
 
   async #terminate(): Promise<void> {
-    clearInterval(this.#watchdog);
+    this.#liveness.stop();
     this.#signal?.removeEventListener("abort", this.#onAbort);
-    this.#outbox = [];
-    this.#stdin.close().catch(() => {});
-    if (!(await this.#exitWithin(EXIT_GRACE_MS))) {
-      this.#kill("SIGTERM");
-      this.#kill("SIGCONT"); // a stopped child acts on SIGTERM only once it runs
-      if (!(await this.#exitWithin(this.#killGraceMs))) this.#kill("SIGKILL");
-    }
-    await this.#child.status;
+    this.#outbox.close();
+    await this.#process.stop(this.#killGraceMs);
     await this.#pumps;
     this.#terminated = true;
     const w = this.#wake;
@@ -703,24 +507,6 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
         error: new PipelineStoppedError(`backend ${this.#name} was closed`),
       });
       w();
-    }
-  }
-
-  async #exitWithin(ms: number): Promise<boolean> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<false>((resolve) => timer = setTimeout(() => resolve(false), ms));
-    try {
-      return await Promise.race([this.#child.status.then(() => true), timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  #kill(signal: Deno.Signal): void {
-    try {
-      this.#child.kill(signal);
-    } catch {
-      // Already exited.
     }
   }
 }

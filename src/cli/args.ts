@@ -1,11 +1,16 @@
 /**
- * The command-line framework of `sluice`: each command declares its positional arguments, its options (type,
- * default, valid range, help text) and an example, and this module parses the command line against that
- * declaration, prints `--help` and `--version`, and turns every bad value into one usage error of one shape:
+ * The command-line framework of `sluice` (internal: `@sluice/sluice/cli` exports `main` only). Each command
+ * declares its positional arguments, its options (type, default, valid range, help text) and an example; this
+ * module parses the command line against that declaration, prints `--help` and `--version`, and turns every bad
+ * value into one usage error of one shape:
  *
  * ```
- * sluice load: --batch-size must be an integer from 1 to 4096, got "2.5"
+ * sluice load: --batch-size must be an integer from 1 to 65536, got "2.5"
  * ```
+ *
+ * The loader's options are not declared here but in the loader's table (`LOADER_OPTIONS`): `sluice load` and
+ * `sluice serve` make their flags from it (`commands/loader_options.ts`), so the command line takes the ranges
+ * and defaults the library does. Ranges are described, and misspelled names matched, by `src/options.ts`.
  *
  * Exit statuses: 0 success, 1 the command failed (a {@link SluiceError}: bad media, a failed run), 2 a usage
  * error, 130 interrupted (Ctrl-C). A command's `run` returns its status.
@@ -18,41 +23,20 @@
  *
  * 1. Write `src/cli/commands/<name>.ts` exporting one `defineCommand({...})`. `name` may hold a space for a
  *    sub-command (`"manifest merge"`). Declare every option with `type`, `help` and, where it applies,
- *    `default`, `min`/`max` (inclusive), `above` (exclusive lower bound), `values` (enum) or `defaultText`
+ *    `default`, `min`/`max` (inclusive), `above`/`below` (exclusive bounds), `values` (enum) or `defaultText`
  *    (a default that is not a constant, e.g. "the number of cores"). `run({ values, positionals })` receives
  *    the values typed from the declaration: an option with a default (and every boolean) is never undefined.
- * 2. Add it to `COMMANDS` in `src/cli/main.ts`. `sluice --help`, `sluice <name> --help`, `--version`, the
- *    usage errors and their tests (`tests/cli/args_test.ts` walks `COMMANDS`) come with it.
+ * 2. Add it to `COMMANDS` in `src/cli/commands/all.ts`. `sluice --help`, `sluice <name> --help`, `--version`,
+ *    the usage errors and their tests (`tests/cli/args_test.ts` walks `COMMANDS`) come with it.
  * 3. Checks that involve several options throw {@link UsageError} from `run`; failures of the work itself
  *    throw a {@link SluiceError} (printed as `sluice <name>: message`, exit 1). Print results to stdout,
  *    progress and log lines to stderr (see `tty.ts`).
- *
- * @example A command
- * ```ts
- * import { defineCommand, runCommand } from "@sluice/sluice/cli";
- *
- * const hello = defineCommand({
- *   name: "hello",
- *   summary: "greets someone",
- *   positionals: [{ name: "NAME", help: "who to greet" }],
- *   options: {
- *     times: { type: "integer", default: 1, min: 1, max: 10, help: "how many greetings" },
- *     shout: { type: "boolean", help: "upper case" },
- *   },
- *   examples: ["hello world --times 3"],
- *   run({ values, positionals }) {
- *     const text = `hello ${positionals[0]}`;
- *     for (let i = 0; i < values.times; i++) console.log(values.shout ? text.toUpperCase() : text);
- *     return 0;
- *   },
- * });
- * Deno.exit(await runCommand(hello, ["world", "--times", "2"], { program: "greet" }));
- * ```
  * @module
  */
 
 import meta from "../../deno.json" with { type: "json" };
 import { SluiceError } from "../errors.ts";
+import { closest, describe } from "../options.ts";
 import { type Out, print, wrapLine } from "./tty.ts";
 
 /** The version of sluice, from `deno.json`. */
@@ -93,8 +77,12 @@ export interface NumberOption extends OptionBase {
   above?: number;
   /** Largest valid value, inclusive. */
   max?: number;
+  /** Values must be smaller than this (an exclusive upper bound). */
+  below?: number;
   /** Values must be a multiple of this (2 for the even sizes 4:2:0 video needs). */
   multipleOf?: number;
+  /** Words accepted besides the numbers (`auto`). */
+  words?: readonly string[];
 }
 
 /** A flag: present means true. */
@@ -132,7 +120,8 @@ export interface PositionalSpec {
 }
 
 /** The type of an option's value, from its declaration. */
-export type ValueOf<S> = S extends NumberOption ? number
+export type ValueOf<S> = S extends NumberOption
+  ? (S extends { words: readonly (infer W)[] } ? number | W : number)
   : S extends BooleanOption ? boolean
   : S extends EnumOption<infer V> ? V
   : string;
@@ -260,7 +249,7 @@ export function runCli(
     // A sub-command is named with its group ("manifest frob"), a command alone ("lod").
     const group = commands.some((c) => c.name.startsWith(`${words[0]} `));
     const typed = words.slice(0, group && words[1] !== undefined ? 2 : 1).join(" ");
-    const near = nearest(typed, commands.map((c) => c.name));
+    const near = closest(typed, commands.map((c) => c.name));
     return Promise.resolve(printed(
       stderr,
       `${ctx.program}: unknown command "${typed}"${near ? `; did you mean "${near}"?` : ""}\n` +
@@ -325,16 +314,23 @@ export function parseCommandLine(
     if (text === undefined) throw new UsageError(`--${name} must be ${describeRange(spec)}, got nothing`);
     const bad = validate(name, spec, text);
     if (bad !== null) throw new UsageError(bad);
-    values[name] = spec.type === "number" || spec.type === "integer" ? Number(text) : text;
-  }
-  for (const [name, spec] of Object.entries(command.options)) {
-    if (name in values) continue;
-    if (spec.required && spec.type !== "boolean") {
-      throw new UsageError(`--${name} must be ${describeRange(spec)}, got nothing (it is required)`);
-    }
-    values[name] = spec.type === "boolean" ? false : spec.default;
+    const number = (spec.type === "number" || spec.type === "integer") && !spec.words?.includes(text);
+    values[name] = number ? Number(text) : text;
   }
   checkPositionals(command, positionals);
+  const missing = Object.entries(command.options).filter(([n, s]) => s.required && !(n in values));
+  if (missing.length === 1 && missing[0][1].type !== "boolean") {
+    throw new UsageError(
+      `--${missing[0][0]} must be ${describeRange(missing[0][1])}, got nothing (it is required)`,
+    );
+  }
+  if (missing.length > 1) {
+    const names = missing.map(([n]) => `--${n}`);
+    throw new UsageError(`${names.slice(0, -1).join(", ")} and ${names[names.length - 1]} are required`);
+  }
+  for (const [name, spec] of Object.entries(command.options)) {
+    if (!(name in values)) values[name] = spec.type === "boolean" ? false : spec.default;
+  }
   return { values: values as OptionValues<OptionSpecs>, positionals };
 }
 
@@ -365,12 +361,13 @@ function validate(name: string, spec: Exclude<OptionSpec, BooleanOption>, text: 
         return spec.values.includes(text);
       case "number":
       case "integer": {
+        if (spec.words?.includes(text)) return true;
         // Number("") is 0 and Number("0x10") is 16: only plain decimal notation counts.
         if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(text.trim())) return false;
         const v = Number(text);
         if (!Number.isFinite(v) || (spec.type === "integer" && !Number.isSafeInteger(v))) return false;
         return (spec.min === undefined || v >= spec.min) && (spec.above === undefined || v > spec.above) &&
-          (spec.max === undefined || v <= spec.max) &&
+          (spec.max === undefined || v <= spec.max) && (spec.below === undefined || v < spec.below) &&
           (spec.multipleOf === undefined || v % spec.multipleOf === 0);
       }
     }
@@ -378,48 +375,17 @@ function validate(name: string, spec: Exclude<OptionSpec, BooleanOption>, text: 
   return ok ? null : `--${name} must be ${describeRange(spec)}, got ${JSON.stringify(text)}`;
 }
 
-/** "an integer from 1 to 4096", "a number > 0", "one of cpu, nvdec, auto", ... */
+/** "an integer from 1 to 65536", "a number > 0", "one of cpu, nvdec, auto", ... (`src/options.ts`'s words). */
 export function describeRange(spec: Exclude<OptionSpec, BooleanOption>): string {
-  if (spec.type === "string") return "a non-empty string";
-  if (spec.type === "enum") return `one of ${spec.values.join(", ")}`;
-  const what = spec.multipleOf === 2
-    ? "an even integer"
-    : spec.multipleOf !== undefined
-    ? `a multiple of ${spec.multipleOf}`
-    : spec.type === "integer"
-    ? "an integer"
-    : "a number";
-  const low = spec.above !== undefined ? `> ${spec.above}` : spec.min !== undefined ? `>= ${spec.min}` : null;
-  if (spec.max === undefined) return low === null ? what : `${what} ${low}`;
-  if (spec.min !== undefined && spec.above === undefined) return `${what} from ${spec.min} to ${spec.max}`;
-  return low === null ? `${what} <= ${spec.max}` : `${what} ${low} and <= ${spec.max}`;
+  if (spec.type === "string") return describe({ kind: "string", doc: "" });
+  if (spec.type === "enum") return describe({ kind: "enum", values: spec.values, doc: "" });
+  const { type, help: _, ...bounds } = spec;
+  return describe({ ...bounds, kind: type, doc: "" });
 }
 
 function suggest(typed: string, command: Command): string {
-  const near = nearest(typed.replace(/^-+/, ""), Object.keys(command.options));
+  const near = closest(typed.replace(/^-+/, ""), Object.keys(command.options));
   return near === null ? ` (see ${command.name} --help)` : `; did you mean --${near}?`;
-}
-
-/** The candidate within edit distance 2 of `typed` (or that starts with it), if exactly one is closest. */
-function nearest(typed: string, candidates: readonly string[]): string | null {
-  let best: string | null = null, bestD = 3;
-  for (const c of candidates) {
-    const d = c.startsWith(typed) && typed.length >= 3 ? 1 : editDistance(typed, c);
-    if (d < bestD) [best, bestD] = [c, d];
-  }
-  return best;
-}
-
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++) {
-      cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    prev = cur;
-  }
-  return prev[b.length];
 }
 
 // ------------------------------------------------------------------------------------------------ help
@@ -443,7 +409,8 @@ function usageArgs(command: Command): string {
 function placeholder(spec: Exclude<OptionSpec, BooleanOption>): string {
   if (spec.placeholder !== undefined) return spec.placeholder;
   if (spec.type === "enum") return spec.values.join("|");
-  return spec.type === "integer" ? "N" : spec.type === "number" ? "X" : "S";
+  if (spec.type === "string") return "S";
+  return [spec.type === "integer" ? "N" : "X", ...spec.words ?? []].join("|");
 }
 
 /** `--help` of one command: summary, usage, arguments, each option with its default and range, examples. */

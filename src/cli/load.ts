@@ -6,15 +6,16 @@
  */
 
 import { formatStats } from "../pipeline/format_stats.ts";
-import type { PipelineStats } from "../pipeline/pipeline.ts";
+import type { PipelineStats } from "../pipeline/stats.ts";
 import { type LoaderOptions, videoClassificationLoader } from "../loader/loader.ts";
 import type { ClipFailure } from "../loader/clip_failure.ts";
 import type { ClipCounts } from "../loader/clip_stats.ts";
 import { BackendExitedError } from "../errors.ts";
+import { procRss } from "../tune/proc.ts";
 import { LiveBlock, type Out } from "./tty.ts";
 
 /** Options of {@link runLoad}: the loader's, plus how long to run. */
-export interface RunLoadOptions extends Omit<LoaderOptions, "onReport" | "reportInterval"> {
+export interface RunLoadOptions extends LoaderOptions {
   /** Stop after this many batches (default: run `epochs` epochs). */
   batches?: number;
   /** Epochs to run when `batches` is not given (default 1). */
@@ -94,7 +95,17 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
   const live = opts.live ? new LiveBlock(opts.live) : null;
   const log = live?.active ? (m: string) => live.log(m) : opts.log;
   const t0 = performance.now();
-  await using loader = await videoClassificationLoader({ ...opts, log });
+  const {
+    batches: _b,
+    epochs: _e,
+    live: _l,
+    refreshMs: _r,
+    onEpochEnd: _o,
+    stepMs: _s,
+    signal: _g,
+    ...options
+  } = opts;
+  await using loader = await videoClassificationLoader({ ...options, log });
   const startupSec = (performance.now() - t0) / 1000;
   const maxBatches = opts.batches ?? Infinity;
   const epochs = opts.batches !== undefined ? Infinity : opts.epochs ?? 1;
@@ -256,16 +267,4 @@ export function formatSummary(s: LoadSummary, width?: number): string {
 
 function mib(bytes: number): string {
   return (bytes / 2 ** 20).toFixed(0);
-}
-
-/** Reads a `/proc/<pid>/status` memory field (VmRSS, VmHWM) in bytes; null when unavailable. */
-export function procRss(pid: number | "self" | undefined, field: "VmRSS" | "VmHWM"): number | null {
-  if (pid === undefined) return null;
-  try {
-    const text = Deno.readTextFileSync(`/proc/${pid}/status`);
-    const m = text.match(new RegExp(`^${field}:\\s+(\\d+) kB`, "m"));
-    return m ? Number(m[1]) * 1024 : null;
-  } catch {
-    return null;
-  }
 }

@@ -1,14 +1,15 @@
 /**
  * `sluice`, the command-line tool (`deno task sluice …`, or `deno install --global -A -n sluice src/cli/main.ts`).
- * Each command is declared once in `src/cli/commands/` with its options, defaults, ranges and an example
- * (see `args.ts`, which also says how to add one); `sluice --help` lists them and `sluice COMMAND --help`
- * shows each one's options.
+ * Each command is declared once in `src/cli/commands/` with its options, defaults, ranges and an example (the
+ * loader's options come from the loader's own table, so `sluice load` and `sluice serve` take the ranges and
+ * defaults the library does); `sluice --help` lists them and `sluice COMMAND --help` shows each one's options.
+ * This entry point exports {@link main} only: the argument framework behind it is internal.
  *
  * ```
  * sluice probe FILE...
  * sluice make-dataset DIR --videos N --classes K
- * sluice load DATASET [options]
- * sluice serve DATASET --socket PATH [options]
+ * sluice load DATASET --batch-size B --frames T --width W --height H [options]
+ * sluice serve DATASET --socket PATH --batch-size B --frames T --width W --height H [options]
  * sluice bench-decode FILE...
  * sluice transcode SRC_DIR|MANIFEST OUT_DIR [--height 128 --fps 15 --codec h264 --gop 15] [--jobs N] [--shard I/N]
  * sluice manifest merge OUT_DIR
@@ -27,56 +28,8 @@
  * @module
  */
 
-import { type Command, runCli } from "./args.ts";
-import { benchDecodeCommand } from "./commands/bench_decode.ts";
-import { loadCommand } from "./commands/load.ts";
-import { makeDatasetCommand } from "./commands/make_dataset.ts";
-import { probeCommand } from "./commands/probe.ts";
-import { serveCommand } from "./commands/serve.ts";
-import { transcodeCommand } from "./commands/transcode.ts";
-import { manifestMergeCommand } from "./commands/manifest_merge.ts";
-import { packCommand } from "./commands/pack.ts";
-import { verifyCommand } from "./commands/verify.ts";
-import { benchIoCommand } from "./commands/bench_io.ts";
-import { tuneCommand } from "./commands/tune.ts";
-
-export {
-  type BooleanOption,
-  type Command,
-  type CommandSpec,
-  defineCommand,
-  type EnumOption,
-  type NumberOption,
-  type OptionBase,
-  type OptionSpec,
-  type OptionSpecs,
-  type OptionValues,
-  type ParsedArgs,
-  type PositionalSpec,
-  runCommand,
-  type RunContext,
-  type StringOption,
-  UsageError,
-  type ValueOf,
-  VERSION,
-} from "./args.ts";
-export { type Out, ProgressBar } from "./tty.ts";
-export { SluiceError } from "../errors.ts";
-
-/** Every `sluice` command, in the order `sluice --help` lists them. */
-export const COMMANDS: readonly Command[] = [
-  probeCommand,
-  makeDatasetCommand,
-  loadCommand,
-  serveCommand,
-  benchDecodeCommand,
-  transcodeCommand,
-  manifestMergeCommand,
-  packCommand,
-  verifyCommand,
-  benchIoCommand,
-  tuneCommand,
-];
+import { runCli } from "./args.ts";
+import { COMMANDS } from "./commands/all.ts";
 
 /** Runs the CLI with `args` (the words after `sluice`); returns the exit status. */
 export function main(args: readonly string[]): Promise<number> {

@@ -1,7 +1,7 @@
 /**
- * Option values the framework does not type itself: durations (`10m`, `90s`, `1h30m`), sizes (`12GiB`,
- * `512MiB`) and stage concurrency (`4` or `auto`). Each is a `string` option parsed in `run`; a bad value is a
- * {@link UsageError} of the framework's one shape.
+ * Option values the framework does not type itself: durations (`10m`, `90s`, `1h30m`) and sizes (`12GiB`,
+ * `512MiB`). Each is a `string` option parsed in `run`; a bad value is a {@link UsageError} of the framework's
+ * one shape.
  * @module
  */
 
@@ -33,20 +33,4 @@ export function parseSize(option: string, text: string): number {
   } catch {
     throw new UsageError(`--${option} must be a size like 12GiB or 512MiB, got "${text}"`);
   }
-}
-
-/** Most tasks at once a stage may be given on the command line. */
-export const MAX_CONCURRENCY = 256;
-
-/** A stage's concurrency: an integer from 1 to {@link MAX_CONCURRENCY}, or `auto` (the controller sets it). */
-export function parseConcurrency(option: string, text: string): number | "auto" {
-  const t = text.trim();
-  if (t === "auto") return "auto";
-  const n = /^\d+$/.test(t) ? Number(t) : NaN;
-  if (!(n >= 1 && n <= MAX_CONCURRENCY)) {
-    throw new UsageError(
-      `--${option} must be an integer from 1 to ${MAX_CONCURRENCY} or "auto", got "${text}"`,
-    );
-  }
-  return n;
 }

@@ -12,21 +12,22 @@
  * @module
  */
 
-import { FetchError, type FetchPhase, InvalidArgumentError } from "../errors.ts";
+import { FetchError, type FetchPhase } from "../errors.ts";
+import { checkOptions, defaultsOf, type OptionTable, tsVocabulary, withDefaults } from "../options.ts";
 
-/** Options of {@link fetchBytes}. */
+/** Options of {@link fetchBytes}; their ranges and defaults are {@link FETCH_OPTIONS}'s. */
 export interface FetchOptions {
-  /** Retries after the first attempt for retryable failures, while the deadline allows (default 3). */
+  /** Retries after the first attempt for retryable failures, while the deadline allows. */
   retries?: number;
-  /** Backoff before the first retry, doubled for each next one, ms (default 200). */
+  /** Backoff before the first retry, doubled for each next one, ms. */
   backoffMs?: number;
-  /** Time until the response headers arrive (connection, request, the server's first answer), ms (default 5000). */
+  /** Time until the response headers arrive (connection, request, the server's first answer), ms. */
   connectTimeoutMs?: number;
-  /** Longest wait for the next bytes of the body, ms (default 5000). */
+  /** Longest wait for the next bytes of the body, ms. */
   idleTimeoutMs?: number;
-  /** Time limit of one attempt, ms (default 30000). */
+  /** Time limit of one attempt, ms. */
   timeoutMs?: number;
-  /** Time limit of the whole fetch: every attempt and the backoff between them, ms (default 30000). */
+  /** Time limit of the whole fetch: every attempt and the backoff between them, ms. */
   deadlineMs?: number;
   /** Only these bytes: `[start, end)` (HTTP `Range`, or a partial read of a local file). */
   range?: [number, number];
@@ -34,17 +35,47 @@ export interface FetchOptions {
   signal?: AbortSignal;
 }
 
-/** The defaults of {@link FetchOptions}: a stalled server costs at most `deadlineMs`, about 21 s in practice. */
-export const FETCH_DEFAULTS = {
-  retries: 3,
-  backoffMs: 200,
-  connectTimeoutMs: 5000,
-  idleTimeoutMs: 5000,
-  timeoutMs: 30_000,
-  deadlineMs: 30_000,
-} as const;
+const ms = (doc: string, dflt: number) => ({ kind: "number", above: 0, default: dflt, doc }) as const;
 
-type Limits = { -readonly [K in keyof typeof FETCH_DEFAULTS]: number };
+/** {@link FetchOptions}, declared once: a stalled server costs at most `deadlineMs`, about 21 s in practice. */
+export const FETCH_OPTIONS = {
+  retries: {
+    kind: "integer",
+    min: 0,
+    default: 3,
+    doc: "retries after the first attempt for retryable failures (5xx, timeouts, dropped connections)",
+  },
+  backoffMs: {
+    kind: "number",
+    min: 0,
+    default: 200,
+    doc: "backoff before the first retry, doubled for each next, ms",
+  },
+  connectTimeoutMs: ms("time until the response headers arrive, ms", 5000),
+  idleTimeoutMs: ms("longest wait for the next bytes of the body, ms", 5000),
+  timeoutMs: ms("time limit of one attempt, ms", 30_000),
+  deadlineMs: ms("time limit of the whole fetch, every attempt and backoff, ms", 30_000),
+  range: {
+    kind: "numbers",
+    length: 2,
+    min: 0,
+    range: true,
+    doc: "only these bytes, [start, end)",
+    python: false,
+  },
+  signal: {
+    kind: "custom",
+    what: "an AbortSignal",
+    test: (v) => v instanceof AbortSignal,
+    doc: "cancels waiting and in-flight requests",
+    python: false,
+  },
+} as const satisfies OptionTable;
+
+/** The defaults of {@link FetchOptions}. */
+export const FETCH_DEFAULTS = defaultsOf(FETCH_OPTIONS);
+
+type Limits = Required<Omit<FetchOptions, "range" | "signal">>;
 
 /** True for `http://` and `https://` sources. */
 export function isUrl(source: string): boolean {
@@ -81,17 +112,8 @@ export async function fetchBytes(source: string, opts: FetchOptions = {}): Promi
 }
 
 function limits(opts: FetchOptions): Limits {
-  const o = { ...FETCH_DEFAULTS } as Limits;
-  for (const k of Object.keys(FETCH_DEFAULTS) as (keyof Limits)[]) {
-    const v = opts[k];
-    if (v === undefined) continue;
-    const ok = k === "retries" ? Number.isInteger(v) && v >= 0 : k === "backoffMs" ? v >= 0 : v > 0;
-    if (!ok || !Number.isFinite(v)) {
-      throw new InvalidArgumentError(`fetch: ${k} must be a finite number >= 0, got ${v}`);
-    }
-    o[k] = v;
-  }
-  return o;
+  checkOptions(FETCH_OPTIONS, opts, tsVocabulary("fetch: "));
+  return withDefaults(FETCH_OPTIONS, opts);
 }
 
 interface Failure {

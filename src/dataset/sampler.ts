@@ -31,6 +31,7 @@
  */
 
 import { InvalidArgumentError } from "../errors.ts";
+import { checkOptions, type OptionTable, tsVocabulary, type Vocabulary, withDefaults } from "../options.ts";
 import { hashSeed, mulberry32, shuffleInPlace } from "./random.ts";
 
 /** What the sampler needs to know about one video. */
@@ -49,35 +50,111 @@ export type ClipPlacement = "random" | "uniform";
 /** How ranks are made equal when the item count is not a multiple of the world size. */
 export type ShardRemainder = "pad" | "drop";
 
-/** Options of a {@link ClipSampler}. */
+/**
+ * Options of a {@link ClipSampler}; their kinds, ranges and defaults are {@link SAMPLER_OPTIONS}'s (the README's
+ * options table).
+ */
 export interface SamplerOptions {
-  /** PRNG seed (default 0). */
+  /** PRNG seed: the same seed gives the same epochs. */
   seed?: number;
-  /** Shuffle item order per epoch (default true). */
+  /** Shuffle item order per epoch. */
   shuffle?: boolean;
-  /** Keep a video's clips adjacent in the epoch order (default true); see the module docs. */
+  /** Keep a video's clips adjacent in the epoch order; see the module docs. */
   groupByVideo?: boolean;
-  /** Clips taken from each video per epoch (default 1). */
+  /** Clips taken from each video per epoch. */
   clipsPerVideo?: number;
-  /** Length of each clip in seconds; `Infinity` (default) takes the whole usable range. */
+  /** Length of each clip in seconds; `Infinity` takes the whole usable range. */
   clipDurationSec?: number;
-  /** Clip placement (default "random"). */
+  /** Clip placement. */
   placement?: ClipPlacement;
-  /** Start clips at keyframes (default false). Needs `keyframes` on the videos; falls back to exact starts. */
+  /** Start clips at keyframes. Needs `keyframes` on the videos; falls back to exact starts. */
   keyframeAligned?: boolean;
   /** This process's rank (default: the `RANK` environment variable, else 0). */
   rank?: number;
   /** Number of ranks (default: the `WORLD_SIZE` environment variable, else 1). */
   worldSize?: number;
-  /** Make ranks equal by padding (default) or dropping; see the module docs. */
+  /** Make ranks equal by padding or dropping; see the module docs. */
   remainder?: ShardRemainder;
   /**
    * Clips the loader's shuffle buffer holds to interleave the clips of different videos (see the module docs).
    * 0 turns it off. Costs that many demuxed (compressed) clips of memory.
-   * @default {max(64, 8 × clipsPerVideo) with shuffle and groupByVideo, else 0}
    */
   shuffleBuffer?: number;
 }
+
+/** The sampler's options, declared once: {@link ClipSampler} checks against it, the loader's table holds it. */
+export const SAMPLER_OPTIONS = {
+  seed: {
+    kind: "integer",
+    min: 0,
+    default: 0,
+    doc: "seed of the epochs' order, windows and random transforms",
+    flag: "seed",
+    python: "seed",
+  },
+  shuffle: { kind: "boolean", default: true, doc: "shuffle the clips' order each epoch", python: "shuffle" },
+  groupByVideo: {
+    kind: "boolean",
+    default: true,
+    doc: "keep a video's clips next to each other in an epoch (one open of the file for all)",
+    python: "group_by_video",
+  },
+  clipsPerVideo: {
+    kind: "integer",
+    min: 1,
+    default: 1,
+    doc: "clips taken from each video per epoch",
+    flag: "clips-per-video",
+    python: "clips_per_video",
+  },
+  clipDurationSec: {
+    kind: "number",
+    above: 0,
+    infinity: true,
+    default: Infinity,
+    defaultText: "the whole video",
+    doc: "seconds of video each clip is taken from",
+    flag: "clip-duration",
+    python: "clip_duration",
+  },
+  placement: {
+    kind: "enum",
+    values: ["random", "uniform"],
+    default: "random",
+    doc: "where clips are placed in a video: at random, or spread evenly",
+    flag: "placement",
+    python: "placement",
+  },
+  keyframeAligned: {
+    kind: "boolean",
+    default: false,
+    doc: "start clips at keyframes (cheaper seeks)",
+    flag: "keyframe-aligned",
+    python: "keyframe_aligned",
+  },
+  rank: { kind: "integer", min: 0, defaultText: "$RANK, else 0", doc: "this process's rank", python: "rank" },
+  worldSize: {
+    kind: "integer",
+    min: 1,
+    defaultText: "$WORLD_SIZE, else 1",
+    doc: "number of ranks",
+    python: "world_size",
+  },
+  remainder: {
+    kind: "enum",
+    values: ["pad", "drop"],
+    default: "pad",
+    doc: "make ranks' epochs equal by repeating a few clips (pad) or leaving a few out (drop)",
+    python: "remainder",
+  },
+  shuffleBuffer: {
+    kind: "integer",
+    min: 0,
+    defaultText: "max(64, 8 × clips per video) with shuffle and group by video, else 0",
+    doc: "clips the loader's shuffle buffer holds to interleave videos (0: off)",
+    python: "shuffle_buffer",
+  },
+} as const satisfies OptionTable;
 
 /** One clip a rank must load. */
 export interface ClipRequest {
@@ -133,7 +210,7 @@ export class ClipSampler {
    * @param opts sampling, shuffling and sharding
    */
   constructor(videos: readonly SampledVideo[], opts: SamplerOptions = {}) {
-    this.options = resolveOptions(opts);
+    this.options = resolveSamplerOptions(opts);
     for (const [i, v] of videos.entries()) {
       if (!(v.end > v.start) || !Number.isFinite(v.start) || !Number.isFinite(v.end)) {
         throw new InvalidArgumentError(
@@ -245,48 +322,48 @@ function lastAtOrBefore(sorted: readonly number[], t: number): number {
   return found;
 }
 
-function resolveOptions(opts: SamplerOptions): ResolvedSamplerOptions {
+/**
+ * The sampler's options in force: checked against {@link SAMPLER_OPTIONS}, defaults and the environment
+ * (`RANK`, `WORLD_SIZE`) applied. Throws `InvalidArgumentError` naming an option in `vocabulary`'s words (the
+ * loader checks its `sampler` with the caller's), `at` being where the sampler's options sit in them.
+ */
+export function resolveSamplerOptions(
+  opts: SamplerOptions,
+  vocabulary: Vocabulary = tsVocabulary("sampler: "),
+  at = "",
+): ResolvedSamplerOptions {
+  checkOptions(SAMPLER_OPTIONS, opts, vocabulary, at);
+  const d = withDefaults(SAMPLER_OPTIONS, opts);
   const rank = opts.rank ?? envInt("RANK") ?? 0;
   const worldSize = opts.worldSize ?? envInt("WORLD_SIZE") ?? 1;
+  const shuffled = d.shuffle && d.groupByVideo;
   const o: ResolvedSamplerOptions = {
-    seed: opts.seed ?? 0,
-    shuffle: opts.shuffle ?? true,
-    groupByVideo: opts.groupByVideo ?? true,
-    clipsPerVideo: opts.clipsPerVideo ?? 1,
-    clipDurationSec: opts.clipDurationSec ?? Infinity,
-    placement: opts.placement ?? "random",
-    keyframeAligned: opts.keyframeAligned ?? false,
+    seed: d.seed,
+    shuffle: d.shuffle,
+    groupByVideo: d.groupByVideo,
+    clipsPerVideo: d.clipsPerVideo,
+    clipDurationSec: d.clipDurationSec,
+    placement: d.placement,
+    keyframeAligned: d.keyframeAligned,
     rank,
     worldSize,
-    remainder: opts.remainder ?? "pad",
-    shuffleBuffer: 0,
+    remainder: d.remainder,
+    shuffleBuffer: opts.shuffleBuffer ?? (shuffled ? Math.max(64, 8 * d.clipsPerVideo) : 0),
   };
-  const shuffled = o.shuffle && o.groupByVideo;
-  o.shuffleBuffer = opts.shuffleBuffer ?? (shuffled ? Math.max(64, 8 * o.clipsPerVideo) : 0);
-  if (!Number.isInteger(o.shuffleBuffer) || o.shuffleBuffer < 0) {
+  // From the environment, the variable is named: the caller never wrote the option.
+  const v = vocabulary;
+  const name = (k: "rank" | "worldSize") =>
+    opts[k] !== undefined ? v.name(at === "" ? k : `${at}.${k}`) : k === "rank" ? "$RANK" : "$WORLD_SIZE";
+  if (!Number.isSafeInteger(worldSize) || worldSize < 1) {
     throw new InvalidArgumentError(
-      `sampler: shuffleBuffer must be an integer >= 0 (0: off), got ${o.shuffleBuffer}`,
+      `${v.prefix}${name("worldSize")} must be an integer >= 1, got ${worldSize}`,
     );
   }
-  if (!Number.isInteger(o.worldSize) || o.worldSize < 1) {
-    throw new InvalidArgumentError(`sampler: worldSize must be a positive integer, got ${o.worldSize}`);
-  }
-  if (!Number.isInteger(o.rank) || o.rank < 0 || o.rank >= o.worldSize) {
-    throw new InvalidArgumentError(`sampler: rank must be an integer in [0, ${o.worldSize}), got ${o.rank}`);
-  }
-  if (!Number.isInteger(o.clipsPerVideo) || o.clipsPerVideo < 1) {
+  if (!Number.isSafeInteger(rank) || rank < 0 || rank >= worldSize) {
     throw new InvalidArgumentError(
-      `sampler: clipsPerVideo must be a positive integer, got ${o.clipsPerVideo}`,
+      `${v.prefix}${name("rank")} must be an integer from 0 to ${worldSize - 1} (${name("worldSize")} is ` +
+        `${worldSize}), got ${rank}`,
     );
-  }
-  if (!(o.clipDurationSec > 0)) {
-    throw new InvalidArgumentError(`sampler: clipDurationSec must be > 0, got ${o.clipDurationSec}`);
-  }
-  if (o.placement !== "random" && o.placement !== "uniform") {
-    throw new InvalidArgumentError(`sampler: placement must be "random" or "uniform", got "${o.placement}"`);
-  }
-  if (o.remainder !== "pad" && o.remainder !== "drop") {
-    throw new InvalidArgumentError(`sampler: remainder must be "pad" or "drop", got "${o.remainder}"`);
   }
   return o;
 }

@@ -12,7 +12,8 @@
  * @module
  */
 
-import type { Pipeline, PipelineStats } from "../pipeline/pipeline.ts";
+import type { Pipeline } from "../pipeline/pipeline.ts";
+import type { PipelineStats } from "../pipeline/stats.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
 import type { ClipItem } from "./clip_steps.ts";
 import { buildFront, type FrontArgs } from "./front.ts";

@@ -47,10 +47,12 @@
 
 import { errorText, fmtSec, InvalidArgumentError, PipelineFailure } from "../errors.ts";
 import { PipelineBuilder } from "../pipeline/builder.ts";
-import type { Pipeline, PipelineStats, StageControl } from "../pipeline/pipeline.ts";
-import { DEFAULT_MAX_FAILURES } from "../pipeline/stage.ts";
+import type { Pipeline } from "../pipeline/pipeline.ts";
+import type { StageControl } from "../pipeline/stage.ts";
+import type { PipelineStats } from "../pipeline/stats.ts";
 import { WorkerPool } from "../pipeline/worker_pool.ts";
-import { type BackendSource, type BackendStats, spawnBackend } from "../backend/spawn.ts";
+import type { BackendStats } from "../backend/backend_stats.ts";
+import { type BackendSource, spawnBackend } from "../backend/spawn.ts";
 import type { WorkerMemory } from "./clip_worker.ts";
 import { nativeObjectCounts } from "../media/av_objects.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
@@ -67,11 +69,13 @@ import { buildFront, CLIP_WORKER, type FrontArgs } from "./front.ts";
 import {
   checkLoaderOptions,
   defaultClipDuration,
+  LOADER_TABLE,
   type LoaderOptions,
   type OnClipError,
   resolveClipSpec,
   startSize,
 } from "./loader_options.ts";
+import { withDefaults } from "../options.ts";
 import { Replacer } from "./replace.ts";
 import { ClipSampler, type SampledVideo } from "../dataset/sampler.ts";
 import { indexDataset, type IndexFailure } from "../dataset/video_index.ts";
@@ -133,14 +137,15 @@ export interface LoaderPlan {
 export async function planLoader(opts: LoaderOptions): Promise<LoaderPlan> {
   const log = opts.log ?? ((m: string) => console.error(m));
   checkLoaderOptions(opts);
-  const spec = resolveClipSpec(opts.clip, opts.layout ?? "BTHWC");
+  const o = withDefaults(LOADER_TABLE, opts);
+  const spec = resolveClipSpec(opts.clip, o.layout);
   const dataset = typeof opts.dataset === "string" ? await openDataset(opts.dataset) : opts.dataset;
   const skipped = dataset.skipped ?? [];
   for (const s of skipped.slice(0, 10)) log(`sluice: dataset: skipped ${s.path}: ${s.reason}`);
   if (skipped.length > 10) {
     log(`sluice: dataset: ${skipped.length - 10} more files skipped (dataset.skipped)`);
   }
-  const keyframes = opts.sampler?.keyframeAligned ?? false;
+  const keyframes = withDefaults(LOADER_TABLE.sampler.options, opts.sampler ?? {}).keyframeAligned;
   const index = await indexDataset(dataset, { keyframes, fetch: opts.fetch });
   for (const f of index.failures) log(`sluice: skipping ${f.path}: ${errorText(f.error, f.path)}`);
   const kept = index.videos.flatMap((v, i) => v === null ? [] : [i]);
@@ -162,28 +167,27 @@ export async function planLoader(opts: LoaderOptions): Promise<LoaderPlan> {
     ranges,
     datasetIndex: kept,
     sampler: { ...sampler.options },
-    firstEpoch: opts.firstEpoch ?? 0,
+    firstEpoch: o.firstEpoch,
     spec,
-    concurrency: { fetch: opts.concurrency?.fetch ?? 8, demux: opts.concurrency?.demux ?? 1 },
+    concurrency: (({ fetch, demux }) => ({ fetch, demux }))(
+      withDefaults(LOADER_TABLE.concurrency.options, opts.concurrency ?? {}),
+    ),
     fetch: opts.fetch ?? {},
-    ordered: opts.ordered ?? true,
+    ordered: o.ordered,
     shareHorizon: shareHorizon(spec, opts),
   };
   return { dataset, indexFailures: index.failures, sampler, spec, front };
 }
-
-/** Default of `decodeLess.onceMemory`: what clips decoded ahead of their turn may hold. */
-const ONCE_MEMORY = 256 * 2 ** 20;
 
 /**
  * How far apart (in the epoch's output) two clips decoded in one pass may be: as many clips as
  * `decodeLess.onceMemory` holds (0 when `decodeLess.once` is off, or the order is not kept).
  */
 function shareHorizon(spec: ClipSpec, opts: LoaderOptions): number {
-  const dl = opts.decodeLess ?? {};
-  if (!(dl.once ?? true) || !(opts.ordered ?? true)) return 0;
+  const dl = withDefaults(LOADER_TABLE.decodeLess.options, opts.decodeLess ?? {});
+  if (!dl.once || !withDefaults(LOADER_TABLE, opts).ordered) return 0;
   const clipBytes = spec.numFrames * 3 * spec.width * spec.height * (spec.dtype === "float32" ? 4 : 1);
-  return Math.floor((dl.onceMemory ?? ONCE_MEMORY) / clipBytes);
+  return Math.floor(dl.onceMemory / clipBytes);
 }
 
 /** A running loader; see the module docs. */
@@ -373,33 +377,31 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
   const plan = await planLoader(opts);
   fixMmapThreshold();
   const { front: args, spec } = plan;
-  const decoder = resolveDecoder(opts.decode ?? "cpu", log);
+  const o = withDefaults(LOADER_TABLE, opts);
+  const decoder = resolveDecoder(o.decode, log);
   const decodeExport: DecodeExport = decoder === "nvdec" ? "decodeClipNvdec" : "decodeClip";
   const cores = navigator.hardwareConcurrency ?? 1;
   const ordered = args.ordered ?? true;
-  const backend = opts.backend ?? "inprocess";
-  const onClipError = opts.onClipError ?? "replace";
-  const batchSize = opts.batchSize, dropLast = opts.dropLast ?? false;
+  const { backend, onClipError, batchSize, dropLast, layout } = o;
   const decodeConcurrency = opts.concurrency?.decode ?? (decoder === "nvdec" ? nvdecConcurrency() : cores);
   const decodeSize = startSize(decodeConcurrency); // an "auto" stage's pool grows as it claims more
   const decodePool = new WorkerPool(CLIP_WORKER, {
     size: backend === "subprocess" ? decodeSize : Math.max(decodeSize, startSize(args.concurrency.demux)),
   });
-  const dl = opts.decodeLess ?? {};
+  const dl = withDefaults(LOADER_TABLE.decodeLess.options, opts.decodeLess ?? {});
   // NVDEC decodes each clip of a shared pass on its own (its crop and size are per session): nothing to share.
   if (decoder === "nvdec") args.shareHorizon = 0;
-  const budget = decoder === "cpu" && (dl.threads ?? true) ? new ThreadBudget(() => decodePool.size) : null;
-  const layout = opts.layout ?? "BTHWC";
+  const budget = decoder === "cpu" && dl.threads ? new ThreadBudget(() => decodePool.size) : null;
   const slots = opts.slots === undefined
     ? null
     : new BatchSlots(opts.slots, spec, batchSize, layout, plan.sampler);
   const decodeStep = new ClipDecodeStep(decodePool, decodeExport, {
-    skipUnshown: dl.skip ?? true,
+    skipUnshown: dl.skip,
     threads: budget,
     perEpoch: plan.sampler.length,
     slots,
   });
-  const accounting = new ClipAccounting(plan.sampler.length, opts.maxFailures ?? DEFAULT_MAX_FAILURES, log);
+  const accounting = new ClipAccounting(plan.sampler.length, o.maxFailures, log);
   let front: PipelineBuilder<ClipItem>;
   let backendSource: BackendSource | null = null;
   if (backend === "subprocess") {
@@ -408,7 +410,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
       export: "default",
       args,
       bufferSize: Math.max(
-        opts.bufferSize ?? 3,
+        o.bufferSize,
         2 * (decodeConcurrency === "auto" ? cores : decodeConcurrency),
       ),
       permissions: ["--allow-read", "--allow-env", "--allow-ffi", "--allow-net"],
@@ -472,13 +474,13 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     })
     .aggregate(batchSize, { name: "aggregate" })
     .pipe(collateBatch, { name: "collate", maxFailures: 0 })
-    .addSink({ bufferSize: opts.bufferSize ?? 3 })
+    .addSink({ bufferSize: o.bufferSize })
     // A dead, stalled or broken backend child ends the loop with its own error (BackendExitedError, ...).
     .build({
       // A loader task in flight is not a busy core (it awaits a Worker, a transfer, a shared decode pass, the
       // thread budget): its CPU stages may hold twice the cores; a step is still kept only when it helps.
       autoConcurrency: { cpuBudget: 2 * (navigator.hardwareConcurrency ?? 1), ...opts.autoConcurrency },
-      onReport: opts.onReport,
+      hooks: opts.hooks,
       reportInterval: opts.reportInterval,
       log,
       signal: backendSource?.failure,

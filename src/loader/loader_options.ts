@@ -1,62 +1,74 @@
 /**
- * The options of `videoClassificationLoader`, their defaults and their valid ranges: {@link checkLoaderOptions}
- * rejects an option that makes no sense with one line naming it and its valid range, and {@link resolveClipSpec}
- * turns the `clip` options into the one `ClipSpec` every decode Worker follows.
+ * The options of `videoClassificationLoader`, declared once in {@link LOADER_OPTIONS} (kind, valid range, default,
+ * a line of docs, the command-line flag and the Python keyword): {@link checkLoaderOptions} rejects an option
+ * nobody declared or one out of range with one line naming it in the caller's words, `sluice load`/`sluice serve`
+ * make their flags and `--help` from the table, and the Python client's keywords are read against it by the
+ * server. {@link resolveClipSpec} turns the `clip` options into the one `ClipSpec` every decode Worker follows.
  * @module
  */
 
 import { InvalidArgumentError } from "../errors.ts";
-import type { MaxFailures } from "../pipeline/stage.ts";
-import type { PipelineStats } from "../pipeline/pipeline.ts";
-import type { AutoConcurrencyOptions } from "../pipeline/auto_policy.ts";
+import {
+  checkOptions,
+  isPlainObject,
+  type OptionTable,
+  tsVocabulary,
+  type Vocabulary,
+  withDefaults,
+} from "../options.ts";
+import { MAX_FAILURES_OPTION, type MaxFailures } from "../pipeline/stage.ts";
+import { type PipelineHook, REPORT_INTERVAL_OPTION } from "../pipeline/hooks.ts";
+import { AUTO_CONCURRENCY_OPTIONS, type AutoConcurrencyOptions } from "../pipeline/auto_policy.ts";
 import type { ClipDtype, ClipSpec, FrameSampling, Interpolation, ResizeMode } from "./clip_spec.ts";
 import type { BatchLayout } from "./collate.ts";
 import type { VideoDataset } from "../dataset/dataset.ts";
-import type { FetchOptions } from "../dataset/fetch.ts";
-import type { SamplerOptions } from "../dataset/sampler.ts";
+import { FETCH_OPTIONS, type FetchOptions } from "../dataset/fetch.ts";
+import { resolveSamplerOptions, SAMPLER_OPTIONS, type SamplerOptions } from "../dataset/sampler.ts";
 
-/** What one clip becomes; see the README's "Datasets and loaders" for exactly which frames a clip holds. */
+/**
+ * What one clip becomes; see the README's "Datasets and loaders" for exactly which frames a clip holds. Ranges and
+ * defaults: {@link CLIP_OPTIONS}.
+ */
 export interface ClipOptions {
-  /** Frames per clip, `[1, 10000]`. */
+  /** Frames per clip. */
   numFrames: number;
-  /** Output width in pixels, `[1, 16384]`. */
+  /** Output width in pixels. */
   width: number;
-  /** Output height in pixels, `[1, 16384]`. */
+  /** Output height in pixels. */
   height: number;
   /**
    * How the frames are chosen inside the clip's window: `"consecutive"` (the video's own frames, one after
    * another), `"rate"` (resampled to `frameRate`), `"uniform"` (spread evenly over the window), `"stride"`
-   * (every `stride`-th frame).
-   * @default {"rate" with frameRate, "stride" with stride, else "consecutive"}
+   * (every `stride`-th frame). By default `"rate"` with `frameRate`, `"stride"` with `stride`, else
+   * `"consecutive"`.
    */
   sampling?: FrameSampling["kind"];
-  /** `"rate"` only: frames per second, `(0, 1000]`. */
+  /** `"rate"` only: frames per second. */
   frameRate?: number;
-  /** `"stride"` only: take every `stride`-th frame, `[1, 1000]`. */
+  /** `"stride"` only: take every `stride`-th frame. */
   stride?: number;
-  /** How a frame becomes `width`×`height` (see `ResizeMode`). @default {"stretch"} */
+  /** How a frame becomes `width`×`height` (see `ResizeMode`). */
   resize?: ResizeMode;
-  /** `"random-resized-crop"`: fraction of the frame's area, `0 < min <= max <= 1`. @default {[0.08, 1]} */
+  /** `"random-resized-crop"`: fraction of the frame's area, `[min, max]`. */
   scale?: [number, number];
-  /** `"random-resized-crop"`: aspect ratio range, `0 < min <= max`. @default {[3/4, 4/3]} */
+  /** `"random-resized-crop"`: aspect ratio range, `[min, max]`. */
   ratio?: [number, number];
-  /** Probability of mirroring a clip, `[0, 1]`. @default {0} */
+  /** Probability of mirroring a clip. */
   flipProbability?: number;
-  /** The resize filter. @default {"bilinear"} */
+  /** The resize filter. */
   interpolation?: Interpolation;
-  /** Sample type: bytes, or floats normalised with `mean` and `std`. @default {"uint8"} */
+  /** Sample type: bytes, or floats normalised with `mean` and `std`. */
   dtype?: ClipDtype;
   /**
    * `"float32"` only: per-channel (R, G, B) mean and standard deviation on the `[0, 1]` scale; samples are
    * `(x / 255 - mean) / std`. The defaults leave samples in `[0, 1]`: pass your model's values to normalise.
-   * @default {[0, 0, 0] and [1, 1, 1]}
    */
   mean?: [number, number, number];
   /** See `mean`. */
   std?: [number, number, number];
-  /** Apply the video's display rotation. @default {true} */
+  /** Apply the video's display rotation. */
   rotate?: boolean;
-  /** A clip whose padding would exceed this fraction of `numFrames` fails, `[0, 1]`. @default {0.5} */
+  /** A clip whose padding would exceed this fraction of `numFrames` fails. */
   maxPadFraction?: number;
 }
 
@@ -67,17 +79,17 @@ export interface ClipOptions {
 export interface DecodeLessOptions {
   /**
    * Leave undecoded the non-reference frames no slot shows: between the keyframe and the window, and between
-   * the frames a stride or a resampling keeps (default true).
+   * the frames a stride or a resampling keeps.
    */
   skip?: boolean;
-  /** Serve the clips of one video whose packets overlap (same GOP) from one forward decode pass (default true). */
+  /** Serve the clips of one video whose packets overlap (same GOP) from one forward decode pass. */
   once?: boolean;
   /**
-   * Bytes that clips decoded ahead of their turn (by another clip's pass) may hold, default 256 MiB: it bounds how
-   * far apart in the epoch's output two clips decoded in one pass may be (`⌊onceMemory / clip bytes⌋` clips).
+   * Bytes that clips decoded ahead of their turn (by another clip's pass) may hold: it bounds how far apart in
+   * the epoch's output two clips decoded in one pass may be (`⌊onceMemory / clip bytes⌋` clips).
    */
   onceMemory?: number;
-  /** Give decode tasks idle cores as FFmpeg threads when fewer clips are left than cores (default true). */
+  /** Give decode tasks idle cores as FFmpeg threads when fewer clips are left than cores. */
   threads?: boolean;
 }
 
@@ -92,7 +104,7 @@ export function startSize(c: StageConcurrency): number {
   return c === "auto" ? 1 : c;
 }
 
-/** Options of `videoClassificationLoader`. */
+/** Options of `videoClassificationLoader`; kinds, ranges and defaults: {@link LOADER_OPTIONS}. */
 export interface LoaderOptions {
   /** A dataset, or where to open one (directory tree, CSV/JSONL manifest, manifest URL). */
   dataset: VideoDataset | string;
@@ -102,20 +114,19 @@ export interface LoaderOptions {
    * for `"uniform"` sampling, the whole video.
    */
   sampler?: SamplerOptions;
-  /** Clips per batch, `[1, 65536]`. */
+  /** Clips per batch. */
   batchSize: number;
   /** What one clip becomes. */
   clip: ClipOptions;
-  /** `[B, T, H, W, 3]` (default "BTHWC") or planar `[B, 3, T, H, W]` ("BCTHW"). */
+  /** `[B, T, H, W, 3]` ("BTHWC") or planar `[B, 3, T, H, W]` ("BCTHW"). */
   layout?: BatchLayout;
-  /** Decoder: "cpu" (default), "nvdec", or "auto". */
+  /** Decoder: "cpu", "nvdec", or "auto". */
   decode?: "cpu" | "nvdec" | "auto";
-  /** Where sample → fetch → demux run (default "inprocess"). */
+  /** Where sample → fetch → demux run. */
   backend?: "inprocess" | "subprocess";
   /**
-   * Tasks at once per stage, `[1, 256]` each, or `"auto"`: the pipeline's controller sets it while the loader
-   * runs, from 1 up (defaults: fetch 8, demux 1, decode = cores). With the subprocess backend, fetch and demux
-   * are set by the child's own controller.
+   * Tasks at once per stage, or `"auto"`: the pipeline's controller sets it while the loader runs, from 1 up.
+   * With the subprocess backend, fetch and demux are set by the child's own controller.
    */
   concurrency?: { fetch?: StageConcurrency; demux?: StageConcurrency; decode?: StageConcurrency };
   /**
@@ -124,46 +135,50 @@ export interface LoaderOptions {
    * shared decode passes, so a task in flight is not a busy core (on 2 cores, decode 3–4 measured fastest).
    */
   autoConcurrency?: AutoConcurrencyOptions;
-  /** Batches buffered for the consumer, `[1, 1024]` (default 3); also the subprocess backend's item buffer. */
+  /** Batches buffered for the consumer; also the subprocess backend's item buffer. */
   bufferSize?: number;
   /**
-   * Keep the sampler's order through the concurrent stages (default true), so the same seed gives the same
-   * batches. `false` lets fast items overtake slow ones (a little more throughput, batches vary run to run).
+   * Keep the sampler's order through the concurrent stages, so the same seed gives the same batches. `false`
+   * lets fast items overtake slow ones (a little more throughput, batches vary run to run).
    */
   ordered?: boolean;
-  /** Drop a last short batch of an epoch (default false). */
+  /** Drop a last short batch of an epoch. */
   dropLast?: boolean;
   /**
-   * Batch slots, `[1, 1024]`: assemble batches in this many fixed batch buffers (one shared-memory mapping,
-   * Linux), reused batch after batch. Each decode Worker writes its clip's pixels straight into its place in the
-   * batch, so they are never copied after decode (`sluice serve` hands the same memory to the trainer), and
-   * the loader's batch memory stays at `slots` batches. A batch gives its slot back when disposed
+   * Batch slots: assemble batches in this many fixed batch buffers (one shared-memory mapping, Linux), reused
+   * batch after batch. Each decode Worker writes its clip's pixels straight into its place in the batch, so they
+   * are never copied after decode (`sluice serve` hands the same memory to the trainer), and the loader's batch
+   * memory stays at `slots` batches. A batch gives its slot back when disposed
    * (`for await (using batch of loader)`): the consumer may hold at most `slots - 1` batches while it asks for
    * the next one; holding all of them and asking for another throws (the batch could never be made). Copy
    * what you keep longer (`batch.data.slice()`; `cacheLoader` does). Needs `ordered`. Undefined: every batch
    * is a new buffer that the clips are copied into, and batches live as long as you keep them.
-   * @default undefined
    */
   slots?: number;
-  /** The epoch the first iteration runs (default 0), e.g. to resume a job where it stopped. */
+  /** The epoch the first iteration runs, e.g. to resume a job where it stopped. */
   firstEpoch?: number;
   /**
    * A clip that cannot be loaded (fetch, demux or decode fails, no frame in its window, too much padding):
-   * `"replace"` (default) fills its place with another clip of this rank's epoch plan, chosen
-   * deterministically, so batches stay full; `"skip"` leaves its batch one clip short; `"fail"` ends the epoch
-   * with the clip's error. Every case is counted in `stats().clips`.
+   * `"replace"` fills its place with another clip of this rank's epoch plan, chosen deterministically, so
+   * batches stay full; `"skip"` leaves its batch one clip short; `"fail"` ends the epoch with the clip's error.
+   * Every case is counted in `stats().clips`.
    */
   onClipError?: OnClipError;
   /** HTTP retries, backoff and timeout. */
   fetch?: Omit<FetchOptions, "signal" | "range">;
   /**
    * Failed clips an epoch tolerates before it ends with an error (replaced ones count): a number, or a rate of
-   * the clips finished so far once `after` clips finished. Default `{ rate: 0.5, after: 20 }`.
+   * the clips finished so far once `after` clips finished.
    */
   maxFailures?: MaxFailures;
-  /** Called with stats every `reportInterval` ms while an epoch runs. */
-  onReport?: (stats: PipelineStats) => void;
-  /** Milliseconds between `onReport` calls (the pipeline's default when omitted). */
+  /**
+   * Receivers of the loader pipeline's stats (every `reportInterval` ms while an epoch runs, and once as each
+   * ends) and events (clip failures, stalls, concurrency changes); e.g. `jsonlStatsHook(path)`. With the
+   * subprocess backend they see this process's pipeline, whose rows include the backend source; the child's
+   * own stats are in `loader.stats().backend`.
+   */
+  hooks?: PipelineHook[];
+  /** Milliseconds between reports to `hooks` (the pipeline's default, 10000, when omitted). */
   reportInterval?: number;
   /** Where failure and info lines go (default `console.error`). */
   log?: (line: string) => void;
@@ -171,129 +186,346 @@ export interface LoaderOptions {
   decodeLess?: DecodeLessOptions;
 }
 
-/** Throws `InvalidArgumentError` naming the first option out of range; see {@link LoaderOptions}. */
-export function checkLoaderOptions(opts: LoaderOptions): void {
-  int("batchSize", opts.batchSize, 1, 65536);
-  if (opts.clip === null || typeof opts.clip !== "object") {
-    throw new InvalidArgumentError("loader: clip must be an object with numFrames, width and height");
-  }
-  oneOf("layout", opts.layout, ["BTHWC", "BCTHW"]);
-  oneOf("decode", opts.decode, ["cpu", "nvdec", "auto"]);
-  oneOf("backend", opts.backend, ["inprocess", "subprocess"]);
-  oneOf("onClipError", opts.onClipError, ["replace", "skip", "fail"]);
-  for (const [k, v] of Object.entries(opts.concurrency ?? {})) {
-    if (v === undefined || v === "auto") continue;
-    if (typeof v !== "number" || !Number.isInteger(v) || v < 1 || v > 256) {
-      throw new InvalidArgumentError(
-        `loader: concurrency.${k} must be an integer in [1, 256] or "auto", got ${show(v)}`,
-      );
-    }
-  }
-  if (opts.bufferSize !== undefined) int("bufferSize", opts.bufferSize, 1, 1024);
-  if (opts.firstEpoch !== undefined) int("firstEpoch", opts.firstEpoch, 0, Number.MAX_SAFE_INTEGER);
-  if (opts.slots !== undefined) {
-    int("slots", opts.slots, 1, 1024);
-    if (opts.ordered === false) {
-      throw new InvalidArgumentError("loader: slots needs ordered output (each clip's place is planned)");
-    }
-  }
-  const dl = opts.decodeLess ?? {};
-  for (const k of ["skip", "once", "threads"] as const) {
-    if (dl[k] !== undefined && typeof dl[k] !== "boolean") {
-      throw new InvalidArgumentError(`loader: decodeLess.${k} must be true or false, got ${dl[k]}`);
-    }
-  }
-  if (dl.onceMemory !== undefined) int("decodeLess.onceMemory", dl.onceMemory, 0, Number.MAX_SAFE_INTEGER);
-  const mf = opts.maxFailures;
-  if (typeof mf === "number") int("maxFailures", mf, 0, Number.MAX_SAFE_INTEGER);
-  else if (mf !== undefined) {
-    range("maxFailures.rate", mf.rate, 0, 1);
-    int("maxFailures.after", mf.after, 0, Number.MAX_SAFE_INTEGER);
+/** {@link ClipOptions}, declared once. */
+export const CLIP_OPTIONS = {
+  numFrames: {
+    kind: "integer",
+    min: 1,
+    max: 10_000,
+    required: true,
+    doc: "frames per clip",
+    flag: "frames",
+    python: "num_frames",
+  },
+  width: {
+    kind: "integer",
+    min: 1,
+    max: 16384,
+    required: true,
+    doc: "clip frame width",
+    flag: "width",
+    python: "width",
+  },
+  height: {
+    kind: "integer",
+    min: 1,
+    max: 16384,
+    required: true,
+    doc: "clip frame height",
+    flag: "height",
+    python: "height",
+  },
+  sampling: {
+    kind: "enum",
+    values: ["consecutive", "rate", "uniform", "stride"],
+    defaultText: "rate with a frame rate, stride with a stride, else consecutive",
+    doc: "how a clip's frames are chosen in its window",
+  },
+  frameRate: {
+    kind: "number",
+    above: 0,
+    max: 1000,
+    defaultText: "each video's own rate",
+    doc: "resample clips to this many frames per second (sampling rate)",
+    flag: "frame-rate",
+    python: "frame_rate",
+  },
+  stride: { kind: "integer", min: 1, max: 1000, doc: "take every stride-th frame (sampling stride)" },
+  resize: {
+    kind: "enum",
+    values: ["stretch", "short-side", "random-crop", "random-resized-crop"],
+    default: "stretch",
+    doc: "how a frame becomes width × height",
+  },
+  scale: {
+    kind: "numbers",
+    length: 2,
+    above: 0,
+    max: 1,
+    range: true,
+    default: [0.08, 1],
+    doc: "random-resized-crop: fraction of the frame's area",
+  },
+  ratio: {
+    kind: "numbers",
+    length: 2,
+    above: 0,
+    range: true,
+    default: [3 / 4, 4 / 3],
+    doc: "random-resized-crop: aspect ratio range",
+  },
+  flipProbability: { kind: "number", min: 0, max: 1, default: 0, doc: "probability of mirroring a clip" },
+  interpolation: {
+    kind: "enum",
+    values: ["bilinear", "bicubic", "area"],
+    default: "bilinear",
+    doc: "resize filter",
+  },
+  dtype: {
+    kind: "enum",
+    values: ["uint8", "float32"],
+    default: "uint8",
+    doc: "sample type: bytes, or floats (x / 255 - mean) / std",
+  },
+  mean: { kind: "numbers", length: 3, default: [0, 0, 0], doc: "float32: per-channel (R, G, B) mean" },
+  std: {
+    kind: "numbers",
+    length: 3,
+    above: 0,
+    default: [1, 1, 1],
+    doc: "float32: per-channel standard deviation",
+  },
+  rotate: { kind: "boolean", default: true, doc: "apply the video's display rotation" },
+  maxPadFraction: {
+    kind: "number",
+    min: 0,
+    max: 1,
+    default: 0.5,
+    doc: "a clip whose padding would exceed this fraction of its frames fails",
+  },
+} as const satisfies OptionTable;
+
+const concurrency = <const D extends { default: number } | { defaultText: string }>(
+  stage: string,
+  flag: string,
+  dflt: D,
+) =>
+  ({
+    kind: "integer",
+    min: 1,
+    max: 256,
+    words: ["auto"],
+    ...dflt,
+    doc: `${stage} tasks at once, or auto: the pipeline's controller sets it while the loader runs`,
+    flag,
+  }) as const;
+
+const func = (doc: string) =>
+  ({
+    kind: "custom",
+    what: "a function",
+    test: (v: unknown) => typeof v === "function",
+    doc,
+    python: false,
+  }) as const;
+
+/** {@link LOADER_OPTIONS} with its literal types, for the loader's own code (its defaults typed). */
+export const LOADER_TABLE = {
+  dataset: {
+    kind: "custom",
+    what: "a path or URL (or, in TypeScript, a VideoDataset)",
+    test: (v: unknown) => (typeof v === "string" && v !== "") || (isPlainObject(v) && Array.isArray(v.items)),
+    required: true,
+    doc: "a directory with a folder per class, a CSV/JSONL manifest, packed shards, or their http(s) URL",
+  },
+  batchSize: {
+    kind: "integer",
+    min: 1,
+    max: 65536,
+    required: true,
+    doc: "clips per batch",
+    flag: "batch-size",
+    python: "batch_size",
+  },
+  clip: { kind: "group", options: CLIP_OPTIONS, doc: "what one clip becomes" },
+  sampler: {
+    kind: "group",
+    options: {
+      ...SAMPLER_OPTIONS,
+      clipDurationSec: {
+        ...SAMPLER_OPTIONS.clipDurationSec,
+        defaultText: "the time the clip's frames take (the whole video for uniform sampling)",
+      },
+    },
+    doc: "sampling, shuffling and sharding",
+  },
+  layout: {
+    kind: "enum",
+    values: ["BTHWC", "BCTHW"],
+    default: "BTHWC",
+    doc: "batch layout: [B,T,H,W,3] or planar [B,3,T,H,W]",
+    flag: "layout",
+  },
+  decode: { kind: "enum", values: ["cpu", "nvdec", "auto"], default: "cpu", doc: "decoder", flag: "decode" },
+  backend: {
+    kind: "enum",
+    values: ["inprocess", "subprocess"],
+    default: "inprocess",
+    doc: "where sample, fetch and demux run: this process or a Deno child",
+    flag: "backend",
+  },
+  concurrency: {
+    kind: "group",
+    options: {
+      fetch: concurrency("fetch", "fetch-concurrency", { default: 8 }),
+      demux: concurrency("demux", "demux-concurrency", { default: 1 }),
+      decode: concurrency("decode", "decode-concurrency", {
+        defaultText: "the number of cores (NVDEC: its engines)",
+      }),
+    },
+    doc: "tasks at once per stage",
+  },
+  autoConcurrency: {
+    kind: "group",
+    options: {
+      ...AUTO_CONCURRENCY_OPTIONS,
+      cpuBudget: { ...AUTO_CONCURRENCY_OPTIONS.cpuBudget, defaultText: "twice the number of cores" },
+    },
+    doc: "the auto-concurrency controller's tuning",
+  },
+  bufferSize: { kind: "integer", min: 1, max: 1024, default: 3, doc: "batches buffered for the consumer" },
+  ordered: { kind: "boolean", default: true, doc: "keep the sampler's order (same seed, same batches)" },
+  dropLast: { kind: "boolean", default: false, doc: "drop a last short batch of an epoch" },
+  slots: {
+    kind: "integer",
+    min: 1,
+    max: 1024,
+    defaultText: "none: each batch a new buffer",
+    doc: "batch slots reused batch after batch (no copy after decode); needs ordered",
+    python: false,
+  },
+  firstEpoch: {
+    kind: "integer",
+    min: 0,
+    default: 0,
+    doc: "the epoch the first iteration runs",
+    python: false,
+  },
+  onClipError: {
+    kind: "enum",
+    values: ["replace", "skip", "fail"],
+    default: "replace",
+    doc: "a clip that cannot be loaded: replaced by another, skipped, or the epoch fails",
+    flag: "on-clip-error",
+  },
+  fetch: {
+    kind: "group",
+    options: (({ range: _, signal: __, ...rest }) => rest)(FETCH_OPTIONS),
+    doc: "HTTP retries, backoff and timeouts",
+  },
+  maxFailures: {
+    ...MAX_FAILURES_OPTION,
+    doc:
+      "failed clips an epoch tolerates (replaced ones count): a count, or a rate once `after` clips finished",
+  },
+  hooks: {
+    kind: "custom",
+    what: "an array of hooks",
+    test: (v: unknown) => Array.isArray(v) && v.every((h) => typeof h === "object" && h !== null),
+    doc: "receivers of the pipeline's stats and events (e.g. jsonlStatsHook(path))",
+    python: false,
+  },
+  reportInterval: { ...REPORT_INTERVAL_OPTION, python: false },
+  log: func("where failure and info lines go (default console.error)"),
+  decodeLess: {
+    kind: "group",
+    options: {
+      skip: { kind: "boolean", default: true, doc: "leave undecoded the non-reference frames no slot shows" },
+      once: {
+        kind: "boolean",
+        default: true,
+        doc: "one decode pass for clips of a video whose packets overlap",
+      },
+      onceMemory: {
+        kind: "integer",
+        min: 0,
+        default: 256 * 2 ** 20,
+        doc: "bytes clips decoded ahead of their turn may hold",
+      },
+      threads: {
+        kind: "boolean",
+        default: true,
+        doc: "idle cores as FFmpeg threads when few clips are left",
+      },
+    },
+    doc: "decoding less (all on; turn one off to measure what it brings)",
+  },
+} as const satisfies OptionTable;
+
+/**
+ * {@link LoaderOptions}, declared once: each option's kind, valid range, default, a line of docs, its `sluice`
+ * flag and its Python keyword. The checker ({@link checkLoaderOptions}), the CLI's flags and `--help`, the Python
+ * client's keywords and the docs' tables are made from it.
+ */
+export const LOADER_OPTIONS: OptionTable = LOADER_TABLE;
+
+/** TypeScript's names, as `videoClassificationLoader`'s messages use them. */
+const LOADER: Vocabulary = tsVocabulary("loader: ");
+
+/**
+ * Throws `InvalidArgumentError` for the first thing wrong with `opts` (see {@link LOADER_OPTIONS}): an option no
+ * one declared (named with the closest that is), a required one missing, one of the wrong kind or out of range,
+ * or options that contradict each other. `vocabulary` names options as the caller wrote them (TypeScript's
+ * `clip.numFrames` by default; Python's `num_frames`, the command line's `--frames`).
+ */
+export function checkLoaderOptions(opts: LoaderOptions, vocabulary: Vocabulary = LOADER): void {
+  checkOptions(LOADER_OPTIONS, opts, vocabulary);
+  resolveClipSpec(opts.clip, opts.layout, vocabulary);
+  resolveSamplerOptions(opts.sampler ?? {}, vocabulary, "sampler");
+  if (opts.slots !== undefined && opts.ordered === false) {
+    throw new InvalidArgumentError(
+      `${vocabulary.prefix}${vocabulary.name("slots")} needs ${
+        vocabulary.name("ordered")
+      } output (each clip's place is planned)`,
+    );
   }
 }
 
-/** The `ClipSpec` of the `clip` options and the batch layout, defaults applied; throws on an option out of range. */
-export function resolveClipSpec(clip: ClipOptions, layout: BatchLayout = "BTHWC"): ClipSpec {
-  const c = clip;
-  int("clip.numFrames", c.numFrames, 1, 10000);
-  int("clip.width", c.width, 1, 16384);
-  int("clip.height", c.height, 1, 16384);
-  oneOf("clip.sampling", c.sampling, ["consecutive", "rate", "uniform", "stride"]);
+/**
+ * The `ClipSpec` of the `clip` options and the batch layout, defaults applied; throws `InvalidArgumentError` on
+ * an option out of range or options that contradict each other, named in `vocabulary`'s words.
+ */
+export function resolveClipSpec(
+  clip: ClipOptions,
+  layout: BatchLayout = "BTHWC",
+  vocabulary: Vocabulary = LOADER,
+): ClipSpec {
+  const v = vocabulary, name = (k: string) => v.name(`clip.${k}`);
+  checkOptions(CLIP_OPTIONS, clip, v, "clip");
+  const c = withDefaults(CLIP_OPTIONS, clip);
   const kind = c.sampling ??
     (c.frameRate !== undefined ? "rate" : c.stride !== undefined ? "stride" : "consecutive");
-  if (c.frameRate !== undefined && kind !== "rate") {
-    throw new InvalidArgumentError(
-      `loader: clip.frameRate applies to sampling "rate" only (sampling is "${kind}")`,
+  const only = (k: string, want: string) =>
+    new InvalidArgumentError(
+      `${v.prefix}${name(k)} applies to ${name("sampling")} "${want}" only (sampling is "${kind}")`,
     );
-  }
-  if (c.stride !== undefined && kind !== "stride") {
-    throw new InvalidArgumentError(
-      `loader: clip.stride applies to sampling "stride" only (sampling is "${kind}")`,
-    );
-  }
+  if (c.frameRate !== undefined && kind !== "rate") throw only("frameRate", "rate");
+  if (c.stride !== undefined && kind !== "stride") throw only("stride", "stride");
   let sampling: FrameSampling;
   if (kind === "rate") {
     if (c.frameRate === undefined) {
-      throw new InvalidArgumentError(`loader: sampling "rate" needs clip.frameRate`);
+      throw new InvalidArgumentError(`${v.prefix}${name("sampling")} "rate" needs ${name("frameRate")}`);
     }
-    range("clip.frameRate", c.frameRate, 0, 1000, true);
     sampling = { kind, frameRate: c.frameRate };
   } else if (kind === "stride") {
-    if (c.stride === undefined) throw new InvalidArgumentError(`loader: sampling "stride" needs clip.stride`);
-    int("clip.stride", c.stride, 1, 1000);
+    if (c.stride === undefined) {
+      throw new InvalidArgumentError(`${v.prefix}${name("sampling")} "stride" needs ${name("stride")}`);
+    }
     sampling = { kind, stride: c.stride };
   } else {
     sampling = { kind };
   }
-  oneOf("clip.resize", c.resize, ["stretch", "short-side", "random-crop", "random-resized-crop"]);
-  oneOf("clip.interpolation", c.interpolation, ["bilinear", "bicubic", "area"]);
-  oneOf("clip.dtype", c.dtype, ["uint8", "float32"]);
-  const scale = c.scale ?? [0.08, 1];
-  const ratio = c.ratio ?? [3 / 4, 4 / 3];
-  if (!pair(scale) || !(scale[0] > 0 && scale[0] <= scale[1] && scale[1] <= 1)) {
+  if (c.dtype !== "float32" && (clip.mean !== undefined || clip.std !== undefined)) {
     throw new InvalidArgumentError(
-      `loader: clip.scale must be [min, max] with 0 < min <= max <= 1, got ${show(c.scale)}`,
+      `${v.prefix}${name("mean")} and ${name("std")} apply to ${name("dtype")} "float32" only`,
     );
-  }
-  if (!pair(ratio) || !(ratio[0] > 0 && ratio[0] <= ratio[1] && Number.isFinite(ratio[1]))) {
-    throw new InvalidArgumentError(
-      `loader: clip.ratio must be [min, max] with 0 < min <= max, got ${show(c.ratio)}`,
-    );
-  }
-  if (c.flipProbability !== undefined) range("clip.flipProbability", c.flipProbability, 0, 1);
-  if (c.maxPadFraction !== undefined) range("clip.maxPadFraction", c.maxPadFraction, 0, 1);
-  if (c.rotate !== undefined && typeof c.rotate !== "boolean") {
-    throw new InvalidArgumentError(`loader: clip.rotate must be true or false, got ${show(c.rotate)}`);
-  }
-  const dtype = c.dtype ?? "uint8";
-  if (dtype !== "float32" && (c.mean !== undefined || c.std !== undefined)) {
-    throw new InvalidArgumentError(`loader: clip.mean and clip.std apply to dtype "float32" only`);
-  }
-  const mean = c.mean ?? [0, 0, 0], std = c.std ?? [1, 1, 1];
-  if (!triple(mean) || !mean.every(Number.isFinite)) {
-    throw new InvalidArgumentError(
-      `loader: clip.mean must be 3 finite numbers (R, G, B), got ${show(c.mean)}`,
-    );
-  }
-  if (!triple(std) || !std.every((x) => x > 0 && Number.isFinite(x))) {
-    throw new InvalidArgumentError(`loader: clip.std must be 3 numbers > 0 (R, G, B), got ${show(c.std)}`);
   }
   return {
     numFrames: c.numFrames,
     sampling,
     width: c.width,
     height: c.height,
-    resize: c.resize ?? "stretch",
-    scale: [scale[0], scale[1]],
-    ratio: [ratio[0], ratio[1]],
-    flipProbability: c.flipProbability ?? 0,
-    interpolation: c.interpolation ?? "bilinear",
+    resize: c.resize,
+    scale: [c.scale[0], c.scale[1]],
+    ratio: [c.ratio[0], c.ratio[1]],
+    flipProbability: c.flipProbability,
+    interpolation: c.interpolation,
     planar: layout === "BCTHW",
-    dtype,
-    mean: [mean[0], mean[1], mean[2]],
-    std: [std[0], std[1], std[2]],
-    rotate: c.rotate ?? true,
-    maxPadFraction: c.maxPadFraction ?? 0.5,
+    dtype: c.dtype,
+    mean: [c.mean[0], c.mean[1], c.mean[2]],
+    std: [c.std[0], c.std[1], c.std[2]],
+    rotate: c.rotate,
+    maxPadFraction: c.maxPadFraction,
   };
 }
 
@@ -308,39 +540,4 @@ export function defaultClipDuration(spec: ClipSpec, videoRates: readonly number[
   const known = videoRates.filter((r) => r > 0);
   const rate = known.length > 0 ? Math.min(...known) : 25;
   return spec.numFrames * (s.kind === "stride" ? s.stride : 1) / rate;
-}
-
-function int(name: string, v: unknown, min: number, max: number): void {
-  if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) {
-    const hi = max === Number.MAX_SAFE_INTEGER ? "∞)" : `${max}]`;
-    throw new InvalidArgumentError(`loader: ${name} must be an integer in [${min}, ${hi}, got ${show(v)}`);
-  }
-}
-
-function range(name: string, v: unknown, min: number, max: number, openMin = false): void {
-  if (typeof v !== "number" || !(openMin ? v > min : v >= min) || !(v <= max)) {
-    throw new InvalidArgumentError(
-      `loader: ${name} must be a number in ${openMin ? "(" : "["}${min}, ${max}], got ${show(v)}`,
-    );
-  }
-}
-
-function oneOf(name: string, v: unknown, values: string[]): void {
-  if (v !== undefined && !values.includes(v as string)) {
-    throw new InvalidArgumentError(
-      `loader: ${name} must be one of ${values.map((x) => `"${x}"`).join(", ")}, got ${show(v)}`,
-    );
-  }
-}
-
-function pair(v: unknown): v is [number, number] {
-  return Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === "number");
-}
-
-function triple(v: unknown): v is [number, number, number] {
-  return Array.isArray(v) && v.length === 3 && v.every((x) => typeof x === "number");
-}
-
-function show(v: unknown): string {
-  return typeof v === "string" ? `"${v}"` : Array.isArray(v) ? `[${v.join(", ")}]` : String(v);
 }

@@ -18,38 +18,72 @@
  * @module
  */
 
+import { type OptionTable, withDefaults } from "../options.ts";
 import { bottleneckIndex, type Load } from "./bottleneck.ts";
-import type { StageBound } from "./stage.ts";
+import type { ControllerDecision, StageBound } from "./stats.ts";
 
-/** Tuning knobs of the auto-concurrency controller. */
+/** Tuning knobs of the auto-concurrency controller; ranges and defaults: {@link AUTO_CONCURRENCY_OPTIONS}. */
 export interface AutoConcurrencyOptions {
-  /** How often the controller reads the counters, ms (default 1000). A window lasts at least this long. */
+  /** How often the controller reads the counters, ms. A window lasts at least this long. */
   intervalMs?: number;
-  /** A step is kept only if throughput rises by more than this fraction (default 0.05). */
+  /** A step is kept only if throughput rises by more than this fraction. */
   threshold?: number;
-  /** Tasks that `"cpu"` stages may run at once, summed over them (default: `navigator.hardwareConcurrency`). */
+  /** Tasks that `"cpu"` stages may run at once, summed over them. */
   cpuBudget?: number;
-  /** A settled stage is probed again (one step up) after this many ms (default 60000). */
+  /** A settled stage is probed again (one step up) after this many ms. */
   reprobeMs?: number;
-  /** A settled stage is probed again at once when its throughput moves by more than this fraction (default 0.25). */
+  /** A settled stage is probed again at once when its throughput moves by more than this fraction. */
   drift?: number;
-  /** Tasks a window needs before it is judged (default 8; a window also ends after 10 intervals). */
+  /** Tasks a window needs before it is judged (a window also ends after 10 intervals). */
   minTasks?: number;
 }
+
+/** {@link AutoConcurrencyOptions}, declared once. */
+export const AUTO_CONCURRENCY_OPTIONS = {
+  intervalMs: {
+    kind: "number",
+    above: 0,
+    default: 1000,
+    doc: "how often the controller reads the counters, ms",
+  },
+  threshold: {
+    kind: "number",
+    above: 0,
+    below: 1,
+    default: 0.05,
+    doc: "a step is kept only if throughput rises by more than this fraction",
+  },
+  cpuBudget: {
+    kind: "number",
+    above: 0,
+    defaultText: "the number of cores",
+    doc: "tasks the CPU-bound stages may run at once, summed over them",
+  },
+  reprobeMs: {
+    kind: "number",
+    above: 0,
+    default: 60_000,
+    doc: "a settled stage is probed again after this, ms",
+  },
+  drift: {
+    kind: "number",
+    above: 0,
+    below: 1,
+    default: 0.25,
+    doc: "a settled stage is probed again when its throughput moves by more than this fraction",
+  },
+  minTasks: { kind: "number", above: 0, default: 8, doc: "tasks a window needs before it is judged" },
+} as const satisfies OptionTable;
 
 /** {@link AutoConcurrencyOptions} with every default filled in. */
 export type AutoConfig = Required<AutoConcurrencyOptions>;
 
 /** Fills in the defaults. */
 export function autoConfig(opts: AutoConcurrencyOptions = {}): AutoConfig {
-  return {
-    intervalMs: opts.intervalMs ?? 1000,
-    threshold: opts.threshold ?? 0.05,
+  return withDefaults(AUTO_CONCURRENCY_OPTIONS, {
+    ...opts,
     cpuBudget: opts.cpuBudget ?? navigator.hardwareConcurrency ?? 1,
-    reprobeMs: opts.reprobeMs ?? 60_000,
-    drift: opts.drift ?? 0.25,
-    minTasks: opts.minTasks ?? 8,
-  };
+  });
 }
 
 /** Cumulative counters of one stage (or the consumer) at one instant. */
@@ -92,25 +126,6 @@ export interface Measure {
   busy: number;
   blocked: number;
   fill: number;
-}
-
-/** One decision of the controller, as logged in `stats().controller.log`. */
-export interface ControllerDecision {
-  /** Clock time of the decision, ms. */
-  t: number;
-  /** The stage decided about. */
-  stage: string;
-  /**
-   * `probe`: a step to measure; `keep`: the step stays; `revert`: the step is undone; `settle`: no step helps, the
-   * stage holds; `yield`: a stage gives a CPU slot to the bottleneck; `reprobe`: a settled stage is probed again.
-   */
-  action: "probe" | "keep" | "revert" | "settle" | "yield" | "reprobe";
-  /** Its concurrency before the decision. */
-  from: number;
-  /** Its concurrency after the decision (equal to `from` for `keep`, `settle`, `reprobe`). */
-  to: number;
-  /** Why, with the measurements behind it. */
-  reason: string;
 }
 
 interface Settled {

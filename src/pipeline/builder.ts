@@ -5,16 +5,19 @@
  */
 
 import { InvalidArgumentError } from "../errors.ts";
+import { checkOption, checkOptions, tsVocabulary } from "../options.ts";
 import { type Executor, mainThread, type TaskContext } from "./executor.ts";
-import type { AutoConcurrencyOptions } from "./auto_policy.ts";
+import { AUTO_CONCURRENCY_OPTIONS } from "./auto_policy.ts";
 import { type BuildOptions, Pipeline, type SinkOptions } from "./pipeline.ts";
+import { REPORT_INTERVAL_OPTION } from "./hooks.ts";
 import {
   DEFAULT_MAX_FAILURES,
+  MAX_FAILURES_OPTION,
   type MaxFailures,
   type PipeSpec,
-  type StageBound,
   type StageSpec,
 } from "./stage.ts";
+import type { StageBound } from "./stats.ts";
 
 /** Options of `addSource`. */
 export interface SourceOptions {
@@ -202,13 +205,18 @@ export class SinkBuilder<T> {
 
   /** Builds the pipeline; nothing runs until it is iterated. */
   build(opts: BuildOptions = {}): Pipeline<T> {
-    if (opts.reportInterval !== undefined && !(opts.reportInterval > 0)) {
-      throw new InvalidArgumentError(`build: reportInterval must be > 0 ms, got ${opts.reportInterval}`);
+    if (opts.reportInterval !== undefined) {
+      checkOption(REPORT_INTERVAL_OPTION, opts.reportInterval, tsVocabulary("build: "), "reportInterval");
     }
     if (opts.stallThresholdMs !== undefined && !(opts.stallThresholdMs > 0)) {
       throw new InvalidArgumentError(`build: stallThresholdMs must be > 0 ms, got ${opts.stallThresholdMs}`);
     }
-    checkAutoOptions(opts.autoConcurrency ?? {});
+    checkOptions(
+      AUTO_CONCURRENCY_OPTIONS,
+      opts.autoConcurrency ?? {},
+      tsVocabulary("build: "),
+      "autoConcurrency",
+    );
     return new Pipeline<T>(this.#specs, this.#sink, opts);
   }
 }
@@ -221,26 +229,6 @@ function uniqueName(specs: StageSpec[], name: string): string {
 }
 
 function checkMaxFailures(m: MaxFailures): MaxFailures {
-  if (typeof m === "number") {
-    if (m >= 0) return m;
-  } else if (m.rate >= 0 && m.rate <= 1 && m.after >= 1) {
-    return m;
-  }
-  throw new InvalidArgumentError(`maxFailures must be a count >= 0 or { rate in 0..1, after >= 1 }`);
-}
-
-function checkAutoOptions(o: AutoConcurrencyOptions): void {
-  const positive: (keyof AutoConcurrencyOptions)[] = ["intervalMs", "reprobeMs", "cpuBudget", "minTasks"];
-  for (const k of positive) {
-    const v = o[k];
-    if (v !== undefined && !(v > 0)) {
-      throw new InvalidArgumentError(`build: autoConcurrency.${k} must be > 0, got ${v}`);
-    }
-  }
-  for (const k of ["threshold", "drift"] as const) {
-    const v = o[k];
-    if (v !== undefined && !(v > 0 && v < 1)) {
-      throw new InvalidArgumentError(`build: autoConcurrency.${k} must be in (0, 1), got ${v}`);
-    }
-  }
+  checkOption(MAX_FAILURES_OPTION, m, tsVocabulary("pipe: "), "maxFailures");
+  return m;
 }

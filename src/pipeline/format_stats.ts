@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { PipelineStats, StageStats } from "./pipeline.ts";
+import type { PipelineStats, StageStats } from "./stats.ts";
 
 const COLUMNS: [string, (s: StageStats) => string][] = [
   ["stage", (s) => s.name],

@@ -1,13 +1,24 @@
 /**
- * Pipeline hooks: how stats and events leave a running pipeline. A hook receives fresh stats every report
+ * Pipeline hooks: the one way stats and events leave a running pipeline. A hook receives fresh stats every report
  * interval and once as each epoch ends, and the events worth a line in a log (a task failed, a stage stalled or
- * resumed, the auto-concurrency controller changed a stage). The JSONL stats file is one such hook ({@link jsonlStatsHook});
- * `build({ onReport })` is another. A hook that throws is logged and left out from then on; it never stops the
- * pipeline.
+ * resumed, the auto-concurrency controller changed a stage). The JSONL stats file is one such hook
+ * ({@link jsonlStatsHook}; `sluice load --stats-jsonl` installs it). A hook that throws is logged and left out
+ * from then on; it never stops the pipeline.
  * @module
  */
 
-import type { PipelineStats } from "./pipeline.ts";
+import type { OptionSpec } from "../options.ts";
+import type { Clock } from "./clock.ts";
+import type { PipelineStats } from "./stats.ts";
+
+/** Default milliseconds between reports. */
+/** `reportInterval`, declared once (the pipeline's, the loader's). */
+export const REPORT_INTERVAL_OPTION = {
+  kind: "number",
+  above: 0,
+  default: 10_000,
+  doc: "milliseconds between reports while an epoch runs",
+} as const satisfies OptionSpec;
 
 /** Something that happened in a running pipeline. */
 export type PipelineEvent =
@@ -53,8 +64,8 @@ export interface PipelineHook {
 }
 
 /**
- * A hook appending one JSON line per report to `path`: `{"t": <Date.now()>, ...stats}`. This is what
- * `build({ statsJsonl })` and the `SLUICE_STATS_JSONL` environment variable install.
+ * A hook appending one JSON line per report to `path`: `{"t": <Date.now()>, ...stats}`. Install it with
+ * `build({ hooks: [jsonlStatsHook(path)] })` (or the loader's `hooks` option).
  */
 export function jsonlStatsHook(path: string): PipelineHook {
   return {
@@ -64,30 +75,47 @@ export function jsonlStatsHook(path: string): PipelineHook {
   };
 }
 
-/** The JSONL path from the `SLUICE_STATS_JSONL` environment variable, if set (and readable). */
-export function envStatsJsonl(): string | undefined {
-  try {
-    return Deno.env.get("SLUICE_STATS_JSONL") || undefined;
-  } catch {
-    return undefined; // no --allow-env: no JSONL
-  }
-}
-
-/** Calls each hook, dropping (and logging once) a hook that throws. */
+/**
+ * A pipeline's hooks: calls each one, dropping (and logging once) a hook that throws, and runs the report timer
+ * while an epoch runs (only when some hook takes reports).
+ */
 export class HookSet {
   readonly #hooks: PipelineHook[];
   readonly #log: (message: string) => void;
+  readonly #clock: Clock;
+  readonly #intervalMs: number;
+  #timer: unknown;
 
-  constructor(hooks: PipelineHook[], log: (message: string) => void) {
+  /** @param intervalMs milliseconds between reports (default 10000) */
+  constructor(
+    hooks: readonly PipelineHook[],
+    log: (message: string) => void,
+    clock: Clock,
+    intervalMs: number = REPORT_INTERVAL_OPTION.default,
+  ) {
     this.#hooks = [...hooks];
     this.#log = log;
+    this.#clock = clock;
+    this.#intervalMs = intervalMs;
   }
 
-  /** Whether any hook wants reports (so the pipeline needs its report timer). */
-  get reporting(): boolean {
-    return this.#hooks.some((h) => h.report !== undefined);
+  /** Reports `stats()` every interval until {@link stopReports} (an epoch runs). */
+  startReports(stats: () => PipelineStats): void {
+    if (!this.#hooks.some((h) => h.report !== undefined)) return;
+    const tick = () => {
+      this.report(stats, false);
+      this.#timer = this.#clock.setTimer(tick, this.#intervalMs);
+    };
+    this.#timer = this.#clock.setTimer(tick, this.#intervalMs);
   }
 
+  /** Stops the periodic reports (the epoch ended). */
+  stopReports(): void {
+    if (this.#timer !== undefined) this.#clock.clearTimer(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** Hands `stats()` (read once, if some hook takes reports) to each hook. */
   report(stats: () => PipelineStats, final: boolean): void {
     let s: PipelineStats | undefined;
     for (const h of [...this.#hooks]) {
@@ -97,6 +125,7 @@ export class HookSet {
     }
   }
 
+  /** Hands an event to each hook. */
   event(e: PipelineEvent): void {
     for (const h of [...this.#hooks]) if (h.event !== undefined) this.#call(h, () => h.event!(e));
   }

@@ -48,22 +48,23 @@ export {
   SinkBuilder,
   type SourceOptions,
 } from "./builder.ts";
-export type { ControllerStats } from "./auto_controller.ts";
-export type { AutoConcurrencyOptions, ControllerDecision } from "./auto_policy.ts";
+export type { AutoConcurrencyOptions } from "./auto_policy.ts";
 export { type Clock, realClock } from "./clock.ts";
 export { type Executor, mainThread, type PipeFn, type TaskContext } from "./executor.ts";
 export { jsonlStatsHook, type PipelineEvent, type PipelineHook } from "./hooks.ts";
 export { formatStats, type FormatStatsOptions } from "./format_stats.ts";
-export {
-  type BuildOptions,
-  Pipeline,
-  type PipelineStats,
-  type SinkOptions,
-  type StageControl,
-  type StageStats,
-} from "./pipeline.ts";
-export type { QueueCounters } from "./queue.ts";
-export type { MaxFailures, StageBound, StageKind } from "./stage.ts";
+export { type BuildOptions, Pipeline, type SinkOptions } from "./pipeline.ts";
+export type { MaxFailures, StageControl } from "./stage.ts";
+export type {
+  ControllerDecision,
+  ControllerStats,
+  PipelineStats,
+  QueueCounters,
+  StageBound,
+  StageKind,
+  StageStats,
+  StageTotals,
+} from "./stats.ts";
 export { collectTransferables, TRANSFER, transferable, type Transferring } from "./transfer.ts";
 export { WorkerPool, type WorkerPoolOptions } from "./worker_pool.ts";
 export {

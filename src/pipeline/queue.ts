@@ -26,32 +26,7 @@ interface Putter<T> {
 }
 
 import { type Clock, realClock } from "./clock.ts";
-
-/** Counters a queue keeps about itself; all times in milliseconds. */
-export interface QueueCounters {
-  /** Items buffered now. */
-  length: number;
-  /** Current bound. */
-  capacity: number;
-  /** Time-weighted mean number of items buffered since the queue was created. */
-  meanOccupancy: number;
-  /** Fraction (0..1) of the elapsed time the queue was full. */
-  fullFraction: number;
-  /** Fraction (0..1) of the elapsed time the queue was empty. */
-  emptyFraction: number;
-  /** Total time producers spent waiting on a full queue (summed over producers, including waits under way). */
-  putWaitMs: number;
-  /** Total time consumers spent waiting on an empty queue (summed over consumers, including waits under way). */
-  getWaitMs: number;
-  /** Time since the queue was created (the denominator of the fractions above). */
-  elapsedMs: number;
-  /** Time the queue was full (`fullFraction × elapsedMs`). */
-  fullMs: number;
-  /** Time the queue was empty (`emptyFraction × elapsedMs`). */
-  emptyMs: number;
-  /** Integral of the length over time, item·ms (`meanOccupancy × elapsedMs`). */
-  itemMs: number;
-}
+import type { QueueCounters } from "./stats.ts";
 
 /** A bounded async FIFO with cheap occupancy accounting. */
 export class BoundedQueue<T> {

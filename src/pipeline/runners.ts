@@ -8,14 +8,8 @@ import { runAggregate } from "./run_aggregate.ts";
 import { runDisaggregate } from "./run_disaggregate.ts";
 import { runPipe } from "./run_pipe.ts";
 import { runSource } from "./run_source.ts";
-import type {
-  AggregateSpec,
-  DisaggregateSpec,
-  PipeSpec,
-  SourceSpec,
-  StageKind,
-  StageRunner,
-} from "./stage.ts";
+import type { AggregateSpec, DisaggregateSpec, PipeSpec, SourceSpec, StageRunner } from "./stage.ts";
+import type { StageKind } from "./stats.ts";
 
 /** One runner per stage kind. */
 export const RUNNERS: Readonly<Record<StageKind, StageRunner>> = {

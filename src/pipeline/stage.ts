@@ -8,6 +8,7 @@
  */
 
 import { errorText, InvalidArgumentError, type StageError } from "../errors.ts";
+import type { OptionSpec } from "../options.ts";
 import { type Clock, realClock } from "./clock.ts";
 import { describeItem } from "./describe.ts";
 import type { Executor, PipeFn } from "./executor.ts";
@@ -15,6 +16,7 @@ import { type BoundedQueue, CLOSED, EMPTY } from "./queue.ts";
 import { LatencySketch } from "./sketch.ts";
 import type { Tracer } from "./trace.ts";
 import type { PipelineEvent } from "./hooks.ts";
+import type { StageBound, StageKind } from "./stats.ts";
 
 /** Failures logged per stage before further ones are only counted. */
 const LOGGED_FAILURES = 10;
@@ -27,11 +29,29 @@ export type MaxFailures = number | { rate: number; after: number };
 /** Default failure budget: give up when more than half of the tasks fail, judged after 20 tasks. */
 export const DEFAULT_MAX_FAILURES: MaxFailures = { rate: 0.5, after: 20 };
 
-/**
- * What limits a stage's useful concurrency: `"cpu"` stages compute (Workers, synchronous FFI) and share the
- * machine's cores; `"io"` stages mostly wait (network, disk, a subprocess) and may run far more tasks than cores.
- */
-export type StageBound = "cpu" | "io";
+/** {@link MaxFailures}, declared once (a stage's, the loader's). */
+export const MAX_FAILURES_OPTION = {
+  kind: "either",
+  of: [
+    { kind: "integer", min: 0, doc: "failures tolerated" },
+    {
+      kind: "group",
+      doc: "a failure rate",
+      options: {
+        rate: {
+          kind: "number",
+          min: 0,
+          max: 1,
+          required: true,
+          doc: "failed fraction of the tasks finished",
+        },
+        after: { kind: "integer", min: 0, required: true, doc: "judged once this many tasks finished" },
+      },
+    },
+  ],
+  default: DEFAULT_MAX_FAILURES,
+  doc: "failures tolerated before giving up: a count, or a rate once `after` tasks finished",
+} as const satisfies OptionSpec;
 
 /** The source: pulls items from an iterable. */
 export interface SourceSpec {
@@ -85,9 +105,6 @@ const _kinds: Record<StageKind, StageSpec["kind"]> & Record<StageSpec["kind"], S
   disaggregate: "disaggregate",
 };
 
-/** The kinds of stage a pipeline is made of (one {@link StageSpec} shape and one runner each). */
-export type StageKind = "source" | "pipe" | "aggregate" | "disaggregate";
-
 /** Runs one stage for one epoch (`runners.ts` has one per kind); resolves once `output` is closed, never rejects. */
 export type StageRunner = (
   stage: Stage,
@@ -108,8 +125,30 @@ export interface RunContext {
   readonly clock: Clock;
 }
 
+/** What a running stage lets a controller (a tuner, the auto-concurrency controller) do. */
+export interface StageControl {
+  /** The stage's name. */
+  readonly name: string;
+  /** What kind of stage it is (only `pipe` stages change concurrency). */
+  readonly kind: StageKind;
+  /** Tasks the stage may run at once. */
+  readonly concurrency: number;
+  /** Whether the pipeline's auto-concurrency controller sets the concurrency. */
+  readonly auto: boolean;
+  /**
+   * Changes the stage's concurrency, effective immediately, also while it runs. A number pins it (the controller
+   * lets go of it); `"auto"` hands it to the controller, starting from the current value.
+   */
+  setConcurrency(n: number | "auto"): void;
+  /**
+   * The auto-concurrency controller's step: changes the concurrency of a stage under the controller (`auto`)
+   * and leaves it there. Throws for a stage that is not `auto`, or a value outside `[1, maxConcurrency]`.
+   */
+  adjust(n: number): void;
+}
+
 /** A stage of a built pipeline. Counters are cumulative over epochs. */
-export class Stage {
+export class Stage implements StageControl {
   readonly name: string;
   readonly kind: StageKind;
   readonly ordered: boolean;
@@ -215,8 +254,18 @@ export class Stage {
     this.#apply(n);
   }
 
-  /** The controller's change: like {@link setConcurrency} but keeps the stage under the controller. */
+  /** The controller's change: like {@link setConcurrency}, but the stage stays under the controller. */
   adjust(n: number): void {
+    if (!this.#auto) {
+      throw new InvalidArgumentError(
+        `stage "${this.name}" is not under the auto-concurrency controller; use setConcurrency`,
+      );
+    }
+    if (!Number.isInteger(n) || n < 1 || n > this.maxConcurrency) {
+      throw new InvalidArgumentError(
+        `stage "${this.name}": concurrency must be an integer in [1, ${this.maxConcurrency}], got ${n}`,
+      );
+    }
     this.#apply(n);
   }
 

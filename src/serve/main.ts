@@ -2,37 +2,48 @@
  * The batch server as a process: `deno run -A src/serve/main.ts --config '<json>'` (what the Python client
  * spawns; `sluice serve` runs the same {@link runServer}). The config is a {@link ServerConfig}; the server
  * builds one loader per client session from `loader` with the client's shard and epoch, prints one JSON line
- * `{"event":"ready",…}` to stdout once it listens, and runs until SIGTERM/SIGINT, or until its stdin reaches
+ * `{"event":"ready",…}` to stdout once it listens (or `{"event":"error","name":…,"message":…}` when it cannot
+ * start, e.g. an option the config misspells), and runs until SIGTERM/SIGINT, or until its stdin reaches
  * end of file when `exitOnStdinEof` is set (the spawning trainer died: the server must not outlive it). Once
- * told to stop it exits within `closeTimeoutMs`, whatever its sessions are doing.
+ * told to stop it exits within {@link CLOSE_TIMEOUT_MS}, whatever its sessions are doing.
+ * `main.ts --options` prints the Python keywords it accepts (`pythonOptionList`) as JSON.
  * @module
  */
 
-import { type LoaderOptions, videoClassificationLoader } from "../loader/loader.ts";
-import { InvalidArgumentError, SluiceError } from "../errors.ts";
+import { videoClassificationLoader } from "../loader/loader.ts";
+import { SluiceError } from "../errors.ts";
 import { SERVE_PROTOCOL_VERSION } from "./protocol.ts";
 import { type BatchServer, type LoaderFactory, serveLoader } from "./server.ts";
+import { pythonOptionList, resolveServerConfig, type ServedLoaderOptions, SERVER_TABLE } from "./options.ts";
 
-/** What {@link runServer} needs; JSON-compatible. */
+/** What {@link runServer} needs; JSON-compatible. Kinds, ranges and defaults: `SERVER_OPTIONS`. */
 export interface ServerConfig {
   /** Unix socket path. */
   socket: string;
-  /** Batch slots per client (default 4). */
+  /** Batch slots per client. */
   slots?: number;
   /** Loader options (callbacks aside); `sampler.rank`/`worldSize` are the default shard. */
-  loader: Omit<LoaderOptions, "onReport" | "log">;
+  loader?: ServedLoaderOptions;
+  /**
+   * Instead of `slots` and `loader`: the keywords a Python user passed to `sluice.Loader(...)`, as given
+   * (snake_case, groups as dicts); errors name them as the user wrote them.
+   */
+  python?: Record<string, unknown>;
+  /** With `python`: the Python client's own keywords, suggested for a misspelled one. */
+  clientKeywords?: string[];
   /** Exit when stdin reaches end of file (default false). */
   exitOnStdinEof?: boolean;
   /** Remove this directory (the socket's, made by the spawning client) on exit. */
   removeDir?: string;
   /** Log each client's connection (default true; a spawning client turns it off). */
   logConnections?: boolean;
-  /**
-   * Milliseconds closing may take once the server is told to stop (default 1500): past that, {@link runServer}
-   * logs a line and returns without waiting for the sessions, so the process exits anyway.
-   */
-  closeTimeoutMs?: number;
 }
+
+/**
+ * Milliseconds closing may take once the server is told to stop: past that, {@link runServer} logs a line and
+ * returns without waiting for its sessions, so the process exits anyway (a spawning trainer waits 3 s).
+ */
+export const CLOSE_TIMEOUT_MS = 1500;
 
 /**
  * A factory building a loader per session from `options`, with the client's shard and first epoch, and `slots`
@@ -41,9 +52,9 @@ export interface ServerConfig {
  * loader's batches are copied into the session's slots).
  */
 export function loaderFactory(
-  options: ServerConfig["loader"],
+  options: ServedLoaderOptions,
   log?: (line: string) => void,
-  slots = 4,
+  slots: number = SERVER_TABLE.slots.default,
 ): LoaderFactory {
   return (req) =>
     videoClassificationLoader({
@@ -60,15 +71,14 @@ export function loaderFactory(
 
 /**
  * Serves until a signal (or stdin's end with `exitOnStdinEof`); calls `onReady` once listening. Resolves when
- * the server has closed, or when closing took longer than `closeTimeoutMs` (the process should then exit).
+ * the server has closed, or when closing took longer than {@link CLOSE_TIMEOUT_MS} (the process should then exit).
+ * Throws `InvalidArgumentError` before listening for a config that is not valid (`resolveServerConfig`).
  */
 export async function runServer(
-  config: ServerConfig,
+  given: ServerConfig,
   onReady?: (server: BatchServer) => void,
 ): Promise<void> {
-  if (typeof config !== "object" || config === null || typeof config.loader !== "object") {
-    throw new InvalidArgumentError("serve: the config needs a socket and loader options");
-  }
+  const config = resolveServerConfig(given);
   const server = await serveLoader(loaderFactory(config.loader, undefined, config.slots), {
     socket: config.socket,
     slots: config.slots,
@@ -82,14 +92,17 @@ export async function runServer(
   onReady?.(server);
   try {
     await Promise.race([server.finished, stopped.promise]);
-    const limit = config.closeTimeoutMs ?? 1500;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = await Promise.race([
       server.close().then(() => false),
-      new Promise<boolean>((r) => timer = setTimeout(() => r(true), limit)),
+      new Promise<boolean>((r) => timer = setTimeout(() => r(true), CLOSE_TIMEOUT_MS)),
     ]);
     clearTimeout(timer);
-    if (late) console.error(`sluice serve: the server did not close within ${limit} ms; exiting without it`);
+    if (late) {
+      console.error(
+        `sluice serve: the server did not close within ${CLOSE_TIMEOUT_MS} ms; exiting without it`,
+      );
+    }
   } finally {
     for (const s of signals) Deno.removeSignalListener(s, stop);
     if (config.removeDir) {
@@ -108,6 +121,11 @@ async function waitStdinEof(): Promise<void> {
 }
 
 if (import.meta.main) {
+  if (Deno.args.includes("--options")) {
+    // The keywords sluice.Loader passes through, for the Python client's docs and tests.
+    console.log(JSON.stringify(pythonOptionList()));
+    Deno.exit(0);
+  }
   const i = Deno.args.indexOf("--config");
   let config: ServerConfig;
   try {
@@ -127,7 +145,10 @@ if (import.meta.main) {
       }));
     });
   } catch (e) {
-    console.error(`sluice serve: ${e instanceof SluiceError ? e.message : e instanceof Error ? e.stack : e}`);
+    // The spawning client reads stdout until "ready": it raises a sluice error by its class name.
+    if (e instanceof SluiceError) {
+      console.log(JSON.stringify({ event: "error", name: e.name, message: e.message }));
+    } else console.error(`sluice serve: ${e instanceof Error ? e.stack : e}`);
     Deno.exit(1);
   }
   Deno.exit(0);

@@ -44,6 +44,8 @@ import {
 } from "./protocol.ts";
 import { HostSlots, SlotRing, type SlotRingStats } from "../memory/slot_ring.ts";
 import { type BatchSlots, slotOf } from "../loader/batch_slots.ts";
+import { checkOption, tsVocabulary } from "../options.ts";
+import { SERVER_TABLE } from "./options.ts";
 
 /** What a session asks a {@link LoaderFactory} for. */
 export interface LoaderRequest {
@@ -62,7 +64,7 @@ export type LoaderFactory = (request: LoaderRequest) => Promise<VideoClassificat
 export interface ServeOptions {
   /** Path of the Unix domain socket to listen on (a stale socket file there is replaced). */
   socket: string;
-  /** Batch slots per session: batches in flight at most (default 4). */
+  /** Batch slots per session: batches in flight at most (range and default: `SERVER_OPTIONS.slots`). */
   slots?: number;
   /** Sessions at once with a {@link LoaderFactory} (default 16; a fixed loader serves one). */
   maxClients?: number;
@@ -128,10 +130,8 @@ export async function serveLoader(
   loader: VideoClassificationLoader | LoaderFactory,
   opts: ServeOptions,
 ): Promise<BatchServer> {
-  const slots = opts.slots ?? 4;
-  if (!Number.isInteger(slots) || slots < 1 || slots > 1024) {
-    throw new InvalidArgumentError(`serve: slots must be an integer in [1, 1024], got ${opts.slots}`);
-  }
+  const slots = opts.slots ?? SERVER_TABLE.slots.default;
+  checkOption(SERVER_TABLE.slots, slots, tsVocabulary("serve: "), "slots");
   if (typeof opts.socket !== "string" || opts.socket.length === 0) {
     throw new InvalidArgumentError("serve: socket must be a path");
   }

@@ -11,7 +11,7 @@
 
 import { InvalidArgumentError } from "../errors.ts";
 import { cacheLoader } from "../loader/cache_loader.ts";
-import type { PipelineStats, StageStats } from "../pipeline/pipeline.ts";
+import type { PipelineStats, StageStats } from "../pipeline/stats.ts";
 import { treeCpuSeconds, treePeakRss } from "./proc.ts";
 import type { Config } from "./space.ts";
 import type { TrialLoader, TuneTarget } from "./target.ts";

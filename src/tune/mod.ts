@@ -49,8 +49,14 @@ export type {
 } from "./search.ts";
 export { tune, type TuneOptions, type TuneResult } from "./tune.ts";
 // The statistics a target's loader may report
-export type { PipelineStats, StageStats } from "../pipeline/pipeline.ts";
-export type { MaxFailures, StageBound, StageKind } from "../pipeline/stage.ts";
-export type { QueueCounters } from "../pipeline/queue.ts";
-export type { ControllerStats } from "../pipeline/auto_controller.ts";
-export type { ControllerDecision } from "../pipeline/auto_policy.ts";
+export type {
+  ControllerDecision,
+  ControllerStats,
+  PipelineStats,
+  QueueCounters,
+  StageBound,
+  StageKind,
+  StageStats,
+  StageTotals,
+} from "../pipeline/stats.ts";
+export type { MaxFailures } from "../pipeline/stage.ts";

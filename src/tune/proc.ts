@@ -1,10 +1,10 @@
 /**
- * A process tree's memory and CPU time from Linux's `/proc` (a trial and the children it starts, such as the
- * subprocess backend). Elsewhere every reader returns null and the tuner reports the figure as unknown.
+ * A process's (or a process tree's) memory and CPU time from Linux's `/proc`: the tuner's trials and the
+ * children they start, such as the subprocess backend, and `sluice load`'s RSS figures. Memory is read in one
+ * place, {@link procRss}. Elsewhere every reader returns null and the figure is reported as unknown.
  * @module
  */
 
-const PAGE = 4096;
 const TICKS_PER_SEC = 100; // USER_HZ: 100 on every Linux ABI Deno runs on
 
 function read(path: string): string | null {
@@ -13,6 +13,16 @@ function read(path: string): string | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * A memory field of `/proc/<pid>/status` in bytes: `VmRSS` (resident now) or `VmHWM` (the peak resident);
+ * null when it cannot be read (no such process, no `/proc`, `pid` undefined).
+ */
+export function procRss(pid: number | "self" | undefined, field: "VmRSS" | "VmHWM"): number | null {
+  if (pid === undefined) return null;
+  const m = read(`/proc/${pid}/status`)?.match(new RegExp(`^${field}:\\s+(\\d+) kB`, "m"));
+  return m ? Number(m[1]) * 1024 : null;
 }
 
 /** `pid` and its descendants (children listed by each thread in `/proc/PID/task/TID/children`). */
@@ -38,23 +48,20 @@ export function processTree(pid: number): number[] {
 
 /** Resident set size of a process tree now, bytes (null when `/proc` is not there). */
 export function treeRss(pid: number): number | null {
-  let total = 0, any = false;
-  for (const p of processTree(pid)) {
-    const statm = read(`/proc/${p}/statm`);
-    if (statm === null) continue;
-    total += Number(statm.split(" ")[1]) * PAGE;
-    any = true;
-  }
-  return any ? total : null;
+  return treeSum(pid, "VmRSS");
 }
 
 /** The sum of each process's peak RSS (`VmHWM`) over a tree, bytes: an upper bound of the tree's peak. */
 export function treePeakRss(pid: number): number | null {
+  return treeSum(pid, "VmHWM");
+}
+
+function treeSum(pid: number, field: "VmRSS" | "VmHWM"): number | null {
   let total = 0, any = false;
   for (const p of processTree(pid)) {
-    const m = read(`/proc/${p}/status`)?.match(/^VmHWM:\s+(\d+) kB/m);
-    if (!m) continue;
-    total += Number(m[1]) * 1024;
+    const bytes = procRss(p, field);
+    if (bytes === null) continue;
+    total += bytes;
     any = true;
   }
   return any ? total : null;

@@ -28,7 +28,7 @@
  * @module
  */
 
-import type { PipelineStats } from "../pipeline/pipeline.ts";
+import type { PipelineStats } from "../pipeline/stats.ts";
 import type { ConfigOf, SearchSpace } from "./space.ts";
 
 /** What a trial's `create` gets besides the configuration. */

@@ -1,9 +1,9 @@
 /**
  * The argument framework: every command's --help and --version, one message shape for every bad value, exit
- * statuses, and a standalone script (examples/demo.ts) built on it.
+ * statuses, and a standalone script (examples/demo.ts) that uses the CLI's `main`.
  */
 import assert from "node:assert/strict";
-import { COMMANDS } from "../../src/cli/main.ts";
+import { COMMANDS } from "../../src/cli/commands/all.ts";
 import { type Command, defineCommand, parseCommandLine, runCli, runCommand } from "../../src/cli/args.ts";
 import { Capture, denoJsonVersion, sluice } from "./helpers.ts";
 
@@ -77,6 +77,9 @@ Deno.test("cli: sluice --help lists every command; --version; no command is a us
   assert.match(typo.stderr, /^sluice: unknown command "lod"; did you mean "load"\?/);
 });
 
+/** The clip shape and batch size `sluice load` needs. */
+const SHAPE = ["--batch-size", "2", "--frames", "4", "--width", "32", "--height", "32"];
+
 /** The one shape of a bad value: the command, the option, the valid range, what was given. */
 const BAD_VALUE =
   /^sluice [a-z-]+: --[a-z-]+ must be (an integer|an even integer|a number|one of|a non-empty)[^\n]*, got ("[^\n]*"|nothing)/;
@@ -85,18 +88,18 @@ const badValues: [string[], string][] = [
   [["load", "d", "--width", "-5"], 'sluice load: --width must be an integer from 1 to 16384, got "-5"'],
   [
     ["load", "d", "--batch-size", "2.5"],
-    'sluice load: --batch-size must be an integer from 1 to 4096, got "2.5"',
+    'sluice load: --batch-size must be an integer from 1 to 65536, got "2.5"',
   ],
   [
     ["load", "d", "--batch-size", "0"],
-    'sluice load: --batch-size must be an integer from 1 to 4096, got "0"',
+    'sluice load: --batch-size must be an integer from 1 to 65536, got "0"',
   ],
   [
     ["load", "d", "--batch-size=1e9"],
-    'sluice load: --batch-size must be an integer from 1 to 4096, got "1e9"',
+    'sluice load: --batch-size must be an integer from 1 to 65536, got "1e9"',
   ],
-  [["load", "d", "--frames", "0x10"], 'sluice load: --frames must be an integer from 1 to 1024, got "0x10"'],
-  [["load", "d", "--frames", ""], 'sluice load: --frames must be an integer from 1 to 1024, got ""'],
+  [["load", "d", "--frames", "0x10"], 'sluice load: --frames must be an integer from 1 to 10000, got "0x10"'],
+  [["load", "d", "--frames", ""], 'sluice load: --frames must be an integer from 1 to 10000, got ""'],
   [["load", "d", "--frame-rate", "0"], 'sluice load: --frame-rate must be a number > 0 and <= 1000, got "0"'],
   [
     ["load", "d", "--frame-rate", "abc"],
@@ -113,7 +116,11 @@ const badValues: [string[], string][] = [
   ],
   [
     ["load", "d", "--seed", "-1"],
-    'sluice load: --seed must be an integer from 0 to 9007199254740991, got "-1"',
+    'sluice load: --seed must be an integer >= 0, got "-1"',
+  ],
+  [
+    ["load", "d", "--on-clip-error", "retry"],
+    'sluice load: --on-clip-error must be one of replace, skip, fail, got "retry"',
   ],
   [
     ["make-dataset", "d", "--videos", "3"],
@@ -153,7 +160,11 @@ Deno.test("cli: other usage errors: unknown options named, positionals counted, 
     [["load"], /^sluice load: missing DATASET/],
     [["load", "a", "b"], /^sluice load: takes DATASET only; unexpected "b"/],
     [["probe"], /^sluice probe: missing FILE/],
-    [["load", "d", "--batches", "3", "--epochs", "2"], /^sluice load: give --batches or --epochs, not both/],
+    [["load", "d"], /^sluice load: --batch-size, --frames, --width and --height are required/],
+    [
+      ["load", "d", ...SHAPE, "--batches", "3", "--epochs", "2"],
+      /^sluice load: give --batches or --epochs, not both/,
+    ],
   ];
   for (const [args, want] of cases) {
     const r = await cli(args);
@@ -256,7 +267,7 @@ Deno.test("cli: runCommand returns run's status; a SluiceError is exit 1 with on
 Deno.test("cli: the real process exits 0 on --help and --version, 2 on a usage error", async () => {
   const help = await sluice(["load", "--help"]);
   assert.equal(help.code, 0, help.stderr);
-  assert.match(help.stdout, /--batch-size N +clips per batch \[default: 8; an integer from 1 to 4096\]/);
+  assert.match(help.stdout, /--batch-size N +clips per batch \[required; an integer from 1 to 65536\]/);
   const version = await sluice(["--version"]);
   assert.equal(version.code, 0);
   assert.match(version.stdout, new RegExp(`^sluice ${denoJsonVersion().replaceAll(".", "\\.")} `));
@@ -277,7 +288,7 @@ Deno.test("cli: examples/demo.ts --help prints its options instead of dying; a b
   const dec = new TextDecoder();
   const help = await run(["--help"]);
   assert.equal(help.code, 0, dec.decode(help.stderr));
-  assert.match(dec.decode(help.stdout), /--epochs N +.*\[default: 5; an integer from 1 to 1000\]/);
+  assert.match(dec.decode(help.stdout), /--epochs N +.*\(1 to 1000, default 5\)/);
   assert.doesNotMatch(dec.decode(help.stderr), /\n\s+at /);
   const bad = await run(["--epochs", "0"]);
   assert.equal(bad.code, 2);

@@ -7,12 +7,16 @@ import type { Out } from "../../src/cli/tty.ts";
 /** The CLI's entry point. */
 export const MAIN: string = new URL("../../src/cli/main.ts", import.meta.url).pathname;
 
-/** Runs `sluice ARGS` in a fresh Deno; returns the exit status and what it wrote. */
-export async function sluice(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+/** Runs `sluice ARGS` in a fresh Deno (with `env` added to the environment); returns its status and output. */
+export async function sluice(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "--allow-all", MAIN, ...args],
     stdout: "piped",
     stderr: "piped",
+    env,
   }).output();
   const dec = new TextDecoder();
   return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };

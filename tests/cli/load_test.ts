@@ -177,3 +177,33 @@ for (const backend of ["inprocess", "subprocess"]) {
     }
   });
 }
+
+Deno.test("sluice load --stats-jsonl (or SLUICE_STATS_JSONL) appends the loader pipeline's stats, one line per report", async () => {
+  const dir = await tinyDataset();
+  try {
+    for (const how of ["flag", "env"] as const) {
+      const file = `${dir}/stats-${how}.jsonl`;
+      const args = ["load", dir, "--json", "--epochs", "2", ...words(SMALL)];
+      const r = how === "flag"
+        ? await sluice([...args, "--stats-jsonl", file])
+        : await sluice(args, { SLUICE_STATS_JSONL: file });
+      assert.equal(r.code, 0, r.stderr);
+      const summary = JSON.parse(r.stdout);
+      const lines = (await Deno.readTextFile(file)).trim().split("\n").map((l) => JSON.parse(l));
+      // A 2-epoch run of a few seconds: at least the report that ends each epoch (a 10 s report may come too).
+      assert.ok(lines.length >= 2, `${how}: ${lines.length} lines`);
+      for (const l of lines) assert.equal(typeof l.t, "number");
+      const names = lines[0].stages.map((x: { name: string }) => x.name);
+      assert.deepEqual(names, summary.pipeline.stages.map((x: { name: string }) => x.name), how);
+      const finals = lines.filter((l) => !l.running);
+      assert.deepEqual(finals.map((l) => l.epochs), [1, 2], `${how}: one final line per epoch`);
+      const last = lines.at(-1);
+      assert.equal(last.running, false);
+      // The last line is the stats the summary ends with: the batches handed to the consumer.
+      assert.equal(last.consumed, summary.batches, how);
+      assert.equal(last.stages.at(-1).done, summary.batches, how);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -2,7 +2,9 @@
 import assert, { deepStrictEqual as assertEquals } from "node:assert/strict";
 import { videoClassificationLoader } from "../../src/loader/loader.ts";
 import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
-import { InvalidArgumentError } from "../../src/errors.ts";
+import { InvalidArgumentError, MediaError } from "../../src/errors.ts";
+import type { PipelineEvent } from "../../src/pipeline/hooks.ts";
+import type { PipelineStats } from "../../src/pipeline/stats.ts";
 
 async function dataset(): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: "sluice-stages-" });
@@ -90,13 +92,80 @@ Deno.test('concurrency "auto": the controller owns demux and decode, the decode 
   }
 });
 
-Deno.test('concurrency: a value other than an integer in [1, 256] or "auto" is refused by name', async () => {
+Deno.test('concurrency: a value other than an integer from 1 to 256 or "auto" is refused by name', async () => {
   for (const bad of [0, 2.5, 300, "fast"]) {
     await assert.rejects(
       videoClassificationLoader({ ...base, dataset: "unused", concurrency: { decode: bad as number } }),
       (e) =>
         e instanceof InvalidArgumentError &&
-        /concurrency\.decode must be an integer in \[1, 256\] or "auto"/.test(e.message),
+        /concurrency\.decode must be an integer from 1 to 256 or "auto"/.test(e.message),
     );
+  }
+});
+
+Deno.test("hooks: the loader's pipeline reports to LoaderOptions.hooks while it runs and as each epoch ends, both backends", async () => {
+  const dir = await dataset();
+  try {
+    for (const backend of ["inprocess", "subprocess"] as const) {
+      const reports: [PipelineStats, boolean][] = [];
+      await using loader = await videoClassificationLoader({
+        ...base,
+        dataset: dir,
+        backend,
+        hooks: [{ report: (s, final) => reports.push([s, final]) }],
+        reportInterval: 20,
+      });
+      let batches = 0;
+      for (let e = 0; e < 2; e++) for await (using _ of loader) batches++;
+      const finals = reports.filter(([, final]) => final).map(([s]) => s);
+      assertEquals(finals.map((s) => s.epochs), [1, 2], `${backend}: one final report per epoch`);
+      // The last report is the stats the loader ends with: every batch reached the consumer.
+      const last = finals.at(-1)!;
+      assertEquals(last.stages.at(-1)!.done, batches, backend);
+      assertEquals(batches, 2 * Math.ceil(loader.clipsPerEpoch / base.batchSize));
+      assertEquals(last.stages.map((r) => r.name), loader.stats().pipeline.stages.map((r) => r.name));
+      if (backend === "subprocess") {
+        assertEquals(last.stages[0].name, "backend");
+        // The child's stats still come through the backend's own channel.
+        const b = loader.stats().backend!;
+        assertEquals([b.epochs, b.items], [2, 2 * loader.clipsPerEpoch]);
+        assert(b.child !== null);
+      }
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test('hooks: a clip that fails under onClipError "fail" reaches LoaderOptions.hooks as a failure event with its error', async () => {
+  const dir = await dataset();
+  try {
+    const files = [...Deno.readDirSync(`${dir}/class_00`)].map((e) => `${dir}/class_00/${e.name}`).sort();
+    const manifest = `${dir}/with_missing.csv`;
+    Deno.writeTextFileSync(
+      manifest,
+      ["path,label,start,end", ...files.map((f) => `${f},0,,`), `${dir}/nope.mp4,0,0,2`].join("\n"),
+    );
+    const events: PipelineEvent[] = [];
+    await using loader = await videoClassificationLoader({
+      ...base,
+      dataset: manifest,
+      sampler: { seed: 4, clipsPerVideo: 1, shuffle: false },
+      onClipError: "fail",
+      hooks: [{ event: (e) => events.push(e) }],
+    });
+    let thrown: unknown;
+    try {
+      for await (using _ of loader) { /* the error comes with the batch holding the clip */ }
+    } catch (e) {
+      thrown = e;
+    }
+    assert(thrown instanceof MediaError && thrown.message.includes(`${dir}/nope.mp4`), String(thrown));
+    const failures = events.filter((e) => e.type === "failure");
+    assertEquals(failures.length, 1, JSON.stringify(events));
+    const f = failures[0] as Extract<PipelineEvent, { type: "failure" }>;
+    assert(f.error === thrown, "the event carries the error the loop threw");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });

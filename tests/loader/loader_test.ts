@@ -497,39 +497,39 @@ Deno.test("options that make no sense are rejected with one line naming the opti
   const ds = await dataset();
   const base: LoaderOptions = { dataset: ds, batchSize: 2, clip: { numFrames: T, width: W, height: H } };
   const cases: [Partial<LoaderOptions>, RegExp][] = [
-    [{ batchSize: 0 }, /^loader: batchSize must be an integer in \[1, 65536\], got 0$/],
-    [{ batchSize: 2.5 }, /^loader: batchSize must be an integer in \[1, 65536\], got 2\.5$/],
+    [{ batchSize: 0 }, /^loader: batchSize must be an integer from 1 to 65536, got 0$/],
+    [{ batchSize: 2.5 }, /^loader: batchSize must be an integer from 1 to 65536, got 2\.5$/],
     [
       { clip: { numFrames: 0, width: W, height: H } },
-      /^loader: clip\.numFrames must be an integer in \[1, 10000\], got 0$/,
+      /^loader: clip\.numFrames must be an integer from 1 to 10000, got 0$/,
     ],
     [
       { clip: { numFrames: T, width: -5, height: H } },
-      /^loader: clip\.width must be an integer in \[1, 16384\], got -5$/,
+      /^loader: clip\.width must be an integer from 1 to 16384, got -5$/,
     ],
     [
       { clip: { numFrames: T, width: W, height: H, frameRate: 0 } },
-      /^loader: clip\.frameRate must be a number in \(0, 1000\], got 0$/,
+      /^loader: clip\.frameRate must be a number > 0 and <= 1000, got 0$/,
     ],
     [
       { clip: { numFrames: T, width: W, height: H, sampling: "stride" } },
-      /^loader: sampling "stride" needs clip\.stride$/,
+      /^loader: clip\.sampling "stride" needs clip\.stride$/,
     ],
     [
       { clip: { numFrames: T, width: W, height: H, dtype: "uint8", mean: [0, 0, 0] } },
-      /apply to dtype "float32" only/,
+      /^loader: clip\.mean and clip\.std apply to clip\.dtype "float32" only$/,
     ],
     [
       { clip: { numFrames: T, width: W, height: H, maxPadFraction: 2 } },
-      /^loader: clip\.maxPadFraction must be a number in \[0, 1\], got 2$/,
+      /^loader: clip\.maxPadFraction must be a number from 0 to 1, got 2$/,
     ],
     [
       { onClipError: "retry" as "skip" },
-      /^loader: onClipError must be one of "replace", "skip", "fail", got "retry"$/,
+      /^loader: onClipError must be one of replace, skip, fail, got "retry"$/,
     ],
     [
       { concurrency: { decode: 0 } },
-      /^loader: concurrency\.decode must be an integer in \[1, 256\] or "auto", got 0$/,
+      /^loader: concurrency\.decode must be an integer from 1 to 256 or "auto", got 0$/,
     ],
   ];
   for (const [o, re] of cases) {

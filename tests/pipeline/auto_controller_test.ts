@@ -8,6 +8,8 @@ import type { PipeOptions } from "../../src/pipeline/builder.ts";
 import type { PipelineEvent } from "../../src/pipeline/hooks.ts";
 import { formatStats } from "../../src/pipeline/format_stats.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
+import { AutoController } from "../../src/pipeline/auto_controller.ts";
+import { autoConfig } from "../../src/pipeline/auto_policy.ts";
 import { FakeClock } from "./fake_clock.ts";
 import { kneeLatency } from "./contention.ts";
 
@@ -225,5 +227,49 @@ Deno.test(
         JSON.stringify(p.stats().controller.log.slice(0, 6))
       }`,
     );
+  }),
+);
+
+Deno.test(
+  "auto concurrency: the controller is an attachment: beside a pipeline, through its public stats() and stage controls",
+  withClock(async (clock) => {
+    // The pipeline's own controller would tick after 10^9 ms: a second one, given nothing but what the pipeline
+    // offers everyone, does the work.
+    const p = onePipeline(clock, kneeLatency(10, 0.1, 3, 3), { name: "demux", concurrency: "auto" }, {
+      autoConcurrency: { ...AUTO, intervalMs: 1e9 },
+    });
+    const events: PipelineEvent[] = [];
+    const beside = new AutoController(
+      { stats: () => p.stats(), stages: p.stages },
+      autoConfig(AUTO),
+      clock,
+      (e) => events.push(e),
+    );
+    beside.start();
+    await drive(p, clock, 150_000);
+    beside.stop();
+    assert.deepEqual(p.stats().controller.log, [], "the pipeline's own controller never ticked");
+    const log = beside.stats().log;
+    const settled = log.filter((d) => d.action === "settle").at(-1)?.to;
+    assert.ok(settled !== undefined && Math.abs(settled - 3) <= 1, JSON.stringify(log, null, 1));
+    const changes = events.filter((e) => e.type === "concurrency");
+    assert.ok(changes.length >= 2);
+    const last = changes.at(-1)!;
+    assert.equal(last.type === "concurrency" && last.to, p.stats().stages[1].concurrency);
+    // A number pins the stage: the controller's next ticks leave it alone.
+    p.stage("demux").setConcurrency(7);
+    const before = events.length;
+    beside.tick();
+    beside.tick();
+    assert.equal(events.length, before);
+    assert.equal(p.stats().stages[1].concurrency, 7);
+    assert.deepEqual(beside.stats().stages, []);
+    // Its step is for stages under it only, and within [1, maxConcurrency].
+    assert.throws(() => p.stage("demux").adjust(3), InvalidArgumentError);
+    p.stage("demux").setConcurrency("auto");
+    assert.throws(() => p.stage("demux").adjust(0), InvalidArgumentError);
+    assert.throws(() => p.stage("demux").adjust(65), InvalidArgumentError);
+    p.stage("demux").adjust(4);
+    assert.equal(p.stage("demux").auto, true);
   }),
 );

@@ -5,13 +5,12 @@ import assert from "node:assert/strict";
 import {
   type AutoConfig,
   autoConfig,
-  type ControllerDecision,
   decide,
   initialState,
   type Sample,
   type StageSample,
 } from "../../src/pipeline/auto_policy.ts";
-import type { StageBound } from "../../src/pipeline/stage.ts";
+import type { ControllerDecision, StageBound } from "../../src/pipeline/stats.ts";
 import { kneeLatency } from "./contention.ts";
 
 /** A stage of the simulated chain: its throughput (items/s) at concurrency n is n / latency(n). */

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { PipelineBuilder } from "../../src/pipeline/builder.ts";
 import { WorkerPool } from "../../src/pipeline/worker_pool.ts";
 import { formatStats } from "../../src/pipeline/format_stats.ts";
-import type { PipelineStats } from "../../src/pipeline/pipeline.ts";
+import type { PipelineStats } from "../../src/pipeline/stats.ts";
 import { demuxVideo } from "../../src/media/demux.ts";
 import type { DecodeOptions } from "../../src/media/decode.ts";
 import type { VideoFrames } from "../../src/media/frames.ts";

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { PipelineBuilder } from "../../src/pipeline/builder.ts";
 import { formatStats } from "../../src/pipeline/format_stats.ts";
-import type { PipelineStats } from "../../src/pipeline/pipeline.ts";
+import { jsonlStatsHook } from "../../src/pipeline/hooks.ts";
+import type { PipelineStats } from "../../src/pipeline/stats.ts";
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -64,7 +65,7 @@ Deno.test("stats: a slow source is named the bottleneck", async () => {
   assert.equal(p.stats().bottleneck, "list");
 });
 
-Deno.test("reports: onReport, JSONL lines, Chrome trace file", async () => {
+Deno.test("reports: a report hook, JSONL lines, Chrome trace file", async () => {
   const dir = await Deno.makeTempDir();
   try {
     const jsonl = `${dir}/stats.jsonl`;
@@ -76,7 +77,11 @@ Deno.test("reports: onReport, JSONL lines, Chrome trace file", async () => {
         await sleep(2);
         return x;
       }, { name: "work", concurrency: 2 })
-      .build({ reportInterval: 5, onReport: (s) => reports.push(s), statsJsonl: jsonl, trace });
+      .build({
+        reportInterval: 5,
+        hooks: [{ report: (s) => reports.push(s) }, jsonlStatsHook(jsonl)],
+        trace,
+      });
     for await (const _ of p) { /* */ }
     assert.ok(reports.length >= 2, `reports: ${reports.length}`);
     assert.equal(reports.at(-1)!.stages[1].done, 20);

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { PipelineBuilder } from "../../src/pipeline/builder.ts";
-import type { Pipeline, PipelineStats } from "../../src/pipeline/pipeline.ts";
+import type { Pipeline } from "../../src/pipeline/pipeline.ts";
+import type { PipelineStats } from "../../src/pipeline/stats.ts";
 import { InvalidArgumentError, PipelineFailure } from "../../src/errors.ts";
 import { formatStats } from "../../src/pipeline/format_stats.ts";
 import type { PipelineEvent } from "../../src/pipeline/hooks.ts";
@@ -242,7 +243,7 @@ Deno.test("cancellation: break stops everything, no pending ops or timers", asyn
       finished++;
       return x;
     }, { concurrency: 4 })
-    .build({ onReport: () => {}, reportInterval: 5 });
+    .build({ hooks: [{ report: () => {} }], reportInterval: 5 });
   for await (const _ of p) break;
   const s = p.stats();
   assert.equal(s.running, false);

@@ -1,13 +1,16 @@
 /**
  * `sluice load DATASET`: runs the video loader, draws the live view on a terminal, prints the summary (or
- * `--json`). Ctrl-C stops it: the summary of the batches so far is printed and the exit status is 130.
+ * `--json`), and appends the loader pipeline's stats to a JSONL file with `--stats-jsonl` (or the
+ * `SLUICE_STATS_JSONL` environment variable). Ctrl-C stops it: the summary of the batches so far is printed and
+ * the exit status is 130.
  * @module
  */
 
+import { jsonlStatsHook } from "../../pipeline/hooks.ts";
 import { defineCommand, UsageError } from "../args.ts";
 import { formatSummary, runLoad } from "../load.ts";
 import { print, terminalSize, wrapLine } from "../tty.ts";
-import { LOADER_OPTIONS, loaderOptionsOf } from "./loader_options.ts";
+import { LOADER_FLAGS, loaderOptionsOf } from "./loader_options.ts";
 
 /** The `load` command. */
 export const loadCommand = defineCommand({
@@ -23,7 +26,7 @@ export const loadCommand = defineCommand({
       "shards.json, from sluice pack), or an http(s) URL of a manifest or shards.json",
   }],
   options: {
-    ...LOADER_OPTIONS,
+    ...LOADER_FLAGS,
     batches: { type: "integer", min: 1, defaultText: "whole epochs", help: "stop after this many batches" },
     epochs: { type: "integer", min: 1, max: 1_000_000, defaultText: "1", help: "epochs to run" },
     refresh: {
@@ -34,10 +37,17 @@ export const loadCommand = defineCommand({
       help: "milliseconds between live redraws",
     },
     json: { type: "boolean", help: "print the summary as one JSON object (no live view)" },
+    "stats-jsonl": {
+      type: "string",
+      defaultText: "$SLUICE_STATS_JSONL if set, else none",
+      help: "append the loader pipeline's stats to this file, one JSON line per report (every 10 s, and at " +
+        "the end of each epoch)",
+    },
   },
   examples: [
-    "load .cache/demo/videos --batches 100 --backend subprocess",
+    "load .cache/demo/videos --batch-size 8 --frames 8 --width 112 --height 112 --batches 100 --backend subprocess",
     "load train.csv --epochs 2 --batch-size 16 --frames 16 --width 128 --height 128 --json",
+    "load train.csv --epochs 3 --stats-jsonl stats.jsonl",
   ],
   async run({ values, positionals }) {
     if (values.batches !== undefined && values.epochs !== undefined) {
@@ -48,9 +58,11 @@ export const loadCommand = defineCommand({
     // The first Ctrl-C stops the run and prints the summary so far; a second one leaves at once.
     const onSigint = () => sigints++ === 0 ? ac.abort() : Deno.exit(130);
     Deno.addSignalListener("SIGINT", onSigint);
+    const statsJsonl = values["stats-jsonl"] ?? envStatsJsonl();
     try {
       const summary = await runLoad({
         ...loaderOptionsOf(positionals[0], values),
+        hooks: statsJsonl === undefined ? [] : [jsonlStatsHook(statsJsonl)],
         batches: values.batches,
         epochs: values.epochs ?? 1,
         live: values.json ? undefined : Deno.stderr,
@@ -72,3 +84,12 @@ export const loadCommand = defineCommand({
     }
   },
 });
+
+/** The JSONL path from the `SLUICE_STATS_JSONL` environment variable, if set (and readable). */
+function envStatsJsonl(): string | undefined {
+  try {
+    return Deno.env.get("SLUICE_STATS_JSONL") || undefined;
+  } catch {
+    return undefined; // no --allow-env: no JSONL
+  }
+}

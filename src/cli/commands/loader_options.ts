@@ -1,102 +1,92 @@
 /**
- * The loader's options as command-line options, declared once for every command that builds a loader
- * (`sluice load`, `sluice serve`), and their translation into `LoaderOptions`.
+ * Command-line flags made from the tables that declare the options (`LOADER_OPTIONS`, `SERVER_OPTIONS`): each
+ * option that names a `flag` becomes `--flag` with the table's kind, range, default and doc, for every command
+ * that builds a loader (`sluice load`, `sluice serve`). A flag that is not given leaves its option unset, so the
+ * library's own default applies; `--help` shows that default.
  * @module
  */
 
-import type { LoaderOptions } from "../../loader/loader.ts";
-import type { OptionValues } from "../args.ts";
-import { MAX_CONCURRENCY, parseConcurrency } from "../values.ts";
-
-const concurrency = (stage: string, dflt: number, defaultText?: string) => ({
-  type: "string" as const,
-  default: String(dflt),
-  placeholder: "N|auto",
+import { type OptionSpec as FlagSpec, type OptionSpecs, UsageError } from "../args.ts";
+import { InvalidArgumentError } from "../../errors.ts";
+import {
   defaultText,
-  help:
-    `${stage} tasks at once (1 to ${MAX_CONCURRENCY}), or auto: the pipeline's controller sets it while it runs`,
-});
+  flagVocabulary,
+  optionEntries,
+  type OptionSpec,
+  type OptionTable,
+} from "../../options.ts";
+import { checkLoaderOptions, LOADER_OPTIONS, type LoaderOptions } from "../../loader/loader_options.ts";
 
-/** Options describing the loader: clip shape, sampling, backend, decoder, concurrency, layout. */
-export const LOADER_OPTIONS = {
-  "batch-size": { type: "integer", default: 8, min: 1, max: 4096, help: "clips per batch" },
-  frames: { type: "integer", default: 8, min: 1, max: 1024, help: "frames per clip" },
-  width: { type: "integer", default: 112, min: 1, max: 16384, help: "clip frame width" },
-  height: { type: "integer", default: 112, min: 1, max: 16384, help: "clip frame height" },
-  "frame-rate": {
-    type: "number",
-    above: 0,
-    max: 1000,
-    defaultText: "each video's own rate",
-    help: "resample clips to this many frames per second",
-  },
-  "clips-per-video": {
-    type: "integer",
-    default: 1,
-    min: 1,
-    max: 100_000,
-    help: "clips per video per epoch",
-  },
-  "clip-duration": {
-    type: "number",
-    above: 0,
-    max: 86_400,
-    defaultText: "the clip's length",
-    help: "seconds of video each clip is taken from",
-  },
-  placement: { type: "enum", values: ["random", "uniform"], default: "random", help: "where clips start" },
-  "keyframe-aligned": { type: "boolean", help: "start clips at keyframes (cheaper seeks)" },
-  seed: { type: "integer", default: 0, min: 0, max: Number.MAX_SAFE_INTEGER, help: "sampler seed" },
-  backend: {
-    type: "enum",
-    values: ["inprocess", "subprocess"],
-    default: "inprocess",
-    help: "where sample, fetch and demux run: this process or a Deno child",
-  },
-  decode: { type: "enum", values: ["cpu", "nvdec", "auto"], default: "cpu", help: "decoder" },
-  "fetch-concurrency": concurrency("fetch", 8),
-  "demux-concurrency": concurrency("demux", 1),
-  "decode-concurrency": concurrency(
-    "decode",
-    navigator.hardwareConcurrency ?? 1,
-    `the number of cores (${navigator.hardwareConcurrency ?? 1} here)`,
-  ),
-  layout: {
-    type: "enum",
-    values: ["BTHWC", "BCTHW"],
-    default: "BTHWC",
-    help: "batch layout: [B,T,H,W,3] or planar [B,3,T,H,W]",
-  },
-} as const;
+/** The flag of an option: its kind and range, its doc as help, the library's default as text. */
+export function flagOf(spec: OptionSpec): FlagSpec {
+  const dflt = defaultText(spec);
+  const base = {
+    help: spec.doc,
+    ...(dflt === null ? {} : { defaultText: dflt }),
+    ...(spec.required ? { required: true } : {}),
+  };
+  switch (spec.kind) {
+    case "integer":
+      return {
+        ...base,
+        type: "integer",
+        min: spec.min,
+        max: spec.max,
+        multipleOf: spec.multipleOf,
+        words: spec.words,
+      };
+    case "number":
+      return { ...base, type: "number", min: spec.min, above: spec.above, max: spec.max, below: spec.below };
+    case "enum":
+      return { ...base, type: "enum", values: spec.values };
+    case "string":
+      return { ...base, type: "string" };
+    case "boolean":
+      // A flag can only say "true": an option that is true by default needs another spelling first.
+      if (spec.default !== false) throw new Error(`a flag for a boolean option needs the default false`);
+      return { help: spec.doc, type: "boolean" };
+    default:
+      throw new Error(`no command-line flag for an option of kind ${spec.kind}`);
+  }
+}
 
-/** The `LoaderOptions` the {@link LOADER_OPTIONS} values describe, for `dataset`. */
+/** The flags of every option of `table` that names one, keyed by flag. */
+export function flagsOf(table: OptionTable): OptionSpecs {
+  return Object.fromEntries(
+    optionEntries(table).flatMap(({ spec }) => (spec.flag ? [[spec.flag, flagOf(spec)]] : [])),
+  );
+}
+
+/** The options that the flags of `table` given in `values` set, nested as the table nests them. */
+export function optionsOfFlags(table: OptionTable, values: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const { path, spec } of optionEntries(table)) {
+    const v = spec.flag ? values[spec.flag] : undefined;
+    if (v === undefined || (spec.kind === "boolean" && v === false)) continue;
+    const keys = path.split(".");
+    let o = out;
+    for (const k of keys.slice(0, -1)) o = (o[k] ??= {}) as Record<string, unknown>;
+    o[keys[keys.length - 1]] = v;
+  }
+  return out;
+}
+
+/** The loader's flags (`--batch-size`, `--frames`, `--decode-concurrency`, …). */
+export const LOADER_FLAGS: OptionSpecs = flagsOf(LOADER_OPTIONS);
+
+/**
+ * The `LoaderOptions` that the loader flags given in `values` describe, for `dataset`; options that contradict
+ * each other are a {@link UsageError} naming the flags.
+ */
 export function loaderOptionsOf(
   dataset: string,
-  values: OptionValues<typeof LOADER_OPTIONS>,
-): Omit<LoaderOptions, "log" | "onReport"> {
-  return {
-    dataset,
-    batchSize: values["batch-size"],
-    clip: {
-      numFrames: values.frames,
-      width: values.width,
-      height: values.height,
-      frameRate: values["frame-rate"],
-    },
-    sampler: {
-      seed: values.seed,
-      clipsPerVideo: values["clips-per-video"],
-      clipDurationSec: values["clip-duration"],
-      placement: values.placement,
-      keyframeAligned: values["keyframe-aligned"],
-    },
-    backend: values.backend,
-    decode: values.decode,
-    layout: values.layout,
-    concurrency: {
-      fetch: parseConcurrency("fetch-concurrency", values["fetch-concurrency"]),
-      demux: parseConcurrency("demux-concurrency", values["demux-concurrency"]),
-      decode: parseConcurrency("decode-concurrency", values["decode-concurrency"]),
-    },
-  };
+  values: Record<string, unknown>,
+): Omit<LoaderOptions, "log" | "hooks"> {
+  const opts = { ...optionsOfFlags(LOADER_OPTIONS, values), dataset } as unknown as LoaderOptions;
+  try {
+    checkLoaderOptions(opts, flagVocabulary(LOADER_OPTIONS));
+  } catch (e) {
+    throw e instanceof InvalidArgumentError ? new UsageError(e.message) : e;
+  }
+  return opts;
 }

@@ -6,9 +6,10 @@
  */
 
 import { defineCommand } from "../args.ts";
-import { runServer } from "../../serve/main.ts";
+import { runServer, type ServerConfig } from "../../serve/main.ts";
 import { print } from "../tty.ts";
-import { LOADER_OPTIONS, loaderOptionsOf } from "./loader_options.ts";
+import { SERVER_OPTIONS } from "../../serve/options.ts";
+import { flagsOf, LOADER_FLAGS, loaderOptionsOf, optionsOfFlags } from "./loader_options.ts";
 
 /** The `serve` command. */
 export const serveCommand = defineCommand({
@@ -23,24 +24,17 @@ export const serveCommand = defineCommand({
     name: "DATASET",
     help: "a directory with one folder per class, a .csv or .jsonl manifest, or an http(s) URL of one",
   }],
-  options: {
-    socket: { type: "string", required: true, help: "path of the Unix socket to listen on" },
-    slots: {
-      type: "integer",
-      default: 4,
-      min: 1,
-      max: 1024,
-      help: "batch slots per client (batches in flight)",
-    },
-    ...LOADER_OPTIONS,
-  },
+  options: { ...flagsOf(SERVER_OPTIONS), ...LOADER_FLAGS },
   examples: [
-    "serve data/train --socket /tmp/sluice.sock --batch-size 8 --frames 16",
-    "serve train.csv --socket /tmp/sluice.sock --backend subprocess --slots 6",
+    "serve data/train --socket /tmp/sluice.sock --batch-size 8 --frames 16 --width 112 --height 112",
+    "serve train.csv --socket /tmp/sluice.sock --batch-size 8 --frames 8 --width 128 --height 128 --slots 6",
   ],
   async run({ values, positionals }) {
     await runServer(
-      { socket: values.socket, slots: values.slots, loader: loaderOptionsOf(positionals[0], values) },
+      {
+        ...optionsOfFlags(SERVER_OPTIONS, values),
+        loader: loaderOptionsOf(positionals[0], values),
+      } as ServerConfig,
       (server) => print(Deno.stderr, `sluice serve: listening on ${server.socket} (Ctrl-C stops)`),
     );
     return 0;

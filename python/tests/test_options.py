@@ -1,0 +1,148 @@
+"""Options checked once, in the user's words: the server checks ``sluice.Loader``'s keywords against the
+loader's table before it starts; a misspelled keyword at any depth raises ``sluice.errors.InvalidArgumentError``
+from ``sluice.Loader(...)`` naming it and the closest valid one; every option of the table is taken from Python
+with no list kept in the client; python/README.md's keyword tables are the table's and the signature's."""
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import subprocess
+from typing import Any, Dict, List
+
+import pytest
+
+import sluice
+import sluice._loader
+from conftest import DENO, ROOT, deno
+
+SHAPE = dict(batch_size=2, num_frames=4, width=32, height=32)
+
+
+@pytest.mark.parametrize("keywords, named, suggested", [
+    ({"clips_per_vidoe": 4}, "clips_per_vidoe", "clips_per_video"),
+    ({"on_clip_eror": "fail"}, "on_clip_eror", "on_clip_error"),
+    ({"clip": {"num_frame": 4}}, 'clip["num_frame"]', 'clip["num_frames"]'),
+    ({"concurrency": {"decod": 1}}, 'concurrency["decod"]', 'concurrency["decode"]'),
+    ({"max_failures": {"rate": 0.5, "aftr": 3}}, 'max_failures["aftr"]', 'max_failures["after"]'),
+    ({"pin_memroy": True}, "pin_memroy", "pin_memory"),  # one of the client's own keywords
+])
+def test_a_misspelled_keyword_at_any_depth_raises_invalid_argument_naming_it(tmp_path, keywords, named, suggested):
+    # The dataset does not exist: the options are checked before anything else, by the server, before it listens.
+    with pytest.raises(sluice.errors.InvalidArgumentError) as e:
+        sluice.Loader(str(tmp_path / "no-such-dataset"), **SHAPE, **keywords)
+    assert type(e.value) is sluice.errors.InvalidArgumentError and isinstance(e.value, ValueError)
+    assert e.value.message == f"sluice.Loader: unknown option {named} (did you mean {suggested}?)"
+    assert "stderr" not in str(e.value) and not list(tmp_path.iterdir())
+
+
+def test_values_out_of_range_and_contradictions_are_named_as_written(tmp_path):
+    cases = [
+        (dict(SHAPE, batch_size=0), "batch_size must be an integer from 1 to 65536, got 0"),
+        (dict(SHAPE, clip={"dtype": "f32"}), 'clip["dtype"] must be one of uint8, float32, got "f32"'),
+        (dict(SHAPE, frame_rate=5, clip={"sampling": "uniform"}),
+         'frame_rate applies to clip["sampling"] "rate" only (sampling is "uniform")'),
+        (dict(SHAPE, shuffle="no"), 'shuffle must be True or False, got "no"'),
+        (dict(SHAPE, slots=0), "slots must be an integer from 1 to 1024, got 0"),
+        (dict(SHAPE, num_frames=4, clip={"num_frames": 4}),
+         'num_frames and clip["num_frames"] set the same option: give one of them'),
+        (dict(batch_size=2), "num_frames, width and height are required"),
+    ]
+    for keywords, message in cases:
+        with pytest.raises(sluice.errors.InvalidArgumentError) as e:
+            sluice.Loader(str(tmp_path), **keywords)
+        assert e.value.message == f"sluice.Loader: {message}"
+
+
+def option_rows() -> List[Dict[str, Any]]:
+    """Every keyword the server takes, from the server itself (``main.ts --options``)."""
+    return json.loads(deno("run", "-A", "src/serve/main.ts", "--options"))
+
+
+def sample(spec: Dict[str, Any]) -> Any:
+    """A valid value of an option, other than its default where there is a choice, made from its declaration."""
+    kind = spec["kind"]
+    if kind == "integer":
+        v = spec.get("min", 0)
+        return v + 1 if v == spec.get("default") and v + 1 <= spec.get("max", v + 1) else v
+    if kind == "number":
+        low = spec["above"] + 0.5 if "above" in spec else spec.get("min", 0)
+        v = min(low, spec.get("below", low + 1) - 0.01, spec.get("max", low))
+        return v if v != spec.get("default") else (v + spec.get("max", v + 1)) / 2
+    if kind == "boolean":
+        return not spec.get("default", False)
+    if kind == "enum":
+        values = spec["values"]
+        return values[1] if values[0] == spec.get("default") else values[0]
+    if kind == "numbers":
+        x = spec["above"] + 0.25 if "above" in spec else spec.get("min", 0.25)
+        return [x] * spec["length"]
+    if kind == "either":
+        return sample(spec["of"][0])
+    raise AssertionError(f"no sample for {spec}")
+
+
+def as_keywords(keyword: str, value: Any) -> Dict[str, Any]:
+    """``clip["dtype"]`` → ``{"clip": {"dtype": value}}``; ``num_frames`` → ``{"num_frames": value}``."""
+    m = re.fullmatch(r'(\w+)\["(\w+)"\]', keyword)
+    return {m[1]: {m[2]: value}} if m else {keyword: value}
+
+
+def test_every_option_of_the_table_is_taken_from_python_with_no_list_in_the_client(tmp_path, monkeypatch):
+    rows = [r for r in option_rows() if r["keyword"] not in ("dataset", *SHAPE)]
+    assert len(rows) >= 50
+    sent: List[Dict[str, Any]] = []
+
+    class Captured(Exception):
+        pass
+
+    def capture(config, **_):
+        sent.append(config)
+        raise Captured
+
+    monkeypatch.setattr(sluice._loader, "ServerProcess", capture)
+    wanted = []
+    for row in rows:
+        value = sample(row["spec"])
+        keywords = as_keywords(row["keyword"], value)
+        if row["path"] in ("clip.mean", "clip.std"):
+            keywords["clip"]["dtype"] = "float32"  # normalisation applies to float samples
+        if row["path"] == "sampler.rank":
+            keywords["world_size"] = value + 1
+        if row["keyword"].startswith("max_failures["):
+            keywords["max_failures"] = {"rate": 0.5, "after": 3, **keywords["max_failures"]}
+        with pytest.raises(Captured):
+            sluice.Loader(str(tmp_path), **SHAPE, **keywords)
+        wanted.append((row, value))
+    # Every config the client would start a server with, through the server's own reading of it.
+    out = subprocess.run([DENO, "run", "-A", "tests/serve/fixtures/resolve_configs.ts"], cwd=ROOT, check=True,
+                         input=json.dumps([dict(c, socket="/tmp/unused.sock") for c in sent]), capture_output=True,
+                         text=True).stdout
+    results = [json.loads(line) for line in out.splitlines()]
+    assert len(results) == len(wanted)
+    for (row, value), got in zip(wanted, results):
+        assert "error" not in got, (row["keyword"], value, got)
+        at: Any = got["slots"] if row["scope"] == "server" else got["loader"]
+        if row["scope"] == "loader":
+            for k in row["path"].split("."):
+                at = at[k]
+        assert at == value, (row["keyword"], row["path"], value, at)
+
+
+def test_readme_tables_are_the_tables():
+    r = subprocess.run([DENO, "run", "-A", "scripts/python_options_table.ts", "--check"], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    readme = (ROOT / "python" / "README.md").read_text()
+    client = readme[readme.index("<!-- client-keywords"):readme.index("<!-- client-keywords end -->")]
+    rows = dict(re.findall(r"^\|\s*`(\w+)`\s*\|\s*`([^`]+)`\s*\|", client, re.M))
+    params = inspect.signature(sluice.Loader.__init__).parameters
+    own = {n: repr(p.default) for n, p in params.items() if n not in ("self", "options")}
+    assert rows == own
+
+
+def test_options_a_running_server_would_ignore_are_refused_with_socket(tmp_path):
+    with pytest.raises(ValueError, match=r"^num_frames, shuffle: a running server's own options apply"):
+        sluice.Loader(socket=str(tmp_path / "s.sock"), batch_size=2, num_frames=4, shuffle=False)
+    with pytest.raises(ValueError, match="rank and world_size go together"):
+        sluice.Loader(socket=str(tmp_path / "s.sock"), rank=1)

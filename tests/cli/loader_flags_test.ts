@@ -1,0 +1,152 @@
+/**
+ * `sluice load` and `sluice serve` take the library's options as the library declares them: each flag is made
+ * from its option's entry in the table (kind, range, default, doc), so the command line accepts exactly the
+ * values the library accepts and, when a flag is not given, the library's own default applies.
+ */
+import assert from "node:assert/strict";
+import { COMMANDS } from "../../src/cli/commands/all.ts";
+import { parseCommandLine, UsageError } from "../../src/cli/args.ts";
+import { loaderOptionsOf, optionsOfFlags } from "../../src/cli/commands/loader_options.ts";
+import { checkLoaderOptions, LOADER_OPTIONS } from "../../src/loader/loader_options.ts";
+import { SERVER_OPTIONS } from "../../src/serve/options.ts";
+import {
+  defaultText,
+  describe,
+  optionEntries,
+  type OptionSpec,
+  type OptionTable,
+} from "../../src/options.ts";
+import { InvalidArgumentError } from "../../src/errors.ts";
+
+const SHAPE = ["--batch-size", "2", "--frames", "4", "--width", "32", "--height", "32"];
+const TABLES: Record<string, OptionTable> = {
+  load: LOADER_OPTIONS,
+  serve: { ...SERVER_OPTIONS, ...LOADER_OPTIONS },
+};
+const base = (name: string) => name === "serve" ? ["d", "--socket", "/tmp/s", ...SHAPE] : ["d", ...SHAPE];
+
+/** Text of values at and one step past the bounds the table declares for `spec`. */
+function edges(spec: OptionSpec): { valid: string[]; invalid: string[] } {
+  if (spec.kind === "enum") return { valid: [...spec.values], invalid: ["bogus"] };
+  if (spec.kind === "integer") {
+    const valid = [
+      String(spec.min ?? 0),
+      ...spec.max !== undefined ? [String(spec.max)] : [],
+      ...spec.words ?? [],
+    ];
+    const invalid = ["1.5", "x"];
+    if (spec.min !== undefined) invalid.push(String(spec.min - 1));
+    if (spec.max !== undefined) invalid.push(String(spec.max + 1));
+    return { valid, invalid };
+  }
+  if (spec.kind === "number") {
+    const valid = [String(spec.above !== undefined ? spec.above + 0.001 : spec.min ?? 0)];
+    if (spec.max !== undefined) valid.push(String(spec.max));
+    const invalid = ["x"];
+    if (spec.above !== undefined) invalid.push(String(spec.above));
+    if (spec.min !== undefined) invalid.push(String(spec.min - 0.001));
+    if (spec.max !== undefined) invalid.push(String(spec.max + 0.001));
+    return { valid, invalid };
+  }
+  return { valid: [], invalid: [] };
+}
+
+for (const name of ["load", "serve"]) {
+  const command = COMMANDS.find((c) => c.name === name)!;
+  const flagged = optionEntries(TABLES[name]).filter(({ spec }) => spec.flag !== undefined);
+
+  Deno.test(`sluice ${name}: every flagged option is a flag with the table's range, default and doc`, () => {
+    assert.ok(flagged.length >= 16, `${flagged.length} flags`);
+    for (const { path, spec } of flagged) {
+      const flag = command.options[spec.flag!];
+      assert.ok(flag !== undefined, `--${spec.flag} (${path}) is missing`);
+      assert.equal(flag.help, spec.doc, path);
+      assert.equal(flag.required ?? false, spec.required ?? false, path);
+      if (flag.type === "boolean") {
+        assert.equal(spec.kind, "boolean");
+        continue;
+      }
+      assert.equal(flag.defaultText ?? null, defaultText(spec), `${path}: the default shown`);
+      assert.equal(
+        "default" in flag && flag.default !== undefined,
+        false,
+        `${path}: the CLI keeps no default`,
+      );
+      if (flag.type === "enum") {
+        assert.deepEqual(flag.values, spec.kind === "enum" ? spec.values : null, path);
+      }
+      if (flag.type === "integer" || flag.type === "number") {
+        assert.equal(flag.type, spec.kind, path);
+        const s = spec as { min?: number; max?: number; above?: number; below?: number; words?: string[] };
+        assert.deepEqual([flag.min, flag.max, flag.above, flag.below, flag.words], [
+          s.min,
+          s.max,
+          s.above,
+          s.below,
+          s.words,
+        ], path);
+      }
+    }
+  });
+
+  Deno.test(`sluice ${name}: a flag accepts what the library accepts and refuses one step past it`, () => {
+    for (const { path, spec } of flagged) {
+      if (spec.required) continue; // given in every command line below
+      const { valid, invalid } = edges(spec);
+      for (const text of valid) {
+        const parsed = parseCommandLine(command, [...base(name), `--${spec.flag}`, text]);
+        assert.ok(typeof parsed === "object", `${path} ${text}`);
+        const options = optionsOfFlags(TABLES[name], parsed.values as Record<string, unknown>);
+        const got = path.split(".").reduce(
+          (o: Record<string, unknown>, k) => o?.[k] as Record<string, unknown>,
+          options,
+        );
+        assert.equal(String(got), text, `--${spec.flag} ${text} sets ${path}`);
+        if (name === "load") {
+          checkLoaderOptions(loaderOptionsOf("d", parsed.values as Record<string, unknown>));
+        }
+      }
+      for (const text of invalid) {
+        assert.throws(
+          () => parseCommandLine(command, [...base(name), `--${spec.flag}`, text]),
+          (e: Error) =>
+            e instanceof UsageError &&
+            e.message === `--${spec.flag} must be ${describe(spec)}, got "${text}"`,
+          `--${spec.flag} ${text}`,
+        );
+        if (spec.kind === "integer" || spec.kind === "number") {
+          // ... and so does the library, for the same value
+          const n = Number(text);
+          if (!Number.isNaN(n)) {
+            const options = optionsOfFlags(TABLES[name], { [spec.flag!]: n });
+            assert.throws(
+              () =>
+                checkLoaderOptions(
+                  {
+                    dataset: "d",
+                    batchSize: 2,
+                    clip: { numFrames: 4, width: 4, height: 4 },
+                    ...options,
+                  } as never,
+                ),
+              InvalidArgumentError,
+              `the library refuses ${path} = ${text} too`,
+            );
+          }
+        }
+      }
+    }
+  });
+
+  Deno.test(`sluice ${name}: a flag not given leaves its option unset, so the library's default applies`, () => {
+    const parsed = parseCommandLine(command, base(name));
+    assert.ok(typeof parsed === "object");
+    const loader = loaderOptionsOf("d", parsed.values as Record<string, unknown>);
+    assert.deepEqual(loader, { dataset: "d", batchSize: 2, clip: { numFrames: 4, width: 32, height: 32 } });
+    if (name === "serve") {
+      assert.deepEqual(optionsOfFlags(SERVER_OPTIONS, parsed.values as Record<string, unknown>), {
+        socket: "/tmp/s",
+      });
+    }
+  });
+}
