@@ -67,8 +67,8 @@ export class ClipError extends MediaError {
     options?: ErrorOptions,
   ) {
     super(source, stage, reason, undefined, options);
-    const ms = (t: number) => Number(t.toFixed(3));
-    this.message = `${source}: clip [${ms(window[0])}, ${ms(window[1])}) s: ${stage} failed: ${reason}`;
+    const [start, end] = window.map(fmtSec);
+    this.message = `${source}: clip [${start}, ${end}) s: ${stage} failed: ${reason}`;
     this.window = window;
     this.stage = stage;
   }
@@ -267,6 +267,11 @@ export class ServeError extends SluiceError {
     super(message, options);
     this.code = code;
   }
+}
+
+/** Seconds in a message, to the millisecond: `0.4`, not `0.40020886589772997`; `25`, not `25.000`. */
+export function fmtSec(sec: number): string {
+  return String(Number(sec.toFixed(3)));
 }
 
 /**

@@ -214,3 +214,13 @@ Deno.test("errors: a field named __proto__ (as JSON.parse makes it) stays a fiel
   assert.equal(Object.getOwnPropertyDescriptor(source, "__proto__")?.value, 1);
   assert.equal(({} as Record<string, unknown>).polluted, undefined);
 });
+
+Deno.test("fmtSec: seconds in a message, to the millisecond", () => {
+  assert.deepEqual([0.40020886589772997, 4, 1 / 3, 29.97002997002997, 1e-4].map(errors.fmtSec), [
+    "0.4",
+    "4",
+    "0.333",
+    "29.97",
+    "0",
+  ]);
+});

@@ -10,7 +10,7 @@ See :class:`sluice.Loader` for the options and the slot lifetime rule, ``sluice.
 """
 from ._loader import Batch, Loader
 from ._protocol import PROTOCOL_VERSION
-from .errors import ProtocolError, ServeError, ServerDiedError, ServerStartError, SluiceError
+from .errors import ProtocolError, ServeError, ServerDiedError, ServerStartError, SlotsHeldError, SluiceError
 
 __version__ = "0.1.0"
 __all__ = [
@@ -22,4 +22,5 @@ __all__ = [
     "ProtocolError",
     "ServerDiedError",
     "ServerStartError",
+    "SlotsHeldError",
 ]

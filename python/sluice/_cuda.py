@@ -4,8 +4,10 @@ tests point it at sluice's ABI-level test double, as the Deno side does).
 The server exports its slot allocation with ``cuIpcGetMemHandle``; :class:`CudaMapping` opens it here
 (``cuIpcOpenMemHandle_v2``) in the device's primary context (the one PyTorch uses), and :class:`CudaArray`
 describes one batch inside it through ``__cuda_array_interface__`` (version 2), which ``torch.as_tensor``,
-CuPy and Numba accept without a copy. The mapping is closed (``cuIpcCloseMemHandle``) when the last array
-referring to it is gone.
+CuPy and Numba accept without a copy (``torch.as_tensor`` keeps a reference to the object, so a tensor holds
+its batch's slot). The mapping is closed (``cuIpcCloseMemHandle``) when the last array referring to it is
+gone. Work queued on the device may still read a batch after its last reference is dropped: the loader
+synchronizes the context (:meth:`CudaMapping.synchronize`) before it gives such a slot back.
 """
 from __future__ import annotations
 
@@ -55,9 +57,10 @@ class _Driver:
         lib.cuIpcOpenMemHandle_v2.argtypes = [ctypes.POINTER(u64), _IpcHandle, ctypes.c_uint]
         lib.cuIpcCloseMemHandle.argtypes = [u64]
         lib.cuMemcpyDtoH_v2.argtypes = [p, u64, ctypes.c_size_t]
+        lib.cuCtxSynchronize.argtypes = []
         for f in ("cuInit", "cuDeviceGet", "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2",
                   "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2", "cuIpcOpenMemHandle_v2", "cuIpcCloseMemHandle",
-                  "cuMemcpyDtoH_v2"):
+                  "cuMemcpyDtoH_v2", "cuCtxSynchronize"):
             getattr(lib, f).restype = i32
         self.check(lib.cuInit(0), "cuInit")
 
@@ -126,6 +129,12 @@ class CudaMapping:
         with self._current():
             self._d.check(self._d.lib.cuMemcpyDtoH_v2(buf, self.base + offset, length), "cuMemcpyDtoH_v2")
         return buf.raw
+
+    def synchronize(self) -> None:
+        """Waits until the device has finished all work queued in this context (every stream), so no kernel
+        still reads a batch whose slot is about to go back to the server."""
+        with self._current():
+            self._d.check(self._d.lib.cuCtxSynchronize(), "cuCtxSynchronize")
 
     def close(self) -> None:
         if not getattr(self, "_open", False):

@@ -6,20 +6,26 @@ installs it), else ``deno`` on ``PATH``. The checkout is ``SLUICE_ROOT``, else t
 
 The server gets its own session (Ctrl-C in the trainer does not reach it; the client stops it) and a pipe on
 stdin: when the trainer dies, however, the pipe closes and the server exits, so it never outlives its trainer.
+A start interrupted anywhere (Ctrl-C included: it is held back while the child is being created, so the child
+is never lost) stops the child before the exception leaves, and a :class:`ServerProcess` nobody references any
+more stops its child too.
 """
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import weakref
 from pathlib import Path
-from typing import Any, Deque, Dict, List
+from typing import Any, Deque, Dict, Iterator, List, Optional
 
 from .errors import ServerDiedError, ServerStartError, server_error
 
@@ -65,69 +71,125 @@ def find_deno(root: Path) -> str:
     )
 
 
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """Holds Ctrl-C (SIGINT) back for the block and delivers it after, so the block is not cut in the middle
+    (a child created but not yet returned by ``Popen`` would be lost). Only the main thread receives signals."""
+    previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
+    if previous is None:  # not the main thread, or a handler Python cannot restore
+        yield
+        return
+    caught: List[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            if callable(previous):
+                previous(signal.SIGINT, None)  # the default handler raises KeyboardInterrupt
+            elif previous == signal.SIG_DFL:
+                os.kill(os.getpid(), signal.SIGINT)
+
+
+def _pump_stderr(stream: Any, tail: Deque[str], forward: bool, prefix: str) -> None:
+    for raw in stream:
+        line = raw.decode("utf-8", "replace").rstrip("\n")
+        tail.append(line)
+        if forward:
+            print(f"[{prefix}] {line}" if not line.startswith("sluice") else line, file=sys.stderr)
+
+
+def _read_ready(stream: Any, ready: List[Any], done: threading.Event) -> None:
+    for raw in stream:
+        try:
+            msg = json.loads(raw.decode("utf-8"))
+        except ValueError:
+            continue
+        # "ready", or "error" when the server cannot start (an option misspelled or out of range)
+        if isinstance(msg, dict) and msg.get("event") in ("ready", "error"):
+            ready.append(msg)
+            break
+    done.set()
+
+
+def _stop(proc: Optional[subprocess.Popen], sock_dir: str, timeout: float) -> None:
+    """Closes the child's stdin (it exits within ~2 s), then terminates or kills it if it lingers; removes its
+    socket directory."""
+    if proc is not None:
+        if proc.poll() is None:
+            try:
+                assert proc.stdin is not None
+                proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.terminate()
+                try:
+                    proc.wait(1.0)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        for f in (proc.stdin, proc.stdout):
+            try:
+                if f is not None:
+                    f.close()
+            except OSError:
+                pass
+    shutil.rmtree(sock_dir, ignore_errors=True)
+
+
 class ServerProcess:
-    """A running server child; :meth:`stop` ends it."""
+    """A running server child; :meth:`stop` ends it (so does losing the last reference to this object)."""
 
     def __init__(self, config: Dict[str, Any], *, log_prefix: str = "sluice serve", start_timeout: float = 300.0,
                  forward_stderr: bool = True) -> None:
         root = find_root()
         deno = find_deno(root)
-        self.dir = tempfile.mkdtemp(prefix="sluice-")
-        self.socket = os.path.join(self.dir, "serve.sock")
-        cfg = dict(config, socket=self.socket, exitOnStdinEof=True, removeDir=self.dir, logConnections=False)
         self._tail: Deque[str] = collections.deque(maxlen=40)
-        self._forward = forward_stderr
-        self._prefix = log_prefix
-        self.proc = subprocess.Popen(
-            [deno, "run", "-A", "--no-prompt", str(root / ENTRY), "--config", json.dumps(cfg)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        self.pid = self.proc.pid
-        self._stderr_thread = threading.Thread(target=self._pump_stderr, name="sluice-serve-stderr", daemon=True)
-        self._stderr_thread.start()
-        self._wait_ready(start_timeout)
-
-    def _pump_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        for raw in self.proc.stderr:
-            line = raw.decode("utf-8", "replace").rstrip("\n")
-            self._tail.append(line)
-            if self._forward:
-                print(f"[{self._prefix}] {line}" if not line.startswith("sluice") else line, file=sys.stderr)
+        self.proc: Optional[subprocess.Popen] = None
+        self._stopper: Optional[weakref.finalize] = None
+        try:
+            with _sigint_held():
+                self.dir = tempfile.mkdtemp(prefix="sluice-")
+                self.socket = os.path.join(self.dir, "serve.sock")
+                cfg = dict(config, socket=self.socket, exitOnStdinEof=True, removeDir=self.dir, logConnections=False)
+                self.proc = subprocess.Popen(
+                    [deno, "run", "-A", "--no-prompt", str(root / ENTRY), "--config", json.dumps(cfg)],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                )
+                # The threads below hold the pipes, not this object: once it is unreferenced this stops the child.
+                self._stopper = weakref.finalize(self, _stop, self.proc, self.dir, 3.0)
+            self.pid = self.proc.pid
+            self._stderr_thread = threading.Thread(
+                target=_pump_stderr, args=(self.proc.stderr, self._tail, forward_stderr, log_prefix),
+                name="sluice-serve-stderr", daemon=True)
+            self._stderr_thread.start()
+            self._wait_ready(start_timeout)
+        except BaseException:
+            self.stop()
+            raise
 
     def _wait_ready(self, timeout: float) -> None:
-        assert self.proc.stdout is not None
+        assert self.proc is not None and self.proc.stdout is not None
         deadline = time.monotonic() + timeout
         # A reader thread: readline() on the pipe would block past the deadline and past the child's death.
         ready: List[Any] = []
         done = threading.Event()
-
-        def read() -> None:
-            assert self.proc.stdout is not None
-            for raw in self.proc.stdout:
-                try:
-                    msg = json.loads(raw.decode("utf-8"))
-                except ValueError:
-                    continue
-                # "ready", or "error" when the server cannot start (an option misspelled or out of range)
-                if isinstance(msg, dict) and msg.get("event") in ("ready", "error"):
-                    ready.append(msg)
-                    break
-            done.set()
-
-        threading.Thread(target=read, name="sluice-serve-ready", daemon=True).start()
+        threading.Thread(target=_read_ready, args=(self.proc.stdout, ready, done), name="sluice-serve-ready",
+                         daemon=True).start()
         while not done.wait(0.05):
             if self.proc.poll() is not None:
                 done.wait(0.5)
                 break
             if time.monotonic() > deadline:
-                self.stop()
                 raise ServerStartError(f"the sluice server did not start listening within {timeout:.0f} s")
         if ready and ready[0]["event"] == "error":
-            self.stop()
             name = str(ready[0].get("name", "ServeError"))
             raise server_error(name, str(ready[0].get("message", "")), name)
         if not ready:
@@ -141,10 +203,12 @@ class ServerProcess:
         return list(self._tail)
 
     def alive(self) -> bool:
+        assert self.proc is not None
         return self.proc.poll() is None
 
     def died(self, what: str) -> ServerDiedError:
         """The error to raise once the server is found dead (waits briefly for its status and last words)."""
+        assert self.proc is not None
         try:
             code = self.proc.wait(1.5)
         except subprocess.TimeoutExpired:
@@ -157,27 +221,10 @@ class ServerProcess:
         )
         return ServerDiedError(f"{what}: the sluice server (pid {self.pid}) {status}", code, self.tail())
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """Closes its stdin (it exits), then terminates or kills it if it lingers; removes its socket dir."""
-        if self.proc.poll() is None:
-            try:
-                assert self.proc.stdin is not None
-                self.proc.stdin.close()
-            except OSError:
-                pass
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.terminate()
-                try:
-                    self.proc.wait(2.0)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-        for f in (self.proc.stdin, self.proc.stdout):
-            try:
-                if f is not None:
-                    f.close()
-            except OSError:
-                pass
-        shutil.rmtree(self.dir, ignore_errors=True)
+    def stop(self) -> None:
+        """Closes its stdin (it exits), then terminates or kills it if it lingers; removes its socket dir.
+        Idempotent."""
+        if self._stopper is not None:
+            self._stopper()
+        elif getattr(self, "dir", None) is not None:
+            _stop(self.proc, self.dir, 3.0)

@@ -119,3 +119,15 @@ class ServerDiedError(SluiceError):
 
 class ServerStartError(SluiceError):
     """The client could not start a server (Deno or sluice not found, or the server failed before it listened)."""
+
+
+class SlotsHeldError(SluiceError):
+    """The trainer holds every slot of the server (it references that many batches), so the next batch can never
+    come: keep fewer batches, copy what it keeps, use ``copy=True``, or more ``slots``."""
+
+    def __init__(self, message: str, held: int, slots: int) -> None:
+        super().__init__(message)
+        #: Batches this process holds.
+        self.held = held
+        #: The server's slots.
+        self.slots = slots

@@ -3,7 +3,9 @@
 
 Each item is one whole batch, a dict ``{"video": Tensor, "labels": Tensor, "clips": [dict, ...]}``. Use
 ``batch_size=None`` (sluice batches already) and ``num_workers=0`` (sluice decodes in its own process; worker
-processes would each start a server). The slot lifetime rule of :class:`sluice.Loader` applies to ``video``.
+processes would each start a server). The slot lifetime rule of :class:`sluice.Loader` applies to ``video``:
+``DataLoader(ds, batch_size=N)`` collates N sluice batches, so it holds N slots at once (start the loader with
+``slots=N`` or more, or pass ``copy=True``); ``batch_size=None`` holds one.
 """
 from __future__ import annotations
 
@@ -50,7 +52,10 @@ class IterableDataset(torch.utils.data.IterableDataset):
 
     def __iter__(self) -> Iterator[Dict[str, Any]]:
         for b in self.loader:
-            yield {"video": b.video, "labels": b.labels, "clips": b.clips}
+            item = {"video": b.video, "labels": b.labels, "clips": b.clips}
+            del b  # while suspended, only the item holds the batch's slot
+            yield item
+            del item
 
     def close(self) -> None:
         """Stops the loader (and the server it started)."""

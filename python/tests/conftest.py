@@ -57,3 +57,25 @@ def nvdouble() -> str:
     except RuntimeError as e:
         pytest.skip(f"the NVDEC test double could not be built (needs cc and FFmpeg headers): {e}")
     return out.strip()
+
+
+@pytest.fixture(scope="session")
+def cut_dataset(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """3 whole videos and one faststart MP4 cut in half (its header promises 4 s, its packets stop near 1.4 s),
+    made with the ffmpeg CLI: with ``on_clip_error="fail"``, an epoch of 4 clips per video fails mid-way."""
+    d = tmp_path_factory.mktemp("cut_dataset")
+    (d / "a").mkdir()
+
+    def encode(out: Path, seconds: int) -> None:
+        subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-f", "lavfi", "-i",
+                        f"testsrc=size=128x96:rate=25:duration={seconds}", "-pix_fmt", "yuv420p", "-c:v", "libx264",
+                        "-threads", "1", "-movflags", "+faststart", "-y", str(out)], check=True)
+
+    for i in range(3):
+        encode(d / "a" / f"v{i}.mp4", 2)
+    whole = d / "whole.mp4"
+    encode(whole, 4)
+    data = whole.read_bytes()
+    (d / "a" / "cut.mp4").write_bytes(data[: len(data) // 2])
+    whole.unlink()
+    return str(d)

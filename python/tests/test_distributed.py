@@ -30,7 +30,7 @@ def test_four_concurrent_clients_of_one_server_get_disjoint_covering_shards(data
 
         def rank(r: int) -> None:
             try:
-                with sluice.Loader(socket=server.socket, rank=r, world_size=4, release_lag=1) as l:
+                with sluice.Loader(socket=server.socket, rank=r, world_size=4) as l:
                     assert (l.rank, l.world_size) == (r, 4)
                     results[r] = [[c["path"] for b in l for c in b.clips] for _ in range(2)]
             except Exception as e:  # surfaced below

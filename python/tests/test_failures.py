@@ -4,6 +4,7 @@ of another protocol version, and broken messages."""
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
 import struct
@@ -102,7 +103,7 @@ TRAINER = textwrap.dedent("""
     sys.path.insert(0, {py!r})
     import sluice
     kw = dict(batch_size=4, num_frames=8, width=64, height=48, seed=7)
-    l = sluice.Loader({dataset!r}, **kw) if {socket!r} is None else sluice.Loader(socket={socket!r}, release_lag=1)
+    l = sluice.Loader({dataset!r}, **kw) if {socket!r} is None else sluice.Loader(socket={socket!r})
     it = iter(l)
     b = next(it)
     print(os.getpid(), l._server.pid if l._server else 0, l.welcome["pid"], flush=True)
@@ -160,7 +161,7 @@ def test_kill_9_of_the_trainer_frees_its_slots_and_the_server_serves_the_next(da
         trainer.wait()
         # the next client gets whole epochs from the start, as if it were the first
         want = reference({"dataset": dataset, "batchSize": 4, "clip": CLIP, "sampler": {"seed": 7}}, 1)
-        with sluice.Loader(socket=server.socket, release_lag=1) as l:
+        with sluice.Loader(socket=server.socket) as l:
             got = [(b.index, b.labels.tolist()) for b in l]
             assert l.stats()["session"]["ring"]["inUse"] <= 2
         assert got == [(w["index"], w["labels"]) for w in want]
@@ -178,6 +179,151 @@ def test_kill_9_of_a_trainer_that_started_its_server_stops_the_server(dataset):
     assert wait_gone(server_pid, 10), "the server outlived its trainer"
     assert shm_listing() == before
     assert maps_of_memfd(f"sluice-batches-{server_pid}") == []
+
+
+ERROR_TRAINER = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {py!r})
+    import sluice
+    l = sluice.Loader({dataset!r}, batch_size=1, num_frames=8, width=64, height=48, seed=7, clips_per_video=4,
+                      shuffle=False, on_clip_error="fail")
+    try:
+        for b in l:
+            pass
+        print("no error", flush=True)
+    except sluice.errors.MediaError:
+        print(l._server.pid, l._server.dir, flush=True)
+    time.sleep(600)
+""")
+
+
+def test_kill_9_of_a_trainer_after_a_loader_error_stops_its_server_within_2_s(cut_dataset, tmp_path):
+    """The server used to hang after a loader error (its session's close awaited the promise running it) and
+    outlive a killed trainer with parent pid 1, its socket directory left in the temp dir."""
+    before = shm_listing()
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    p = subprocess.Popen([sys.executable, "-c", ERROR_TRAINER.format(py=str(PY), dataset=cut_dataset)],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                         env={**os.environ, "TMPDIR": str(tmp)})
+    line = p.stdout.readline()
+    pid, sock_dir = line.split()
+    server_pid = int(pid)
+    assert sock_dir.startswith(str(tmp)) and os.path.isdir(sock_dir)
+    p.kill()
+    p.wait()
+    assert wait_gone(server_pid, 2.0), "the server outlived its trainer"
+    assert list(tmp.iterdir()) == []  # the socket directory went with it
+    assert shm_listing() == before
+    assert maps_of_memfd(f"sluice-batches-{server_pid}") == []
+
+
+def test_close_after_a_loader_error_returns_within_1_s(cut_dataset):
+    l = sluice.Loader(cut_dataset, batch_size=1, num_frames=8, width=64, height=48, seed=7, clips_per_video=4,
+                      shuffle=False, on_clip_error="fail")
+    server, sock_dir = l._server, l._server.dir
+    with pytest.raises(sluice.errors.MediaError, match="cut.mp4"):
+        drain(l)
+    t0 = time.monotonic()
+    l.close()
+    assert time.monotonic() - t0 < 1.0
+    assert server.proc.returncode == 0  # it exited by itself when its stdin closed: no signal was needed
+    assert not os.path.exists(sock_dir)
+
+
+def test_a_client_gone_while_batches_are_sent_is_a_disconnection_not_an_error(dataset):
+    """A trainer that closes or dies while the server writes to it: the session ends quietly (it used to log
+    `internal: Broken pipe (os error 32)` and then hang in its own close, so the server outlived the trainer)."""
+    server = ServerProcess(server_config(dataset, sampler={"seed": 7, "clipsPerVideo": 3}), forward_stderr=False)
+    try:
+        c = RawClient(server.socket)
+        c.send({"type": "hello", "protocol": 1, "client": "leaving"})
+        assert c.recv()["type"] == "welcome"
+        c.send({"type": "epoch", "epoch": 0})
+        m = c.recv()
+        while m["type"] != "batch":
+            m = c.recv()
+        # The client stops reading: the server's next write (the batch this release lets through) fails with
+        # EPIPE while the connection is still open on its side.
+        c.s.shutdown(socket.SHUT_RD)
+        c.send({"type": "release", "slot": m["slot"], "seq": m["seq"]})
+        # The session must then close the connection (POLLHUP here: both directions shut), sending nothing more.
+        poll = select.poll()
+        poll.register(c.s, select.POLLOUT)
+        deadline = time.monotonic() + 10
+        while not any(ev & select.POLLHUP for _, ev in poll.poll(50)) and time.monotonic() < deadline:
+            pass
+        assert any(ev & select.POLLHUP for _, ev in poll.poll(0)), "the session never closed the connection"
+        c.close()
+        server.stop()
+        assert server.proc.returncode == 0  # the stdin pipe closing stopped it, no signal needed
+        assert not any("internal" in line or "Broken pipe" in line for line in server.tail()), server.tail()
+    finally:
+        server.stop()
+
+
+CTRL_C = textwrap.dedent("""
+    import os, signal, sys, threading, time
+    sys.path.insert(0, {py!r})
+    import sluice
+    starting = False
+    def on_sigint(signum, frame):
+        if starting:  # Ctrl-C inside sluice.Loader(...) only
+            raise KeyboardInterrupt
+    signal.signal(signal.SIGINT, on_sigint)
+    kept = []  # a notebook keeps the last exception (and its traceback's frames)
+    interrupted = 0
+    for delay in (0.0, 0.001, 0.003, 0.006, 0.01, 0.02, 0.04, 0.07, 0.1, 0.15, 0.2, 0.3, 0.45, 0.7, 1.0):
+        timer = threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT))
+        try:
+            starting = True
+            timer.start()
+            l = sluice.Loader({dataset!r}, batch_size=4, num_frames=8, width=64, height=48)
+            starting = False
+            l.close()
+        except KeyboardInterrupt as e:
+            starting = False
+            interrupted += 1
+            kept.append(e)
+        timer.join()
+    print(interrupted, flush=True)
+""")
+
+
+def deno_children(pid: int):
+    """Live (not zombie) child processes of `pid` running Deno."""
+    found = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{p}/stat").read_text()
+            comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        except (OSError, ValueError):
+            continue
+        if int(rest[1]) == pid and rest[0] != "Z" and "deno" in comm:
+            found.append(int(p))
+    return found
+
+
+def test_ctrl_c_while_a_loader_starts_its_server_leaves_no_server(dataset, tmp_path):
+    """Ctrl-C at any point of sluice.Loader(...) (in Popen, while the server starts, during hello) stops the
+    server it was starting, even while the interrupted frames are kept (as a notebook keeps a traceback)."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    p = subprocess.Popen([sys.executable, "-c", CTRL_C.format(py=str(PY), dataset=dataset) +
+                          "time.sleep(600)"], stdout=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp)})
+    try:
+        interrupted = int(p.stdout.readline())
+        assert interrupted >= 5, "too few starts were interrupted to test anything"
+        deadline = time.monotonic() + 5
+        while deno_children(p.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert deno_children(p.pid) == [], "an interrupted start left its server running"
+        assert list(tmp.iterdir()) == []  # and no socket directory
+    finally:
+        p.kill()
+        p.wait()
 
 
 def test_kill_9_of_both_leaves_nothing(dataset):

@@ -48,6 +48,40 @@ def test_gpu_batches_are_the_inprocess_nvdec_loaders(dataset, double_env, nvdoub
     assert lib.nvdouble_live_allocations() == 0
 
 
+@pytest.mark.parametrize("copy", [False, True])
+def test_gpu_batches_kept_stay_intact_and_hold_their_slots(dataset, double_env, copy):
+    """The slot lifetime rule on the CUDA IPC path: a batch kept (list(loader)) holds its slot, so the server
+    writes no later batch over it (without torch CUDA there is nothing to copy into: copy=True keeps the view,
+    held the same way)."""
+    opts = {"dataset": dataset, "batchSize": 4, "clip": CLIP, "sampler": {"seed": 7, "clipsPerVideo": 2},
+            "decode": "nvdec"}
+    want = reference(opts, 2, env=double_env)  # 6 batches an epoch
+    with sluice.Loader(dataset, batch_size=4, num_frames=CLIP["numFrames"], width=CLIP["width"],
+                       height=CLIP["height"], seed=7, clips_per_video=2, decode="nvdec", slots=6, copy=copy) as l:
+        for epoch in range(2):
+            kept = list(l)
+            assert [hashlib.sha256(b.video.to_bytes()).hexdigest() for b in kept] == \
+                [w["sha"] for w in want if w["epoch"] == epoch]
+            assert l.stats()["session"]["ring"]["inUse"] == 6  # every slot held by the list
+            del kept
+            assert l.stats()["session"]["ring"]["inUse"] == 0  # and released with it
+
+
+def test_a_gpu_slot_goes_back_only_after_the_device_finished_with_it(dataset, double_env, nvdouble):
+    """Kernels queued on a batch may still read it after its last reference is dropped: the client synchronizes
+    the context (cuCtxSynchronize, every stream) before it releases a GPU slot."""
+    lib = ctypes.CDLL(nvdouble)  # the same library (and counters) the client loaded
+    with sluice.Loader(dataset, batch_size=4, num_frames=8, width=64, height=48, decode="nvdec") as l:
+        it = iter(l)
+        b = next(it)
+        before = lib.nvdouble_ctx_synchronizations()
+        assert l.stats()["session"]["ring"]["released"] == 0
+        assert lib.nvdouble_ctx_synchronizations() == before  # nothing to release, nothing to wait for
+        del b, it
+        assert l.stats()["session"]["ring"]["released"] == 1
+        assert lib.nvdouble_ctx_synchronizations() == before + 1
+
+
 def test_gpu_batches_become_cuda_tensors_when_torch_has_cuda(dataset, double_env):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
@@ -55,3 +89,9 @@ def test_gpu_batches_become_cuda_tensors_when_torch_has_cuda(dataset, double_env
     with sluice.Loader(dataset, batch_size=4, num_frames=8, width=64, height=48, decode="nvdec") as l:
         b = next(iter(l))
         assert b.video.is_cuda and b.video.dtype == torch.uint8
+        t = b.video[1:]  # torch.as_tensor keeps the __cuda_array_interface__ object, and so the slot
+        del b
+        gc.collect()
+        assert l.stats()["session"]["ring"]["released"] == 0
+        del t
+        assert l.stats()["session"]["ring"]["released"] == 1

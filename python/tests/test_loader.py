@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import time
 
 import numpy as np
 import pytest
@@ -84,38 +85,146 @@ def released(l: sluice.Loader) -> int:
     return l.stats()["session"]["ring"]["released"]
 
 
-def test_slot_of_batch_i_is_released_when_the_loop_takes_batch_i_plus_lag(dataset):
-    with loader(dataset, clips_per_video=2, slots=4) as l:  # 6 batches per epoch
-        assert len(l) == 6
-        taken = []
-        for i, b in enumerate(l):
-            taken.append(b)
-            # batches i-1 and i are held; everything before was released, in order
-            assert released(l) == max(0, i - 1)
-            # the batch taken before this one is intact
-            if i >= 1:
-                prev = taken[i - 1]
-                assert prev.video.shape == b.video.shape
-        assert released(l) == 4
-        # the last two are released when the next epoch starts
+def bytes_of(video) -> bytes:
+    return video.contiguous().numpy().tobytes()
+
+
+def in_mapping(l: sluice.Loader, video) -> bool:
+    base = ctypes.addressof(ctypes.c_char.from_buffer(l._mem))
+    return base <= video.data_ptr() < base + len(l._mem)
+
+
+def copied_epochs(dataset: str, epochs: int, **kw):
+    """Each epoch's batches as (bytes, labels), from a loader that copies every batch out of its slot."""
+    with loader(dataset, copy=True, **kw) as l:
+        return [[(bytes_of(b.video), b.labels.tolist()) for b in l] for _ in range(epochs)]
+
+
+@pytest.mark.parametrize("backend", ["inprocess", "subprocess"])
+def test_list_of_an_epoch_is_intact_or_a_clear_error(dataset, backend):
+    """list(loader) keeps every batch of an epoch, each holding its slot: with fewer slots than batches that is a
+    clear error (it used to be silently wrong: batches showing a later batch's pixels), with enough slots every
+    batch is byte for byte the copying loader's."""
+    want = copied_epochs(dataset, 3, backend=backend, clips_per_video=2)  # 6 batches an epoch
+    with loader(dataset, backend=backend, clips_per_video=2) as l:  # 4 slots
+        with pytest.raises(sluice.SluiceError, match="all 4 slots") as e:
+            list(l)
+        assert type(e.value).__name__ == "SlotsHeldError"
+        del e
+    with loader(dataset, backend=backend, clips_per_video=2, slots=6) as l:
+        for epoch in range(3):
+            kept = list(l)
+            assert all(in_mapping(l, b.video) for b in kept), "the batches are views of the slots, not copies"
+            assert [(bytes_of(b.video), b.labels.tolist()) for b in kept] == want[epoch]
+            del kept
+
+
+def test_a_batch_kept_across_epochs_stays_intact(dataset):
+    """A batch kept past its step (here for two more epochs) holds its slot: the server never writes another
+    batch over it (it used to be released at the next epoch's start, then overwritten)."""
+    want = copied_epochs(dataset, 3, clips_per_video=2)  # 6 batches an epoch, 4 slots
+    with loader(dataset, clips_per_video=2) as l:
+        first = next(iter(l))
+        assert in_mapping(l, first.video)
+        for epoch in (1, 2):
+            assert [(bytes_of(b.video), b.labels.tolist()) for b in l] == want[epoch]
+        assert (bytes_of(first.video), first.labels.tolist()) == want[0][0]
+
+
+@pytest.mark.parametrize("backend", ["inprocess", "subprocess"])
+def test_dataloader_collating_sluice_batches_matches_copies(dataset, backend):
+    """DataLoader(ds, batch_size=8) collates 8 whole sluice batches: with 8 slots they are all intact."""
+    def run(**kw):
+        ds = sluice.torch.IterableDataset(dataset, batch_size=2, num_frames=CLIP["numFrames"], width=CLIP["width"],
+                                          height=CLIP["height"], seed=7, clips_per_video=2, backend=backend, **kw)
+        try:
+            dl = torch.utils.data.DataLoader(ds, batch_size=8)
+            return [[(bytes_of(item["video"]), item["labels"].tolist()) for item in dl] for _ in range(3)]
+        finally:
+            ds.close()
+
+    want = run(copy=True)
+    got = run(slots=8)
+    assert [len(e) for e in got] == [2, 2, 2]  # 12 sluice batches an epoch: 8 + 4
+    assert got == want
+
+
+def test_holding_every_slot_is_a_clear_error_not_a_hang(dataset):
+    want = copied_epochs(dataset, 2, batch_size=2)
+    ds = sluice.torch.IterableDataset(dataset, batch_size=2, num_frames=CLIP["numFrames"], width=CLIP["width"],
+                                      height=CLIP["height"], seed=7)  # 4 slots, 6 batches an epoch
+    try:
+        with pytest.raises(sluice.SluiceError, match=r"all 4 slots .* \(4 batches.*copy=True.*slots=5") as e:
+            list(torch.utils.data.DataLoader(ds, batch_size=8))
+        assert type(e.value).__name__ == "SlotsHeldError" and (e.value.held, e.value.slots) == (4, 4)
+        del e
+        # nothing is lost: the next epoch runs as usual
+        assert [(bytes_of(b["video"]), b["labels"].tolist()) for b in ds] == want[1]
+    finally:
+        ds.close()
+
+
+def test_batches_held_across_an_epoch_jump_stay_intact(dataset):
+    """set_epoch(n) to another epoch rebuilds the server's loader, with a new ring: batches held from before (here
+    every slot of the old ring) stay readable and unchanged, and hold none of the new ring's slots."""
+    want = copied_epochs(dataset, 1, clips_per_video=2)[0]
+    jump = reference(options(dataset, sampler={"seed": 7, "clipsPerVideo": 2}), 4)
+    with loader(dataset, clips_per_video=2, timeout=60) as l:  # 4 slots, 6 batches an epoch
         it = iter(l)
-        next(it)
-        assert released(l) == 6
+        kept = [next(it) for _ in range(4)]
         del it
-    with loader(dataset, release_lag=1, slots=2) as l:
+        l.set_epoch(3)
+        assert [sha(b.video) for b in l] == [w["sha"] for w in jump if w["epoch"] == 3]
+        assert [(bytes_of(b.video), b.labels.tolist()) for b in kept] == want[:4]
+        del kept
+        assert l.stats()["session"]["ring"]["inUse"] == 0
+
+
+def test_a_slot_is_released_when_the_last_reference_to_its_batch_goes(dataset):
+    with loader(dataset, clips_per_video=2, slots=4) as l:  # 6 batches an epoch
+        it = iter(l)
+        first = next(it)
+        keep = first.video[1:3].numpy()  # a numpy view of a slice: the last reference
+        want = keep.copy()
+        del first
+        for b in it:
+            assert released(l) == b.index - 1  # every batch before this one, but the first
+            assert np.array_equal(keep, want)
+        del b
+        assert released(l) == 5
+        del keep
+        assert released(l) == 6  # the first batch's slot went with the slice
+    with loader(dataset, slots=2) as l:  # a plain loop needs only 2 slots: one held, one filling
         for i, b in enumerate(l):
             assert released(l) == i
 
 
 def test_copy_releases_at_once(dataset):
     want = reference(options(dataset), 1)
-    with loader(dataset, copy=True, slots=1, release_lag=1) as l:
+    with loader(dataset, copy=True, slots=1) as l:
         got = []
         for i, b in enumerate(l):
             assert released(l) == i + 1
             got.append(b)
         # copies survive the slot being reused
         assert [sha(b.video) for b in got] == [w["sha"] for w in want]
+
+
+def test_batches_of_an_abandoned_epoch_are_not_counted_delivered(dataset):
+    with loader(dataset, clips_per_video=2) as l:  # 6 batches of 4 an epoch, 4 slots
+        it = iter(l)
+        first = next(it)
+        while l.stats()["session"]["sent"] < 4:  # the server sends until the client holds every slot
+            time.sleep(0.05)
+        del first, it  # abandon epoch 0 having taken one batch: three more are on their way
+        for b in l:  # epoch 1 discards them unused
+            pass
+        del b
+        s = l.stats()
+    e0, e1 = s["loader"]["clips"]["epochs"]
+    assert (e0["epoch"], e0["complete"], e0["delivered"], e0["pending"]) == (0, False, 4, 20)
+    assert (e1["epoch"], e1["complete"], e1["delivered"], e1["pending"]) == (1, True, 24, 0)
+    assert (s["session"]["sent"], s["session"]["batches"], s["session"]["clips"]) == (10, 7, 28)
 
 
 def test_set_epoch_jumps_like_distributed_sampler(dataset):
@@ -208,8 +317,10 @@ def test_each_clip_holds_its_labels_frames_at_its_times(dataset):
 
 
 def test_options_are_checked_before_starting(dataset):
-    with pytest.raises(ValueError, match="slots"):
-        loader(dataset, slots=2, release_lag=2)
+    with pytest.raises(ValueError, match="at least 2 are needed unless copy=True"):
+        loader(dataset, slots=1)
+    with pytest.warns(DeprecationWarning, match="release_lag is ignored"):
+        loader(dataset, release_lag=2).close()
     with pytest.raises(ValueError, match="num_frames"):
         sluice.Loader(dataset, batch_size=2, width=8, height=8)
     with pytest.raises(ValueError, match="dataset"):

@@ -210,29 +210,32 @@ export class ClipAccounting {
 
   /**
    * Counts the clips of a batch handed to the consumer: delivered, or substitutes, their padding and their
-   * decode work.
+   * decode work. With `sign` -1, takes that count back (the batch never reached the training code, e.g. a
+   * relay's client discarded it): its positions are pending again, and its epoch not complete.
    */
   delivered(
     clips: readonly (
       & Pick<ClipMeta, "epoch" | "padded" | "replaces" | "pts">
       & Partial<Pick<ClipMeta, "decodedFrames" | "skippedFrames" | "passClips">>
     )[],
+    sign: 1 | -1 = 1,
   ): void {
     for (const c of clips) {
       const e = this.#epoch(c.epoch);
       if (c.replaces === undefined) {
-        e.delivered++;
-        e.pending--;
-      } else e.replaced++;
+        e.delivered += sign;
+        e.pending -= sign;
+      } else e.replaced += sign;
       if (c.padded > 0) {
-        e.paddedFrames += c.padded;
-        e.paddedClips++;
+        e.paddedFrames += sign * c.padded;
+        e.paddedClips += sign;
       }
-      e.decodedFrames += c.decodedFrames ?? 0;
-      e.skippedFrames += c.skippedFrames ?? 0;
-      e.emittedFrames += c.pts.length - c.padded;
-      if ((c.passClips ?? 1) > 1) e.sharedClips++;
+      e.decodedFrames += sign * (c.decodedFrames ?? 0);
+      e.skippedFrames += sign * (c.skippedFrames ?? 0);
+      e.emittedFrames += sign * (c.pts.length - c.padded);
+      if ((c.passClips ?? 1) > 1) e.sharedClips += sign;
       e.decodeAmplification = amplification(e);
+      if (e.pending > 0) e.complete = false;
     }
   }
 

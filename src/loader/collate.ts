@@ -8,7 +8,7 @@
  * @module
  */
 
-import { InvalidArgumentError } from "../errors.ts";
+import { fmtSec, InvalidArgumentError } from "../errors.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
 import type { ClipFailure } from "./clip_failure.ts";
 import type { ClipDtype, ClipOutcome } from "./clip_spec.ts";
@@ -116,7 +116,7 @@ export function collate(
   const labels = new Int32Array(B);
   const metas: ClipMeta[] = [];
   for (const [b, c] of clips.entries()) {
-    const what = `collate: clip ${c.meta.path} [${c.meta.start}, ${c.meta.end})`;
+    const what = `collate: clip ${c.meta.path} [${fmtSec(c.meta.start)}, ${fmtSec(c.meta.end)})`;
     if (c.width !== W || c.height !== H) {
       throw new InvalidArgumentError(`${what} is ${c.width}x${c.height}, batch is ${W}x${H}`);
     }

@@ -45,7 +45,7 @@
  * @module
  */
 
-import { errorText, InvalidArgumentError, PipelineFailure } from "../errors.ts";
+import { errorText, fmtSec, InvalidArgumentError, PipelineFailure } from "../errors.ts";
 import { PipelineBuilder } from "../pipeline/builder.ts";
 import type { Pipeline } from "../pipeline/pipeline.ts";
 import type { StageControl } from "../pipeline/stage.ts";
@@ -266,15 +266,19 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     this.#accounting.begin(epoch);
     const it = this.#pipeline[Symbol.asyncIterator]();
     const slots = this.#slots;
+    let stopped = false; // return() was called: a next() still pending ends early, not at the epoch's end
+    let yielded = 0;
     return {
       next: async () => {
-        slots?.checkCredit();
+        // After the epoch's last batch only its end can come, which needs no slot.
+        if (yielded < this.batchesPerEpoch) slots?.checkCredit();
         try {
           const r = await it.next();
           if (r.done) {
-            this.#accounting.complete(epoch);
+            if (!stopped) this.#accounting.complete(epoch);
             slots?.endEpoch();
           } else {
+            yielded++;
             this.#accounting.delivered(r.value.clips);
             slots?.delivered(r.value);
           }
@@ -287,6 +291,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
         }
       },
       return: async (value?: unknown) => {
+        stopped = true;
         try {
           return await it.return!(value);
         } finally {
@@ -294,6 +299,15 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
         }
       },
     };
+  }
+
+  /**
+   * Takes back the delivery of clips handed out by this loader that never reached the training code: a relay
+   * (`sluice serve`) calls it when its client discards a batch unused (e.g. one still in flight when the
+   * client abandoned an epoch). Their positions count as pending again, and their epoch as not complete.
+   */
+  undelivered(clips: Batch["clips"]): void {
+    this.#accounting.delivered(clips, -1);
   }
 
   /** The stages of its pipeline in this process, source first (with the subprocess backend: from `backend` on). */
@@ -500,13 +514,13 @@ function warnUncovered(spec: ClipSpec, windowSec: number, rates: number[], log: 
   if (s.kind !== "consecutive" && s.kind !== "stride") return;
   const known = rates.filter((r) => r > 0);
   if (known.length === 0 || !Number.isFinite(windowSec)) return;
-  const covered = spec.numFrames * (s.kind === "stride" ? s.stride : 1) / Math.max(...known);
+  const fps = Math.max(...known);
+  const covered = spec.numFrames * (s.kind === "stride" ? s.stride : 1) / fps;
   if (covered >= windowSec / 2) return;
+  const [window, rate] = [fmtSec(windowSec), fmtSec(fps)];
   log(
-    `sluice: ${spec.numFrames} ${s.kind} frames cover ${
-      covered.toFixed(2)
-    } s of each ${windowSec} s window ` +
-      `(at ${Math.max(...known)} fps): use sampling "uniform" or "rate" to spread them over the window`,
+    `sluice: ${spec.numFrames} ${s.kind} frames cover ${covered.toFixed(2)} s of each ${window} s window ` +
+      `(at ${rate} fps): use sampling "uniform" or "rate" to spread them over the window`,
   );
 }
 

@@ -26,7 +26,7 @@
  * @module
  */
 import { AVERROR_EAGAIN, AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";
-import { InvalidArgumentError, MediaError, SluiceError } from "../errors.ts";
+import { fmtSec, InvalidArgumentError, MediaError, SluiceError } from "../errors.ts";
 import { type BsfContext, Packet } from "./av_objects.ts";
 import { openBsfForStream } from "./bsf.ts";
 import { check, ffmpeg } from "./ffmpeg.ts";
@@ -357,11 +357,6 @@ interface StreamFacts {
   tb: Rational;
   startSec: number;
   endSec: number | null;
-}
-
-/** Seconds in a message, to the millisecond (0.4, not 0.40020886589772997). */
-function fmtSec(sec: number): string {
-  return String(Number(sec.toFixed(3)));
 }
 
 function validateWindow(w: unknown, label: string, facts: StreamFacts): TimeWindow {

@@ -4,7 +4,8 @@
  * builds one loader per client session from `loader` with the client's shard and epoch, prints one JSON line
  * `{"event":"ready",…}` to stdout once it listens (or `{"event":"error","name":…,"message":…}` when it cannot
  * start, e.g. an option the config misspells), and runs until SIGTERM/SIGINT, or until its stdin reaches
- * end of file when `exitOnStdinEof` is set (the spawning trainer died: the server must not outlive it).
+ * end of file when `exitOnStdinEof` is set (the spawning trainer died: the server must not outlive it). Once
+ * told to stop it exits within {@link CLOSE_TIMEOUT_MS}, whatever its sessions are doing.
  * `main.ts --options` prints the Python keywords it accepts (`pythonOptionList`) as JSON.
  * @module
  */
@@ -39,6 +40,12 @@ export interface ServerConfig {
 }
 
 /**
+ * Milliseconds closing may take once the server is told to stop: past that, {@link runServer} logs a line and
+ * returns without waiting for its sessions, so the process exits anyway (a spawning trainer waits 3 s).
+ */
+export const CLOSE_TIMEOUT_MS = 1500;
+
+/**
  * A factory building a loader per session from `options`, with the client's shard and first epoch, and `slots`
  * batch slots (the loader's own unless `options` sets them): its decode Workers write into the memory the
  * client maps, so no pixel is copied after decode (not with `ordered: false`: places are planned, so such a
@@ -64,8 +71,8 @@ export function loaderFactory(
 
 /**
  * Serves until a signal (or stdin's end with `exitOnStdinEof`); calls `onReady` once listening. Resolves when
- * the server has closed. Throws `InvalidArgumentError` before listening for a config that is not valid
- * (`resolveServerConfig`).
+ * the server has closed, or when closing took longer than {@link CLOSE_TIMEOUT_MS} (the process should then exit).
+ * Throws `InvalidArgumentError` before listening for a config that is not valid (`resolveServerConfig`).
  */
 export async function runServer(
   given: ServerConfig,
@@ -77,14 +84,25 @@ export async function runServer(
     slots: config.slots,
     logConnections: config.logConnections,
   });
-  const stop = () => void server.close();
+  const stopped = Promise.withResolvers<void>();
+  const stop = () => stopped.resolve();
   const signals: Deno.Signal[] = ["SIGTERM", "SIGINT"];
   for (const s of signals) Deno.addSignalListener(s, stop);
   if (config.exitOnStdinEof) void waitStdinEof().then(stop);
   onReady?.(server);
   try {
-    await server.finished;
-    await server.close();
+    await Promise.race([server.finished, stopped.promise]);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = await Promise.race([
+      server.close().then(() => false),
+      new Promise<boolean>((r) => timer = setTimeout(() => r(true), CLOSE_TIMEOUT_MS)),
+    ]);
+    clearTimeout(timer);
+    if (late) {
+      console.error(
+        `sluice serve: the server did not close within ${CLOSE_TIMEOUT_MS} ms; exiting without it`,
+      );
+    }
   } finally {
     for (const s of signals) Deno.removeSignalListener(s, stop);
     if (config.removeDir) {

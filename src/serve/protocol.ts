@@ -57,6 +57,8 @@ export interface ReleaseMessage {
   slot: number;
   /** The `seq` of the batch that was in the slot. */
   seq: number;
+  /** The client discarded the batch without handing it to its code (it does not count as delivered). */
+  unused?: boolean;
 }
 
 /** Asks for a `stats` reply. */
@@ -297,12 +299,18 @@ export function parseClientMessage(value: unknown): ClientMessage {
     }
     case "epoch":
       return { type: "epoch", epoch: int(value, "epoch", 0, MAX_INT) };
-    case "release":
-      return {
+    case "release": {
+      const msg: ReleaseMessage = {
         type: "release",
         slot: int(value, "slot", 0, MAX_INT),
         seq: int(value, "seq", 0, MAX_INT),
       };
+      if (value.unused !== undefined) {
+        if (typeof value.unused !== "boolean") throw bad(`release message: "unused" must be a boolean`);
+        msg.unused = value.unused;
+      }
+      return msg;
+    }
     case "stats":
       return { type: "stats" };
     case "bye":

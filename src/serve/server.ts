@@ -24,7 +24,7 @@
  * @module
  */
 
-import { InvalidArgumentError, ServeError } from "../errors.ts";
+import { errorText, InvalidArgumentError, ServeError } from "../errors.ts";
 import type { VideoClassificationLoader } from "../loader/loader.ts";
 import type { Batch } from "../loader/collate.ts";
 import { CudaSlots } from "../memory/cuda_slots.ts";
@@ -89,8 +89,13 @@ export interface SessionStats {
   /** The epoch streaming now, or null. */
   epoch: number | null;
   /** Batches sent so far. */
+  sent: number;
+  /**
+   * Batches delivered to the client's code so far: those sent, less those it released unused (in flight when
+   * it abandoned an epoch). The loader's `clips` stats count delivery the same way.
+   */
   batches: number;
-  /** Clips sent so far. */
+  /** Clips of those batches. */
   clips: number;
   /**
    * Pixel bytes copied after decode on their way to the client: 0 when the loader has `slots` and decodes on
@@ -332,8 +337,13 @@ class Session {
   #loader: VideoClassificationLoader | null = null;
   #ownsLoader = false;
   #ring: SlotRing | null = null;
-  /** slot → seq of the batch in it, for slots this session has out (and the batch, when it is the loader's slot). */
-  readonly #out = new Map<number, { seq: number; batch: Batch | null }>();
+  /**
+   * slot → the batch in it, for slots this session has out: its seq, its clips and the loader that made them
+   * (for an unused release), and the batch itself when the slot is the loader's.
+   */
+  readonly #out = new Map<number, OutBatch>();
+  /** Releases of batches before this seq are of a loader ring closed since (its loader was rebuilt). */
+  #memorySeq = 0;
   /** The ring is the loader's (zero copy): releasing a slot disposes its batch. */
   #loaderRing = false;
   /** The loader's batch slots, once a batch came in one (their copies count in `copiedBytes`). */
@@ -342,6 +352,7 @@ class Session {
   #released = Promise.withResolvers<void>();
   #run: EpochRun | null = null;
   #seq = 0;
+  #sent = 0;
   #batches = 0;
   #clips = 0;
   #copiedBytes = 0;
@@ -374,6 +385,7 @@ class Session {
       rank: this.#loader?.sampler.options.rank ?? 0,
       worldSize: this.#loader?.sampler.options.worldSize ?? 1,
       epoch: this.#run?.epoch ?? null,
+      sent: this.#sent,
       batches: this.#batches,
       clips: this.#clips,
       copiedBytes: this.#copiedBytes + (this.#batchSlots?.copiedBytes ?? 0),
@@ -394,27 +406,30 @@ class Session {
     this.#closing = true;
     void (async () => {
       try {
-        await this.#cancelRun();
-      } catch (e) {
-        this.#log(`sluice serve: ${this.#client}: while cancelling its epoch: ${e}`);
-      }
-      try {
-        this.#conn.close();
-      } catch { /* closed */ }
-      if (this.#loaderRing) this.#disposeOut();
-      else if (this.#ring !== null) {
-        if (this.#host.factory) this.#ring.close();
-        else this.#ring.releaseAll();
-      }
-      this.#out.clear();
-      if (this.#ownsLoader) {
         try {
-          await this.#loader?.close();
+          this.#conn.close(); // first: a stream still writing to the client stops at once
+        } catch { /* closed */ }
+        try {
+          await this.#cancelRun();
         } catch (e) {
-          this.#log(`sluice serve: ${this.#client}: closing its loader: ${e}`);
+          this.#log(`sluice serve: ${this.#client}: while cancelling its epoch: ${errorText(e)}`);
         }
+        if (this.#loaderRing) this.#disposeOut();
+        else if (this.#ring !== null) {
+          if (this.#host.factory) this.#ring.close();
+          else this.#ring.releaseAll();
+        }
+        this.#out.clear();
+        if (this.#ownsLoader) {
+          try {
+            await this.#loader?.close();
+          } catch (e) {
+            this.#log(`sluice serve: ${this.#client}: closing its loader: ${errorText(e)}`);
+          }
+        }
+      } finally {
+        this.#resolveDone();
       }
-      this.#resolveDone();
     })();
     return this.done;
   }
@@ -470,7 +485,7 @@ class Session {
       case "epoch":
         return await this.#onEpoch(msg.epoch);
       case "release":
-        return this.#onRelease(msg.slot, msg.seq);
+        return this.#onRelease(msg.slot, msg.seq, msg.unused === true);
       case "stats":
         return await this.#send({ type: "stats", stats: this.#statsPayload() });
       case "bye":
@@ -538,6 +553,12 @@ class Session {
       const old = this.#loader!;
       const o = old.sampler.options;
       this.#loader = null;
+      if (this.#loaderRing) {
+        // Its ring closes with it: batches the client still holds there are no longer slots of this session
+        // (the client keeps reading them; the server never writes there again), and their releases are moot.
+        this.#disposeOut();
+        this.#memorySeq = this.#seq;
+      }
       await old.close();
       this.#loader = (await this.#host.loaderFor(this, {
         rank: o.rank,
@@ -554,12 +575,14 @@ class Session {
     const abort = new AbortController();
     const iterator = this.#loader![Symbol.asyncIterator]();
     const run: EpochRun = { epoch, iterator, abort, done: Promise.resolve() };
-    run.done = this.#stream(run).catch((e) => this.#fail(e));
+    // Not awaiting #fail: it closes the session, and closing awaits run.done.
+    run.done = this.#stream(run).catch((e) => void this.#fail(e));
     this.#run = run;
     if (this.#t0 === 0) this.#t0 = performance.now();
   }
 
-  #onRelease(slot: number, seq: number): void {
+  #onRelease(slot: number, seq: number, unused: boolean): void {
+    if (seq < this.#memorySeq) return; // a batch of a ring replaced since (the loader was rebuilt): nothing to free
     const have = this.#out.get(slot);
     if (have === undefined || have.seq !== seq) {
       throw new ServeError(
@@ -569,6 +592,11 @@ class Session {
       );
     }
     this.#out.delete(slot);
+    if (unused) {
+      this.#batches--;
+      this.#clips -= have.clips.length;
+      if (have.loader === this.#loader) have.loader.undelivered(have.clips);
+    }
     if (have.batch !== null) have.batch[Symbol.dispose]();
     else this.#ring!.release(slot);
     this.#released.resolve();
@@ -596,7 +624,8 @@ class Session {
     let index = 0, clips = 0, finished = false;
     try {
       while (!abort.signal.aborted) {
-        await this.#credit(abort.signal);
+        // After the epoch's last batch only its end can come: it needs no credit (a client may keep every batch).
+        if (index < this.#loader!.batchesPerEpoch) await this.#credit(abort.signal);
         if (abort.signal.aborted) break;
         const r = await iterator.next();
         if (r.done) {
@@ -691,7 +720,7 @@ class Session {
   ): Promise<boolean> {
     const B = batch.shape[0], nbytes = batch.data.byteLength;
     const seq = this.#seq++;
-    this.#out.set(slot, { seq, batch: keep });
+    this.#out.set(slot, { seq, batch: keep, clips: batch.clips, loader: this.#loader! });
     const msg: BatchMessage = {
       type: "batch",
       seq,
@@ -706,6 +735,7 @@ class Session {
       labels: Array.from(batch.labels),
       clips: batch.clips.map((c) => ({ ...c })),
     };
+    this.#sent++;
     this.#batches++;
     this.#clips += B;
     await this.#send(msg);
@@ -740,11 +770,18 @@ class Session {
     return msg;
   }
 
-  /** Reports `e` to the client and ends the session. */
+  /**
+   * Reports `e` to the client and ends the session; a write to a client that has gone away (it closed or died
+   * while batches were on their way) ends it as a disconnection, not as an error.
+   */
   async #fail(e: unknown): Promise<void> {
     if (this.#closing) return;
-    const msg = await this.#sendError(e);
-    this.#log(`sluice serve: ${this.#client}: ${msg.code}: ${msg.message}`);
+    if (isPeerGone(e)) {
+      if (this.#opts.logConnections ?? true) this.#log(`sluice serve: ${this.#client} disconnected`);
+    } else {
+      const msg = await this.#sendError(e);
+      this.#log(`sluice serve: ${this.#client}: ${msg.code}: ${msg.message}`);
+    }
     await this.close();
   }
 
@@ -754,6 +791,21 @@ class Session {
       loader: this.#loader?.stats() ?? null,
     };
   }
+}
+
+/** A batch a session has out: see `Session.#out`. */
+interface OutBatch {
+  seq: number;
+  batch: Batch | null;
+  clips: Batch["clips"];
+  loader: VideoClassificationLoader;
+}
+
+/** Whether `e` is a socket error saying the peer has gone (closed its end, or died). */
+function isPeerGone(e: unknown): boolean {
+  return e instanceof Deno.errors.BrokenPipe || e instanceof Deno.errors.ConnectionReset ||
+    e instanceof Deno.errors.NotConnected || e instanceof Deno.errors.BadResource ||
+    e instanceof Deno.errors.Interrupted;
 }
 
 /** The sample type of a batch's pixels. */

@@ -201,3 +201,20 @@ Deno.test("counts: frames decoded, skipped and emitted (padding excluded); ampli
   assert.equal(total.decodedFrames, 40);
   assert.equal(total.decodeAmplification, 40 / 15, "the total's ratio, not a sum of ratios");
 });
+
+Deno.test("a delivery taken back (a relay's client discarded the batch): pending again, the epoch not complete", () => {
+  const acc = new ClipAccounting(4, 0, () => {});
+  batch(acc, 0, [ok(0), ok(1, 2)]);
+  batch(acc, 0, [ok(2), ok(3)]);
+  acc.complete(0);
+  const before = acc.stats().epochs[0];
+  assert.deepEqual([before.complete, before.delivered, before.pending, before.paddedFrames], [true, 4, 0, 2]);
+  // the client discarded the first batch unused
+  acc.delivered([{ ...clip(0).outcome, epoch: 0 }, { ...clip(1, 2).outcome, epoch: 0 }], -1);
+  const e = acc.stats().epochs[0];
+  assert.deepEqual(
+    [e.complete, e.delivered, e.pending, e.paddedFrames, e.paddedClips, e.decodedFrames, e.emittedFrames],
+    [false, 2, 2, 0, 0, 20, 8],
+  );
+  assert.equal(e.decodeAmplification, 20 / 8);
+});

@@ -121,3 +121,14 @@ Deno.test("a disposed batch frees its pixels and labels; shape and metadata stay
   assert.equal(b.clips[1].path, "v1.mp4");
   b[Symbol.dispose](); // twice is harmless
 });
+
+Deno.test("a mismatched clip is named by its file and window, in rounded seconds", () => {
+  const odd = clip(1, 3, false);
+  odd.meta.start = 1 / 3;
+  odd.meta.end = 1 / 3 + 0.32;
+  odd.width = 4;
+  assert.throws(
+    () => collate([clip(0, 3, false), odd], 3, "BTHWC"),
+    { message: "collate: clip v1.mp4 [0.333, 0.653) is 4x2, batch is 2x2" },
+  );
+});

@@ -6,7 +6,7 @@ import { assertAccounted } from "./accounting.ts";
 import { clipSeed, type SamplerOptions } from "../../src/dataset/sampler.ts";
 import { encodeSyntheticVideo, makeSyntheticDataset, readPattern } from "../../src/prep/synthetic.ts";
 import { InvalidArgumentError, MediaError, PipelineFailure } from "../../src/errors.ts";
-import { hasFfmpegCliSync, runCli, sharedMedia } from "../helpers/media.ts";
+import { generateClip, hasFfmpegCliSync, runCli, sharedMedia } from "../helpers/media.ts";
 import { probeFrameTimes } from "../helpers/decode_oracles.ts";
 import { serveDir } from "../helpers/http_server.ts";
 
@@ -671,4 +671,63 @@ Deno.test({
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("an epoch stopped while its next batch is on its way is not complete: its undelivered clips stay pending", async () => {
+  await using loader = await videoClassificationLoader({
+    ...options(await dataset(), 2, { seed: 1 }),
+    log: () => {},
+  });
+  const it = loader[Symbol.asyncIterator]();
+  const first = await it.next();
+  assert.equal(first.done, false);
+  first.value[Symbol.dispose]();
+  const next = it.next(); // asked for, not yet made...
+  await it.return!(); // ...when the consumer stops the epoch (sluice serve does when its client moves on)
+  const r = await next;
+  if (!r.done) r.value[Symbol.dispose]();
+  const e = loader.stats().clips.epochs[0];
+  const delivered = r.done ? 2 : 4;
+  assert.deepEqual([e.complete, e.delivered, e.pending], [
+    false,
+    delivered,
+    e.planned - delivered - e.failed,
+  ]);
+});
+
+Deno.test({
+  name:
+    "the line about frames covering little of their window prints rounded figures (29.97 fps, a 4 s window)",
+  ignore: !hasFfmpegCliSync(),
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "sluice-loader-ntsc-" });
+    try {
+      Deno.mkdirSync(`${dir}/a`);
+      Deno.copyFileSync(
+        await generateClip({ width: 64, height: 48, durationSec: 1, extraArgs: ["-r", "30000/1001"] }),
+        `${dir}/a/ntsc.mp4`,
+      );
+      const lines: string[] = [];
+      const o = options(dir, 1, { seed: 1, clipDurationSec: 4 });
+      await using _ = await videoClassificationLoader({ ...o, log: (l) => lines.push(l) });
+      const line = lines.find((l) => l.includes(" cover "));
+      assert.equal(
+        line,
+        `sluice: ${T} consecutive frames cover 0.20 s of each 4 s window (at 29.97 fps): use sampling "uniform" ` +
+          `or "rate" to spread them over the window`,
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test("a consumer keeping every batch of an epoch in as many slots still gets the epoch's end", async () => {
+  const o = options(await dataset(), 3, { seed: 1 }); // 6 clips: 2 batches
+  await using loader = await videoClassificationLoader({ ...o, slots: 2, log: () => {} });
+  const it = loader[Symbol.asyncIterator]();
+  const kept = [await it.next(), await it.next()];
+  assert.deepEqual((await it.next()).done, true); // no slot is needed for it
+  for (const r of kept) if (!r.done) r.value[Symbol.dispose]();
+  assert.equal(loader.stats().clips.epochs[0].complete, true);
 });

@@ -4,6 +4,10 @@ import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
 import { encodeMessage, FrameDecoder, MAX_SERVER_MESSAGE } from "../../src/serve/protocol.ts";
 import { serveLoader } from "../../src/serve/server.ts";
 import { DatasetError, ServeError } from "../../src/errors.ts";
+import { hasFfmpegCliSync } from "../helpers/media.ts";
+import { withTempDir } from "../helpers/temp_dir.ts";
+import { deadline } from "../backend/helpers.ts";
+import { failingLoaderOptions } from "./fixtures/failing_loader.ts";
 
 let datasetDir: Promise<string> | undefined;
 function dataset(): Promise<string> {
@@ -302,4 +306,38 @@ Deno.test("zero copy: a loader with slots publishes its own memfd slots; bytes e
   } finally {
     a.close();
   }
+});
+
+Deno.test({
+  name: "a session whose loader failed mid-epoch reports the error, hangs up and closes (it awaited itself)",
+  ignore: !hasFfmpegCliSync(),
+  fn: async () => {
+    await withTempDir("sluice-serve-fail-", async (dir) => {
+      const opts = await failingLoaderOptions(dir);
+      const logs: string[] = [];
+      const server = await serveLoader(
+        (req) => videoClassificationLoader({ ...opts, firstEpoch: req.firstEpoch, log: () => {} }),
+        { socket: socketPath(), log: (l) => logs.push(l) },
+      );
+      const c = await Client.connect(server.socket);
+      try {
+        assert.equal((await c.hello()).type, "welcome");
+        await c.send({ type: "epoch", epoch: 0 });
+        let m = await c.next();
+        while (m.type !== "error") {
+          if (m.type === "batch") await c.send({ type: "release", slot: m.slot, seq: m.seq });
+          m = await c.next();
+        }
+        assert.deepEqual([m.code, m.name, m.fatal], ["MediaError", "MediaError", true]);
+        assert.match(m.message, /cut\.mp4/);
+        assert.equal(await deadline(30_000, "the server hanging up", () => c.next()), null);
+        await deadline(30_000, "server.close()", () => server.close());
+        assert.deepEqual(server.stats().sessions, []);
+        assert.ok(logs.some((l) => l.includes("MediaError")) && !logs.some((l) => l.includes("internal")));
+      } finally {
+        c.close();
+        await server.close();
+      }
+    });
+  },
 });

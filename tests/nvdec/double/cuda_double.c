@@ -282,6 +282,22 @@ CUresult cuCtxPopCurrent_v2(CUcontext *pctx) {
   return DBL_SUCCESS;
 }
 
+/* Context synchronizations, counted over all threads (a client synchronizes before giving a slot back). */
+static int ctx_syncs;
+
+CUresult cuCtxSynchronize(void) {
+  FAULT("cuCtxSynchronize");
+  NEED_CTX("cuCtxSynchronize");
+  __atomic_add_fetch(&ctx_syncs, 1, __ATOMIC_SEQ_CST);
+  dbl_log("cuCtxSynchronize rc=0");
+  return DBL_SUCCESS;
+}
+
+/** Test control: cuCtxSynchronize calls so far, in every thread. */
+int nvdouble_ctx_synchronizations(void) {
+  return __atomic_load_n(&ctx_syncs, __ATOMIC_SEQ_CST);
+}
+
 /* ------------------------------------------------------------------ streams */
 
 CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
