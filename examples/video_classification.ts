@@ -22,7 +22,7 @@
  * defaults to the demo dataset (made on first use).
  *
  * The module also exports `tune`, the loader with its settings as a search space, for
- * `sluice tune examples/video_classification.ts [-- DATASET]` (see the README, "Tuning").
+ * `sluice tune examples/video_classification.ts [-- DATASET]` (see docs/tuning.md).
  * @module
  */
 

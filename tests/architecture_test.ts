@@ -2,28 +2,15 @@
  * The floor plan, checked: `src/` is a stack of rooms, one concept each, and imports run downward only (a room
  * imports the rooms below it, never one above); no module takes part in an import cycle except through type-only
  * imports. `ffi/` sits between the root modules of `src/` (errors) and the rooms. Worker modules named with
- * `new URL("…", import.meta.url)` and dynamic `import("…")` count as imports.
+ * `new URL("…", import.meta.url)` and dynamic `import("…")` count as imports. The rooms are declared once, in
+ * `scripts/architecture_map.ts`, which also writes docs/architecture.md (checked current here).
  */
 import assert from "node:assert/strict";
+import { expectedPage, ROOMS as FLOOR_PLAN } from "../scripts/architecture_map.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
-/** Bottom to top: each may import those before it. `src` stands for the modules directly in `src/`. */
-const ROOMS = [
-  "src",
-  "ffi",
-  "src/media",
-  "src/nvdec",
-  "src/pipeline",
-  "src/memory",
-  "src/dataset",
-  "src/backend",
-  "src/loader",
-  "src/prep",
-  "src/serve",
-  "src/tune",
-  "src/cli",
-];
+const ROOMS = FLOOR_PLAN.map((r) => r.dir);
 
 interface Edge {
   from: string;
@@ -129,4 +116,9 @@ Deno.test("architecture: the checks see real edges (a room above importing one b
   assert.ok(EDGES.some((e) => e.from === "src/loader/loader.ts" && e.to === "src/dataset/dataset.ts"));
   assert.ok(EDGES.some((e) => e.typeOnly));
   assert.ok(EDGES.filter((e) => !e.typeOnly).length > 300);
+});
+
+Deno.test("architecture: docs/architecture.md is the map the modules' own docs make (deno task architecture)", async () => {
+  const page = Deno.readTextFileSync(ROOT + "docs/architecture.md");
+  assert.ok(page === await expectedPage(), "docs/architecture.md is stale: run `deno task architecture`");
 });

@@ -20,7 +20,7 @@ const EXIT_GRACE_MS = 200;
  * come from the heap, where freed space fragments and is rarely given back. A fixed threshold keeps big blocks
  * in their own mappings, returned to the system as soon as they are freed; 32 KiB rather than glibc's initial
  * 128 KiB because a demuxed clip's packets (tens of KiB) are allocated in a demux Worker's arena and freed on
- * the main thread, and above 32 KiB they fragmented those arenas (README, "Datasets and loaders", has figures).
+ * the main thread, and above 32 KiB they fragmented those arenas (docs/loader.md has figures).
  */
 const CHILD_MALLOC_ENV: Record<string, string> = { MALLOC_MMAP_THRESHOLD_: "32768" };
 

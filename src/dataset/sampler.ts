@@ -51,8 +51,8 @@ export type ClipPlacement = "random" | "uniform";
 export type ShardRemainder = "pad" | "drop";
 
 /**
- * Options of a {@link ClipSampler}; their kinds, ranges and defaults are {@link SAMPLER_OPTIONS}'s (the README's
- * options table).
+ * Options of a {@link ClipSampler}; their kinds, ranges and defaults are {@link SAMPLER_OPTIONS}'s (docs/loader.md,
+ * "Options, declared once").
  */
 export interface SamplerOptions {
   /** PRNG seed: the same seed gives the same epochs. */

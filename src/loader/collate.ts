@@ -28,7 +28,7 @@ export interface ClipMeta extends ClipOutcome {
   video: number;
   /** Class index (-1 when the dataset has no labels). */
   label: number;
-  /** The window the sampler asked for, seconds (the frames cover `span`, see the README): its start... */
+  /** The window the sampler asked for, seconds (the frames cover `span`, see docs/clips.md): its start... */
   start: number;
   /** ...and its end. */
   end: number;

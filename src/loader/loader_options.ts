@@ -26,7 +26,7 @@ import { FETCH_OPTIONS, type FetchOptions } from "../dataset/fetch.ts";
 import { resolveSamplerOptions, SAMPLER_OPTIONS, type SamplerOptions } from "../dataset/sampler.ts";
 
 /**
- * What one clip becomes; see the README's "Datasets and loaders" for exactly which frames a clip holds. Ranges and
+ * What one clip becomes; see docs/clips.md for exactly which frames a clip holds. Ranges and
  * defaults: {@link CLIP_OPTIONS}.
  */
 export interface ClipOptions {
@@ -73,7 +73,7 @@ export interface ClipOptions {
 }
 
 /**
- * How the loader avoids decode work (the README's "Decoding less"). Every switch is on by default and changes no
+ * How the loader avoids decode work (docs/decoding-less.md). Every switch is on by default and changes no
  * pixel; turn one off to measure what it brings.
  */
 export interface DecodeLessOptions {
@@ -93,7 +93,7 @@ export interface DecodeLessOptions {
   threads?: boolean;
 }
 
-/** What happens to a clip that cannot be loaded; see the README's "Full batches". */
+/** What happens to a clip that cannot be loaded; see docs/loader.md, "Full batches". */
 export type OnClipError = "replace" | "skip" | "fail";
 
 /** A stage's concurrency: tasks at once, or `"auto"` for the pipeline's controller to set. */

@@ -11,7 +11,7 @@
  * is freed, so RSS follows what is alive.
  *
  * Cost: every big allocation is an `mmap` + `munmap` and its pages fault in fresh (no reuse of warm heap
- * memory); measured with bench/loader_vs_ffmpeg.ts it is within run-to-run noise (see the README).
+ * memory); measured with bench/loader_vs_ffmpeg.ts it is within run-to-run noise (see docs/loader.md).
  *
  * The caller's own `MALLOC_MMAP_THRESHOLD_` environment variable wins (glibc read it at start-up; nothing is
  * changed then). Best effort: not on Linux/glibc, without FFI permission, or when libc cannot be opened, it

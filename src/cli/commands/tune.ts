@@ -20,8 +20,7 @@ const TRIAL_OVERHEAD_SEC = 4;
 export const tuneCommand = defineCommand({
   name: "tune",
   summary: "find the pipeline configuration with the most samples/s; report, contention curves and plots",
-  description:
-    "MODULE exports `tune = defineTuning({ space, create, ... })` (see the README, 'Tuning'). Each " +
+  description: "MODULE exports `tune = defineTuning({ space, create, ... })` (see docs/tuning.md). Each " +
     "trial runs in a fresh subprocess: warm-up, then a measured window. The search measures the start, the " +
     "ceiling (batches replayed from memory), each stage's contention curve (concurrency 1, 2, 4, 8, 16), then " +
     "descends coordinate by coordinate. Writes DIR/trials.jsonl as it goes, and DIR/report.md, DIR/trials.svg " +

@@ -1,0 +1,169 @@
+/**
+ * The floor plan of `src/`, declared once: the rooms bottom to top (what `tests/architecture_test.ts` checks the
+ * imports against) and what each holds. Run it to write `docs/architecture.md`, the folder-by-folder map made
+ * from every module's own doc comment; with `--check` it writes nothing and exits 1 when that page is stale.
+ *
+ *     deno run -A scripts/architecture_map.ts [--check]
+ * @module
+ */
+
+/** One room: a folder (`src` for the modules directly in `src/`) and what it holds. */
+export interface Room {
+  /** The folder, from the repository root. */
+  dir: string;
+  /** What the room is for, one paragraph. */
+  about: string;
+}
+
+/** Bottom to top: each room may import the rooms before it, never one after it. */
+export const ROOMS: readonly Room[] = [
+  {
+    dir: "src",
+    about: "What every room shares: the typed errors rooted at `SluiceError` (kept across Workers and " +
+      "processes), the option tables' checker and vocabularies, `settle`.",
+  },
+  {
+    dir: "ffi",
+    about: "Bindings only: finding and loading the libraries, symbol tables (`as const satisfies " +
+      "Deno.ForeignLibraryInterface`, each argument commented with its C type), per-release struct layouts, " +
+      "error decoding. No behaviour.",
+  },
+  {
+    dir: "src/media",
+    about:
+      "FFmpeg through FFI: probe, demux (windows, seeking), bitstream filters, decode, scale, the frame " +
+      "selector (which frames a clip holds), frame writing (crop, orientation, normalisation). `structs.ts` is " +
+      "the only module that turns layout offsets into typed field access.",
+  },
+  {
+    dir: "src/nvdec",
+    about: "NVIDIA's decoder through libcuda and libnvcuvid: availability, the driver, device buffers, the " +
+      "parser and decoder session, NV12 to RGB on the GPU (PTX).",
+  },
+  {
+    dir: "src/pipeline",
+    about: "The stage engine: sources, pipes, aggregate and disaggregate, bounded queues, ordering, Worker " +
+      "pools, stats rows and hooks (the one stats door), the bottleneck verdict, the auto-concurrency controller.",
+  },
+  {
+    dir: "src/memory",
+    about: "Memory shared with other threads and processes: memfd mappings, rings of batch slots and their " +
+      "credits, CUDA IPC slots, glibc's mmap threshold.",
+  },
+  {
+    dir: "src/dataset",
+    about:
+      "What to load: datasets (directory trees, manifests, URLs, shards), fetching, indexing, the seeded " +
+      "sampler, the shuffle buffer, each epoch's output order, seeded randomness.",
+  },
+  {
+    dir: "src/backend",
+    about:
+      "Running a pipeline's front half in a Deno child process: spawning it, the framed binary protocol " +
+      "over stdio, credits, liveness, its stats.",
+  },
+  {
+    dir: "src/loader",
+    about:
+      "The video classification loader: its options, the front half (sample, fetch, demux, shuffle), clip " +
+      "decode steps and Workers, replacement, batch slots, collate, clip accounting, the cache loader.",
+  },
+  {
+    dir: "src/prep",
+    about:
+      "Preparing data: transcode to the training resolution and rate, manifests, WebDataset-style shards, " +
+      "verification, synthetic datasets, I/O benchmarks.",
+  },
+  {
+    dir: "src/serve",
+    about:
+      "Publishing a loader's batches to trainers in other processes: the Unix-socket protocol, sessions, " +
+      "the server process the Python client spawns.",
+  },
+  { dir: "src/tune", about: "`sluice tune`: trials in subprocesses, the search, reports and plots." },
+  {
+    dir: "src/cli",
+    about: "The `sluice` command line: each command declares its flags (the loader's come from its option " +
+      "table), the live view.",
+  },
+];
+
+const ROOT = new URL("../", import.meta.url).pathname;
+const PAGE = `${ROOT}docs/architecture.md`;
+
+/** The modules of a room, sorted (the root room: only the files directly in `src/`). */
+export function modulesOf(room: Room): string[] {
+  const out: string[] = [];
+  const walk = (dir: string, deep: boolean) => {
+    for (const e of Deno.readDirSync(ROOT + dir)) {
+      const p = `${dir}/${e.name}`;
+      if (e.isDirectory && deep) walk(p, deep);
+      else if (e.isFile && e.name.endsWith(".ts")) out.push(p);
+    }
+  };
+  walk(room.dir, room.dir !== "src");
+  return out.sort();
+}
+
+/** The first sentence of a module's doc comment. */
+function summary(file: string): string {
+  const m = Deno.readTextFileSync(ROOT + file).match(/^\s*\/\*\*([\s\S]*?)\*\//);
+  if (m === null) return "";
+  const text = m[1].split("\n").map((l) => l.trim().replace(/^\*\s?/, "")).join(" ").replace("@module", "")
+    .trim();
+  return (text.match(/^(.+?\.)(\s|$)/)?.[1] ?? text).replaceAll("|", "\\|");
+}
+
+/** The page: the rooms bottom to top, each with its modules and their summaries. */
+export function architecturePage(): string {
+  const lines = [
+    "# Architecture",
+    "",
+    "sluice is a stack of rooms, one concept each. A room imports only the rooms below it, and no module is part",
+    "of an import cycle except through type-only imports: `tests/architecture_test.ts` checks both on every test",
+    `run. Bottom to top: ${ROOMS.map((r) => `\`${r.dir}/\``).join(", ")}.`,
+    "",
+    "Beside them: `mod.ts` (the public API for loader users, re-exports only; the subpath entry points are",
+    "`src/*/mod.ts` and `src/cli/main.ts`), `tests/` (mirroring `src/`), `bench/`, `examples/`, `python/` (the",
+    "client package), `docs/` and `scripts/`. This page is made from each module's own doc comment by",
+    "`deno task architecture` (`scripts/architecture_map.ts`); a test fails when it is stale.",
+    "",
+  ];
+  for (const room of ROOMS) {
+    lines.push(room.dir === "src" ? "## `src/` (root modules)" : `## \`${room.dir}/\``, "", room.about, "");
+    lines.push("| module | what |", "| --- | --- |");
+    for (const f of modulesOf(room)) lines.push(`| \`${f.slice(room.dir.length + 1)}\` | ${summary(f)} |`);
+    lines.push("");
+  }
+  return lines.join("\n");
+}
+
+/** Formats markdown as `deno fmt` does (the page is checked in formatted). */
+async function formatted(markdown: string): Promise<string> {
+  const p = new Deno.Command(Deno.execPath(), {
+    args: ["fmt", "--ext", "md", "-"],
+    cwd: ROOT,
+    stdin: "piped",
+    stdout: "piped",
+  }).spawn();
+  const w = p.stdin.getWriter();
+  await w.write(new TextEncoder().encode(markdown));
+  await w.close();
+  const out = await p.output();
+  return new TextDecoder().decode(out.stdout);
+}
+
+/** The page as it should be checked in. */
+export function expectedPage(): Promise<string> {
+  return formatted(architecturePage());
+}
+
+if (import.meta.main) {
+  const page = await expectedPage();
+  if (Deno.args.includes("--check")) {
+    const stale = Deno.readTextFileSync(PAGE) !== page;
+    if (stale) console.error("docs/architecture.md is stale: run deno task architecture");
+    Deno.exit(stale ? 1 : 0);
+  }
+  Deno.writeTextFileSync(PAGE, page);
+}
