@@ -36,7 +36,7 @@ import {
   type StatsMessage,
 } from "./protocol.ts";
 import type { LoaderRequest, SessionHost } from "./session_host.ts";
-import type { SessionStats } from "./session_stats.ts";
+import { type SessionStats, statsText } from "./session_stats.ts";
 
 /** What a session needs of its server's options. */
 export interface SessionOptions {
@@ -522,11 +522,11 @@ export class Session {
     await this.close();
   }
 
-  /** The `stats` reply: the session's counters and its loader's. */
+  /** The `stats` reply: the counters, and their text (the session's line, then the loader's as `sluice load`). */
   #statsMessage(): StatsMessage {
     const session = this.stats();
     const loader = this.#loader?.stats() ?? null;
-    return { type: "stats", stats: { session, loader } };
+    return { type: "stats", stats: { session, loader }, text: statsText(session, loader) };
   }
 }
 

@@ -1,8 +1,11 @@
 /**
- * A session's counters.
+ * A session's counters and the text of a `stats` reply: the session's line, then the loader's clip counts and
+ * per-stage table(s) exactly as `sluice load` prints them (`stats_text.ts`), so a client shows them as they are.
  * @module
  */
 
+import type { LoaderStats } from "../loader/loader.ts";
+import { formatLoaderStats, loaderStatsParts } from "../loader/stats_text.ts";
 import type { SlotRingStats } from "../memory/slot_ring.ts";
 
 /** Counters of one session. */
@@ -34,4 +37,20 @@ export interface SessionStats {
   clipsPerSec: number;
   /** The slot ring (null before the first batch). */
   ring: SlotRingStats | null;
+}
+
+/** The text of a `stats` reply for a session's counters and its loader's stats (null before `hello`). */
+export function statsText(session: SessionStats, loader: LoaderStats | null): string {
+  return formatSessionStats(session) +
+    (loader === null ? "\n(no loader yet)" : `\n${formatLoaderStats(loaderStatsParts(loader))}`);
+}
+
+/** One line of a session's counters (the first line of a `stats` message's text). */
+export function formatSessionStats(s: SessionStats): string {
+  const ring = s.ring === null
+    ? "no slots yet"
+    : `${s.ring.inUse} of ${s.ring.slots} slots out, waited ${(s.ring.waitedMs / 1000).toFixed(2)} s for one`;
+  const epoch = s.epoch ?? "none", rate = s.clipsPerSec.toFixed(1);
+  return `session ${s.client} rank ${s.rank} of ${s.worldSize}, epoch ${epoch}: ${s.batches} batches ` +
+    `(${s.sent} sent), ${s.clips} clips, ${rate} clips/s, ${s.copiedBytes} bytes copied; ${ring}`;
 }
