@@ -414,6 +414,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
         2 * (decodeConcurrency === "auto" ? cores : decodeConcurrency),
       ),
       permissions: ["--allow-read", "--allow-env", "--allow-ffi", "--allow-net"],
+      isolated: true, // the loader's module imports only sluice's own files
       log,
     });
     front = new PipelineBuilder().addSource(backendSource as AsyncIterable<ClipItem>, {
