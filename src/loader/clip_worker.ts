@@ -5,8 +5,8 @@
  * converted in one pass by `src/media/frame_writer.ts`), `decodeClipNvdec` does the same on an NVIDIA GPU
  * (frame choice, crop and resize on the GPU; rotation, flip and `float32` after the copy to host).
  *
- * Every clip comes back with exactly `numFrames` frames (short clips padded by repeating the last frame, counted
- * in `padded`) or fails alone with a {@link ClipError} naming the file, the window, the stage and the cause: a
+ * Every clip comes back with exactly `numFrames` frames (a short clip repeats its last frame: `held` while it is
+ * still on screen, `padded` beyond the end of the stream) or fails alone with a {@link ClipError} naming the file, the window, the stage and the cause: a
  * window the demuxer cannot serve travels on as a failed item and fails at decode, so one bad window never takes
  * the other clips of its video with it. Buffers go back as transferables (nothing copied), or straight into a
  * caller's destination (`ClipPackets.dest`): a buffer, or a native address (a batch slot in shared memory,
@@ -28,7 +28,7 @@ import { type NativeObjectCounts, nativeObjectCounts } from "../media/av_objects
 import { decodeVideoNvdecSync, releaseDecoderNvdec } from "../nvdec/decoder.ts";
 import { demuxGroupsSync } from "../media/demux.ts";
 import { VideoPackets, type VideoPacketsInit } from "../media/packets.ts";
-import { FrameSelector } from "../media/frame_select.ts";
+import { FrameSelector, repeatsHeld, type SlotPlan } from "../media/frame_select.ts";
 import { resizeRegion } from "../media/crop.ts";
 import { normalisation } from "../media/orient.ts";
 import { type FrameDestination, FrameWriter, type WriterSpec } from "../media/frame_writer.ts";
@@ -258,6 +258,8 @@ function results(members: Member[]): Transferring<ClipResult[]> {
 interface Prepared {
   member: Member;
   own: VideoPackets;
+  /** Its frame selector's plan (window, stream end). */
+  plan: SlotPlan;
   choice: ClipChoice;
   writer: FrameWriter;
   dest: FrameDestination;
@@ -311,7 +313,7 @@ function prepare(spec: ClipSpec, p: VideoPackets, o: ResolvedOptions, member: Me
   const own = packetRange(p, member.range, [member.meta.start, member.meta.end]);
   const choice = clipChoice(spec, member.meta.seed);
   const writer = new FrameWriter(writerSpec(spec, own, choice), threadScaler(o.flags));
-  checkFillable(spec, member.meta, own, o);
+  const plan = checkFillable(spec, member.meta, own, o);
   const dest = member.dest === undefined ? newDestination(spec) : destination(spec, member.dest);
   if (member.dest === undefined && dest.data.buffer instanceof ArrayBuffer) {
     member.transfer = [dest.data.buffer];
@@ -319,6 +321,7 @@ function prepare(spec: ClipSpec, p: VideoPackets, o: ResolvedOptions, member: Me
   return {
     member,
     own,
+    plan,
     choice,
     writer,
     dest,
@@ -477,30 +480,29 @@ function clipPackets(item: ClipPackets): VideoPackets {
 
 /**
  * Fails before decoding (and before allocating) a clip its packets cannot fill: the frames the window can give
- * at most (packets presented in it, or grid slots before the stream's end) leave more padding than allowed.
+ * at most (packets presented in it, or grid slots before the stream's end) leave more padding than allowed. A
+ * window the stream goes on past pads nothing (its last frame is held: `repeatsHeld`).
  */
-function checkFillable(spec: ClipSpec, meta: ClipBase, p: VideoPackets, o: ResolvedOptions): void {
+function checkFillable(spec: ClipSpec, meta: ClipBase, p: VideoPackets, o: ResolvedOptions): SlotPlan {
   const plan = slotPlan(p, o);
   const most = new FrameSelector(plan).capacity(framesInWindow(p));
   const w: [number, number] = [meta.start, meta.end];
   if (most === 0) throw new ClipError(meta.path, "decode", w, "no frame is on screen in the window");
-  if (spec.numFrames - most > spec.maxPadFraction * spec.numFrames) {
-    // Counting frames over a stream that goes on past the window: it shows fewer than asked (a still stretch of
-    // a variable-frame-rate recording); sampling by time fills every slot with what is on screen.
-    const still = plan.streamEnd >= meta.end &&
-      (o.sampling.kind === "consecutive" || o.sampling.kind === "stride");
-    const hint = still
-      ? " (fewer frames are on screen in the window than asked: sample by time with frameRate)"
-      : "";
-    throw new ClipError(meta.path, "decode", w, paddingReason(most, spec, true) + hint);
+  if (!repeatsHeld(plan) && spec.numFrames - most > spec.maxPadFraction * spec.numFrames) {
+    throw new ClipError(meta.path, "decode", w, paddingReason(most, spec, true));
   }
+  return plan;
 }
 
 /** Why a clip with `frames` of its `numFrames` fails the padding bound (`most`: before decoding, an upper bound). */
 function paddingReason(frames: number, spec: ClipSpec, most: boolean): string {
   const n = frames === 1 ? "1 frame" : `${frames} frames`;
-  return `the window ${most ? `can give ${n} at most` : `gave ${n}`} of the ${spec.numFrames} asked: ` +
-    `${spec.numFrames - frames} frames of padding exceed maxPadFraction ${spec.maxPadFraction}`;
+  return `the window ${
+    most ? `can give ${n} at most` : `gave ${n}`
+  } of the ${spec.numFrames} asked and the ` +
+    `stream ends inside it: ${
+      spec.numFrames - frames
+    } frames of padding exceed maxPadFraction ${spec.maxPadFraction}`;
 }
 
 function newDestination(spec: ClipSpec): FrameDestination {
@@ -530,7 +532,7 @@ function destination(spec: ClipSpec, dest: ClipDestination): FrameDestination {
 /** Checks the frames decoded, pads to `numFrames`, and builds the clip with its outcome. */
 function finishClip(
   spec: ClipSpec,
-  { member: { meta }, own: p, writer, choice, dest, addressed }: Prepared,
+  { member: { meta }, own: p, plan, writer, choice, dest, addressed }: Prepared,
   pts: number[],
   counts: { decoded: number; skipped: number; passClips: number },
   failures: string,
@@ -540,7 +542,8 @@ function finishClip(
   if (filled === 0) {
     throw new ClipError(meta.path, "decode", w, `no frame is on screen in the window${failures}`);
   }
-  const padded = spec.numFrames - filled;
+  const repeats = spec.numFrames - filled;
+  const held = repeatsHeld(plan) ? repeats : 0, padded = repeats - held;
   if (padded > spec.maxPadFraction * spec.numFrames) {
     throw new ClipError(meta.path, "decode", w, paddingReason(filled, spec, false) + failures);
   }
@@ -553,6 +556,7 @@ function finishClip(
   const r = writer.region;
   const outcome: ClipOutcome = {
     pts,
+    held,
     padded,
     span: [pts[0], pts[filled - 1] + samplingStep(spec, p, w)],
     rotation: p.rotation,

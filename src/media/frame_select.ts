@@ -245,6 +245,16 @@ export class FrameSelector {
 }
 
 /**
+ * Whether the slots a clip adds after the selector's last (repeats of its last frame) show a frame still on
+ * screen: true when the stream goes on past the window's end (the next frame, or the end of the stream, lies at
+ * or after it: the last frame stays on screen until then), so the repeats are *held* frames; false when the
+ * stream ends inside the window (or its end is unknown): nothing is on screen there, the repeats are padding.
+ */
+export function repeatsHeld(plan: SlotPlan): boolean {
+  return plan.window !== null && plan.streamEnd >= plan.window[1];
+}
+
+/**
  * Which frames fill a slot, decided before decoding: a dry run of the {@link FrameSelector} over the presentation
  * times of the frames the packets will give, `times` (ascending, one per frame). Entry `i` is 1 when the frame at
  * `times[i]` fills at least one slot, 0 when it is dropped (before the window, between the frames a stride or a
