@@ -288,7 +288,7 @@ def test_printed_stats_are_the_table_sluice_load_prints(dataset, capsys):
         return [line.split()[:6] if line.split() and line.split()[0] in rows else line
                 for line in lines if not line.startswith(("decode: ", "bottleneck: ")) and " consumed in " not in line]
 
-    assert printed[1] == cli[at] == "clips: planned 12, delivered 12, failed 0; padded frames 0"
+    assert printed[1] == cli[at] == "clips: planned 12, delivered 12, failed 0; padded frames 0, held frames 0"
     assert counters(printed[1:]) == counters(cli[at:])
 
 

@@ -53,7 +53,7 @@ function clipLines(c: ClipCounts): string[] {
   const lines = [
     `clips: planned ${c.planned}, delivered ${c.delivered}, failed ${c.failed}` +
     (c.dropped > 0 ? `, dropped ${c.dropped}` : "") + (c.pending > 0 ? `, not reached ${c.pending}` : "") +
-    `; padded frames ${c.paddedFrames}`,
+    `; padded frames ${c.paddedFrames}, held frames ${c.heldFrames}`,
   ];
   if (c.failed > 0) {
     const stages = Object.entries(c.failedByStage).map(([k, n]) => `${k} ${n}`).join(", ");

@@ -189,7 +189,7 @@ Deno.test("a fixed loader: one client at a time, in-order epochs, the ring reuse
   const notReached = counts.pending > 0 ? `, not reached ${counts.pending}` : "";
   assert.ok(
     lines.includes(
-      `clips: planned 12, delivered ${counts.delivered}, failed 0${notReached}; padded frames 0`,
+      `clips: planned 12, delivered ${counts.delivered}, failed 0${notReached}; padded frames 0, held frames 0`,
     ),
   );
   const stages: { name: string; tasksIn: number; itemsOut: number }[] = st.stats.loader.pipeline.stages;
