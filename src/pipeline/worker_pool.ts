@@ -8,6 +8,10 @@
  * The pool's size may change while it runs: {@link WorkerPool.resize} sets it, and each pipeline stage running
  * on the pool claims its concurrency ({@link WorkerPool.reserve}); the pool runs up to the larger of the two.
  * Workers start lazily when calls wait; shrinking retires idle Workers at once and busy ones after their task.
+ *
+ * A stage's task that finds every Worker busy waits in the pool's queue; the pool counts that time per stage
+ * ({@link WorkerPool.waits}, {@link WorkerPool.waitMs}), and the stage does not count it as work (see
+ * `wait_ledger.ts`): stages sharing a pool are judged by the Worker time they use, not by how long they queued.
  * @module
  */
 
@@ -20,6 +24,7 @@ import {
 } from "../errors.ts";
 import type { Executor, PipeFn, TaskContext } from "./executor.ts";
 import { collectTransferables } from "./transfer.ts";
+import { WaitLedger } from "./wait_ledger.ts";
 import type { FromWorker, ToWorker } from "./worker_entry.ts";
 
 /** Options of a {@link WorkerPool}. */
@@ -43,6 +48,8 @@ interface Call {
   transfer: Transferable[];
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
+  /** Ends the call's wait in {@link WorkerPool.waits} (set while it waits for a Worker). */
+  waited?: () => void;
 }
 
 interface Slot {
@@ -59,6 +66,11 @@ const ENTRY = new URL("./worker_entry.ts", import.meta.url);
 export class WorkerPool implements Executor {
   /** The module each Worker imports. */
   readonly moduleUrl: string;
+  /**
+   * Time the tasks of each stage waited for a free Worker (calls made through {@link run}, by its context's stage
+   * name); a stage's steps may record other waits for this pool's capacity here too (thread tokens).
+   */
+  readonly waits: WaitLedger = new WaitLedger();
   readonly #releaseTimeoutMs: number;
   readonly #slots: Slot[] = [];
   readonly #pending: Call[] = [];
@@ -143,17 +155,29 @@ export class WorkerPool implements Executor {
    * to move rather than copy (default: none). Results come back with their buffers transferred.
    */
   call<R = unknown>(name: string, args: unknown[] = [], transfer: Transferable[] = []): Promise<R> {
+    return this.#call(name, args, transfer, undefined);
+  }
+
+  /** {@link call}, counting the time it waits for a free Worker as `stage`'s (when given). */
+  #call<R>(name: string, args: unknown[], transfer: Transferable[], stage: string | undefined): Promise<R> {
     return new Promise<R>((resolve, reject) => {
-      this.#pending.push({
+      const c: Call = {
         id: this.#nextId++,
         name,
         args,
         transfer,
         resolve: resolve as (v: unknown) => void,
         reject,
-      });
+      };
+      this.#pending.push(c);
       this.#pump();
+      if (stage !== undefined && this.#pending.includes(c)) c.waited = this.waits.begin(stage);
     });
+  }
+
+  /** Milliseconds the tasks of `stage` have waited for a free Worker (or other capacity of this pool). */
+  waitMs(stage: string): number {
+    return this.waits.ms(stage);
   }
 
   /**
@@ -183,7 +207,7 @@ export class WorkerPool implements Executor {
         `stage "${ctx.stage}": a WorkerPool runs exports of ${this.moduleUrl}; pass the export name, not a function`,
       );
     }
-    return this.call(task, [item], collectTransferables(item));
+    return this.#call(task, [item], collectTransferables(item), ctx.stage);
   }
 
   /**
@@ -195,7 +219,10 @@ export class WorkerPool implements Executor {
   async close(): Promise<void> {
     const err = new PipelineStoppedError(`WorkerPool ${this.moduleUrl} was closed`);
     const slots = this.#slots.splice(0);
-    for (const c of this.#pending.splice(0)) c.reject(err);
+    for (const c of this.#pending.splice(0)) {
+      c.waited?.();
+      c.reject(err);
+    }
     for (const slot of slots) {
       slot.current?.reject(err);
       for (const c of slot.pinned.splice(0)) c.reject(err);
@@ -244,6 +271,7 @@ export class WorkerPool implements Executor {
   }
 
   #dispatch(slot: Slot, c: Call): void {
+    c.waited?.();
     slot.current = c;
     const msg: ToWorker = { type: "call", id: c.id, name: c.name, args: c.args };
     try {
