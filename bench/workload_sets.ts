@@ -169,7 +169,8 @@ export async function ensureSet(
     const cls = SOURCES[i % SOURCES.length];
     return { i, path: `${root}/${cls}/v${String(i).padStart(2, "0")}.mp4`, label: classes.indexOf(cls) };
   });
-  const missing = videos.filter((v) => !exists(v.path));
+  const made = await Promise.all(videos.map((v) => Deno.stat(v.path).then(() => true, () => false)));
+  const missing = videos.filter((_, k) => !made[k]);
   if (missing.length > 0) log(`workload: making ${missing.length} ${set.id} videos under ${root} (once)`);
   let next = 0, done = 0;
   const one = async () => {
@@ -187,15 +188,6 @@ export async function ensureSet(
   return videos
     .map(({ path, label }) => ({ path, label }))
     .sort((a, b) => a.label - b.label || (a.path < b.path ? -1 : 1));
-}
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** A window holds half a frame more than the clip's frames, so float rounding never leaves it one short. */

@@ -292,7 +292,7 @@ export class ClipDecodeStep {
     let served = 0;
     for (const w of this.#waiting.values()) if (w.epoch === epoch && !w.taken) served++;
     const ahead = Math.max(0, this.#perEpoch - (this.#come.get(epoch) ?? 0) - served);
-    return await this.#pool.waits.during(DECODE, b.acquire(decodeThreads(b.size, b.busy, ahead)));
+    return await b.acquire(decodeThreads(b.size, b.busy, ahead));
   }
 }
 

@@ -9,7 +9,7 @@
  * on the pool claims its concurrency ({@link WorkerPool.reserve}); the pool runs up to the larger of the two.
  * Workers start lazily when calls wait; shrinking retires idle Workers at once and busy ones after their task.
  *
- * A stage's task that finds every Worker busy waits in the pool's queue; the pool counts that time per stage
+ * A stage's task that finds every Worker busy (or one still starting) waits; the pool counts that time per stage
  * ({@link WorkerPool.waits}, {@link WorkerPool.waitMs}), and the stage does not count it as work (see
  * `wait_ledger.ts`): stages sharing a pool are judged by the Worker time they use, not by how long they queued.
  * @module
@@ -48,11 +48,13 @@ interface Call {
   transfer: Transferable[];
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
-  /** Ends the call's wait in {@link WorkerPool.waits} (set while it waits for a Worker). */
+  /** Ends the call's wait in {@link WorkerPool.waits} (idempotent), when made for a stage. */
   waited?: () => void;
 }
 
 interface Slot {
+  /** The Worker has loaded its module (said `ready`): a call it is given runs at once. */
+  ready: boolean;
   worker: Worker;
   index: number;
   current: Call | undefined;
@@ -158,20 +160,21 @@ export class WorkerPool implements Executor {
     return this.#call(name, args, transfer, undefined);
   }
 
-  /** {@link call}, counting the time it waits for a free Worker as `stage`'s (when given). */
+  /** {@link call}, counting the time it waits for a Worker (a free one, and started) as `stage`'s (when given). */
   #call<R>(name: string, args: unknown[], transfer: Transferable[], stage: string | undefined): Promise<R> {
     return new Promise<R>((resolve, reject) => {
-      const c: Call = {
+      const waited = stage === undefined ? undefined : this.waits.begin(stage);
+      this.#pending.push({
         id: this.#nextId++,
         name,
         args,
         transfer,
-        resolve: resolve as (v: unknown) => void,
-        reject,
-      };
-      this.#pending.push(c);
+        // settling ends the wait too (a call rejected before any Worker ran it)
+        resolve: (v) => (waited?.(), resolve(v as R)),
+        reject: (e) => (waited?.(), reject(e)),
+        waited,
+      });
       this.#pump();
-      if (stage !== undefined && this.#pending.includes(c)) c.waited = this.waits.begin(stage);
     });
   }
 
@@ -219,10 +222,7 @@ export class WorkerPool implements Executor {
   async close(): Promise<void> {
     const err = new PipelineStoppedError(`WorkerPool ${this.moduleUrl} was closed`);
     const slots = this.#slots.splice(0);
-    for (const c of this.#pending.splice(0)) {
-      c.waited?.();
-      c.reject(err);
-    }
+    for (const c of this.#pending.splice(0)) c.reject(err);
     for (const slot of slots) {
       slot.current?.reject(err);
       for (const c of slot.pinned.splice(0)) c.reject(err);
@@ -271,7 +271,7 @@ export class WorkerPool implements Executor {
   }
 
   #dispatch(slot: Slot, c: Call): void {
-    c.waited?.();
+    if (slot.ready) c.waited?.(); // else the wait goes on until the Worker has started (`ready`)
     slot.current = c;
     const msg: ToWorker = { type: "call", id: c.id, name: c.name, args: c.args };
     try {
@@ -285,7 +285,7 @@ export class WorkerPool implements Executor {
   #spawn(): Slot | undefined {
     if (this.#slots.length >= this.#size) return undefined;
     const worker = new Worker(ENTRY, { type: "module", name: `sluice-pool-${this.#nextIndex}` });
-    const slot: Slot = { worker, index: this.#nextIndex++, current: undefined, pinned: [] };
+    const slot: Slot = { ready: false, worker, index: this.#nextIndex++, current: undefined, pinned: [] };
     worker.onmessage = (e: MessageEvent<FromWorker>) => this.#onMessage(slot, e.data);
     worker.onerror = (e: ErrorEvent) => {
       e.preventDefault();
@@ -301,6 +301,10 @@ export class WorkerPool implements Executor {
   #onMessage(slot: Slot, msg: FromWorker): void {
     if (msg.type === "dying") return this.#crash(slot, msg.reason, msg.error);
     if (msg.type === "released") return; // answered while retiring (see #retire), which installs its own handler
+    if (msg.type === "ready") {
+      slot.ready = true;
+      return void slot.current?.waited?.();
+    }
     const c = slot.current;
     if (c === undefined || c.id !== msg.id) return;
     slot.current = undefined;
