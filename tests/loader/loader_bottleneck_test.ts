@@ -17,7 +17,10 @@ const CLI = hasFfmpegCliSync();
  * over a manifest of `rows` (`path,label,start,end`) and returns the verdict it reports, which is
  * `loader.stats().pipeline.bottleneck`, with the per-stage rows for a failure's message.
  */
-async function verdict(rows: string[], flags: string): Promise<{ bottleneck: string | null; table: string }> {
+async function verdict(
+  rows: string[],
+  flags: string,
+): Promise<{ bottleneck: string | null; table: string; utilization: Record<string, number> }> {
   const dir = await Deno.makeTempDir({ prefix: "sluice-verdict-" });
   try {
     const manifest = `${dir}/m.csv`;
@@ -29,7 +32,10 @@ async function verdict(rows: string[], flags: string): Promise<{ bottleneck: str
     const table = JSON.stringify(
       s.pipeline.stages.map((x: Record<string, unknown>) => [x.name, x.utilization, x.busyMs]),
     );
-    return { bottleneck: s.bottleneck, table };
+    const utilization = Object.fromEntries(
+      s.pipeline.stages.map((x: { name: string; utilization: number }) => [x.name, x.utilization]),
+    );
+    return { bottleneck: s.bottleneck, table, utilization };
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -59,6 +65,11 @@ for (const backend of ["inprocess", "subprocess"] as const) {
       );
       const v = await verdict(rows, `--backend ${backend} --frames 16 --width 640 --height 480 --seed 3`);
       assert.equal(v.bottleneck, "decode", v.table);
+      if (backend === "inprocess") {
+        // Demux's own work is a fraction of decode's; its time queued behind decode's Workers is not work, so it
+        // must not look the busier stage (the old accounting showed demux ~100% busy here).
+        assert.ok(v.utilization.demux < v.utilization.decode, v.table);
+      }
     },
   });
 }
