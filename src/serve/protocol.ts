@@ -113,6 +113,11 @@ export interface ServeClipMeta {
   start: number;
   end: number;
   pts: number[];
+  /** Each slot's frame's index in the stream's presentation order, or null (`ClipOutcome.frameIndex`). */
+  frameIndex: number[] | null;
+  /** What each slot is (`ClipOutcome.frameKind`). */
+  frameKind: ("sampled" | "held" | "padded")[];
+  held: number;
   padded: number;
   [key: string]: unknown;
 }

@@ -23,9 +23,11 @@ import {
 
 const CLI = hasFfmpegCliSync();
 
-/** ffprobe's frames of the stream, in presentation order: index k has pts `order[k]`. */
+/** ffprobe's frames of the stream sorted by pts (presentation order): index k has pts `order[k]`. */
 async function presentationOrder(path: string, stream: number): Promise<number[]> {
-  return (await ffprobeFrames(path, stream)).map((f) => f.pts ?? NaN);
+  const pts = (await ffprobeFrames(path, stream)).map((f) => f.pts ?? f.bestEffortTimestamp ?? NaN);
+  assert.ok(pts.every(Number.isFinite), `${path}: every frame has a timestamp`);
+  return pts.sort((a, b) => a - b);
 }
 
 /** Windows at the start, a third in, two thirds in and at the end of a stream of `[first, last]` seconds. */
