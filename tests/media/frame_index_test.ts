@@ -2,8 +2,9 @@
  * Frame identity (issue 25 item 2): each decoded frame's `frameIndex` is the index, in ffprobe's presentation
  * order, of the frame with that pts — for windows at the start of a stream (read from its first packet), in its
  * middle and at its end (reached by seeking: the keyframe table supplies what came before), on the shared media
- * (B-frames in MP4, a rotated MOV, VP9 WebM, H.264 MKV), a variable-frame-rate recording with gaps and an
- * MPEG-TS file (which seeks by dts); resampled slots give the index of the frame they show. A stream whose
+ * (B-frames in MP4 and its second video stream, a rotated MOV, AV1 MP4, VP9 WebM, H.264 MKV), a
+ * variable-frame-rate recording with gaps, an MP4 whose edit list discards leading frames and an MPEG-TS file
+ * (which seeks by dts); resampled slots give the index of the frame they show. A stream whose
  * timestamps cannot tell says so (null); the keyframe table is read once per file per thread.
  */
 import assert from "node:assert/strict";
@@ -63,7 +64,8 @@ async function check(p: VideoPackets, order: number[], what: string, frameRate?:
   return f.pts.length;
 }
 
-const SOURCES: { name: string; path: () => Promise<string | null>; stream: number }[] = [
+/** A video to check: `temporary` ones are removed after. */
+const SOURCES: { name: string; path: () => Promise<string | null>; stream: number; temporary?: boolean }[] = [
   {
     name: "B-frames MP4 (shared)",
     path: () => Promise.resolve(sharedMedia("h264_nasa_bframes_aac.mp4")),
@@ -74,6 +76,12 @@ const SOURCES: { name: string; path: () => Promise<string | null>; stream: numbe
     path: () => Promise.resolve(sharedMedia("h264_rot90_3frames.mov")),
     stream: 0,
   },
+  {
+    name: "second video stream, 29.97 fps, of the B-frames MP4 (shared)",
+    path: () => Promise.resolve(sharedMedia("h264_nasa_bframes_aac.mp4")),
+    stream: 3,
+  },
+  { name: "AV1 MP4 (shared)", path: () => Promise.resolve(sharedMedia("av1_aac.mp4")), stream: 0 },
   { name: "VP9 WebM (shared)", path: () => Promise.resolve(sharedMedia("vp9_opus_bbb.webm")), stream: 0 },
   {
     name: "H.264 MKV (shared)",
@@ -89,6 +97,18 @@ const SOURCES: { name: string; path: () => Promise<string | null>; stream: numbe
     stream: 0,
   },
   {
+    name: "MP4 whose edit list discards its first 8 frames (stream copy from 1.3 s)",
+    path: async () => {
+      const src = await generateClip({ width: 64, height: 48, durationSec: 6, gop: 25, bframes: 2 });
+      const out = await tempFile(".mp4");
+      const r = await runCli("ffmpeg", ["-v", "error", "-ss", "1.3", "-i", src, "-c", "copy", "-y", out]);
+      assert.equal(r.code, 0, r.stderr);
+      return out;
+    },
+    stream: 0,
+    temporary: true,
+  },
+  {
     name: "MPEG-TS with B-frames",
     path: () => generateClip({ width: 64, height: 48, durationSec: 6, gop: 25, bframes: 2, container: "ts" }),
     stream: 0,
@@ -102,24 +122,28 @@ for (const src of SOURCES) {
     fn: async () => {
       const path = await src.path();
       if (path === null) return;
-      const order = await presentationOrder(path, src.stream);
-      const whole = await demuxVideo(path, { streamIndex: src.stream });
-      assert.equal(whole.firstFrameIndex, 0);
-      const tb = whole.timeBase;
-      const times = order.map((t) => t * (tb[0] / tb[1])).filter(Number.isFinite);
-      const [first, last] = [Math.min(...times), Math.max(...times)];
-      let frames = await check(whole, order, "whole stream");
-      const windows = windowsOf(first, last, Math.min(0.6, (last - first) / 2));
-      const together = await demuxVideo(path, { streamIndex: src.stream, windows });
-      for (const [i, p] of together.entries()) {
-        frames += await check(p, order, `window ${windows[i]} (one open)`);
+      try {
+        const order = await presentationOrder(path, src.stream);
+        const whole = await demuxVideo(path, { streamIndex: src.stream });
+        assert.equal(whole.firstFrameIndex, 0);
+        const tb = whole.timeBase;
+        const times = order.map((t) => t * (tb[0] / tb[1])).filter(Number.isFinite);
+        const [first, last] = [Math.min(...times), Math.max(...times)];
+        let frames = await check(whole, order, "whole stream");
+        const windows = windowsOf(first, last, Math.min(0.6, (last - first) / 2));
+        const together = await demuxVideo(path, { streamIndex: src.stream, windows });
+        for (const [i, p] of together.entries()) {
+          frames += await check(p, order, `window ${windows[i]} (one open)`);
+        }
+        for (const w of windows) {
+          const p = await demuxVideo(path, { streamIndex: src.stream, window: w });
+          frames += await check(p, order, `window ${w}`);
+          frames += await check(p, order, `window ${w} at 7 fps`, 7);
+        }
+        assert.ok(frames > 10, `${frames} frames checked`);
+      } finally {
+        if (src.temporary) await Deno.remove(path).catch(() => {});
       }
-      for (const w of windows) {
-        const p = await demuxVideo(path, { streamIndex: src.stream, window: w });
-        frames += await check(p, order, `window ${w}`);
-        frames += await check(p, order, `window ${w} at 7 fps`, 7);
-      }
-      assert.ok(frames > 10, `${frames} frames checked`);
     },
   });
 }
