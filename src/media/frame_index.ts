@@ -75,15 +75,15 @@ export function frameIndices(p: VideoPackets, framePts: ArrayLike<bigint>): Int3
   for (let k = 1; k < sorted.length; k++) if (sorted[k] === sorted[k - 1]) return null;
   const out = new Int32Array(framePts.length);
   for (let k = 0; k < framePts.length; k++) {
-    const r = rank(sorted, framePts[k]);
+    const r = rankOf(sorted, framePts[k]);
     if (r < 0) return null;
     out[k] = base + r;
   }
   return out;
 }
 
-/** Index of `x` in ascending `a`, or -1. */
-function rank(a: readonly bigint[], x: bigint): number {
+/** Index of `x` in ascending `a` (the rank of the frame presented at `x` among `a`'s), or -1. */
+export function rankOf(a: ArrayLike<bigint>, x: bigint): number {
   let lo = 0, hi = a.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
