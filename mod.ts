@@ -73,6 +73,7 @@ export type {
   ClipDtype,
   ClipOutcome,
   ClipSpec,
+  FrameKind,
   FrameSampling,
   Interpolation,
   ResizeMode,
