@@ -67,6 +67,7 @@ export type {
 } from "./stats.ts";
 export { collectTransferables, TRANSFER, transferable, type Transferring } from "./transfer.ts";
 export { WorkerPool, type WorkerPoolOptions } from "./worker_pool.ts";
+export { WaitLedger } from "./wait_ledger.ts";
 export {
   deserializeError,
   type ErrorClass,
