@@ -43,6 +43,7 @@ import { AVDISCARD_ALL, bsfContext, formatContext, type Rational, stream } from 
 import { settle } from "../settle.ts";
 import { LEADING_LOOKAHEAD } from "./packet_run.ts";
 import { ScreenTime, type StreamFacts, StreamReader } from "./stream_reader.ts";
+import { lap } from "../spans.ts";
 import { decodeSeconds, positionFor, readThrough, windowEnd } from "./window_seek.ts";
 
 export { REORDER_MARGIN } from "./window_seek.ts";
@@ -169,8 +170,13 @@ export function demuxGroupsSync(
     join: (members: readonly number[], next: number) => boolean;
   },
 ): DemuxedGroups {
-  using stream = openStream(src, opts);
-  return cutGroups(stream, opts.windows, opts.join);
+  const groups = (() => {
+    using stream = openStream(src, opts);
+    lap("open");
+    return cutGroups(stream, opts.windows, opts.join);
+  })();
+  lap("open"); // closing the input
+  return groups;
 }
 
 /** What every result of one demux shares: the codec and stream fields of a {@link VideoPacketsInit}. */
@@ -281,6 +287,7 @@ function cutGroups(
     const w = windows[wi] as TimeWindow;
     // A window whose start keyframe is not among the open group's packets cannot share them: cut that group.
     if (open !== null && !(joinable(open, wi, join) && startsInside(reader, open, w[0], facts.tb))) close();
+    lap("read");
     let k: number, end: number;
     try {
       // Joining: the start keyframe is in the run, read on from it (a seek would lose the group's packets).
@@ -302,6 +309,7 @@ function cutGroups(
     open = { start: 0, end: end - k, members: [{ window: wi, k: 0, end: end - k }] };
   }
   close();
+  lap("read");
   return { groups, failures };
 }
 
@@ -366,7 +374,9 @@ function locateWindow(
   const { tb, index } = facts;
   const label = common.source;
   const k = positionFor(reader, s, facts, maySeek);
+  lap("seek");
   if (k >= 0) readThrough(reader, k, e, tb);
+  lap("read");
   if (reader.eof) {
     const end = screen.streamEnd();
     if (!(end > s)) {
