@@ -67,7 +67,7 @@ function manifestOptions(csv: string, rowSec: number): Record<string, unknown> {
     dataset: csv,
     batchSize: w.batchSize,
     clip: { numFrames: w.numFrames, width: w.outWidth, height: w.outHeight },
-    sampler: { seed, clipsPerVideo: 1, clipDurationSec: rowSec, placement: "start" },
+    sampler: { seed, clipsPerVideo: 1, clipDurationSec: rowSec, placement: "uniform" },
   };
 }
 

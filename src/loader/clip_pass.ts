@@ -33,7 +33,7 @@ import {
 } from "../errors.ts";
 import { releaseBuffers, transferable, type Transferring } from "../pipeline/transfer.ts";
 import { mulberry32 } from "../dataset/random.ts";
-import { lap, type PhaseTimes, startSpans, takeSpans } from "../spans.ts";
+import { lap, type PhaseTimes, startSpans, takeSpans } from "../media/spans.ts";
 import type { ClipBase, DecodedClip } from "./collate.ts";
 import type { ClipOutcome, ClipSpec } from "./clip_spec.ts";
 

@@ -1,16 +1,16 @@
 /**
  * The loader's per-clip cost breakdown (`profile: true`, `sluice load --profile`): where a clip's time goes, by
- * phase, from the loader's own spans (`src/spans.ts`). Workers time their tasks (demux: open and probe, seek,
- * packet read; decode: decoder, scaler and writer setup, decode, convert and scale, finishing) and send the
- * times back with the task's result; the main thread times what it does itself around them: the hop (a task's
- * time on the main thread's clock less the Worker's own, so the transfers between threads, the messages and the
- * wait for a free Worker), writing a clip into its batch slot, and collating batches. A pass that serves
- * several clips counts its times once; each clip counts once. Times are wall milliseconds of the thread that
- * spent them (close to CPU time on an idle core; on a busy machine they include time the thread waited for one).
+ * phase, from the loader's own spans (`src/media/spans.ts`). Workers time their tasks (demux: open and probe,
+ * seek, packet read; decode: decoder, scaler and writer setup, decode, convert and scale, finishing) and send
+ * the times back with the task's result; the main thread times writing clips into batch slots and collating
+ * batches, and counts the rest of its CPU time since the loader started as "pipeline" (messages to and from the
+ * Workers, transfers, the pipeline's stages). A pass that serves several clips counts its times once; each clip
+ * counts once. Times are CPU milliseconds of the thread that spent them (see `threadMs`), so other load on the
+ * machine does not inflate them.
  * @module
  */
 
-import { addPhases, type PhaseTimes } from "../spans.ts";
+import { addPhases, type PhaseTimes, threadMs } from "../media/spans.ts";
 
 /** The phases, in the order of a clip's way, and where each runs. */
 export const PHASES = [
@@ -21,7 +21,7 @@ export const PHASES = [
   ["decode", "worker", "send packets, receive frames, choose them"],
   ["convert", "worker", "convert and scale each frame into its place"],
   ["finish", "worker", "padding, the clip's outcome, freeing its packets"],
-  ["hop", "main", "a Worker task's time beyond its own: transfers, messages, the wait for a Worker"],
+  ["pipeline", "main", "the main thread's other CPU: messages, transfers, the pipeline's stages"],
   ["place", "main", "writing a clip into its batch slot"],
   ["collate", "main", "closing batches: accounting, collate"],
 ] as const;
@@ -56,14 +56,16 @@ export interface ProfileStats {
 export class ClipProfile {
   readonly #ms: PhaseTimes = {};
   #clips = 0;
+  /** The main thread's CPU time when the profile started. */
+  readonly #start = threadMs();
 
   /** Adds a task's phase times (a Worker's spans, or main-thread times). */
   add(times: PhaseTimes | null | undefined): void {
     if (times) addPhases(this.#ms, times);
   }
 
-  /** Adds `ms` to the main-thread phase `phase`. */
-  addMain(phase: Phase, ms: number): void {
+  /** Adds `ms` to the main-thread phase `phase` (`place` or `collate`; `pipeline` is the rest). */
+  addMain(phase: "place" | "collate", ms: number): void {
     this.#ms[phase] = (this.#ms[phase] ?? 0) + ms;
   }
 
@@ -75,6 +77,8 @@ export class ClipProfile {
   /** The breakdown so far. */
   stats(): ProfileStats {
     const n = Math.max(1, this.#clips);
+    const main = threadMs() - this.#start;
+    this.#ms.pipeline = Math.max(0, main - (this.#ms.place ?? 0) - (this.#ms.collate ?? 0));
     const phases = PHASES.map(([phase, where]) => {
       const totalMs = this.#ms[phase] ?? 0;
       return { phase, where, totalMs, msPerClip: totalMs / n };
@@ -84,16 +88,9 @@ export class ClipProfile {
   }
 }
 
-/** Sum of a task's phase times (its time in the Worker). */
-export function phaseSum(times: PhaseTimes | null | undefined): number {
-  let s = 0;
-  for (const v of Object.values(times ?? {})) s += v;
-  return s;
-}
-
 /** The breakdown as a table (`sluice load --profile`). */
 export function formatProfile(p: ProfileStats): string {
-  const lines = [`per-clip breakdown over ${p.clips} clips (ms per clip, thread wall time):`];
+  const lines = [`per-clip breakdown over ${p.clips} clips (CPU ms per clip of the thread that spent it):`];
   for (const [phase, where, what] of PHASES) {
     const s = p.phases.find((x) => x.phase === phase)!;
     lines.push(`  ${phase.padEnd(8)} ${where.padEnd(6)} ${s.msPerClip.toFixed(3).padStart(8)}  ${what}`);

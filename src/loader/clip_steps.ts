@@ -24,7 +24,8 @@ import { decodeThreads, type ThreadBudget } from "./decode_threads.ts";
 import type { BatchSlots } from "./batch_slots.ts";
 import { fetchBytes, type FetchOptions, isUrl } from "../dataset/fetch.ts";
 import { readMember } from "../dataset/shards/reader.ts";
-import { type ClipProfile, phaseSum } from "./clip_profile.ts";
+import type { ClipProfile } from "./clip_profile.ts";
+import { threadMs } from "../media/spans.ts";
 
 /** A clip on its way: its packets, or its failure. */
 export type ClipItem = ClipPackets | FailedClip;
@@ -135,8 +136,8 @@ export async function decodeClipItem(
 }
 
 /**
- * Runs a decode task (`run`) for `clips` clips, adding its times to `profile` when set: the demux's and the
- * Worker's phases (taken off the item and the result), and the hop (the task's time here less the Worker's).
+ * Runs a decode task (`run`) for `clips` clips; with `profile`, asks the Worker for its phase times and adds
+ * them (taken off the result, so they never reach a batch's metadata).
  */
 async function profiled(
   profile: ClipProfile | null,
@@ -147,25 +148,23 @@ async function profiled(
   if (profile === null) return await run();
   item.profile = true;
   profile.count(clips);
-  const t0 = performance.now();
   const r = await run();
-  const ms = performance.now() - t0;
-  const worker = (Array.isArray(r) ? r.find((x) => "clip" in x)?.clip : r) as FilledClip | undefined;
-  profile.add(worker?.phases);
-  profile.addMain("hop", ms - phaseSum(worker?.phases));
-  if (worker !== undefined) delete worker.phases;
+  const timed = (Array.isArray(r) ? r.find((x) => "clip" in x)?.clip : r) as FilledClip | undefined;
+  if (timed !== undefined) {
+    profile.add(timed.phases);
+    delete timed.phases;
+  }
   return r;
 }
 
 /** Runs `adopt` (a clip written into its batch slot), timed as the profile's "place". */
 async function placed<T>(profile: ClipProfile | null, adopt: () => Promise<T>): Promise<T> {
   if (profile === null) return await adopt();
-  const t0 = performance.now();
-  try {
-    return await adopt();
-  } finally {
-    profile.addMain("place", performance.now() - t0);
-  }
+  // its synchronous part: the copy into the slot, when there is one (the waits are not CPU)
+  const t0 = threadMs();
+  const p = adopt();
+  profile.addMain("place", threadMs() - t0);
+  return await p;
 }
 
 /** Group exports of the clip Worker, by the export that decodes one clip. */

@@ -23,7 +23,7 @@ import { nvdecPassDecoder } from "../nvdec/clip_pass.ts";
 import { releaseDecoderNvdec } from "../nvdec/decoder_cache.ts";
 import { demuxGroupsSync } from "../media/demux.ts";
 import { MediaError } from "../errors.ts";
-import { lap, startSpans, takeSpans } from "../spans.ts";
+import { lap, startSpans, takeSpans } from "../media/spans.ts";
 import { transferable, type Transferring } from "../pipeline/transfer.ts";
 import type { ClipBase, DecodedClip } from "./collate.ts";
 import type { ClipSpec } from "./clip_spec.ts";

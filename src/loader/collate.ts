@@ -12,7 +12,7 @@ import { fmtSec, InvalidArgumentError } from "../errors.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
 import type { ClipFailure } from "./clip_failure.ts";
 import type { ClipDtype, ClipOutcome } from "./clip_spec.ts";
-import type { PhaseTimes } from "../spans.ts";
+import type { PhaseTimes } from "../media/spans.ts";
 
 /** Memory layout of a batch. */
 export type BatchLayout = "BTHWC" | "BCTHW";

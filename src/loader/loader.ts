@@ -61,6 +61,7 @@ import { clipFailureError, type FailedClip, isFailedClip } from "./clip_failure.
 import type { ClipSpec } from "./clip_spec.ts";
 import { ClipAccounting, type ClipStats, type PlacedClip } from "./clip_stats.ts";
 import { ClipProfile, type ProfileStats } from "./clip_profile.ts";
+import { threadMs } from "../media/spans.ts";
 import { callingPool, ClipDecodeStep, type ClipItem, type DecodeExport } from "./clip_steps.ts";
 import { ThreadBudget } from "./decode_threads.ts";
 import { type Batch, collate, type FilledClip } from "./collate.ts";
@@ -448,11 +449,11 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
   };
   const collateBatch = (placed: PlacedClip[]): Batch | undefined => {
     if (profile === null) return collateNow(placed);
-    const t0 = performance.now();
+    const t0 = threadMs();
     try {
       return collateNow(placed);
     } finally {
-      profile.addMain("collate", performance.now() - t0);
+      profile.addMain("collate", threadMs() - t0);
     }
   };
   const collateNow = (placed: PlacedClip[]): Batch | undefined => {

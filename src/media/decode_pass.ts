@@ -10,7 +10,7 @@
  * @module
  */
 import { errorText } from "./ffmpeg.ts";
-import { lap } from "../spans.ts";
+import { lap } from "./spans.ts";
 import type { Frame } from "./av_objects.ts";
 import { frame as avframe, type Ptr } from "./structs.ts";
 import { AVERROR_EAGAIN, AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";

@@ -43,7 +43,7 @@ import { AVDISCARD_ALL, bsfContext, formatContext, type Rational, stream } from 
 import { settle } from "../settle.ts";
 import { LEADING_LOOKAHEAD } from "./packet_run.ts";
 import { ScreenTime, type StreamFacts, StreamReader } from "./stream_reader.ts";
-import { lap } from "../spans.ts";
+import { lap } from "./spans.ts";
 import { decodeSeconds, positionFor, readThrough, windowEnd } from "./window_seek.ts";
 
 export { REORDER_MARGIN } from "./window_seek.ts";
