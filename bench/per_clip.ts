@@ -40,8 +40,9 @@ const config = JSON.parse(values.config!) as Record<string, unknown>;
 const log = (l: string) => console.error(l);
 
 /** The manifest: one row per clip of the workload's pass 0, the rows of one video far apart. */
-async function writeManifest(root: string): Promise<{ csv: string; rowSec: number }> {
-  const clips = (await makeClipList(root, seed, 1)).passes[0];
+async function writeManifest(root: string): Promise<{ csv: string; rowSec: number; like: ClipList }> {
+  const like = await makeClipList(root, seed, 1);
+  const clips = like.passes[0];
   const byVideo = new Map<string, typeof clips>();
   for (const c of clips) byVideo.set(c.path, [...(byVideo.get(c.path) ?? []), c]);
   // all first clips, then all second ones: a video's rows are a whole video count apart
@@ -57,7 +58,7 @@ async function writeManifest(root: string): Promise<{ csv: string; rowSec: numbe
         .join("\n") +
       "\n",
   );
-  return { csv, rowSec };
+  return { csv, rowSec, like };
 }
 
 /** The loader options over the manifest: each row is one clip (its whole window). */
@@ -71,38 +72,30 @@ function manifestOptions(csv: string, rowSec: number): Record<string, unknown> {
   };
 }
 
-/** sluice's plan of the manifest, `passes` epochs, as the contenders' clip list. */
-async function clipList(opts: Record<string, unknown>, file: string): Promise<ClipList> {
+/** sluice's plan of the manifest, `passes` epochs, as the contenders' clip list (`like`'s sizes and seed). */
+async function clipList(like: ClipList, opts: Record<string, unknown>, file: string): Promise<ClipList> {
   await using loader = await videoClassificationLoader(
     { ...opts, log: () => {} } as unknown as LoaderOptions,
   );
   const items = loader.dataset.items;
-  const w = WORKLOAD;
-  const list: ClipList = {
-    dataset: opts.dataset as string,
-    seed,
-    numFrames: w.numFrames,
-    width: w.outWidth,
-    height: w.outHeight,
-    batchSize: w.batchSize,
-    passes: Array.from({ length: passes }, (_, e) =>
-      loader.sampler.epoch(e).map((c) => ({
-        path: items[c.video].path,
-        start: c.start,
-        end: c.end,
-        label: Number(items[c.video].label) || 0,
-      }))),
-    sluice: opts,
-  };
+  const pass = (e: number) =>
+    loader.sampler.epoch(e).map((c) => ({
+      ...items[c.video],
+      ...c,
+      label: Number(items[c.video].label) || 0,
+    }))
+      .map(({ path, start, end, label }) => ({ path, start, end, label }));
+  const list = { ...like, dataset: opts.dataset as string, sluice: opts, passes: [] as ClipList["passes"] };
+  for (let e = 0; e < passes; e++) list.passes.push(pass(e));
   Deno.writeTextFileSync(file, JSON.stringify(list));
   return list;
 }
 
 const root = await ensureWorkloadSet(values.dir!, gop, log);
-const { csv, rowSec } = await writeManifest(root);
+const { csv, rowSec, like } = await writeManifest(root);
 const opts = manifestOptions(csv, rowSec);
 const listFile = `${values.dir}/gop${gop}/per_clip_list.json`;
-const list = await clipList(opts, listFile);
+const list = await clipList(like, opts, listFile);
 const commands: Record<string, string[]> = {
   sluice: [
     Deno.execPath(),

@@ -47,8 +47,9 @@ export interface ProfileStats {
   clips: number;
   /** One entry per phase, in {@link PHASES} order. */
   phases: PhaseStats[];
-  /** Milliseconds per clip on the Workers and on the main thread. */
+  /** Milliseconds per clip on the Workers. */
   workerMsPerClip: number;
+  /** Milliseconds per clip on the main thread. */
   mainMsPerClip: number;
 }
 
