@@ -18,6 +18,7 @@ export const LIBC_SYMBOLS = {
   close: { parameters: ["i32"], result: "i32" }, // int close(int fd)
   __errno_location: { parameters: [], result: "pointer" }, // int *__errno_location(void) — this thread's errno
   strerror: { parameters: ["i32"], result: "pointer" }, // char *strerror(int errnum)
+  clock_gettime: { parameters: ["i32", "buffer"], result: "i32" }, // int clock_gettime(clockid_t clk_id, struct timespec *tp)
   // --- page cache control (src/prep/page_cache.ts) ---
   // `open` is variadic in C; it is bound without the `mode` argument, which only O_CREAT reads.
   open: { parameters: ["buffer", "i32"], result: "i32" }, // int open(const char *pathname, int flags)
@@ -77,6 +78,9 @@ export const MAP_FAILED = 0xffff_ffff_ffff_ffffn;
 /** `open` flags from <fcntl.h> (Linux): read only, close on exec. */
 export const O_RDONLY = 0;
 export const O_CLOEXEC = 0o2000000;
+
+/** `clock_gettime` clock from <time.h> (Linux): CPU time consumed by the calling thread. */
+export const CLOCK_THREAD_CPUTIME_ID = 3;
 
 /** `posix_fadvise` advice from <fcntl.h> (Linux): drop the file's clean pages from the page cache. */
 export const POSIX_FADV_DONTNEED = 4;

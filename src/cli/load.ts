@@ -10,6 +10,7 @@ import type { PipelineStats } from "../pipeline/stats.ts";
 import { type LoaderOptions, videoClassificationLoader } from "../loader/loader.ts";
 import type { ClipFailure } from "../loader/clip_failure.ts";
 import type { ClipCounts } from "../loader/clip_stats.ts";
+import { formatProfile, type ProfileStats } from "../loader/clip_profile.ts";
 import { BackendExitedError } from "../errors.ts";
 import { formatLoaderStats, loaderStatsParts } from "../loader/stats_text.ts";
 import { procRss } from "../tune/proc.ts";
@@ -82,6 +83,8 @@ export interface LoadSummary {
   pipeline: PipelineStats;
   /** The backend child's own pipeline stats (subprocess backend), else null. */
   child: PipelineStats | null;
+  /** The per-clip cost breakdown (`--profile`), else null. */
+  profile: ProfileStats | null;
   /** Peak resident set size of this process and of the backend child (null when not applicable), bytes. */
   peakRssBytes: number;
   childPeakRssBytes: number | null;
@@ -199,6 +202,7 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
     bottleneck: stats.pipeline.bottleneck,
     pipeline: stats.pipeline,
     child,
+    profile: stats.profile,
     peakRssBytes: procRss("self", "VmHWM") ?? Deno.memoryUsage().rss,
     childPeakRssBytes: childPeakRss,
     rssAfterEpochBytes: rssAfterEpoch,
@@ -235,6 +239,7 @@ export function formatSummary(s: LoadSummary, width?: number): string {
     `peak RSS ${mib(s.peakRssBytes)} MiB` +
     (s.childPeakRssBytes !== null ? `, backend child ${mib(s.childPeakRssBytes)} MiB` : ""),
     formatLoaderStats(s, width),
+    ...(s.profile === null ? [] : [formatProfile(s.profile)]),
   ];
   return lines.join("\n");
 }

@@ -38,6 +38,7 @@ import {
 } from "../errors.ts";
 import { releaseBuffers, transferable, type Transferring } from "../pipeline/transfer.ts";
 import { mulberry32 } from "../dataset/random.ts";
+import { lap, type PhaseTimes, startSpans, takeSpans } from "../media/spans.ts";
 import type { ClipBase, DecodedClip } from "./collate.ts";
 import type { ClipOutcome, ClipSpec, FrameKind } from "./clip_spec.ts";
 
@@ -98,6 +99,10 @@ export interface ClipPackets {
   skipUnshown?: boolean;
   /** FFmpeg threads for the decoder (default 1; set by the decode step from the cores left idle). */
   threads?: number;
+  /** Time the decode's phases (`clip_profile.ts`; set by the decode step): they come back as the clip's `phases`. */
+  profile?: boolean;
+  /** Times of the demux task that cut this clip's packets (on one clip of the task), for the profile. */
+  phases?: PhaseTimes;
 }
 
 /** One clip's result in a {@link decodeGroup}: the clip, or its `ClipError` (serialized: it crosses a Worker). */
@@ -105,14 +110,24 @@ export type ClipResult = { clip: DecodedClip } | { error: SerializedError };
 
 /** Decodes one clip (its own packets only; `shared` clips are left to {@link decodeGroup}) with `decoder`. */
 export function decodeOne(item: ClipPackets, decoder: ClipPassDecoder): Transferring<DecodedClip> {
+  if (item.profile) startSpans();
   try {
     const [m] = runPass(item, [ownMember(item)], decoder);
     if (m.error !== undefined) throw m.error;
-    return transferable(m.clip!, m.transfer);
+    return transferable(withPhases(m.clip!), m.transfer);
   } finally {
     // The packets came here by transfer and are spent: free them now rather than at this Worker's next GC.
     if (item.packets) releaseBuffers(item.packets);
+    takeSpans();
   }
+}
+
+/** `clip` with this thread's spans (when open) as its `phases`. */
+function withPhases<T extends DecodedClip>(clip: T): T {
+  lap("finish");
+  const phases = takeSpans();
+  if (phases !== null) clip.phases = phases;
+  return clip;
 }
 
 /**
@@ -120,20 +135,26 @@ export function decodeOne(item: ClipPackets, decoder: ClipPassDecoder): Transfer
  * one first, each its clip or its own `ClipError` (one clip's failure leaves the others' frames).
  */
 export function decodeGroup(item: ClipPackets, decoder: ClipPassDecoder): Transferring<ClipResult[]> {
+  if (item.profile) startSpans();
   try {
     const members = runPass(item, [ownMember(item), ...(item.shared ?? [])], decoder);
+    // the pass's times go with the first clip that has a result
+    const first = members.find((m) => m.clip !== undefined);
+    if (first !== undefined) withPhases(first.clip!);
     const out = members.map((m): ClipResult =>
       m.error !== undefined ? { error: serializeError(m.error) } : { clip: m.clip! }
     );
     return transferable(out, members.flatMap((m) => m.transfer));
   } finally {
     if (item.packets) releaseBuffers(item.packets);
+    takeSpans();
   }
 }
 
 /** The pass over `item`'s packets for `shared` (this clip first): open, decode, finish. */
 function runPass(item: ClipPackets, shared: SharedClip[], decoder: ClipPassDecoder): Member[] {
   const pass = openPass(item, shared);
+  lap("setup");
   if (pass.ready.length === 0) return pass.members;
   const { p, o, ready } = pass;
   let run;
@@ -155,6 +176,7 @@ function runPass(item: ClipPackets, shared: SharedClip[], decoder: ClipPassDecod
   const failures = run.failedPackets > 0
     ? `; ${run.failedPackets} packets undecodable (first: ${run.firstFailure})`
     : "";
+  lap("decode");
   return finishPass(pass, run.outputs, run.decodedFrames, run.skippedFrames, failures);
 }
 

@@ -24,6 +24,8 @@ import { decodeThreads, type ThreadBudget } from "./decode_threads.ts";
 import type { BatchSlots } from "./batch_slots.ts";
 import { fetchBytes, type FetchOptions, isUrl } from "../dataset/fetch.ts";
 import { readMember } from "../dataset/shards/reader.ts";
+import type { ClipProfile } from "./clip_profile.ts";
+import { threadMs } from "../media/spans.ts";
 
 /** The loader's stage names of these steps: their tasks' Worker calls and waits count as those stages'. */
 const DEMUX = "demux", DECODE = "decode";
@@ -115,6 +117,7 @@ export async function decodeClipItem(
   signal: AbortSignal,
   attempt = 0,
   slots: BatchSlots | null = null,
+  profile: ClipProfile | null = null,
 ): Promise<FilledClip | FailedClip> {
   if (isFailedClip(item)) return item;
   const { meta } = item;
@@ -124,12 +127,49 @@ export async function decodeClipItem(
       if (slots.direct) item.dest = dest;
     }
     // The Workers return exactly the clip the spec promises (with its outcome) or throw a ClipError.
-    const clip = await pool.run(exportName, item, { signal, stage: DECODE }) as FilledClip;
-    return slots?.direct ? await slots.adopt(clip, signal) : clip;
+    const clip = await profiled(
+      profile,
+      item,
+      1,
+      () => pool.run(exportName, item, { signal, stage: DECODE }),
+    ) as FilledClip;
+    return slots?.direct ? await placed(profile, () => slots.adopt(clip, signal)) : clip;
   } catch (e) {
     if (signal.aborted) throw e;
     return { failed: clipFailure(meta, "decode", e, attempt) };
   }
+}
+
+/**
+ * Runs a decode task (`run`) for `clips` clips; with `profile`, asks the Worker for its phase times and adds
+ * them (taken off the result, so they never reach a batch's metadata).
+ */
+async function profiled(
+  profile: ClipProfile | null,
+  item: ClipPackets,
+  clips: number,
+  run: () => Promise<unknown>,
+): Promise<unknown> {
+  if (profile === null) return await run();
+  item.profile = true;
+  profile.count(clips);
+  const r = await run();
+  const timed = (Array.isArray(r) ? r.find((x) => "clip" in x)?.clip : r) as FilledClip | undefined;
+  if (timed !== undefined) {
+    profile.add(timed.phases);
+    delete timed.phases;
+  }
+  return r;
+}
+
+/** Runs `adopt` (a clip written into its batch slot), timed as the profile's "place". */
+async function placed<T>(profile: ClipProfile | null, adopt: () => Promise<T>): Promise<T> {
+  if (profile === null) return await adopt();
+  // its synchronous part: the copy into the slot, when there is one (the waits are not CPU)
+  const t0 = threadMs();
+  const p = adopt();
+  profile.addMain("place", threadMs() - t0);
+  return await p;
 }
 
 /** Group exports of the clip Worker, by the export that decodes one clip. */
@@ -145,6 +185,8 @@ export interface ClipDecodeOptions {
   perEpoch?: number;
   /** The loader's batch slots: each clip is decoded into its place in its batch (see `batch_slots.ts`). */
   slots?: BatchSlots | null;
+  /** Add each task's phase times here (`clip_profile.ts`); null: no spans (default). */
+  profile?: ClipProfile | null;
 }
 
 /** A pass's result for a clip that comes later: settled when the pass ends. */
@@ -164,6 +206,7 @@ export class ClipDecodeStep {
   readonly #budget: ThreadBudget | null;
   readonly #perEpoch: number;
   readonly #slots: BatchSlots | null;
+  readonly #profile: ClipProfile | null;
   /** Results of passes for clips still to come, by `epoch/position`. */
   readonly #waiting = new Map<string, Waiting>();
   /** Per epoch: clips come to this step so far. */
@@ -181,6 +224,7 @@ export class ClipDecodeStep {
     this.#budget = opts.threads ?? null;
     this.#perEpoch = opts.perEpoch ?? 0;
     this.#slots = opts.slots ?? null;
+    this.#profile = opts.profile ?? null;
   }
 
   /** Results waiting for their clip's item (bounded by the front's horizon). */
@@ -201,6 +245,10 @@ export class ClipDecodeStep {
     }
     const { meta } = item;
     this.#arrive(meta.epoch);
+    if (item.phases !== undefined) {
+      this.#profile?.add(item.phases); // its demux task's times
+      delete item.phases;
+    }
     if (item.servedBy !== undefined) {
       if (slots !== null) await slots.place(meta, signal);
       const w = this.#waiting.get(key(meta));
@@ -241,9 +289,14 @@ export class ClipDecodeStep {
     try {
       if (threads > 1) item.threads = threads;
       if (shared.length === 0) {
-        return await decodeClipItem(this.#pool, this.#export, item, signal, 0, slots);
+        return await decodeClipItem(this.#pool, this.#export, item, signal, 0, slots, this.#profile);
       }
-      const results = await this.#pool.run(GROUP_EXPORT[this.#export], item, { signal, stage: DECODE });
+      const results = await profiled(
+        this.#profile,
+        item,
+        1 + shared.length,
+        () => this.#pool.run(GROUP_EXPORT[this.#export], item, { signal, stage: DECODE }),
+      );
       const [own, ...others] = (results as ClipResult[]).map((r, k) =>
         fromResult(r, k === 0 ? meta : shared[k - 1].meta)
       );
@@ -273,8 +326,9 @@ export class ClipDecodeStep {
 
   /** A decoded clip in its batch slot's place (with slots writing directly), as is otherwise. */
   async #adopt(r: FilledClip | FailedClip, signal: AbortSignal): Promise<FilledClip | FailedClip> {
-    if (isFailedClip(r) || !this.#slots?.direct) return r;
-    return await this.#slots.adopt(r, signal);
+    const slots = this.#slots;
+    if (isFailedClip(r) || !slots?.direct) return r;
+    return await placed(this.#profile, () => slots.adopt(r, signal));
   }
 
   #expect(meta: ClipBase): Waiting {

@@ -23,6 +23,7 @@ import { nvdecPassDecoder } from "../nvdec/clip_pass.ts";
 import { releaseDecoderNvdec } from "../nvdec/decoder_cache.ts";
 import { demuxGroupsSync } from "../media/demux.ts";
 import { MediaError } from "../errors.ts";
+import { lap, startSpans, takeSpans } from "../media/spans.ts";
 import { transferable, type Transferring } from "../pipeline/transfer.ts";
 import type { ClipBase, DecodedClip } from "./collate.ts";
 import type { ClipSpec } from "./clip_spec.ts";
@@ -58,6 +59,8 @@ export interface VideoTask {
    * leaves the shuffle buffer) are at most `horizon` apart. Absent: every clip is decoded on its own.
    */
   share?: { order: number[]; horizon: number };
+  /** Time the demux's phases (`clip_profile.ts`): they come back as the first clip's `phases`. */
+  profile?: boolean;
 }
 
 /**
@@ -66,6 +69,7 @@ export interface VideoTask {
  * carries the packets of all and lists the others in `shared`; each other one carries `servedBy`.
  */
 export function demuxClips(task: VideoTask): Transferring<ClipPackets[]> {
+  if (task.profile) startSpans();
   const src = task.src ?? task.path;
   const windows = task.clips.map((c): [number, number] => [c.start, c.end]);
   const share = task.share;
@@ -99,6 +103,9 @@ export function demuxClips(task: VideoTask): Transferring<ClipPackets[]> {
     }
     out[lead.i] = item;
   }
+  lap("read");
+  const phases = takeSpans();
+  if (phases !== null && out.length > 0) out[0].phases = phases;
   return transferable(out, buffers);
 }
 

@@ -12,6 +12,7 @@ import { fmtSec, InvalidArgumentError } from "../errors.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
 import type { ClipFailure } from "./clip_failure.ts";
 import type { ClipDtype, ClipOutcome } from "./clip_spec.ts";
+import type { PhaseTimes } from "../media/spans.ts";
 
 /** Memory layout of a batch. */
 export type BatchLayout = "BTHWC" | "BCTHW";
@@ -62,6 +63,8 @@ export interface DecodedClip {
   height: number;
   /** What the clip holds (see `clip_spec.ts`). */
   outcome?: ClipOutcome;
+  /** Times of its decode task's phases, when profiled (`clip_profile.ts`); the decode step takes them off. */
+  phases?: PhaseTimes;
 }
 
 /** A decoded clip with its outcome, ready for a batch. */

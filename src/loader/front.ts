@@ -75,6 +75,8 @@ export interface FrontArgs {
    * decoded clips wait for their turn). 0 or absent: every clip is decoded on its own. Needs `ordered`.
    */
   shareHorizon?: number;
+  /** Time each demux task's phases (the loader's `profile`). */
+  profile?: boolean;
 }
 
 /** The worker module for the demux and decode pools. */
@@ -133,6 +135,7 @@ export function epochSource(args: FrontArgs): Iterable<VideoTask> {
           spec: args.spec,
         };
         if (order !== null) task.share = { order: [order[c.position]], horizon };
+        if (args.profile) task.profile = true;
       }
       if (task !== undefined) yield task;
     },

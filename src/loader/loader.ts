@@ -60,6 +60,8 @@ import { fixMmapThreshold } from "../memory/mmap_threshold.ts";
 import { clipFailureError, type FailedClip, isFailedClip } from "./clip_failure.ts";
 import type { ClipSpec } from "./clip_spec.ts";
 import { ClipAccounting, type ClipStats, type PlacedClip } from "./clip_stats.ts";
+import { ClipProfile, type ProfileStats } from "./clip_profile.ts";
+import { threadMs } from "../media/spans.ts";
 import { callingPool, ClipDecodeStep, type ClipItem, type DecodeExport } from "./clip_steps.ts";
 import { ThreadBudget } from "./decode_threads.ts";
 import { type Batch, collate, type FilledClip } from "./collate.ts";
@@ -97,6 +99,8 @@ export interface LoaderStats {
   pipeline: PipelineStats;
   /** The backend child's transport and pipeline stats (`backend: "subprocess"`), else null. */
   backend: BackendStats | null;
+  /** The per-clip cost breakdown (`profile: true`), else null. */
+  profile: ProfileStats | null;
   /** Videos that could not be indexed (left out of every epoch). */
   indexFailures: IndexFailure[];
 }
@@ -175,6 +179,7 @@ export async function planLoader(opts: LoaderOptions): Promise<LoaderPlan> {
     fetch: opts.fetch ?? {},
     ordered: o.ordered,
     shareHorizon: shareHorizon(spec, opts),
+    profile: o.profile,
   };
   return { dataset, indexFailures: index.failures, sampler, spec, front };
 }
@@ -217,6 +222,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   readonly #decodePool: WorkerPool;
   readonly #accounting: ClipAccounting;
   readonly #slots: BatchSlots | null;
+  readonly #profile: ClipProfile | null;
   #epoch = 0;
 
   /** Use {@link videoClassificationLoader}. */
@@ -233,6 +239,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
       decodePool: WorkerPool;
       accounting: ClipAccounting;
       slots: BatchSlots | null;
+      profile: ClipProfile | null;
     },
   ) {
     this.dataset = init.plan.dataset;
@@ -253,6 +260,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     this.#decodePool = init.decodePool;
     this.#accounting = init.accounting;
     this.#slots = init.slots;
+    this.#profile = init.profile;
   }
 
   /** The next epoch to run (0 before the first). */
@@ -338,6 +346,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
       clips: this.#accounting.stats(),
       pipeline: this.#pipeline.stats(),
       backend: this.#backendSource?.stats() ?? null,
+      profile: this.#profile?.stats() ?? null,
       indexFailures: this.indexFailures,
     };
   }
@@ -395,11 +404,13 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
   const slots = opts.slots === undefined
     ? null
     : new BatchSlots(opts.slots, spec, batchSize, layout, plan.sampler);
+  const profile = o.profile ? new ClipProfile() : null;
   const decodeStep = new ClipDecodeStep(decodePool, decodeExport, {
     skipUnshown: dl.skip,
     threads: budget,
     perEpoch: plan.sampler.length,
     slots,
+    profile,
   });
   const accounting = new ClipAccounting(plan.sampler.length, o.maxFailures, log);
   let front: PipelineBuilder<ClipItem>;
@@ -437,6 +448,15 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     throw clipError(clipFailureError(x.failed));
   };
   const collateBatch = (placed: PlacedClip[]): Batch | undefined => {
+    if (profile === null) return collateNow(placed);
+    const t0 = threadMs();
+    try {
+      return collateNow(placed);
+    } finally {
+      profile.addMain("collate", threadMs() - t0);
+    }
+  };
+  const collateNow = (placed: PlacedClip[]): Batch | undefined => {
     const first = placed[0];
     const epoch = first.clip?.meta.epoch ?? first.failures[0].epoch;
     const clips = placed.flatMap((s) => s.clip === null ? [] : [s.clip]);
@@ -498,6 +518,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     decodePool,
     accounting,
     slots,
+    profile,
   });
 }
 

@@ -180,6 +180,8 @@ export interface LoaderOptions {
   hooks?: PipelineHook[];
   /** Milliseconds between reports to `hooks` (the pipeline's default, 10000, when omitted). */
   reportInterval?: number;
+  /** Time each clip's phases; `stats().profile` carries the per-clip breakdown (`clip_profile.ts`). Default false. */
+  profile?: boolean;
   /** Where failure and info lines go (default `console.error`). */
   log?: (line: string) => void;
   /** Decoding less: skipping unshown frames, one pass for several clips, idle cores as threads (all on). */
@@ -416,6 +418,13 @@ export const LOADER_TABLE = {
     python: false,
   },
   reportInterval: { ...REPORT_INTERVAL_OPTION, python: false },
+  profile: {
+    kind: "boolean",
+    default: false,
+    doc: "time each clip's phases (open, seek, read, decode, convert, transfers, collate): stats().profile",
+    flag: "profile",
+    python: false,
+  },
   log: func("where failure and info lines go (default console.error)"),
   decodeLess: {
     kind: "group",

@@ -10,6 +10,7 @@
  * @module
  */
 import { errorText } from "./ffmpeg.ts";
+import { lap } from "./spans.ts";
 import type { Frame } from "./av_objects.ts";
 import { frame as avframe, type Ptr } from "./structs.ts";
 import { AVERROR_EAGAIN, AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";
@@ -119,6 +120,7 @@ export function decodePass(p: VideoPackets, o: ResolvedOptions, outputs: readonl
   const decoder = acquireDecoder(p, o.threads);
   decoder.setSkipNonRef(o.skipNonRef);
   const outs = outputs.map((spec) => new Output(p, o, spec, decoder.pool));
+  lap("setup");
   try {
     const shown = o.skipUnshown && !o.skipNonRef ? unshownFrames(p, outs) : null;
     const run = decodeOrStartOver(shown !== null, (leaveOut, before) => {
@@ -325,11 +327,13 @@ class Output implements FrameTarget<Frame> {
 
   write(f: Frame, first: number, count: number): void {
     if (this.error !== undefined) return;
+    lap("decode");
     try {
       this.#out.fill(f.ptr, first, count);
     } catch (e) {
       this.error = e; // its destination or its memory: this output's failure alone
     }
+    lap("convert");
   }
 
   keep(f: Frame): void {

@@ -43,6 +43,7 @@ import { AVDISCARD_ALL, bsfContext, formatContext, type Rational, stream } from 
 import { settle } from "../settle.ts";
 import { LEADING_LOOKAHEAD } from "./packet_run.ts";
 import { ScreenTime, type StreamFacts, StreamReader } from "./stream_reader.ts";
+import { lap } from "./spans.ts";
 import { decodeSeconds, positionFor, readThrough, windowEnd } from "./window_seek.ts";
 import { firstFrameIndex, type PrefixStats } from "./frame_index.ts";
 import { keyframeTable } from "./keyframe_table.ts";
@@ -185,8 +186,13 @@ export function demuxGroupsSync(
     join: (members: readonly number[], next: number) => boolean;
   },
 ): DemuxedGroups {
-  using stream = openStream(src, opts);
-  return cutGroups(stream, opts.windows, opts.join);
+  const groups = (() => {
+    using stream = openStream(src, opts);
+    lap("open");
+    return cutGroups(stream, opts.windows, opts.join);
+  })();
+  lap("open"); // closing the input
+  return groups;
 }
 
 /** What every result of one demux shares: the codec and stream fields of a {@link VideoPacketsInit}. */
@@ -306,6 +312,7 @@ function cutGroups(
     const w = windows[wi] as TimeWindow;
     // A window whose start keyframe is not among the open group's packets cannot share them: cut that group.
     if (open !== null && !(joinable(open, wi, join) && startsInside(reader, open, w[0], facts.tb))) close();
+    lap("read");
     let k: number, end: number;
     try {
       // Joining: the start keyframe is in the run, read on from it (a seek would lose the group's packets).
@@ -328,6 +335,7 @@ function cutGroups(
   }
   close();
   indexGroups(groups.map((g) => g.packets), stream);
+  lap("read");
   return { groups, failures };
 }
 
@@ -414,7 +422,9 @@ function locateWindow(
   const { tb, index } = facts;
   const label = common.source;
   const k = positionFor(reader, s, facts, maySeek);
+  lap("seek");
   if (k >= 0) readThrough(reader, k, e, tb);
+  lap("read");
   if (reader.eof) {
     const end = screen.streamEnd();
     if (!(end > s)) {
