@@ -48,11 +48,6 @@ export const AVUTIL_SYMBOLS = {
     parameters: ["pointer", "buffer", "i32", "buffer"],
     result: "i32",
   },
-  av_opt_get_sample_fmt: {
-    // int av_opt_get_sample_fmt(void *obj, const char *name, int search_flags, enum AVSampleFormat *out_fmt)
-    parameters: ["pointer", "buffer", "i32", "buffer"],
-    result: "i32",
-  },
   av_opt_get_chlayout: {
     // int av_opt_get_chlayout(void *obj, const char *name, int search_flags, AVChannelLayout *layout)
     // FFmpeg >= 5.1 (the AVChannelLayout API).

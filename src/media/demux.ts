@@ -41,6 +41,7 @@ import {
 import { type MediaInput, MediaSource } from "./source.ts";
 import { AVDISCARD_ALL, bsfContext, formatContext, type Rational, stream } from "./structs.ts";
 import { settle } from "../settle.ts";
+import { type AudioSpec, type ClipAudio, clipAudioWindows } from "./audio.ts";
 import { LEADING_LOOKAHEAD } from "./packet_run.ts";
 import { ScreenTime, type StreamFacts, StreamReader } from "./stream_reader.ts";
 import { decodeSeconds, positionFor, readThrough, windowEnd } from "./window_seek.ts";
@@ -154,6 +155,11 @@ export interface DemuxedGroups {
   groups: WindowGroup[];
   /** Per window (in the order asked for): why it could not be served, or null. */
   failures: (SluiceError | null)[];
+  /**
+   * With `audio`: per window (in the order asked for), its audio (`audio.ts`), decoded from the same open of
+   * the file; null for a window that could not be served.
+   */
+  audio?: (ClipAudio | null)[];
 }
 
 /**
@@ -167,10 +173,15 @@ export function demuxGroupsSync(
   opts: Omit<DemuxOptions, "window" | "windows"> & {
     windows: TimeWindow[];
     join: (members: readonly number[], next: number) => boolean;
+    /** Also decode each served window's audio (see `audio.ts`), after its video packets are cut. */
+    audio?: AudioSpec;
   },
 ): DemuxedGroups {
   using stream = openStream(src, opts);
-  return cutGroups(stream, opts.windows, opts.join);
+  const cut = cutGroups(stream, opts.windows, opts.join);
+  if (opts.audio === undefined) return cut;
+  const served = opts.windows.map((w, i) => cut.failures[i] === null ? w : null);
+  return { ...cut, audio: clipAudioWindows(stream.source, stream.facts.index, served, opts.audio) };
 }
 
 /** What every result of one demux shares: the codec and stream fields of a {@link VideoPacketsInit}. */
@@ -181,6 +192,7 @@ type CommonFields = Omit<
 
 /** An opened input, its chosen video stream and a reader over it. */
 interface OpenStream extends Disposable {
+  source: MediaSource;
   reader: StreamReader;
   facts: StreamFacts;
   common: CommonFields;
@@ -224,6 +236,7 @@ function openStream(src: MediaInput, opts: DemuxOptions): OpenStream {
     const reader = new StreamReader(source, index, tb, bsf);
     const owned = bsf;
     return {
+      source,
       reader,
       facts,
       common,
