@@ -119,11 +119,23 @@ export async function decodeClipItem(
       if (slots.direct) item.dest = dest;
     }
     // The Workers return exactly the clip the spec promises (with its outcome) or throw a ClipError.
+    ownAudio(item);
     const clip = await pool.run(exportName, item, { signal, stage: "decode" }) as FilledClip;
     return slots?.direct ? await slots.adopt(clip, signal) : clip;
   } catch (e) {
     if (signal.aborted) throw e;
     return { failed: clipFailure(meta, "decode", e, attempt) };
+  }
+}
+
+/**
+ * Gives each clip's audio a buffer of its own before the item moves to a Worker: items from the backend child
+ * hold views of the frame they came in, which other items share (moving it would detach theirs).
+ */
+function ownAudio(item: ClipPackets): void {
+  for (const c of [item, ...(item.shared ?? [])]) {
+    const s = c.audio?.samples;
+    if (s !== undefined && s.byteLength !== s.buffer.byteLength) c.audio!.samples = s.slice();
   }
 }
 
@@ -238,6 +250,7 @@ export class ClipDecodeStep {
       if (shared.length === 0) {
         return await decodeClipItem(this.#pool, this.#export, item, signal, 0, slots);
       }
+      ownAudio(item);
       const results = await this.#pool.run(GROUP_EXPORT[this.#export], item, { signal, stage: "decode" });
       const [own, ...others] = (results as ClipResult[]).map((r, k) =>
         fromResult(r, k === 0 ? meta : shared[k - 1].meta)

@@ -67,6 +67,7 @@ import { BatchSlots } from "./batch_slots.ts";
 import { openDataset, type VideoDataset } from "../dataset/dataset.ts";
 import { buildFront, CLIP_WORKER, type FrontArgs } from "./front.ts";
 import {
+  audioSpec,
   checkLoaderOptions,
   defaultClipDuration,
   LOADER_TABLE,
@@ -160,6 +161,7 @@ export async function planLoader(opts: LoaderOptions): Promise<LoaderPlan> {
   });
   const rates = kept.map((i) => index.videos[i]!.frameRate);
   const clipDurationSec = opts.sampler?.clipDurationSec ?? defaultClipDuration(spec, rates);
+  if (opts.audio !== undefined) spec.audio = audioSpec(opts.audio, clipDurationSec);
   const sampler = new ClipSampler(ranges, { ...opts.sampler, clipDurationSec });
   warnUncovered(spec, clipDurationSec, rates, log);
   const front: FrontArgs = {

@@ -45,6 +45,11 @@ export interface AudioSpec {
   sampleRate: number;
   /** Output channels: 1 mixes down to mono, 2 gives stereo (FFmpeg's default layout for the count). */
   channels: number;
+  /**
+   * Samples per window, whatever its length: from `round(s·R)` on (the loader sets it from the clip duration,
+   * so every clip of a batch has as many). Default: the window's own `round((e−s)·R)`.
+   */
+  samples?: number;
 }
 
 /** Why a clip's audio is (partly) zeros; `"ok"` when none of it is. See the module docs. */
@@ -56,7 +61,7 @@ export const AUDIO_STATUSES: readonly AudioStatus[] = ["ok", "missing", "short",
 /** One window's audio. */
 export interface ClipAudio {
   status: AudioStatus;
-  /** Planar `float32`: channel `c`'s samples at `[c·n, (c+1)·n)`, `n` from {@link audioSampleRange}. */
+  /** Planar `float32`: channel `c`'s samples at `[c·n, (c+1)·n)`, `n` from {@link windowSamples}. */
   samples: Float32Array<ArrayBuffer>;
   /** Why, when `status` is not `"ok"`. */
   reason?: string;
@@ -81,7 +86,7 @@ export function checkAudioSpec(spec: unknown, label = "audio"): AudioSpec {
   const s = spec as Partial<AudioSpec> | null;
   const ok = typeof s === "object" && s !== null && Number.isInteger(s.sampleRate) &&
     s.sampleRate! >= 1000 && s.sampleRate! <= 384_000 && Number.isInteger(s.channels) && s.channels! >= 1 &&
-    s.channels! <= 8;
+    s.channels! <= 8 && (s.samples === undefined || (Number.isInteger(s.samples) && s.samples >= 0));
   if (!ok) {
     throw new InvalidArgumentError(
       `${label}: expected { sampleRate: integer 1000–384000, channels: integer 1–8 }, got ${
@@ -89,12 +94,20 @@ export function checkAudioSpec(spec: unknown, label = "audio"): AudioSpec {
       }`,
     );
   }
-  return { sampleRate: s!.sampleRate!, channels: s!.channels! };
+  const out: AudioSpec = { sampleRate: s!.sampleRate!, channels: s!.channels! };
+  if (s!.samples !== undefined) out.samples = s!.samples;
+  return out;
 }
 
 /** The samples of window `[s, e)` at `sampleRate`: `[first, count]` (the rule in the module docs). */
 export function audioSampleRange(sampleRate: number, s: number, e: number): [number, number] {
   return [Math.round(s * sampleRate), Math.max(0, Math.round((e - s) * sampleRate))];
+}
+
+/** The samples `spec` gives window `[s, e)`: `[first, count]` ({@link audioSampleRange}, or `spec.samples`). */
+export function windowSamples(spec: AudioSpec, s: number, e: number): [number, number] {
+  const [first, count] = audioSampleRange(spec.sampleRate, s, e);
+  return [first, spec.samples ?? count];
 }
 
 /** Zeros for `[s, e)`, with `status` and `reason`. */
@@ -105,7 +118,7 @@ export function silentAudio(
   status: AudioStatus,
   reason: string,
 ): ClipAudio {
-  const n = audioSampleRange(spec.sampleRate, s, e)[1];
+  const n = windowSamples(spec, s, e)[1];
   return { status, samples: new Float32Array(spec.channels * n), reason };
 }
 
@@ -344,7 +357,7 @@ class WindowOutput {
   #outPtrs = new BigUint64Array(0);
 
   constructor(readonly spec: AudioSpec, readonly label: string, s: number, e: number) {
-    [this.first, this.count] = audioSampleRange(spec.sampleRate, s, e);
+    [this.first, this.count] = windowSamples(spec, s, e);
     this.samples = new Float32Array(spec.channels * this.count);
   }
 
