@@ -13,7 +13,7 @@ import type { FrameSampling } from "../media/frame_select.ts";
 import type { ResizeMode } from "../media/crop.ts";
 import type { AudioSpec, AudioStatus } from "../media/audio.ts";
 
-export type { FrameSampling, ResizeMode };
+export type { AudioSpec, AudioStatus, FrameSampling, ResizeMode };
 
 /** Output sample type: bytes as decoded, or `float32` normalised per channel as `(x / 255 - mean) / std`. */
 export type ClipDtype = "uint8" | "float32";

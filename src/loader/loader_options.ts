@@ -341,7 +341,7 @@ export const LOADER_TABLE = {
         kind: "integer",
         min: 1000,
         max: 384000,
-        required: true,
+        defaultText: "required with audio",
         doc: "audio: samples per second of each clip's audio (batch.audio)",
         flag: "audio-rate",
       },
@@ -490,6 +490,9 @@ export function checkLoaderOptions(opts: LoaderOptions, vocabulary: Vocabulary =
   checkOptions(LOADER_OPTIONS, opts, vocabulary);
   resolveClipSpec(opts.clip, opts.layout, vocabulary);
   resolveSamplerOptions(opts.sampler ?? {}, vocabulary, "sampler");
+  if (opts.audio !== undefined && opts.audio !== null && opts.audio.sampleRate === undefined) {
+    throw new InvalidArgumentError(`${vocabulary.prefix}${vocabulary.name("audio.sampleRate")} is required`);
+  }
   if (opts.slots !== undefined && opts.ordered === false) {
     throw new InvalidArgumentError(
       `${vocabulary.prefix}${vocabulary.name("slots")} needs ${
@@ -576,7 +579,7 @@ export function audioSpec(
   }
   const a = withDefaults(LOADER_TABLE.audio.options, audio);
   return {
-    sampleRate: a.sampleRate,
+    sampleRate: a.sampleRate!,
     channels: a.channels,
     samples: Math.round(clipDurationSec * a.sampleRate),
   };

@@ -60,6 +60,7 @@ export const AUDIO_STATUSES: readonly AudioStatus[] = ["ok", "missing", "short",
 
 /** One window's audio. */
 export interface ClipAudio {
+  /** Whether the samples are the track's, or (partly) zeros and why. */
   status: AudioStatus;
   /** Planar `float32`: channel `c`'s samples at `[c·n, (c+1)·n)`, `n` from {@link windowSamples}. */
   samples: Float32Array<ArrayBuffer>;
