@@ -79,6 +79,8 @@ const AV_SAMPLE_FMT_FLTP = 8;
 const AVDISCARD_DEFAULT = 0;
 const AVSEEK_FLAG_BYTE = 2;
 const INT64_MIN = -(2n ** 63n);
+/** Option names read from the decoder each frame (encoded once). */
+const OPT_AR = cstr("ar"), OPT_CH_LAYOUT = cstr("ch_layout");
 /** Most input channels accepted (FFmpeg's own decoders give at most 64). */
 const MAX_IN_CHANNELS = 64;
 
@@ -179,6 +181,7 @@ class AudioTrack implements Disposable {
   readonly #ctx: CodecContext;
   readonly #pkt = new Packet();
   readonly #frame = new Frame();
+  #swr: { key: string; ctx: ResampleContext } | null = null;
 
   constructor(src: MediaSource, index: number) {
     this.#src = src;
@@ -222,8 +225,6 @@ class AudioTrack implements Disposable {
     } catch (err) {
       if (!(err instanceof MediaError)) throw err;
       return silentAudio(spec, s, e, "error", err.reason);
-    } finally {
-      out.resampler?.[Symbol.dispose]();
     }
     return out.result();
   }
@@ -304,7 +305,8 @@ class AudioTrack implements Disposable {
       const step = input.rate / gcd(input.rate, out.spec.sampleRate);
       const start = Math.ceil(Math.max(first, lowest) / step) * step;
       if (start >= first + nb) return false;
-      out.start(input, (start / step) * (out.spec.sampleRate / (input.rate / step)));
+      const swr = this.#resampler(input, out.spec);
+      out.start(input, (start / step) * (out.spec.sampleRate / (input.rate / step)), swr);
       return out.feed(f, input, start - first, nb - (start - first));
     }
     if (!out.accepts(input)) {
@@ -318,9 +320,9 @@ class AudioTrack implements Disposable {
     const { avutil } = ffmpeg();
     const ctx = this.#ctx.ptr, label = this.#src.label;
     const i64 = new BigInt64Array(1);
-    check(avutil.av_opt_get_int(ctx, cstr("ar"), 0, new Uint8Array(i64.buffer)), label, "av_opt_get_int(ar)");
+    check(avutil.av_opt_get_int(ctx, OPT_AR, 0, new Uint8Array(i64.buffer)), label, "av_opt_get_int(ar)");
     const layout = channelLayout.alloc();
-    check(avutil.av_opt_get_chlayout(ctx, cstr("ch_layout"), 0, layout), label, "av_opt_get_chlayout");
+    check(avutil.av_opt_get_chlayout(ctx, OPT_CH_LAYOUT, 0, layout), label, "av_opt_get_chlayout");
     const channels = channelLayout.nbChannels(layout);
     if (channels < 1 || channels > MAX_IN_CHANNELS || i64[0] <= 0n || i64[0] > 1_000_000n) {
       avutil.av_channel_layout_uninit(layout);
@@ -333,7 +335,41 @@ class AudioTrack implements Disposable {
     return { rate: Number(i64[0]), format, channels, layout };
   }
 
+  /**
+   * A resampler from `input` to `spec`, reset (`swr_init`): the track keeps one, since building its filter bank
+   * costs more than a window's resampling, and `swr_init` with the same formats keeps the filter.
+   */
+  #resampler(input: InputFormat, spec: AudioSpec): Ptr {
+    const { avutil, swresample } = ffmpeg();
+    const label = this.#src.label;
+    const key = [input.rate, input.format, ...input.layout, spec.sampleRate, spec.channels].join(",");
+    if (this.#swr?.key !== key) {
+      this.#swr?.ctx[Symbol.dispose]();
+      this.#swr = null;
+      const outLayout = channelLayout.alloc();
+      avutil.av_channel_layout_default(outLayout, spec.channels);
+      const slot = new OutSlot();
+      const rc = swresample.swr_alloc_set_opts2(
+        slot.bytes,
+        outLayout,
+        AV_SAMPLE_FMT_FLTP,
+        spec.sampleRate,
+        input.layout,
+        input.format,
+        input.rate,
+        0,
+        null,
+      );
+      avutil.av_channel_layout_uninit(outLayout);
+      check(rc, label, "swr_alloc_set_opts2");
+      this.#swr = { key, ctx: new ResampleContext(slot.pointer as Ptr) };
+    }
+    check(swresample.swr_init(this.#swr.ctx.ptr), label, "swr_init");
+    return this.#swr.ctx.ptr;
+  }
+
   #release(): void {
+    this.#swr?.ctx[Symbol.dispose]();
     this.#pkt[Symbol.dispose]();
     this.#frame[Symbol.dispose]();
   }
@@ -349,7 +385,8 @@ class WindowOutput {
   readonly samples: Float32Array<ArrayBuffer>;
   readonly first: number;
   readonly count: number;
-  resampler: ResampleContext | null = null;
+  /** The track's resampler, once the window started (see {@link AudioTrack}). */
+  resampler: Ptr | null = null;
   #input: InputFormat | null = null;
   /** Output index (on the track's grid) of the resampler's next sample; its first one. */
   #pos = 0;
@@ -362,31 +399,9 @@ class WindowOutput {
     this.samples = new Float32Array(spec.channels * this.count);
   }
 
-  /** Starts the resampler for `input`, its first output being sample `pos` of the grid. */
-  start(input: InputFormat, pos: number): void {
-    const label = this.label;
-    const { avutil, swresample } = ffmpeg();
-    const outLayout = channelLayout.alloc();
-    avutil.av_channel_layout_default(outLayout, this.spec.channels);
-    const slot = new OutSlot();
-    check(
-      swresample.swr_alloc_set_opts2(
-        slot.bytes,
-        outLayout,
-        AV_SAMPLE_FMT_FLTP,
-        this.spec.sampleRate,
-        input.layout,
-        input.format,
-        input.rate,
-        0,
-        null,
-      ),
-      label,
-      "swr_alloc_set_opts2",
-    );
-    avutil.av_channel_layout_uninit(outLayout);
-    this.resampler = new ResampleContext(slot.pointer as Ptr);
-    check(swresample.swr_init(this.resampler.ptr), label, "swr_init");
+  /** Starts the window on `swr` (initialised for `input`), its first output being sample `pos` of the grid. */
+  start(input: InputFormat, pos: number, swr: Ptr): void {
+    this.resampler = swr;
     this.#input = input;
     this.#pos = this.#from = pos;
   }
@@ -427,7 +442,7 @@ class WindowOutput {
 
   #convert(inPtrs: Uint8Array<ArrayBuffer> | null, count: number): boolean {
     const { swresample } = ffmpeg();
-    const swr = this.resampler!.ptr;
+    const swr = this.resampler!;
     const cap = swresample.swr_get_out_samples(swr, count);
     if (cap < 0) throw new MediaError(this.label, "swr_get_out_samples", errorText(cap), cap);
     this.#ensure(cap);
