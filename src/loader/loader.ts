@@ -188,7 +188,8 @@ export async function planLoader(opts: LoaderOptions): Promise<LoaderPlan> {
 function shareHorizon(spec: ClipSpec, opts: LoaderOptions): number {
   const dl = withDefaults(LOADER_TABLE.decodeLess.options, opts.decodeLess ?? {});
   if (!dl.once || !withDefaults(LOADER_TABLE, opts).ordered) return 0;
-  const clipBytes = spec.numFrames * 3 * spec.width * spec.height * (spec.dtype === "float32" ? 4 : 1);
+  const clipBytes = spec.numFrames * 3 * spec.width * spec.height * (spec.dtype === "float32" ? 4 : 1) +
+    (spec.audio === undefined ? 0 : spec.audio.channels * spec.audio.samples * 4);
   return Math.floor(dl.onceMemory / clipBytes);
 }
 
