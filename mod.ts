@@ -70,6 +70,8 @@ export {
   type Vocabulary,
 } from "./src/options.ts";
 export type {
+  AudioSpec,
+  AudioStatus,
   ClipDtype,
   ClipOutcome,
   ClipSpec,

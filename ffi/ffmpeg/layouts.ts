@@ -156,6 +156,8 @@ export interface FfmpegLayout {
     depth: number;
   };
   AVRational: { $size: number; num: number; den: number };
+  /** The public channel layout struct (FFmpeg >= 5.1): same layout in every release sluice supports. */
+  AVChannelLayout: { $size: number; order: number; nb_channels: number };
   /** Only the leading fields sluice's custom I/O frees (`buffer` may be reallocated by FFmpeg). */
   AVIOContext: { buffer: number };
   AVBSFContext: { par_in: number; par_out: number; time_base_in: number; time_base_out: number };
@@ -274,6 +276,7 @@ export const LAYOUT_5_1: FfmpegLayout = {
   AVPixFmtDescriptor: { name: 0, nb_components: 8, log2_chroma_w: 9, log2_chroma_h: 10, flags: 16, comp: 24 },
   AVComponentDescriptor: { $size: 20, plane: 0, step: 4, offset: 8, shift: 12, depth: 16 },
   AVRational: { $size: 8, num: 0, den: 4 },
+  AVChannelLayout: { $size: 24, order: 0, nb_channels: 4 },
   AVIOContext: { buffer: 8 },
   AVBSFContext: { par_in: 24, par_out: 32, time_base_in: 40, time_base_out: 48 },
 };

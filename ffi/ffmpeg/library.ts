@@ -1,27 +1,35 @@
 /**
- * Loads libavutil, libswscale, libavcodec and libavformat of one FFmpeg release, checks that they belong
+ * Loads libavutil, libswscale, libswresample, libavcodec and libavformat of one FFmpeg release, checks that they belong
  * together, and picks the struct layout table for that release.
  *
  * Search order (`ffi/loader.ts`): `SLUICE_FFMPEG_LIBDIR` alone when set; otherwise the standard library
- * directories. The four libraries of a release must sit in one directory; newer releases are preferred when
+ * directories. The five libraries of a release must sit in one directory; newer releases are preferred when
  * several are installed side by side.
  * @module
  */
 import { LibraryVersionError } from "../../src/errors.ts";
 import { locateLibraries, openLibrary } from "../loader.ts";
-import { AVCODEC_SYMBOLS, AVFORMAT_SYMBOLS, AVUTIL_SYMBOLS, SWSCALE_SYMBOLS } from "./symbols.ts";
+import {
+  AVCODEC_SYMBOLS,
+  AVFORMAT_SYMBOLS,
+  AVUTIL_SYMBOLS,
+  SWRESAMPLE_SYMBOLS,
+  SWSCALE_SYMBOLS,
+} from "./symbols.ts";
 import { type FfmpegLayout, LAYOUTS } from "./layouts.ts";
 
 /** Library majors (sonames) of each supported FFmpeg release line. */
 export const RELEASE_MAJORS = [
-  { line: "7", avformat: 61, avcodec: 61, avutil: 59, swscale: 8 },
-  { line: "6", avformat: 60, avcodec: 60, avutil: 58, swscale: 7 },
-  { line: "5", avformat: 59, avcodec: 59, avutil: 57, swscale: 6 },
+  { line: "7", avformat: 61, avcodec: 61, avutil: 59, swscale: 8, swresample: 5 },
+  { line: "6", avformat: 60, avcodec: 60, avutil: 58, swscale: 7, swresample: 4 },
+  { line: "5", avformat: 59, avcodec: 59, avutil: 57, swscale: 6, swresample: 4 },
 ] as const;
 
 /** The command that installs the runtime libraries on Debian/Ubuntu. */
-export const INSTALL_HINT = "sudo apt-get install -y libavformat59 libavcodec59 libavutil57 libswscale6  " +
-  "(Debian 12; on Ubuntu 24.04: libavformat60 libavcodec60 libavutil58 libswscale7; or simply: sudo apt-get install -y ffmpeg)";
+export const INSTALL_HINT =
+  "sudo apt-get install -y libavformat59 libavcodec59 libavutil57 libswscale6 libswresample4  " +
+  "(Debian 12; on Ubuntu 24.04: libavformat60 libavcodec60 libavutil58 libswscale7 libswresample4; " +
+  "or simply: sudo apt-get install -y ffmpeg)";
 
 /** A decoded `AV_VERSION_INT`. */
 export interface LibVersion {
@@ -30,17 +38,24 @@ export interface LibVersion {
   micro: number;
 }
 
-/** The four libraries of one release, their versions and the layout table that fits them. */
+/** The five libraries of one release, their versions and the layout table that fits them. */
 export interface FfmpegLibraries {
   avutil: Deno.DynamicLibrary<typeof AVUTIL_SYMBOLS>["symbols"];
   swscale: Deno.DynamicLibrary<typeof SWSCALE_SYMBOLS>["symbols"];
+  swresample: Deno.DynamicLibrary<typeof SWRESAMPLE_SYMBOLS>["symbols"];
   avcodec: Deno.DynamicLibrary<typeof AVCODEC_SYMBOLS>["symbols"];
   avformat: Deno.DynamicLibrary<typeof AVFORMAT_SYMBOLS>["symbols"];
-  versions: { avutil: LibVersion; swscale: LibVersion; avcodec: LibVersion; avformat: LibVersion };
+  versions: {
+    avutil: LibVersion;
+    swscale: LibVersion;
+    swresample: LibVersion;
+    avcodec: LibVersion;
+    avformat: LibVersion;
+  };
   /** Directory the libraries were loaded from. */
   dir: string;
   layout: FfmpegLayout;
-  /** Closes the four libraries. Only for tests: pointers obtained from them become invalid. */
+  /** Closes the five libraries. Only for tests: pointers obtained from them become invalid. */
   close(): void;
 }
 
@@ -72,7 +87,7 @@ export function releaseOf(avcodec: LibVersion): string {
   return `libavcodec${avcodec.major}`;
 }
 
-type LibraryPaths = Record<"avutil" | "swscale" | "avcodec" | "avformat", string>;
+type LibraryPaths = Record<"avutil" | "swscale" | "swresample" | "avcodec" | "avformat", string>;
 
 /**
  * Finds and opens FFmpeg. Throws `LibraryNotFoundError` naming every path tried and the install
@@ -83,11 +98,13 @@ export function loadFfmpeg(): FfmpegLibraries {
   const sets = RELEASE_MAJORS.map((m) => ({
     avutil: [`libavutil.so.${m.avutil}`],
     swscale: [`libswscale.so.${m.swscale}`],
+    swresample: [`libswresample.so.${m.swresample}`],
     avcodec: [`libavcodec.so.${m.avcodec}`],
     avformat: [`libavformat.so.${m.avformat}`],
   }));
   const paths = locateLibraries({
-    what: "FFmpeg libraries (libavformat, libavcodec, libavutil, libswscale of FFmpeg 5.1, 6.x or 7.x)",
+    what:
+      "FFmpeg libraries (libavformat, libavcodec, libavutil, libswscale, libswresample of FFmpeg 5.1, 6.x or 7.x)",
     dirEnv: "SLUICE_FFMPEG_LIBDIR",
     sets,
     hint: `Install them with: ${INSTALL_HINT}`,
@@ -104,17 +121,20 @@ function openRelease(
   // this directory rather than to another release elsewhere on the system.
   const avutil = openLibrary(paths.avutil, AVUTIL_SYMBOLS, "libavutil");
   const swscale = openLibrary(paths.swscale, SWSCALE_SYMBOLS, "libswscale");
+  const swresample = openLibrary(paths.swresample, SWRESAMPLE_SYMBOLS, "libswresample");
   const avcodec = openLibrary(paths.avcodec, AVCODEC_SYMBOLS, "libavcodec");
   const avformat = openLibrary(paths.avformat, AVFORMAT_SYMBOLS, "libavformat");
   const close = () => {
     avformat.close();
     avcodec.close();
+    swresample.close();
     swscale.close();
     avutil.close();
   };
   const versions = {
     avutil: decodeVersion(avutil.symbols.avutil_version()),
     swscale: decodeVersion(swscale.symbols.swscale_version()),
+    swresample: decodeVersion(swresample.symbols.swresample_version()),
     avcodec: decodeVersion(avcodec.symbols.avcodec_version()),
     avformat: decodeVersion(avformat.symbols.avformat_version()),
   };
@@ -125,6 +145,7 @@ function openRelease(
     return {
       avutil: avutil.symbols,
       swscale: swscale.symbols,
+      swresample: swresample.symbols,
       avcodec: avcodec.symbols,
       avformat: avformat.symbols,
       versions,
@@ -143,15 +164,18 @@ function checkSameRelease(
   paths: LibraryPaths,
   named: (typeof RELEASE_MAJORS)[number],
 ): void {
-  // Each library must report the major its file name (soname) promised, and all four one release's majors.
+  // Each library must report the major its file name (soname) promised, and all five one release's majors.
   const fits = named.avformat === v.avformat.major && named.avcodec === v.avcodec.major &&
-    named.avutil === v.avutil.major && named.swscale === v.swscale.major;
+    named.avutil === v.avutil.major && named.swscale === v.swscale.major &&
+    named.swresample === v.swresample.major;
   if (fits) return;
   const show = (k: keyof typeof v) => `${paths[k]} = ${v[k].major}.${v[k].minor}.${v[k].micro}`;
   throw new LibraryVersionError(
     `the FFmpeg libraries loaded do not belong to one release:\n  ${show("avformat")}\n  ${
       show("avcodec")
     }\n  ` +
-      `${show("avutil")}\n  ${show("swscale")}\nInstall one consistent set: ${INSTALL_HINT}`,
+      `${show("avutil")}\n  ${show("swscale")}\n  ${
+        show("swresample")
+      }\nInstall one consistent set: ${INSTALL_HINT}`,
   );
 }

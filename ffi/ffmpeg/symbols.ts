@@ -1,5 +1,5 @@
 /**
- * Symbol tables for the four FFmpeg libraries sluice calls. Only functions whose C prototypes are the same
+ * Symbol tables for the five FFmpeg libraries sluice calls. Only functions whose C prototypes are the same
  * in FFmpeg 5.1, 6.x and 7.x are listed; the few that exist only in some releases are `optional`.
  * Every argument is commented with its C type. All calls are synchronous: per-frame work runs as synchronous
  * calls inside Workers, where a `nonblocking` call would cost ~70 µs of thread hand-off each.
@@ -43,6 +43,21 @@ export const AVUTIL_SYMBOLS = {
   av_get_pix_fmt: { parameters: ["buffer"], result: "i32" }, // enum AVPixelFormat av_get_pix_fmt(const char *name)
   av_pix_fmt_desc_get: { parameters: ["i32"], result: "pointer" }, // const AVPixFmtDescriptor *av_pix_fmt_desc_get(enum AVPixelFormat pix_fmt)
   av_display_rotation_get: { parameters: ["pointer"], result: "f64" }, // double av_display_rotation_get(const int32_t matrix[9])
+  av_opt_get_int: {
+    // int av_opt_get_int(void *obj, const char *name, int search_flags, int64_t *out_val)
+    parameters: ["pointer", "buffer", "i32", "buffer"],
+    result: "i32",
+  },
+  av_opt_get_chlayout: {
+    // int av_opt_get_chlayout(void *obj, const char *name, int search_flags, AVChannelLayout *layout)
+    // FFmpeg >= 5.1 (the AVChannelLayout API).
+    parameters: ["pointer", "buffer", "i32", "buffer"],
+    result: "i32",
+  },
+  av_channel_layout_default: { parameters: ["buffer", "i32"], result: "void" }, // void av_channel_layout_default(AVChannelLayout *ch_layout, int nb_channels)
+  av_channel_layout_uninit: { parameters: ["buffer"], result: "void" }, // void av_channel_layout_uninit(AVChannelLayout *channel_layout)
+  av_get_bytes_per_sample: { parameters: ["i32"], result: "i32" }, // int av_get_bytes_per_sample(enum AVSampleFormat sample_fmt)
+  av_sample_fmt_is_planar: { parameters: ["i32"], result: "i32" }, // int av_sample_fmt_is_planar(enum AVSampleFormat sample_fmt)
   av_image_get_buffer_size: {
     // int av_image_get_buffer_size(enum AVPixelFormat pix_fmt, int width, int height, int align)
     parameters: ["i32", "i32", "i32", "i32"],
@@ -194,4 +209,25 @@ export const SWSCALE_SYMBOLS = {
     parameters: ["pointer", "buffer", "buffer", "buffer", "buffer", "buffer", "buffer", "buffer"],
     result: "i32",
   },
+} as const satisfies Deno.ForeignLibraryInterface;
+
+/** libswresample (audio resampling, sample format conversion and channel mixing). */
+export const SWRESAMPLE_SYMBOLS = {
+  swresample_version: { parameters: [], result: "u32" }, // unsigned swresample_version(void)
+  swr_alloc_set_opts2: {
+    // int swr_alloc_set_opts2(struct SwrContext **ps,
+    //   const AVChannelLayout *out_ch_layout, enum AVSampleFormat out_sample_fmt, int out_sample_rate,
+    //   const AVChannelLayout *in_ch_layout, enum AVSampleFormat in_sample_fmt, int in_sample_rate,
+    //   int log_offset, void *log_ctx)   (FFmpeg >= 5.1)
+    parameters: ["buffer", "buffer", "i32", "i32", "buffer", "i32", "i32", "i32", "pointer"],
+    result: "i32",
+  },
+  swr_init: { parameters: ["pointer"], result: "i32" }, // int swr_init(struct SwrContext *s)
+  swr_free: { parameters: ["buffer"], result: "void" }, // void swr_free(struct SwrContext **s)
+  swr_convert: {
+    // int swr_convert(struct SwrContext *s, uint8_t **out, int out_count, const uint8_t **in, int in_count)
+    parameters: ["pointer", "buffer", "i32", "buffer", "i32"],
+    result: "i32",
+  },
+  swr_get_out_samples: { parameters: ["pointer", "i32"], result: "i32" }, // int swr_get_out_samples(struct SwrContext *s, int in_samples)
 } as const satisfies Deno.ForeignLibraryInterface;

@@ -31,11 +31,14 @@ class Batch:
     ``__cuda_array_interface__`` object when torch has no CUDA) shaped ``[B, T, H, W, 3]`` or ``[B, 3, T, H, W]``;
     ``labels``: int64 tensor ``[B]``; ``clips``: one dict per clip (path, video, label, start, end, pts,
     frameIndex, frameKind, held, padded: see python/README.md, "Clip metadata").
+    ``audio`` (with the loader's ``audio`` option, else None): float32 tensor ``[B, channels, samples]`` viewing
+    the same slot as ``video`` (it holds the slot too); ``clips[b]["audio"]`` says whether clip ``b``'s audio is
+    the track's (``"ok"``) or zeros (``"missing"``, ``"short"``, ``"error"``).
     Unless the loader copies (``copy=True``), ``video`` views the server's slot, which stays the trainer's for
     as long as anything references that memory: see :class:`Loader` ("Slot lifetime").
     """
 
-    __slots__ = ("video", "labels", "clips", "epoch", "index", "slot", "seq", "__weakref__")
+    __slots__ = ("video", "labels", "clips", "epoch", "index", "slot", "seq", "audio", "__weakref__")
 
     def __init__(self, video: Any, labels: Any, clips: List[Dict[str, Any]], epoch: int, index: int, slot: int,
                  seq: int) -> None:
@@ -46,6 +49,7 @@ class Batch:
         self.index = index
         self.slot = slot
         self.seq = seq
+        self.audio: Any = None
 
     def __len__(self) -> int:
         return len(self.clips)
@@ -274,9 +278,14 @@ class Loader:
         owner = slots.owner(m)
         release = session.lease(owner, m["slot"], m["seq"])
         video = slots.view(owner)
-        del owner
+        audio_owner = slots.audio_owner(m, owner)
+        audio = None if audio_owner is None else slots.view(audio_owner)
+        del owner, audio_owner
         if self.copy and slots.can_copy():
             self.pin_memory = pin_possible(self.pin_memory)
             video = slots.copy_out(video, self.pin_memory)  # the view is gone: nothing can read the slot any more
+            audio = None if audio is None else slots.copy_out(audio, self.pin_memory)
             release()
-        return Batch(video, labels_tensor(m["labels"]), m["clips"], m["epoch"], m["index"], m["slot"], m["seq"])
+        batch = Batch(video, labels_tensor(m["labels"]), m["clips"], m["epoch"], m["index"], m["slot"], m["seq"])
+        batch.audio = audio
+        return batch

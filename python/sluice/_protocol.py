@@ -137,6 +137,21 @@ def check_message(m: Any) -> Dict[str, Any]:
         clips = m.get("clips")
         if not isinstance(clips, list) or len(clips) != shape[0] or any(not isinstance(c, dict) for c in clips):
             raise _bad(t, f'"clips" must be {shape[0]} objects')
+        audio = m.get("audio")
+        if audio is not None:
+            if not isinstance(audio, dict):
+                raise _bad(t, '"audio" must be an object')
+            _int(audio, "offset")
+            _int(audio, "nbytes", 0)
+            ashape = audio.get("shape")
+            if not isinstance(ashape, list) or len(ashape) != 3 or any(
+                not isinstance(d, int) or isinstance(d, bool) or d < 0 for d in ashape
+            ) or ashape[0] != shape[0]:
+                raise _bad(t, f'"audio" "shape" must be [{shape[0]}, channels, samples], got {ashape!r}')
+            if 4 * ashape[0] * ashape[1] * ashape[2] != audio["nbytes"]:
+                raise _bad(t, f'audio shape {ashape} of float32 is not {audio["nbytes"]} bytes')
+            if audio["offset"] % 4 != 0 or audio["offset"] < m["offset"] + m["nbytes"]:
+                raise _bad(t, f'audio offset {audio["offset"]} overlaps the video or is misaligned')
     elif t == "epoch-end":
         _int(m, "epoch")
         _int(m, "batches")

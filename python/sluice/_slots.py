@@ -28,10 +28,12 @@ class _SlotView:
     its ``base``, and a tensor made from that array (``torch.from_numpy``, views, ``.numpy()``) keeps the array,
     so this object lives exactly as long as anything references the batch's memory."""
 
-    __slots__ = ("__array_interface__", "_mapping", "__weakref__")
+    __slots__ = ("__array_interface__", "_mapping", "_keep", "__weakref__")
 
-    def __init__(self, mapping: np.ndarray, offset: int, shape: Tuple[int, ...], typestr: str) -> None:
+    def __init__(self, mapping: np.ndarray, offset: int, shape: Tuple[int, ...], typestr: str,
+                 keep: Any = None) -> None:
         self._mapping = mapping  # keeps the mapping itself alive too
+        self._keep = keep  # the batch's video owner, whose life holds the slot (for the audio's view)
         self.__array_interface__ = {"data": (mapping.ctypes.data + offset, False), "shape": shape,
                                     "typestr": typestr, "version": 3}
 
@@ -103,6 +105,26 @@ class SlotMemory:
             return CudaArray(self.mem, start, shape, typestr)
         assert self._whole is not None
         return _SlotView(self._whole, start, shape, typestr)
+
+    def audio_owner(self, m: Dict[str, Any], owner: Any) -> Any:
+        """The object describing the ``batch`` message ``m``'s audio (float32 ``[B, channels, samples]``) in its
+        slot, keeping ``owner`` (the video's, which holds the slot) alive; None without audio."""
+        a = m.get("audio")
+        if a is None:
+            return None
+        slot, offset, nbytes = m["slot"], a["offset"], a["nbytes"]
+        if offset + nbytes > self.slot_bytes:
+            raise ProtocolError("bad-message", f"batch {m['seq']}'s audio lies outside slot {slot}")
+        start = slot * self.slot_bytes + offset
+        shape = tuple(a["shape"])
+        if self.decoder == "nvdec":
+            from ._cuda import CudaArray
+
+            arr = CudaArray(self.mem, start, shape, "<f4")
+            arr.keep = owner  # type: ignore[attr-defined]
+            return arr
+        assert self._whole is not None
+        return _SlotView(self._whole, start, shape, "<f4", keep=owner)
 
     def view(self, owner: Any) -> Any:
         """The batch's ``video`` over ``owner``, keeping it alive: a tensor (``torch.from_numpy`` of the array whose

@@ -32,3 +32,19 @@ def test_batch_checks_accept_a_good_descriptor_in_both_layouts():
         assert proto.check_message(m) is m
     with pytest.raises(ProtocolError, match="channels"):
         proto.check_message(dict(m, layout="BTHWC"))
+
+
+def test_batch_audio_descriptor_is_checked():
+    m = {"type": "batch", "seq": 0, "epoch": 0, "index": 0, "slot": 0, "offset": 0, "nbytes": 2 * 4 * 8 * 8 * 3,
+         "shape": [2, 4, 8, 8, 3], "dtype": "uint8", "layout": "BTHWC", "labels": [0, 1], "clips": [{}, {}]}
+    good = {"offset": 1536, "nbytes": 2 * 1 * 100 * 4, "shape": [2, 1, 100]}
+    assert proto.check_message(dict(m, audio=good))["audio"] is good
+    for bad, match in (
+        (dict(good, shape=[3, 1, 100]), "shape"),  # another batch size
+        (dict(good, nbytes=4), "bytes"),  # shape and size disagree
+        (dict(good, offset=1000), "overlaps"),  # inside the pixels
+        (dict(good, offset=1538), "misaligned"),
+        ([1, 2], "object"),
+    ):
+        with pytest.raises(ProtocolError, match=match):
+            proto.check_message(dict(m, audio=bad))

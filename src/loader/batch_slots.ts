@@ -30,7 +30,7 @@ import type { ClipSampler } from "../dataset/sampler.ts";
 import type { AddressedDestination, ClipBase } from "./clip_worker.ts";
 import type { ClipSpec } from "./clip_spec.ts";
 import type { PlacedClip } from "./clip_stats.ts";
-import { type Batch, type BatchLayout, collate, type FilledClip } from "./collate.ts";
+import { type Batch, type BatchLayout, collate, type CollateInto, type FilledClip } from "./collate.ts";
 import { epochOrder } from "../dataset/epoch_order.ts";
 
 /** A clip's place in its epoch's plan (a planned clip's, or a failed one's). */
@@ -58,11 +58,10 @@ export function slotOf(batch: unknown): SlotUse | undefined {
  */
 export function ownedBatch(batch: Batch): Batch {
   if (slotOf(batch) === undefined) return batch;
-  const data = batch.data.slice(), labels = batch.labels.slice();
+  const data = batch.data.slice(), labels = batch.labels.slice(), audio = batch.audio?.slice();
   const clips = structuredClone(batch.clips);
   const { dtype, layout } = batch, shape = [...batch.shape];
-  batch[Symbol.dispose]();
-  return {
+  const owned: Batch = {
     data,
     dtype,
     shape,
@@ -70,9 +69,12 @@ export function ownedBatch(batch: Batch): Batch {
     labels,
     clips,
     [Symbol.dispose]() {
-      releaseBuffers([this.data, this.labels]);
+      releaseBuffers([this.data, this.labels, ...(this.audio ? [this.audio] : [])]);
     },
   };
+  if (audio !== undefined) [owned.audio, owned.audioShape] = [audio, [...batch.audioShape!]];
+  batch[Symbol.dispose]();
+  return owned;
 }
 
 /** The loader's batch slots; see the module docs. */
@@ -81,6 +83,10 @@ export class BatchSlots implements Disposable {
   readonly batchSize: number;
   /** Bytes of one clip. */
   readonly clipBytes: number;
+  /** Bytes of one clip's audio (`ClipSpec.audio`; 0 without), in the slot's audio region after the pixels. */
+  readonly audioBytes: number;
+  /** Offset of the audio region in a slot (8-aligned, after `batchSize` clips' pixels). */
+  readonly audioOffset: number;
   /** Decode Workers write into the places (layout `"BTHWC"`); false: collate regroups into the slot. */
   readonly direct: boolean;
   readonly #float: boolean;
@@ -109,13 +115,15 @@ export class BatchSlots implements Disposable {
     this.#float = spec.dtype === "float32";
     this.clipBytes = spec.numFrames * 3 * spec.width * spec.height * (this.#float ? 4 : 1);
     this.batchSize = batchSize;
+    this.audioBytes = spec.audio === undefined ? 0 : spec.audio.channels * spec.audio.samples * 4;
+    this.audioOffset = Math.ceil((batchSize * this.clipBytes) / 8) * 8;
     this.direct = layout === "BTHWC";
     this.#numFrames = spec.numFrames;
     this.#layout = layout;
     this.#sampler = sampler;
     this.ring = new SlotRing(
       slots,
-      batchSize * this.clipBytes,
+      this.audioOffset + batchSize * this.audioBytes,
       (size) => new HostSlots(`sluice-batches-${Deno.pid}`, size),
     );
     this.#address = (this.ring.memory as HostSlots).shm.address;
@@ -205,7 +213,12 @@ export class BatchSlots implements Disposable {
     }
     const n = clips.length * this.clipBytes;
     const view = this.#view(this.#address + BigInt(base), n);
-    const batch = collate(clips, this.#numFrames, this.#layout, { data: view, placed: this.direct });
+    const into: CollateInto = { data: view, placed: this.direct };
+    if (this.audioBytes > 0) {
+      const bytes = viewAt(this.#address + BigInt(base + this.audioOffset), clips.length * this.audioBytes);
+      into.audio = new Float32Array(bytes.buffer);
+    }
+    const batch = collate(clips, this.#numFrames, this.#layout, into);
     if (!this.direct) this.#copied += n;
     const own = batch[Symbol.dispose].bind(batch);
     this.#state.set(slot, { state: "ready", batch });

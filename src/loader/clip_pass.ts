@@ -41,6 +41,7 @@ import { mulberry32 } from "../dataset/random.ts";
 import { lap, type PhaseTimes, startSpans, takeSpans } from "../media/spans.ts";
 import type { ClipBase, DecodedClip } from "./collate.ts";
 import type { ClipOutcome, ClipSpec, FrameKind } from "./clip_spec.ts";
+import { AUDIO_STATUSES, type ClipAudio } from "../media/audio.ts";
 
 /** A clip decoded in another clip's pass: its metadata, its own packets in that pass, and its destination. */
 export interface SharedClip {
@@ -49,6 +50,8 @@ export interface SharedClip {
   range: [number, number];
   /** Where its frames go (see {@link ClipPackets.dest}); default: a new buffer. */
   dest?: ClipDestination;
+  /** Its audio, decoded at demux (with `ClipSpec.audio`); checked before use (it may come from another process). */
+  audio?: ClipAudio;
 }
 
 /**
@@ -85,6 +88,8 @@ export interface ClipPackets {
   dest?: ClipDestination;
   /** Its own packets `[from, to)` within `packets` (default: all of them). */
   range?: [number, number];
+  /** Its audio (with `ClipSpec.audio`), see {@link SharedClip.audio}. */
+  audio?: ClipAudio;
   /**
    * The other clips the same pass serves (same video; their packets overlap this clip's): `decodeClipGroup`
    * returns one result for each, after this clip's.
@@ -193,6 +198,7 @@ interface Member extends SharedClip {
 function ownMember(item: ClipPackets): SharedClip {
   const m: SharedClip = { meta: item.meta, range: item.range ?? [0, Infinity] };
   if (item.dest !== undefined) m.dest = item.dest;
+  if (item.audio !== undefined) m.audio = item.audio;
   return m;
 }
 
@@ -291,6 +297,7 @@ function finishPass(
       if (out.error !== undefined) throw out.error;
       const counts = { decoded: share(decoded, r.member), skipped: share(skipped, r.member), passClips: n };
       r.member.clip = finishClip(pass.spec, r, out, counts, failures);
+      withAudio(pass.spec, r.member);
     } catch (e) {
       fail(r.member, e);
     }
@@ -298,7 +305,29 @@ function finishPass(
   return members;
 }
 
-// ------------------------------------------------------------------------------------------ one clip
+/**
+ * Adds the member's audio to its clip (`ClipSpec.audio`): checked first, as it may have crossed from a backend
+ * process: a status, and exactly `channels × samples` floats.
+ */
+function withAudio(spec: ClipSpec, m: Member): void {
+  const want = spec.audio;
+  if (want === undefined) return;
+  const a = m.audio, n = want.channels * want.samples;
+  if (
+    !(a && AUDIO_STATUSES.includes(a.status) && a.samples instanceof Float32Array && a.samples.length === n)
+  ) {
+    throw new ClipError(
+      m.meta.path,
+      "decode",
+      [m.meta.start, m.meta.end],
+      `the clip's audio is missing or malformed (expected ${want.channels} × ${want.samples} float32 samples)`,
+    );
+  }
+  m.clip!.audio = a.samples;
+  m.clip!.audioChannels = want.channels;
+  m.clip!.outcome!.audio = a.status;
+  if (a.samples.buffer instanceof ArrayBuffer) m.transfer.push(a.samples.buffer);
+}
 
 // ------------------------------------------------------------------------------------------ one clip
 

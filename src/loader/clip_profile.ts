@@ -17,6 +17,7 @@ export const PHASES = [
   ["open", "worker", "open the input, probe its streams, close it (demux)"],
   ["seek", "worker", "seek to each window's keyframe (demux)"],
   ["read", "worker", "read and cut packets (demux)"],
+  ["audio", "worker", "decode and resample each window's audio (demux, with the audio option)"],
   ["setup", "worker", "check the clip, decoder and scaler setup, frame writer"],
   ["decode", "worker", "send packets, receive frames, choose them"],
   ["convert", "worker", "convert and scale each frame into its place"],

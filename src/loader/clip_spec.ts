@@ -11,8 +11,9 @@
 
 import type { FrameSampling } from "../media/frame_select.ts";
 import type { ResizeMode } from "../media/crop.ts";
+import type { AudioSpec, AudioStatus } from "../media/audio.ts";
 
-export type { FrameSampling, ResizeMode };
+export type { AudioSpec, AudioStatus, FrameSampling, ResizeMode };
 
 /** Output sample type: bytes as decoded, or `float32` normalised per channel as `(x / 255 - mean) / std`. */
 export type ClipDtype = "uint8" | "float32";
@@ -58,6 +59,11 @@ export interface ClipSpec {
    * this fraction of `numFrames` fails; held frames (a frame still on screen) are not padding. Default 0.5.
    */
   maxPadFraction: number;
+  /**
+   * Each clip's audio too (`src/media/audio.ts`): `samples` per clip, from `round(start · sampleRate)` on, at
+   * `sampleRate`, mixed to `channels`. Absent: no audio.
+   */
+  audio?: AudioSpec & { samples: number };
 }
 
 /** What one slot of a clip is (see `ClipOutcome.frameKind`). */
@@ -118,4 +124,9 @@ export interface ClipOutcome {
   skippedFrames: number;
   /** Clips served by the decode pass that served this one (1: decoded alone). */
   passClips: number;
+  /**
+   * With `audio`: whether the clip's audio is the track's (`"ok"`) or zeros where the video has no audio track
+   * (`"missing"`), where the track does not reach (`"short"`), or where it cannot be decoded (`"error"`).
+   */
+  audio?: AudioStatus;
 }

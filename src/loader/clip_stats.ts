@@ -58,6 +58,12 @@ export interface ClipCounts {
   heldClips: number;
   /** Failed positions per stage (`fetch`, `demux`, `decode`, …). */
   failedByStage: Record<string, number>;
+  /** With the `audio` option: clips of batches whose audio is zeros because their video has no audio track. */
+  audioMissing: number;
+  /** ...partly zeros because the track does not reach the whole window. */
+  audioShort: number;
+  /** ...zeros because the track could not be decoded there. */
+  audioError: number;
   /** Frames decoded for the clips of batches (substitutes included). */
   decodedFrames: number;
   /** Frames left undecoded for them because no slot showed them. */
@@ -117,6 +123,9 @@ function zero(planned: number): ClipCounts {
     heldFrames: 0,
     heldClips: 0,
     failedByStage: {},
+    audioMissing: 0,
+    audioShort: 0,
+    audioError: 0,
     decodedFrames: 0,
     skippedFrames: 0,
     emittedFrames: 0,
@@ -222,7 +231,7 @@ export class ClipAccounting {
   delivered(
     clips: readonly (
       & Pick<ClipMeta, "epoch" | "padded" | "replaces" | "pts">
-      & Partial<Pick<ClipMeta, "held" | "decodedFrames" | "skippedFrames" | "passClips">>
+      & Partial<Pick<ClipMeta, "held" | "decodedFrames" | "skippedFrames" | "passClips" | "audio">>
     )[],
     sign: 1 | -1 = 1,
   ): void {
@@ -245,6 +254,9 @@ export class ClipAccounting {
       e.skippedFrames += sign * (c.skippedFrames ?? 0);
       e.emittedFrames += sign * (c.pts.length - c.padded - held);
       if ((c.passClips ?? 1) > 1) e.sharedClips += sign;
+      if (c.audio === "missing") e.audioMissing += sign;
+      else if (c.audio === "short") e.audioShort += sign;
+      else if (c.audio === "error") e.audioError += sign;
       e.decodeAmplification = amplification(e);
       if (e.pending > 0) e.complete = false;
     }

@@ -127,6 +127,7 @@ export async function decodeClipItem(
       if (slots.direct) item.dest = dest;
     }
     // The Workers return exactly the clip the spec promises (with its outcome) or throw a ClipError.
+    ownAudio(item);
     const clip = await profiled(
       profile,
       item,
@@ -170,6 +171,17 @@ async function placed<T>(profile: ClipProfile | null, adopt: () => Promise<T>): 
   const p = adopt();
   profile.addMain("place", threadMs() - t0);
   return await p;
+}
+
+/**
+ * Gives each clip's audio a buffer of its own before the item moves to a Worker: items from the backend child
+ * hold views of the frame they came in, which other items share (moving it would detach theirs).
+ */
+function ownAudio(item: ClipPackets): void {
+  for (const c of [item, ...(item.shared ?? [])]) {
+    const s = c.audio?.samples;
+    if (s !== undefined && s.byteLength !== s.buffer.byteLength) c.audio!.samples = s.slice();
+  }
 }
 
 /** Group exports of the clip Worker, by the export that decodes one clip. */
@@ -291,6 +303,7 @@ export class ClipDecodeStep {
       if (shared.length === 0) {
         return await decodeClipItem(this.#pool, this.#export, item, signal, 0, slots, this.#profile);
       }
+      ownAudio(item);
       const results = await profiled(
         this.#profile,
         item,

@@ -78,7 +78,8 @@ export function demuxClips(task: VideoTask): Transferring<ClipPackets[]> {
     const places = [...members, next].map((i) => share.order[i]);
     return Math.max(...places) - Math.min(...places) <= share.horizon;
   };
-  const { groups, failures } = demuxGroupsSync(src, { windows, join });
+  const audioSpec = task.spec.audio;
+  const { groups, failures, audio } = demuxGroupsSync(src, { windows, join, audio: audioSpec });
   const buffers: ArrayBuffer[] = [];
   const out: ClipPackets[] = task.clips.map((meta, i) => {
     const f = failures[i];
@@ -88,15 +89,30 @@ export function demuxClips(task: VideoTask): Transferring<ClipPackets[]> {
       failure: f === null ? "no packets" : f instanceof MediaError ? f.reason : f.message,
     };
   });
+  // Each served clip's audio (`ClipSpec.audio`) travels with it: on its own item, or in its pass's `shared`.
+  const audioOf = (i: number) => {
+    const a = audio?.[i];
+    if (a) buffers.push(a.samples.buffer);
+    return a ? { audio: a } : {};
+  };
   for (const g of groups) {
     buffers.push(...g.packets.transferables());
     const members = g.members.map((m) => ({ i: m.window, range: m.range }));
     const place = (m: { i: number }) => share?.order[m.i] ?? m.i;
     const lead = members.reduce((a, b) => (place(b) < place(a) ? b : a));
-    const item: ClipPackets = { meta: task.clips[lead.i], spec: task.spec, packets: g.packets };
+    const item: ClipPackets = {
+      meta: task.clips[lead.i],
+      spec: task.spec,
+      packets: g.packets,
+      ...audioOf(lead.i),
+    };
     if (members.length > 1) {
       item.range = lead.range;
-      item.shared = members.filter((m) => m !== lead).map((m) => ({ meta: task.clips[m.i], range: m.range }));
+      item.shared = members.filter((m) => m !== lead).map((m) => ({
+        meta: task.clips[m.i],
+        range: m.range,
+        ...audioOf(m.i),
+      }));
       for (const m of members) {
         if (m !== lead) out[m.i] = { meta: task.clips[m.i], spec: task.spec, servedBy: item.meta.position };
       }

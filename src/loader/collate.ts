@@ -65,6 +65,10 @@ export interface DecodedClip {
   outcome?: ClipOutcome;
   /** Times of its decode task's phases, when profiled (`clip_profile.ts`); the decode step takes them off. */
   phases?: PhaseTimes;
+  /** With `ClipSpec.audio`: its audio, planar `float32` `[channels, samples]`. */
+  audio?: Float32Array;
+  /** With `audio`: its channels. */
+  audioChannels?: number;
 }
 
 /** A decoded clip with its outcome, ready for a batch. */
@@ -89,6 +93,13 @@ export interface Batch extends Disposable {
   labels: Int32Array;
   /** `clips[b]` says what clip `b` is. */
   clips: ClipMeta[];
+  /**
+   * With the loader's `audio` option: each clip's audio, `float32` `[B, channels, samples]` (`audioShape`);
+   * `clips[b].audio` says whether clip `b`'s is the track's or zeros (see docs/clips.md).
+   */
+  audio?: Float32Array;
+  /** `[B, channels, samples]`, with `audio`. */
+  audioShape?: number[];
 }
 
 /**
@@ -98,6 +109,8 @@ export interface Batch extends Disposable {
 export interface CollateInto {
   data: Uint8Array | Float32Array;
   placed: boolean;
+  /** Where the clips' audio goes (exactly the batch's), when they have audio. */
+  audio?: Float32Array;
 }
 
 /** Collates clips of `numFrames` frames each into a batch (a new buffer, or `into`); see the module docs. */
@@ -118,6 +131,11 @@ export function collate(
   }
   const labels = new Int32Array(B);
   const metas: ClipMeta[] = [];
+  const audioLen = clips[0].audio?.length;
+  const audio = audioLen === undefined ? undefined : into?.audio ?? new Float32Array(B * audioLen);
+  if (audio !== undefined && audio.length !== B * audioLen!) {
+    throw new InvalidArgumentError(`collate: the audio destination does not hold ${B} clips' audio`);
+  }
   for (const [b, c] of clips.entries()) {
     const what = `collate: clip ${c.meta.path} [${fmtSec(c.meta.start)}, ${fmtSec(c.meta.end)})`;
     if (c.width !== W || c.height !== H) {
@@ -144,11 +162,17 @@ export function collate(
         }
       }
     }
+    if (c.audio?.length !== audioLen) {
+      throw new InvalidArgumentError(
+        `${what} has ${c.audio?.length ?? 0} audio samples, the batch ${audioLen ?? 0}`,
+      );
+    }
+    if (audio !== undefined) audio.set(c.audio!, b * audioLen!);
     labels[b] = c.meta.label;
     metas.push({ ...c.meta, ...c.outcome });
   }
   const shape = layout === "BTHWC" ? [B, T, H, W, 3] : [B, 3, T, H, W];
-  return {
+  const batch: Batch = {
     data,
     dtype: float ? "float32" : "uint8",
     shape,
@@ -156,7 +180,13 @@ export function collate(
     labels,
     clips: metas,
     [Symbol.dispose]() {
-      releaseBuffers([this.data, this.labels]);
+      releaseBuffers([this.data, this.labels, ...(this.audio ? [this.audio] : [])]);
     },
   };
+  if (audio !== undefined) {
+    batch.audio = audio;
+    const channels = clips[0].audioChannels ?? 1;
+    batch.audioShape = [B, channels, audioLen! / channels];
+  }
+  return batch;
 }

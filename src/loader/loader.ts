@@ -69,6 +69,7 @@ import { BatchSlots } from "./batch_slots.ts";
 import { openDataset, type VideoDataset } from "../dataset/dataset.ts";
 import { buildFront, CLIP_WORKER, type FrontArgs } from "./front.ts";
 import {
+  audioSpec,
   checkLoaderOptions,
   defaultClipDuration,
   LOADER_TABLE,
@@ -164,6 +165,7 @@ export async function planLoader(opts: LoaderOptions): Promise<LoaderPlan> {
   });
   const rates = kept.map((i) => index.videos[i]!.frameRate);
   const clipDurationSec = opts.sampler?.clipDurationSec ?? defaultClipDuration(spec, rates);
+  if (opts.audio !== undefined) spec.audio = audioSpec(opts.audio, clipDurationSec);
   const sampler = new ClipSampler(ranges, { ...opts.sampler, clipDurationSec });
   warnUncovered(spec, clipDurationSec, rates, log);
   const front: FrontArgs = {
@@ -191,7 +193,8 @@ export async function planLoader(opts: LoaderOptions): Promise<LoaderPlan> {
 function shareHorizon(spec: ClipSpec, opts: LoaderOptions): number {
   const dl = withDefaults(LOADER_TABLE.decodeLess.options, opts.decodeLess ?? {});
   if (!dl.once || !withDefaults(LOADER_TABLE, opts).ordered) return 0;
-  const clipBytes = spec.numFrames * 3 * spec.width * spec.height * (spec.dtype === "float32" ? 4 : 1);
+  const clipBytes = spec.numFrames * 3 * spec.width * spec.height * (spec.dtype === "float32" ? 4 : 1) +
+    (spec.audio === undefined ? 0 : spec.audio.channels * spec.audio.samples * 4);
   return Math.floor(dl.onceMemory / clipBytes);
 }
 

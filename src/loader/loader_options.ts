@@ -118,6 +118,12 @@ export interface LoaderOptions {
   batchSize: number;
   /** What one clip becomes. */
   clip: ClipOptions;
+  /**
+   * Each clip's audio too, as `batch.audio`: `float32` `[B, channels, samples]`, resampled to `sampleRate` and
+   * mixed to `channels` (default 1), `samples = round(clipDurationSec · sampleRate)` from `round(start ·
+   * sampleRate)` on; zeros (and `clips[b].audio` says why) where a video has none. See docs/clips.md.
+   */
+  audio?: { sampleRate: number; channels?: number };
   /** `[B, T, H, W, 3]` ("BTHWC") or planar `[B, 3, T, H, W]` ("BCTHW"). */
   layout?: BatchLayout;
   /** Decoder: "cpu", "nvdec", or "auto". */
@@ -330,6 +336,28 @@ export const LOADER_TABLE = {
     python: "batch_size",
   },
   clip: { kind: "group", options: CLIP_OPTIONS, doc: "what one clip becomes" },
+  audio: {
+    kind: "group",
+    options: {
+      sampleRate: {
+        kind: "integer",
+        min: 1000,
+        max: 384000,
+        defaultText: "required with audio",
+        doc: "audio: samples per second of each clip's audio (batch.audio)",
+        flag: "audio-rate",
+      },
+      channels: {
+        kind: "integer",
+        min: 1,
+        max: 8,
+        default: 1,
+        doc: "audio: channels (1 mixes down to mono)",
+        flag: "audio-channels",
+      },
+    },
+    doc: "each clip's audio too: batch.audio, float32 [B, channels, samples]",
+  },
   sampler: {
     kind: "group",
     options: {
@@ -471,6 +499,9 @@ export function checkLoaderOptions(opts: LoaderOptions, vocabulary: Vocabulary =
   checkOptions(LOADER_OPTIONS, opts, vocabulary);
   resolveClipSpec(opts.clip, opts.layout, vocabulary);
   resolveSamplerOptions(opts.sampler ?? {}, vocabulary, "sampler");
+  if (opts.audio !== undefined && opts.audio !== null && opts.audio.sampleRate === undefined) {
+    throw new InvalidArgumentError(`${vocabulary.prefix}${vocabulary.name("audio.sampleRate")} is required`);
+  }
   if (opts.slots !== undefined && opts.ordered === false) {
     throw new InvalidArgumentError(
       `${vocabulary.prefix}${vocabulary.name("slots")} needs ${
@@ -535,6 +566,31 @@ export function resolveClipSpec(
     std: [c.std[0], c.std[1], c.std[2]],
     rotate: c.rotate,
     maxPadFraction: c.maxPadFraction,
+  };
+}
+
+/**
+ * The `ClipSpec.audio` of the `audio` option (checked with the others): every clip gets
+ * `round(clipDurationSec · sampleRate)` samples, so the clips of a batch stack. Throws `InvalidArgumentError` when
+ * clips have no fixed duration (`"uniform"` sampling of whole videos).
+ */
+export function audioSpec(
+  audio: NonNullable<LoaderOptions["audio"]>,
+  clipDurationSec: number,
+  vocabulary: Vocabulary = LOADER,
+): NonNullable<ClipSpec["audio"]> {
+  if (!Number.isFinite(clipDurationSec)) {
+    throw new InvalidArgumentError(
+      `${vocabulary.prefix}${vocabulary.name("audio")} needs clips of one duration: set ${
+        vocabulary.name("sampler.clipDurationSec")
+      } (uniform sampling takes whole videos)`,
+    );
+  }
+  const a = withDefaults(LOADER_TABLE.audio.options, audio);
+  return {
+    sampleRate: a.sampleRate!,
+    channels: a.channels,
+    samples: Math.round(clipDurationSec * a.sampleRate),
   };
 }
 

@@ -55,6 +55,12 @@ function clipLines(c: ClipCounts): string[] {
     (c.dropped > 0 ? `, dropped ${c.dropped}` : "") + (c.pending > 0 ? `, not reached ${c.pending}` : "") +
     `; padded frames ${c.paddedFrames}, held frames ${c.heldFrames}`,
   ];
+  if (c.audioMissing + c.audioShort + c.audioError > 0) {
+    lines.push(
+      `  audio zeros: ${c.audioMissing} clips without an audio track, ${c.audioShort} short, ` +
+        `${c.audioError} undecodable`,
+    );
+  }
   if (c.failed > 0) {
     const stages = Object.entries(c.failedByStage).map(([k, n]) => `${k} ${n}`).join(", ");
     lines.push(`  failed clips: ${c.replaced} replaced; by stage: ${stages}`);

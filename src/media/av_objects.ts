@@ -161,6 +161,13 @@ export class ScaleContext extends Owned {
   }
 }
 
+/** A `SwrContext` (`swr_free`). Wraps a pointer `swr_alloc_set_opts2` filled. */
+export class ResampleContext extends Owned {
+  constructor(ptr: Ptr) {
+    super(ptr, ffmpeg().swresample.swr_free, "SwrContext");
+  }
+}
+
 /** FFmpeg's `AV_INPUT_BUFFER_PADDING_SIZE` (64 since 4.0): bit readers read past the end of extradata. */
 export const INPUT_PADDING = 64;
 

@@ -41,6 +41,7 @@ import {
 import { type MediaInput, MediaSource } from "./source.ts";
 import { AVDISCARD_ALL, bsfContext, formatContext, type Rational, stream } from "./structs.ts";
 import { settle } from "../settle.ts";
+import { type AudioSpec, type ClipAudio, clipAudioWindows } from "./audio.ts";
 import { LEADING_LOOKAHEAD } from "./packet_run.ts";
 import { ScreenTime, type StreamFacts, StreamReader } from "./stream_reader.ts";
 import { lap } from "./spans.ts";
@@ -171,6 +172,11 @@ export interface DemuxedGroups {
   groups: WindowGroup[];
   /** Per window (in the order asked for): why it could not be served, or null. */
   failures: (SluiceError | null)[];
+  /**
+   * With `audio`: per window (in the order asked for), its audio (`audio.ts`), decoded from the same open of
+   * the file; null for a window that could not be served.
+   */
+  audio?: (ClipAudio | null)[];
 }
 
 /**
@@ -184,12 +190,19 @@ export function demuxGroupsSync(
   opts: Omit<DemuxOptions, "window" | "windows"> & {
     windows: TimeWindow[];
     join: (members: readonly number[], next: number) => boolean;
+    /** Also decode each served window's audio (see `audio.ts`), after its video packets are cut. */
+    audio?: AudioSpec;
   },
 ): DemuxedGroups {
   const groups = (() => {
     using stream = openStream(src, opts);
     lap("open");
-    return cutGroups(stream, opts.windows, opts.join);
+    const cut = cutGroups(stream, opts.windows, opts.join);
+    if (opts.audio === undefined) return cut;
+    const served = opts.windows.map((w, i) => cut.failures[i] === null ? w : null);
+    const audio = clipAudioWindows(stream.source, stream.facts.index, served, opts.audio);
+    lap("audio");
+    return { ...cut, audio };
   })();
   lap("open"); // closing the input
   return groups;
@@ -208,6 +221,8 @@ interface OpenStream extends Disposable {
   frameIndex: boolean;
   /** Whether stream info was probed (the keyframe scan opens the input the same way). */
   probed: boolean;
+  /** The opened input (the audio of its windows is read through it). */
+  source: MediaSource;
   reader: StreamReader;
   facts: StreamFacts;
   common: CommonFields;
@@ -254,6 +269,7 @@ function openStream(src: MediaInput, opts: DemuxOptions): OpenStream {
       src,
       frameIndex: opts.frameIndex ?? true,
       probed: source.probed,
+      source,
       reader,
       facts,
       common,

@@ -271,6 +271,10 @@ export const frame = {
   width: (p: Ptr): number => view(p).getInt32(L().AVFrame.width),
   height: (p: Ptr): number => view(p).getInt32(L().AVFrame.height),
   format: (p: Ptr): number => view(p).getInt32(L().AVFrame.format),
+  /** Audio samples per channel. */
+  nbSamples: (p: Ptr): number => view(p).getInt32(L().AVFrame.nb_samples),
+  /** `extended_data`: the address of the array of plane pointers (one per channel when planar). */
+  extendedData: (p: Ptr): Deno.PointerValue => view(p).getPointer(L().AVFrame.extended_data),
   keyFrame: (p: Ptr): boolean => view(p).getInt32(L().AVFrame.key_frame) !== 0,
   pictType: (p: Ptr): number => view(p).getInt32(L().AVFrame.pict_type),
   pts: (p: Ptr): bigint | null => ts(p, L().AVFrame.pts),
@@ -313,6 +317,16 @@ export const codecContext = {
     writable(p, L().AVCodecContext.width, 4).setInt32(0, width, true);
     writable(p, L().AVCodecContext.height, 4).setInt32(0, height, true);
   },
+};
+
+// ---------------------------------------------------------------- AVChannelLayout
+
+/** Fields of an `AVChannelLayout` held in JavaScript memory (`buffer` of `$size` bytes). */
+export const channelLayout = {
+  /** A zeroed buffer the size of an `AVChannelLayout`. */
+  alloc: (): Uint8Array<ArrayBuffer> => new Uint8Array(L().AVChannelLayout.$size),
+  nbChannels: (b: Uint8Array): number =>
+    new DataView(b.buffer, b.byteOffset, b.byteLength).getInt32(L().AVChannelLayout.nb_channels, true),
 };
 
 // ---------------------------------------------------------------- AVBSFContext

@@ -140,6 +140,8 @@ export interface BatchMessage {
   layout: "BTHWC" | "BCTHW";
   labels: number[];
   clips: ServeClipMeta[];
+  /** With the loader's `audio` option: the batch's audio, float32 `shape` `[B, channels, samples]`, in the slot. */
+  audio?: { offset: number; nbytes: number; shape: number[] };
 }
 
 /** An epoch ended (`cancelled` when a new `epoch` request cut it short). */

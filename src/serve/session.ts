@@ -404,22 +404,25 @@ export class Session {
         this.#loaderRing = true;
         await this.#sendMemory();
       }
-      return this.#sendBatch(batch, own.slot, epoch, index, dtype, batch);
+      return this.#sendBatch(batch, own.slot, epoch, index, dtype, batch, own.slots.audioOffset);
     }
     if (this.#ring === null || this.#loaderRing) {
       this.#loaderRing = false;
-      const batchBytes = (nbytes / B) * this.#loader!.batchSize;
+      const audioBytes = ((batch.audio?.byteLength ?? 0) / B) * this.#loader!.batchSize;
       this.#ring = this.#host.ringFor(
         this.#loader!,
-        batchBytes,
+        audioAt(nbytes, B, this.#loader!.batchSize) + audioBytes,
         this.#hello?.device ?? this.#host.defaultDevice,
       );
       await this.#sendMemory();
     }
-    if (nbytes > this.#ring.slotBytes) {
+    // The audio goes after the pixels of a full batch (8-aligned), where the loader's own slots put it.
+    const at = audioAt(nbytes, B, this.#loader!.batchSize);
+    const total = batch.audio === undefined ? nbytes : at + batch.audio.byteLength;
+    if (total > this.#ring.slotBytes) {
       throw new ServeError(
         "batch-too-big",
-        `batch of ${nbytes} bytes does not fit a slot of ${this.#ring.slotBytes}`,
+        `batch of ${total} bytes does not fit a slot of ${this.#ring.slotBytes}`,
       );
     }
     let slot: number;
@@ -432,7 +435,15 @@ export class Session {
     const d = batch.data as ArrayBufferView;
     this.#ring.memory.write(this.#ring.offset(slot), new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
     this.#copiedBytes += nbytes;
-    await this.#sendBatch(batch, slot, epoch, index, dtype, null);
+    const a = batch.audio;
+    if (a !== undefined) {
+      this.#ring.memory.write(
+        this.#ring.offset(slot) + at,
+        new Uint8Array(a.buffer, a.byteOffset, a.byteLength),
+      );
+      this.#copiedBytes += a.byteLength;
+    }
+    await this.#sendBatch(batch, slot, epoch, index, dtype, null, at);
     return false;
   }
 
@@ -454,6 +465,7 @@ export class Session {
     index: number,
     dtype: ServeDtype,
     keep: Batch | null,
+    audioOffset: number,
   ): Promise<boolean> {
     const B = batch.shape[0], nbytes = batch.data.byteLength;
     const seq = this.#seq++;
@@ -472,6 +484,9 @@ export class Session {
       labels: Array.from(batch.labels),
       clips: batch.clips.map((c) => ({ ...c })),
     };
+    if (batch.audio !== undefined) {
+      msg.audio = { offset: audioOffset, nbytes: batch.audio.byteLength, shape: [...batch.audioShape!] };
+    }
     this.#sent++;
     this.#batches++;
     this.#clips += B;
@@ -546,6 +561,11 @@ function isPeerGone(e: unknown): boolean {
 }
 
 /** The sample type of a batch's pixels. */
+/** Where a slot's audio starts: after a full batch's pixels (`nbytes` of `B` clips, `batchSize` a batch), 8-aligned. */
+function audioAt(nbytes: number, B: number, batchSize: number): number {
+  return Math.ceil(((nbytes / B) * batchSize) / 8) * 8;
+}
+
 function dtypeOf(batch: Batch): ServeDtype {
   const d = batch.data as unknown;
   if (d instanceof Float32Array) return "float32";

@@ -91,6 +91,7 @@ Deno.test({
       const links: [string, string][] = [
         ["libavutil.so.58", "libavutil.so.57"],
         ["libswscale.so.7", "libswscale.so.6"],
+        ["libswresample.so.4", "libswresample.so.4"],
         ["libavcodec.so.60", "libavcodec.so.59"],
         ["libavformat.so.60", "libavformat.so.59"],
       ];

@@ -97,6 +97,7 @@ for (const backend of ["inprocess", "subprocess"] as const) {
       assert.equal(p.clips, 6);
       for (const s of p.phases) {
         if (s.phase === "place") assert.equal(s.totalMs, 0, "no batch slots: nothing placed");
+        else if (s.phase === "audio") assert.equal(s.totalMs, 0, "no audio option: no audio decoded");
         else assert.ok(s.totalMs > 0, `phase ${s.phase} timed: ${JSON.stringify(s)}`);
       }
       assert.ok(p.workerMsPerClip > 0 && p.mainMsPerClip > 0);

@@ -91,6 +91,9 @@ Deno.test("counts: planned = delivered + failed + dropped; replaced apart; paddi
       heldFrames: 0,
       heldClips: 0,
       failedByStage: { decode: 2, fetch: 1 },
+      audioMissing: 0,
+      audioShort: 0,
+      audioError: 0,
       failures: [[2, 0], [2, 1], [3, 0], [7, 0]],
       unlisted: 0,
       // 5 clips in delivered batches (4 delivered, 1 substitute), 2 padded frames.

@@ -32,6 +32,7 @@ function withOption(path: string, value: unknown): LoaderOptions {
   if (path === "sampler.rank" && typeof value === "number") o.sampler.worldSize = value + 1;
   if (path === "maxFailures.rate") o.maxFailures.after = 1;
   if (path === "maxFailures.after") o.maxFailures.rate = 0.5;
+  if (path === "audio.channels") o.audio.sampleRate = 16000;
   return o as unknown as LoaderOptions;
 }
 
@@ -270,4 +271,9 @@ Deno.test("default window: the time the clip's frames take (slowest video), the 
   assert.equal(defaultClipDuration(spec({ stride: 3 }), [30]), 24 / 30);
   assert.equal(defaultClipDuration(spec({ frameRate: 4 }), [30]), 2);
   assert.equal(defaultClipDuration(spec({ sampling: "uniform" }), [30]), Infinity);
+});
+
+Deno.test("loader options: audio needs its sample rate, named as the caller wrote it", () => {
+  rejects({ ...BASE, audio: { channels: 2 } }, "loader: audio.sampleRate is required");
+  checkLoaderOptions({ ...BASE, audio: { sampleRate: 16000 } } as LoaderOptions);
 });

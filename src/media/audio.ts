@@ -1,0 +1,485 @@
+/**
+ * A clip's audio: the samples of a video's audio track that cover a time window, decoded from the same open of
+ * the file as the window's video packets, resampled, converted to `float32` and mixed to the channels asked for
+ * by libswresample (its default filter and mixing matrix, as `ffmpeg -ar R -ac C` and PyAV's `AudioResampler`).
+ *
+ * The rule (see docs/clips.md): at `sampleRate` R, sample `k` of the resampled track is at `k / R` seconds on the
+ * stream's timeline (`pts_time`); the window `[s, e)` holds samples `round(s·R)` … `round(s·R) + round((e−s)·R)`
+ * (exclusive), so every window of the same length holds the same number of samples. Samples follow each other
+ * as the decoder gives them from the first frame that reaches the window (a gap in the track's timestamps is
+ * not filled, as FFmpeg's resampler without `async`). The resampler is started on the grid its output keeps
+ * with the track's start (an input sample whose time is a multiple of `1 / gcd(r, R)` s), {@link MARGIN_SEC}
+ * before the window, after {@link PREROLL_SEC} of decoding: the window's samples are those a decode of the
+ * whole track gives.
+ *
+ * What the window could not be given is zeros, and {@link ClipAudio.status} says why: `"missing"` (the video
+ * has no audio track), `"short"` (the track starts after the window's start or ends before its end), `"error"`
+ * (the track cannot be decoded here, or a packet in reach of the window is corrupt: the whole window is zeros;
+ * the clip's video is not affected).
+ * @module
+ */
+import { cstr } from "../../ffi/cstring.ts";
+import { AVERROR_EAGAIN, AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";
+import { InvalidArgumentError, MediaError } from "../errors.ts";
+import { CodecContext, Frame, Packet, ResampleContext } from "./av_objects.ts";
+import { check, errorText, ffmpeg } from "./ffmpeg.ts";
+import { ptsToSeconds } from "./packets.ts";
+import type { MediaSource } from "./source.ts";
+import { OutSlot } from "../../ffi/out_slot.ts";
+import {
+  AVDISCARD_ALL,
+  channelLayout,
+  codecContext,
+  codecpar,
+  formatContext,
+  frame,
+  packet,
+  type Ptr,
+  type Rational,
+  stream,
+} from "./structs.ts";
+
+/** What audio a clip carries: `sampleRate` samples per second of each of `channels` channels. */
+export interface AudioSpec {
+  /** Output sample rate, Hz (e.g. 16000). */
+  sampleRate: number;
+  /** Output channels: 1 mixes down to mono, 2 gives stereo (FFmpeg's default layout for the count). */
+  channels: number;
+  /**
+   * Samples per window, whatever its length: from `round(s·R)` on (the loader sets it from the clip duration,
+   * so every clip of a batch has as many). Default: the window's own `round((e−s)·R)`.
+   */
+  samples?: number;
+}
+
+/** Why a clip's audio is (partly) zeros; `"ok"` when none of it is. See the module docs. */
+export type AudioStatus = "ok" | "missing" | "short" | "error";
+
+/** Every {@link AudioStatus}, in the order stats count them. */
+export const AUDIO_STATUSES: readonly AudioStatus[] = ["ok", "missing", "short", "error"];
+
+/** One window's audio. */
+export interface ClipAudio {
+  /** Whether the samples are the track's, or (partly) zeros and why. */
+  status: AudioStatus;
+  /** Planar `float32`: channel `c`'s samples at `[c·n, (c+1)·n)`, `n` from {@link windowSamples}. */
+  samples: Float32Array<ArrayBuffer>;
+  /** Why, when `status` is not `"ok"`. */
+  reason?: string;
+}
+
+/** Seconds decoded before the resampler starts (decoders with overlap or a bit reservoir need earlier packets). */
+export const PREROLL_SEC = 0.25;
+/** Seconds the resampler runs before the window (its filter's history: well over its ~1 ms half-length). */
+export const MARGIN_SEC = 0.05;
+/** Packets later than this after the window's end are not read (a track that never reaches it: bounded work). */
+const READ_LIMIT_SEC = 2;
+const AVMEDIA_TYPE_AUDIO = 1;
+const AV_SAMPLE_FMT_FLTP = 8;
+const AVDISCARD_DEFAULT = 0;
+const AVSEEK_FLAG_BYTE = 2;
+const INT64_MIN = -(2n ** 63n);
+/** Option names read from the decoder each frame (encoded once). */
+const OPT_AR = cstr("ar"), OPT_CH_LAYOUT = cstr("ch_layout");
+/** Most input channels accepted (FFmpeg's own decoders give at most 64). */
+const MAX_IN_CHANNELS = 64;
+
+/** Checks an {@link AudioSpec} (`label`: where it came from); throws `InvalidArgumentError`. */
+export function checkAudioSpec(spec: unknown, label = "audio"): AudioSpec {
+  const s = spec as Partial<AudioSpec> | null;
+  const ok = typeof s === "object" && s !== null && Number.isInteger(s.sampleRate) &&
+    s.sampleRate! >= 1000 && s.sampleRate! <= 384_000 && Number.isInteger(s.channels) && s.channels! >= 1 &&
+    s.channels! <= 8 && (s.samples === undefined || (Number.isInteger(s.samples) && s.samples >= 0));
+  if (!ok) {
+    throw new InvalidArgumentError(
+      `${label}: expected { sampleRate: integer 1000–384000, channels: integer 1–8 }, got ${
+        JSON.stringify(spec)
+      }`,
+    );
+  }
+  const out: AudioSpec = { sampleRate: s!.sampleRate!, channels: s!.channels! };
+  if (s!.samples !== undefined) out.samples = s!.samples;
+  return out;
+}
+
+/** The samples of window `[s, e)` at `sampleRate`: `[first, count]` (the rule in the module docs). */
+export function audioSampleRange(sampleRate: number, s: number, e: number): [number, number] {
+  return [Math.round(s * sampleRate), Math.max(0, Math.round((e - s) * sampleRate))];
+}
+
+/** The samples `spec` gives window `[s, e)`: `[first, count]` ({@link audioSampleRange}, or `spec.samples`). */
+export function windowSamples(spec: AudioSpec, s: number, e: number): [number, number] {
+  const [first, count] = audioSampleRange(spec.sampleRate, s, e);
+  return [first, spec.samples ?? count];
+}
+
+/** Zeros for `[s, e)`, with `status` and `reason`. */
+export function silentAudio(
+  spec: AudioSpec,
+  s: number,
+  e: number,
+  status: AudioStatus,
+  reason: string,
+): ClipAudio {
+  const n = windowSamples(spec, s, e)[1];
+  return { status, samples: new Float32Array(spec.channels * n), reason };
+}
+
+function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b];
+  return a;
+}
+
+/**
+ * The audio of each window (null entries are skipped: null results) from `source`, whose chosen video stream is
+ * `videoIndex`: one decoder for the file, a seek per window. The demuxer's discard flags are left as the video
+ * demux wants them (every stream but `videoIndex` discarded); the read position is not (seek before reading
+ * video again).
+ */
+export function clipAudioWindows(
+  source: MediaSource,
+  videoIndex: number,
+  windows: readonly ([number, number] | null)[],
+  spec: AudioSpec,
+): (ClipAudio | null)[] {
+  const fmt = source.fmt;
+  const index = ffmpeg().avformat.av_find_best_stream(fmt, AVMEDIA_TYPE_AUDIO, -1, videoIndex, null, 0);
+  if (index < 0) {
+    return windows.map((w) => w && silentAudio(spec, w[0], w[1], "missing", "the video has no audio track"));
+  }
+  let track: AudioTrack;
+  try {
+    track = new AudioTrack(source, index);
+  } catch (e) {
+    if (!(e instanceof MediaError)) throw e;
+    return windows.map((w) => w && silentAudio(spec, w[0], w[1], "error", e.reason));
+  }
+  const n = formatContext.nbStreams(fmt);
+  const discard = (i: number, d: number) => stream.setDiscard(formatContext.stream(fmt, i), d);
+  try {
+    for (let i = 0; i < n; i++) discard(i, i === index ? AVDISCARD_DEFAULT : AVDISCARD_ALL);
+    return windows.map((w) => w && track.window(w, spec));
+  } finally {
+    track[Symbol.dispose]();
+    for (let i = 0; i < n; i++) discard(i, i === videoIndex ? AVDISCARD_DEFAULT : AVDISCARD_ALL);
+  }
+}
+
+/** The input side of a resampler: what the decoder's frames hold. */
+interface InputFormat {
+  rate: number;
+  format: number;
+  channels: number;
+  layout: Uint8Array<ArrayBuffer>;
+}
+
+/** One audio stream's decoder, packet and frame; {@link window} decodes a window's samples. */
+class AudioTrack implements Disposable {
+  readonly #src: MediaSource;
+  readonly #index: number;
+  readonly #tb: Rational;
+  readonly #ctx: CodecContext;
+  readonly #pkt = new Packet();
+  readonly #frame = new Frame();
+  #swr: { key: string; ctx: ResampleContext } | null = null;
+
+  constructor(src: MediaSource, index: number) {
+    this.#src = src;
+    this.#index = index;
+    const st = formatContext.stream(src.fmt, index);
+    this.#tb = stream.timeBase(st);
+    const { avcodec, avutil } = ffmpeg();
+    const par = stream.codecpar(st);
+    const codec = avcodec.avcodec_find_decoder(codecpar.codecId(par));
+    if (codec === null) {
+      this.#release();
+      throw new MediaError(src.label, "audio decoder", `no decoder for audio stream ${index} in this FFmpeg`);
+    }
+    try {
+      this.#ctx = new CodecContext(codec);
+    } catch (e) {
+      this.#release();
+      throw e;
+    }
+    try {
+      const ctx = this.#ctx.ptr;
+      check(
+        avcodec.avcodec_parameters_to_context(ctx, par),
+        src.label,
+        "avcodec_parameters_to_context(audio)",
+      );
+      codecContext.setPktTimebase(ctx, this.#tb);
+      check(avutil.av_opt_set_int(ctx, cstr("threads"), 1n, 0), src.label, "av_opt_set_int(threads)");
+      check(avcodec.avcodec_open2(ctx, codec, null), src.label, "avcodec_open2(audio)");
+    } catch (e) {
+      this[Symbol.dispose]();
+      throw e;
+    }
+  }
+
+  /** The audio of `[s, e)`: see the module docs. */
+  window([s, e]: [number, number], spec: AudioSpec): ClipAudio {
+    const out = new WindowOutput(spec, this.#src.label, s, e);
+    try {
+      this.#decode(out, s, e);
+    } catch (err) {
+      if (!(err instanceof MediaError)) throw err;
+      return silentAudio(spec, s, e, "error", err.reason);
+    }
+    return out.result();
+  }
+
+  #decode(out: WindowOutput, s: number, e: number): void {
+    const { avformat, avcodec } = ffmpeg();
+    const fmt = this.#src.fmt, label = this.#src.label;
+    // Seek as `ffmpeg -ss` does (every stream, by the default stream's index: Matroska indexes only video),
+    // to the last point at or before the preroll; a time before the first index entry goes to the start.
+    const target = BigInt(Math.floor((s - PREROLL_SEC) * 1e6));
+    const seek = (ts: bigint) => avformat.avformat_seek_file(fmt, -1, INT64_MIN, ts, ts, 0);
+    if (seek(target) < 0 && seek(0n) < 0) {
+      check(avformat.av_seek_frame(fmt, -1, 0n, AVSEEK_FLAG_BYTE), label, "av_seek_frame(audio)");
+    }
+    avcodec.avcodec_flush_buffers(this.#ctx.ptr);
+    const pkt = this.#pkt.ptr;
+    for (;;) {
+      const rc = avformat.av_read_frame(fmt, pkt);
+      if (rc === AVERROR_EOF) break;
+      check(rc, label, "av_read_frame(audio)");
+      if (packet.streamIndex(pkt) !== this.#index) {
+        this.#pkt.unref();
+        continue;
+      }
+      const t = packet.pts(pkt) ?? packet.dts(pkt);
+      if (t !== null && ptsToSeconds(t, this.#tb) > e + READ_LIMIT_SEC) {
+        this.#pkt.unref();
+        return;
+      }
+      const sent = avcodec.avcodec_send_packet(this.#ctx.ptr, pkt);
+      this.#pkt.unref();
+      if (sent < 0 && sent !== AVERROR_EAGAIN) {
+        throw new MediaError(label, "audio decode", errorText(sent), sent);
+      }
+      if (this.#drain(out, s)) return;
+    }
+    avcodec.avcodec_send_packet(this.#ctx.ptr, null);
+    if (this.#drain(out, s)) return;
+    out.flush();
+  }
+
+  /** Receives the decoder's frames into `out`; true once the window is complete. */
+  #drain(out: WindowOutput, s: number): boolean {
+    const { avcodec } = ffmpeg();
+    const f = this.#frame.ptr;
+    for (;;) {
+      const rc = avcodec.avcodec_receive_frame(this.#ctx.ptr, f);
+      if (rc === AVERROR_EAGAIN || rc === AVERROR_EOF) return false;
+      check(rc, this.#src.label, "audio decode");
+      try {
+        if (this.#take(out, s)) return true;
+      } finally {
+        this.#frame.unref();
+      }
+    }
+  }
+
+  /** Feeds the current frame to the window's resampler (starting it on the grid); true once complete. */
+  #take(out: WindowOutput, s: number): boolean {
+    const f = this.#frame.ptr;
+    const nb = frame.nbSamples(f);
+    if (nb <= 0) return false;
+    const input = this.#inputFormat(frame.format(f));
+    try {
+      return this.#place(out, s, f, nb, input);
+    } finally {
+      ffmpeg().avutil.av_channel_layout_uninit(input.layout);
+    }
+  }
+
+  #place(out: WindowOutput, s: number, f: Ptr, nb: number, input: InputFormat): boolean {
+    if (out.resampler === null) {
+      const t = frame.bestEffortTimestamp(f) ?? frame.pts(f);
+      if (t === null) return false; // cannot be placed on the timeline
+      const first = Math.round(ptsToSeconds(t, this.#tb) * input.rate);
+      const lowest = Math.ceil((s - MARGIN_SEC) * input.rate);
+      if (first + nb <= lowest) return false; // decoder warm-up
+      const step = input.rate / gcd(input.rate, out.spec.sampleRate);
+      const start = Math.ceil(Math.max(first, lowest) / step) * step;
+      if (start >= first + nb) return false;
+      const swr = this.#resampler(input, out.spec);
+      out.start(input, (start / step) * (out.spec.sampleRate / (input.rate / step)), swr);
+      return out.feed(f, input, start - first, nb - (start - first));
+    }
+    if (!out.accepts(input)) {
+      throw new MediaError(this.#src.label, "audio decode", "the audio format changes within the window");
+    }
+    return out.feed(f, input, 0, nb);
+  }
+
+  /** The frame's format (`format`: its sample format; rate and layout from the decoder, which sets them per frame). */
+  #inputFormat(format: number): InputFormat {
+    const { avutil } = ffmpeg();
+    const ctx = this.#ctx.ptr, label = this.#src.label;
+    const i64 = new BigInt64Array(1);
+    check(avutil.av_opt_get_int(ctx, OPT_AR, 0, new Uint8Array(i64.buffer)), label, "av_opt_get_int(ar)");
+    const layout = channelLayout.alloc();
+    check(avutil.av_opt_get_chlayout(ctx, OPT_CH_LAYOUT, 0, layout), label, "av_opt_get_chlayout");
+    const channels = channelLayout.nbChannels(layout);
+    if (channels < 1 || channels > MAX_IN_CHANNELS || i64[0] <= 0n || i64[0] > 1_000_000n) {
+      avutil.av_channel_layout_uninit(layout);
+      throw new MediaError(
+        label,
+        "audio decode",
+        `unusable audio format (${channels} channels, ${i64[0]} Hz)`,
+      );
+    }
+    return { rate: Number(i64[0]), format, channels, layout };
+  }
+
+  /**
+   * A resampler from `input` to `spec`, reset (`swr_init`): the track keeps one, since building its filter bank
+   * costs more than a window's resampling, and `swr_init` with the same formats keeps the filter.
+   */
+  #resampler(input: InputFormat, spec: AudioSpec): Ptr {
+    const { avutil, swresample } = ffmpeg();
+    const label = this.#src.label;
+    const key = [input.rate, input.format, ...input.layout, spec.sampleRate, spec.channels].join(",");
+    if (this.#swr?.key !== key) {
+      this.#swr?.ctx[Symbol.dispose]();
+      this.#swr = null;
+      const outLayout = channelLayout.alloc();
+      avutil.av_channel_layout_default(outLayout, spec.channels);
+      const slot = new OutSlot();
+      const rc = swresample.swr_alloc_set_opts2(
+        slot.bytes,
+        outLayout,
+        AV_SAMPLE_FMT_FLTP,
+        spec.sampleRate,
+        input.layout,
+        input.format,
+        input.rate,
+        0,
+        null,
+      );
+      avutil.av_channel_layout_uninit(outLayout);
+      check(rc, label, "swr_alloc_set_opts2");
+      this.#swr = { key, ctx: new ResampleContext(slot.pointer as Ptr) };
+    }
+    check(swresample.swr_init(this.#swr.ctx.ptr), label, "swr_init");
+    return this.#swr.ctx.ptr;
+  }
+
+  #release(): void {
+    this.#swr?.ctx[Symbol.dispose]();
+    this.#pkt[Symbol.dispose]();
+    this.#frame[Symbol.dispose]();
+  }
+
+  [Symbol.dispose](): void {
+    this.#release();
+    this.#ctx?.[Symbol.dispose]();
+  }
+}
+
+/** Where one window's resampled samples go: the output planes, the resampler, the coverage. */
+class WindowOutput {
+  readonly samples: Float32Array<ArrayBuffer>;
+  readonly first: number;
+  readonly count: number;
+  /** The track's resampler, once the window started (see {@link AudioTrack}). */
+  resampler: Ptr | null = null;
+  #input: InputFormat | null = null;
+  /** Output index (on the track's grid) of the resampler's next sample; its first one. */
+  #pos = 0;
+  #from = 0;
+  #scratch: Float32Array<ArrayBuffer>[] = [];
+  #outPtrs = new BigUint64Array(0);
+
+  constructor(readonly spec: AudioSpec, readonly label: string, s: number, e: number) {
+    [this.first, this.count] = windowSamples(spec, s, e);
+    this.samples = new Float32Array(spec.channels * this.count);
+  }
+
+  /** Starts the window on `swr` (initialised for `input`), its first output being sample `pos` of the grid. */
+  start(input: InputFormat, pos: number, swr: Ptr): void {
+    this.resampler = swr;
+    this.#input = input;
+    this.#pos = this.#from = pos;
+  }
+
+  /** True when `input` is what the resampler was started for. */
+  accepts(input: InputFormat): boolean {
+    const a = this.#input!;
+    return a.rate === input.rate && a.format === input.format && a.channels === input.channels;
+  }
+
+  /** Resamples `count` samples of frame `f` from sample `skip` on; true once the window is complete. */
+  feed(f: Ptr, input: InputFormat, skip: number, count: number): boolean {
+    const { avutil } = ffmpeg();
+    const planar = avutil.av_sample_fmt_is_planar(input.format) !== 0;
+    const bps = avutil.av_get_bytes_per_sample(input.format);
+    const ext = frame.extendedData(f);
+    if (ext === null || bps <= 0) {
+      throw new MediaError(this.label, "audio decode", "a decoded frame has no samples");
+    }
+    const planes = planar ? input.channels : 1;
+    const view = new Deno.UnsafePointerView(ext);
+    const inPtrs = new BigUint64Array(planes);
+    const shift = BigInt(skip * bps * (planar ? 1 : input.channels));
+    for (let c = 0; c < planes; c++) {
+      const p = view.getPointer(c * 8);
+      if (p === null) {
+        throw new MediaError(this.label, "audio decode", "a decoded frame lacks a channel's samples");
+      }
+      inPtrs[c] = BigInt(Deno.UnsafePointer.value(p)) + shift;
+    }
+    return this.#convert(new Uint8Array(inPtrs.buffer), count);
+  }
+
+  /** Drains what the resampler still holds (the track ended). */
+  flush(): void {
+    if (this.resampler !== null) this.#convert(null, 0);
+  }
+
+  #convert(inPtrs: Uint8Array<ArrayBuffer> | null, count: number): boolean {
+    const { swresample } = ffmpeg();
+    const swr = this.resampler!;
+    const cap = swresample.swr_get_out_samples(swr, count);
+    if (cap < 0) throw new MediaError(this.label, "swr_get_out_samples", errorText(cap), cap);
+    this.#ensure(cap);
+    const got = swresample.swr_convert(swr, new Uint8Array(this.#outPtrs.buffer), cap, inPtrs, count);
+    if (got < 0) throw new MediaError(this.label, "swr_convert", errorText(got), got);
+    // Copy the part of [pos, pos + got) that lies in [first, first + count).
+    const a = Math.max(this.#pos, this.first), b = Math.min(this.#pos + got, this.first + this.count);
+    for (let c = 0; c < this.spec.channels && b > a; c++) {
+      this.samples.set(
+        this.#scratch[c].subarray(a - this.#pos, b - this.#pos),
+        c * this.count + (a - this.first),
+      );
+    }
+    this.#pos += got;
+    return this.#pos >= this.first + this.count;
+  }
+
+  #ensure(cap: number): void {
+    if (this.#scratch.length > 0 && this.#scratch[0].length >= cap) return;
+    const size = Math.max(cap, 4096);
+    this.#scratch = Array.from({ length: this.spec.channels }, () => new Float32Array(size));
+    this.#outPtrs = new BigUint64Array(
+      this.#scratch.map((p) => BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(p)))),
+    );
+  }
+
+  result(): ClipAudio {
+    if (this.resampler === null) {
+      return { status: "short", samples: this.samples, reason: "the audio track does not reach the window" };
+    }
+    const end = this.first + this.count;
+    if (this.#from > this.first || this.#pos < end) {
+      const where = this.#from > this.first
+        ? "starts after the window's start"
+        : "ends before the window's end";
+      return { status: "short", samples: this.samples, reason: `the audio track ${where}` };
+    }
+    return { status: "ok", samples: this.samples };
+  }
+}
