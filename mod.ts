@@ -44,6 +44,7 @@ export {
   VideoClassificationLoader,
   videoClassificationLoader,
 } from "./src/loader/loader.ts";
+export type { BatchingOptions, LoaderState } from "./src/loader/loader_state.ts";
 export {
   checkLoaderOptions,
   type ClipOptions,
