@@ -46,6 +46,15 @@ export {
 } from "./src/loader/loader.ts";
 export type { BatchingOptions, LoaderState } from "./src/loader/loader_state.ts";
 export {
+  type ContactSheet,
+  contactSheet,
+  type Preview,
+  previewHtml,
+  type PreviewOptions,
+  type SheetOptions,
+} from "./src/loader/preview.ts";
+export type { RgbImage } from "./src/media/png.ts";
+export {
   checkLoaderOptions,
   type ClipOptions,
   type DecodeLessOptions,

@@ -42,6 +42,7 @@
  *
  * - Resume mid-epoch, exactly (`loader_state.ts`): `loadStateDict(stateDict())` on a new loader with the same
  *   options continues with the next batch, as the uninterrupted run, without loading the clips before it.
+ *   `preview()` draws batches as a contact sheet (`preview.ts`).
  *
  * Iterate the loader (`for await (using batch of loader)`) once per epoch; `close()` it (or `await using`) at the
  * end to stop Workers and the backend child.
@@ -80,6 +81,7 @@ import {
 } from "./loader_options.ts";
 import { withDefaults } from "../options.ts";
 import { type LoaderState, LoaderStates, stateIdentity } from "./loader_state.ts";
+import { type Preview, previewLoader, type PreviewOptions } from "./preview.ts";
 import { Replacer } from "./replace.ts";
 import { ClipSampler, type SampledVideo } from "../dataset/sampler.ts";
 import { indexDataset, type IndexFailure } from "../dataset/video_index.ts";
@@ -374,6 +376,14 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
           "concurrency with the loader's `concurrency` option",
       );
     }
+  }
+
+  /**
+   * A contact sheet of the next `batches` batches (default 1; with `html`, also a page with each clip playable):
+   * see `preview.ts`. It runs the next epoch for them and leaves it, as a loop that breaks does.
+   */
+  preview(opts?: PreviewOptions): Promise<Preview> {
+    return previewLoader(this, opts);
   }
 
   /** Current statistics. */
