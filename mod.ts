@@ -127,15 +127,9 @@ export {
 export { makeSyntheticDataset, type SyntheticDatasetOptions } from "./src/prep/synthetic.ts";
 
 // Serving batches to trainers in other processes (PyTorch: python/)
-export {
-  BatchServer,
-  type LoaderFactory,
-  type LoaderRequest,
-  serveLoader,
-  type ServeOptions,
-  type ServeStats,
-  type SessionStats,
-} from "./src/serve/server.ts";
+export { BatchServer, serveLoader, type ServeOptions, type ServeStats } from "./src/serve/server.ts";
+export type { LoaderFactory, LoaderRequest } from "./src/serve/session_host.ts";
+export type { SessionStats } from "./src/serve/session_stats.ts";
 export { SERVE_PROTOCOL_VERSION } from "./src/serve/protocol.ts";
 export { SERVER_OPTIONS } from "./src/serve/options.ts";
 export type { SlotRingStats } from "./src/memory/slot_ring.ts";

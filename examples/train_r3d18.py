@@ -29,7 +29,7 @@ import torch.nn as nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 import sluice  # noqa: E402
-from sluice._server import find_deno, find_root  # noqa: E402
+from sluice._server import find_checkout, find_deno  # noqa: E402
 
 KINETICS_MEAN = (0.43216, 0.394666, 0.37645)
 KINETICS_STD = (0.22803, 0.22145, 0.216989)
@@ -40,7 +40,7 @@ def synthetic_split(root: Path, videos: int = 48, classes: int = 4, held_out: in
     data = root / "videos"
     train, val = root / "train.csv", root / "val.csv"
     if not (train.exists() and val.exists()):
-        deno = find_deno(find_root())
+        deno = find_deno(find_checkout())
         script = (f"import {{ makeSyntheticDataset }} from {json.dumps((ROOT / 'mod.ts').as_uri())};"
                   f"console.log(JSON.stringify(makeSyntheticDataset({json.dumps(str(data))}, "
                   f"{{ videos: {videos}, classes: {classes}, durationSec: 4, width: 160, height: 120 }})));")

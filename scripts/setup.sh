@@ -4,7 +4,8 @@
 #   scripts/setup.sh --dev   also what the tests and benchmarks use: FFmpeg -dev headers, the ffmpeg/ffprobe
 #                            CLI, a C compiler, pkg-config, util-linux's `script` and tmux (the CLI's live-view
 #                            tests), and for the Python client's tests and benchmarks Debian's numpy, torch,
-#                            torchvision, PyAV and pytest (they serve /usr/bin/python3 only)
+#                            torchvision, PyAV and pytest, and venv, pip, setuptools and wheel (`pip install
+#                            ./python` in a fresh venv) (they serve /usr/bin/python3 only)
 # Runs as root or through sudo; never asks questions (apt-get -y, DEBIAN_FRONTEND=noninteractive).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,8 +61,10 @@ if [ $dev = 1 ]; then
   command -v tmux >/dev/null || missing+=(tmux)
   [ -f /usr/include/x86_64-linux-gnu/libavformat/avformat.h ] || [ -f /usr/include/libavformat/avformat.h ] ||
     missing+=(libavformat-dev libavcodec-dev libavutil-dev libswscale-dev)
+  # ensurepip, pip, setuptools and wheel: the packaging test builds `pip install ./python` in a fresh venv.
   for m in numpy:python3-numpy torch:python3-torch torchvision:python3-torchvision av:python3-av \
-    pytest:python3-pytest; do
+    pytest:python3-pytest ensurepip:python3-venv pip:python3-pip setuptools:python3-setuptools \
+    wheel:python3-wheel; do
     /usr/bin/python3 -c "import ${m%%:*}" 2>/dev/null || missing+=("${m#*:}")
   done
 fi

@@ -16,19 +16,10 @@ import os
 import threading
 from typing import Optional, Tuple
 
-from .errors import SluiceError
+from .errors import CudaError, SluiceError
 
 CU_IPC_HANDLE_SIZE = 64
 CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1
-
-
-class CudaError(SluiceError):
-    """A CUDA driver call failed."""
-
-    def __init__(self, call: str, code: int) -> None:
-        super().__init__(f"{call} failed with CUresult {code}")
-        self.call = call
-        self.code = code
 
 
 class _IpcHandle(ctypes.Structure):
@@ -67,7 +58,7 @@ class _Driver:
     @staticmethod
     def check(code: int, call: str) -> None:
         if code != 0:
-            raise CudaError(call, code)
+            raise CudaError.of_call(call, code)
 
 
 def driver() -> _Driver:

@@ -1,8 +1,13 @@
-"""Starting a sluice batch server as a child process (``deno run -A src/serve/main.ts --config JSON``).
+"""Starting a sluice batch server as a child process (``deno run … src/serve/main.ts --config JSON``).
 
-Deno is found through ``SLUICE_DENO``, else ``node_modules/.bin/deno`` of the sluice checkout (how the README
-installs it), else ``deno`` on ``PATH``. The checkout is ``SLUICE_ROOT``, else the one this package sits in
-(``<root>/python/sluice``), else the nearest parent of the working directory holding ``src/serve/main.ts``.
+The server is the TypeScript package the wheel carries (``sluice/_deno``: ``src/``, ``ffi/``, ``mod.ts``, copied
+by ``setup.py`` at build time), so an installed client needs no checkout; in a checkout (``python/sluice`` of a
+clone, or the clone ``SLUICE_ROOT`` names) the checkout's own sources run instead. Deno is ``SLUICE_DENO``, else
+the checkout's ``node_modules/.bin/deno``, else the binary of the ``deno`` Python package
+(``deno.find_deno_bin()``; ``pip install "sluice[deno]"``), else ``deno`` on ``PATH``. It runs with no config
+file, lock file, npm or remote modules: the server imports only its own files and Deno's built-ins, and a
+``deno.json`` or ``package.json`` in a directory above the package (a project holding the virtual environment)
+is not read, nor is anything fetched or written there.
 
 The server gets its own session (Ctrl-C in the trainer does not reach it; the client stops it) and a pipe on
 stdin: when the trainer dies, however, the pipe closes and the server exits, so it never outlives its trainer.
@@ -30,10 +35,15 @@ from typing import Any, Deque, Dict, Iterator, List, Optional
 from .errors import ServerDiedError, ServerStartError, server_error
 
 ENTRY = Path("src") / "serve" / "main.ts"
+#: The TypeScript package an installed client carries.
+PACKAGED = Path(__file__).resolve().parent / "_deno"
+#: ``deno run`` flags: everything the server needs is its own files (see the module docs).
+DENO_FLAGS = ("-A", "--no-prompt", "--no-config", "--no-lock", "--no-npm", "--no-remote")
 
 
-def find_root() -> Path:
-    """The sluice checkout holding the server's entry module."""
+def find_checkout() -> Optional[Path]:
+    """The sluice checkout to run the server from: ``SLUICE_ROOT``, else the one this package sits in; None for
+    an installed package."""
     env = os.environ.get("SLUICE_ROOT")
     if env:
         root = Path(env)
@@ -41,33 +51,49 @@ def find_root() -> Path:
             raise ServerStartError(f"SLUICE_ROOT={env} does not hold {ENTRY}")
         return root
     here = Path(__file__).resolve().parents[2]
-    if (here / ENTRY).is_file():
-        return here
-    cwd = Path.cwd().resolve()
-    for d in (cwd, *cwd.parents):
-        if (d / ENTRY).is_file():
-            return d
+    return here if (here / ENTRY).is_file() else None
+
+
+def find_entry(checkout: Optional[Path]) -> Path:
+    """The server's entry module: the checkout's, else the packaged one."""
+    if checkout is not None:
+        return checkout / ENTRY
+    if (PACKAGED / ENTRY).is_file():
+        return PACKAGED / ENTRY
     raise ServerStartError(
-        f"cannot find the sluice checkout ({ENTRY}): set SLUICE_ROOT to it, or pass socket= to connect to a "
-        "running `sluice serve`"
+        f"this sluice package holds no server ({PACKAGED / ENTRY} is missing): install it from a clone with "
+        "`pip install ./python`, set SLUICE_ROOT to a clone, or pass socket= to connect to a running `sluice serve`"
     )
 
 
-def find_deno(root: Path) -> str:
-    """The Deno executable."""
+def _deno_package() -> Optional[str]:
+    """The binary of the ``deno`` Python package (PyPI's ``deno``), when it is installed."""
+    try:
+        import deno  # type: ignore[import-not-found]
+
+        found = str(deno.find_deno_bin())
+    except (ImportError, AttributeError, OSError):  # not installed, another package of that name, no binary
+        return None
+    return found if os.access(found, os.X_OK) else None
+
+
+def find_deno(checkout: Optional[Path]) -> str:
+    """The Deno executable (see the module docs for the order)."""
     env = os.environ.get("SLUICE_DENO")
     if env:
         if not os.access(env, os.X_OK):
             raise ServerStartError(f"SLUICE_DENO={env} is not an executable file")
         return env
-    local = root / "node_modules" / ".bin" / "deno"
-    if os.access(local, os.X_OK):
-        return str(local)
-    found = shutil.which("deno")
+    if checkout is not None:
+        local = checkout / "node_modules" / ".bin" / "deno"
+        if os.access(local, os.X_OK):
+            return str(local)
+    found = _deno_package() or shutil.which("deno")
     if found:
         return found
     raise ServerStartError(
-        f"Deno not found: run `npm install` in {root} (the README's set-up), or set SLUICE_DENO to a deno executable"
+        "Deno not found: set SLUICE_DENO to a deno executable, put deno on PATH, or `pip install deno` (in a "
+        "clone, `npm install` installs it into node_modules)"
     )
 
 
@@ -146,8 +172,9 @@ class ServerProcess:
 
     def __init__(self, config: Dict[str, Any], *, log_prefix: str = "sluice serve", start_timeout: float = 300.0,
                  forward_stderr: bool = True) -> None:
-        root = find_root()
-        deno = find_deno(root)
+        checkout = find_checkout()
+        entry = find_entry(checkout)
+        deno = find_deno(checkout)
         self._tail: Deque[str] = collections.deque(maxlen=40)
         self.proc: Optional[subprocess.Popen] = None
         self._stopper: Optional[weakref.finalize] = None
@@ -157,7 +184,7 @@ class ServerProcess:
                 self.socket = os.path.join(self.dir, "serve.sock")
                 cfg = dict(config, socket=self.socket, exitOnStdinEof=True, removeDir=self.dir, logConnections=False)
                 self.proc = subprocess.Popen(
-                    [deno, "run", "-A", "--no-prompt", str(root / ENTRY), "--config", json.dumps(cfg)],
+                    [deno, "run", *DENO_FLAGS, str(entry), "--config", json.dumps(cfg)],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,

@@ -61,7 +61,23 @@ class LibraryVersionError(ServeError):
 
 
 class CudaError(ServeError):
-    """A CUDA driver call failed on the server."""
+    """A CUDA driver call failed: on the server (it reported it), or in this process opening or reading a GPU
+    slot (``call`` names the driver function and ``result`` its ``CUresult``; both ``None`` for the server's,
+    whose message names them)."""
+
+    def __init__(self, code: str, message: str, *, call: Optional[str] = None, result: Optional[int] = None):
+        super().__init__(code, message)
+        #: The driver function that failed in this process, e.g. ``"cuIpcOpenMemHandle_v2"``.
+        self.call = call
+        #: Its ``CUresult``.
+        self.result = result
+
+    @classmethod
+    def of_call(cls, call: str, result: int) -> "CudaError":
+        """The error for a driver call of this process that returned ``result``."""
+        err = cls("CudaError", f"{call} failed with CUresult {result}", call=call, result=result)
+        err.name = "CudaError"
+        return err
 
 
 class NvdecUnsupportedError(ServeError):

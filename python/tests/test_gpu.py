@@ -35,9 +35,9 @@ def test_gpu_batches_are_the_inprocess_nvdec_loaders(dataset, double_env, nvdoub
                 assert cai["shape"] == (4, CLIP["numFrames"], CLIP["height"], CLIP["width"], 3)
                 assert cai["typestr"] == "|u1" and cai["version"] == 2 and cai["strides"] is None
                 ptr, read_only = cai["data"]
-                m = l._mem
+                m = l._session.slots.mem
                 assert m.base <= ptr and ptr + v.nbytes <= m.base + m.size and not read_only
-                assert ptr == m.base + b.slot * l._slot_bytes
+                assert ptr == m.base + b.slot * l._session.slots.slot_bytes
                 got.append({"epoch": b.epoch, "index": b.index, "sha": hashlib.sha256(v.to_bytes()).hexdigest(),
                             "labels": b.labels.tolist()})
         del b, v, m
@@ -95,3 +95,18 @@ def test_gpu_batches_become_cuda_tensors_when_torch_has_cuda(dataset, double_env
         assert l.stats()["session"]["ring"]["released"] == 0
         del t
         assert l.stats()["session"]["ring"]["released"] == 1
+
+
+def test_a_cuda_failure_here_and_one_on_the_server_are_one_class(double_env):
+    """A driver call of this process that fails (the double refuses a handle it did not export with
+    CUDA_ERROR_INVALID_VALUE, 1) raises the same sluice.errors.CudaError a server's CUDA failure maps to."""
+    from sluice._cuda import CudaMapping
+    from sluice.errors import CudaError, ServeError, server_error
+
+    with pytest.raises(CudaError) as e:
+        CudaMapping("00" * 64, 4096, 0)
+    assert (e.value.call, e.value.result, e.value.name) == ("cuIpcOpenMemHandle_v2", 1, "CudaError")
+    assert "cuIpcOpenMemHandle_v2 failed with CUresult 1" in str(e.value)
+    remote = server_error("CudaError", "cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory",
+                          "CudaError")
+    assert type(remote) is CudaError and isinstance(remote, ServeError) and remote.call is None

@@ -13,7 +13,7 @@ import torch
 
 import sluice
 import sluice.torch
-from conftest import CLIP, reference
+from conftest import CLIP, deno, reference
 
 
 def sha(video) -> str:
@@ -63,11 +63,11 @@ def test_video_views_the_shared_memory_and_copy_does_not(dataset):
     with loader(dataset) as l:
         it = iter(l)
         b = next(it)
-        mm = l._mem
+        mm = l._session.slots.mem
         base = ctypes.addressof(ctypes.c_char.from_buffer(mm))
         ptr = b.video.data_ptr()
         assert base <= ptr and ptr + b.video.numel() <= base + len(mm), "video is not a view of the slot mapping"
-        assert ptr == base + b.slot * l._slot_bytes
+        assert ptr == base + b.slot * l._session.slots.slot_bytes
         # the mapping is the memfd the server's loader assembles its batches in (its decode Workers write there),
         # opened through /proc
         maps = open("/proc/self/maps").read()
@@ -76,9 +76,9 @@ def test_video_views_the_shared_memory_and_copy_does_not(dataset):
             pass
     with loader(dataset, copy=True) as l:
         b = next(iter(l))
-        base = ctypes.addressof(ctypes.c_char.from_buffer(l._mem))
+        base = ctypes.addressof(ctypes.c_char.from_buffer(l._session.slots.mem))
         ptr = b.video.data_ptr()
-        assert not (base <= ptr < base + len(l._mem))
+        assert not (base <= ptr < base + len(l._session.slots.mem))
 
 
 def released(l: sluice.Loader) -> int:
@@ -90,8 +90,8 @@ def bytes_of(video) -> bytes:
 
 
 def in_mapping(l: sluice.Loader, video) -> bool:
-    base = ctypes.addressof(ctypes.c_char.from_buffer(l._mem))
-    return base <= video.data_ptr() < base + len(l._mem)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(l._session.slots.mem))
+    return base <= video.data_ptr() < base + len(l._session.slots.mem)
 
 
 def copied_epochs(dataset: str, epochs: int, **kw):
@@ -260,6 +260,43 @@ def test_stats_from_python(dataset):
     assert "bottleneck" in p
     assert {st["name"] for st in p["stages"]} >= {"decode", "demux"}
     assert all(st["failed"] == 0 for st in p["stages"])
+
+
+def test_printed_stats_are_the_table_sluice_load_prints(dataset, capsys):
+    with loader(dataset) as l:
+        clips = sum(len(b) for b in l)
+        s = l.stats()
+        print(s)
+    printed = capsys.readouterr().out.rstrip("\n").split("\n")
+    # A dict all the same, whose repr is the dict's (a notebook shows the dict).
+    assert isinstance(s, dict) and repr(s) == repr(dict(s)) and s["session"]["clips"] == clips == 12
+    assert printed[0].startswith("session sluice-python/0.1.0 rank 0 of 1, epoch none: 3 batches (3 sent), 12 clips")
+    # Every stage of the stats' pipeline has its row: name, concurrency, in, out, dropped, failed.
+    rows = {line.split()[0]: line.split()[:6] for line in printed if line and not line.startswith(" ")}
+    for st in s["loader"]["pipeline"]["stages"]:
+        assert rows[st["name"]] == [st["name"], str(st["concurrency"]), str(st["tasksIn"]), str(st["itemsOut"]),
+                                    str(st["dropped"]), str(st["failed"])]
+    assert printed[-1].startswith("bottleneck: ")
+    # `sluice load` over the same dataset and clips: the same clip line, failures line, table header and rows
+    # (their counters; the timings differ).
+    cli = deno("run", "-A", "src/cli/main.ts", "load", dataset, "--batch-size", "4", "--frames",
+               str(CLIP["numFrames"]), "--width", str(CLIP["width"]), "--height", str(CLIP["height"]), "--seed", "7",
+               "--epochs", "1").rstrip("\n").split("\n")
+    at = cli.index(next(line for line in cli if line.startswith("clips: ")))
+
+    def counters(lines):
+        return [line.split()[:6] if line.split() and line.split()[0] in rows else line
+                for line in lines if not line.startswith(("decode: ", "bottleneck: ")) and " consumed in " not in line]
+
+    assert printed[1] == cli[at] == "clips: planned 12, delivered 12, failed 0; padded frames 0, held frames 0"
+    assert counters(printed[1:]) == counters(cli[at:])
+
+
+def test_stats_without_text_print_as_the_dict():
+    from sluice._loader import Stats
+
+    s = Stats({"session": {"clips": 3}}, None)  # an older server sends no text
+    assert str(s) == repr(s) == "{'session': {'clips': 3}}"
 
 
 def test_iterable_dataset_with_dataloader(dataset):

@@ -24,12 +24,17 @@ const EXIT_GRACE_MS = 200;
  */
 const CHILD_MALLOC_ENV: Record<string, string> = { MALLOC_MMAP_THRESHOLD_: "32768" };
 
+/** Flags that keep a `deno.json`, `package.json` or lock file of the working directory (or above) out of the child. */
+const ISOLATED = ["--no-config", "--no-lock", "--no-npm", "--no-remote"];
+
 /** Options of {@link BackendProcess}. */
 export interface BackendProcessOptions {
   /** Deno permission flags (default `["--allow-read", "--allow-env", "--allow-ffi"]`). */
   permissions?: string[];
   /** Extra environment variables (added to this process's environment). */
   env?: Record<string, string>;
+  /** Run the child with no configuration, lock file, npm or remote imports (see `SpawnOptions.isolated`). */
+  isolated?: boolean;
   /** Where its stderr lines go, each prefixed with `[backend PID]`. */
   log: (line: string) => void;
 }
@@ -46,7 +51,13 @@ export class BackendProcess {
   /** Starts the child. */
   constructor(opts: BackendProcessOptions) {
     this.#child = new Deno.Command(Deno.execPath(), {
-      args: ["run", "--quiet", ...(opts.permissions ?? DEFAULT_PERMISSIONS), CHILD_ENTRY],
+      args: [
+        "run",
+        "--quiet",
+        ...(opts.isolated ? ISOLATED : []),
+        ...(opts.permissions ?? DEFAULT_PERMISSIONS),
+        CHILD_ENTRY,
+      ],
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",

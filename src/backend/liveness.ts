@@ -2,7 +2,7 @@
  * The watch on a backend child's liveness: the child sends a HEARTBEAT when it has nothing else to send, so any
  * silence is news. Silent for `warningMs`: one log line and `stalled` until it speaks again; silent for
  * `timeoutMs`: the owner is told (it kills the child and fails with `BackendStalledError`). The first frame may
- * take longer (Deno starting, modules loading): no warning before a start-up grace. A tick that comes late means
+ * take longer (Deno starting, modules loading): neither a warning nor a kill before a start-up grace. A tick that comes late means
  * this process's own event loop was blocked, so the child's frames may be waiting unread in the pipe: its
  * silence is then not evidence, and counting starts again.
  * @module
@@ -78,8 +78,9 @@ export class Liveness {
     if (now - this.#lastTick > 2 * this.#tickMs + 100) this.#lastHeard = Math.max(this.#lastHeard, now);
     this.#lastTick = now;
     const silent = now - this.#lastHeard;
-    const warnAfter = this.#heardAny ? warningMs : Math.max(warningMs, STARTUP_GRACE_MS);
-    if (silent >= timeoutMs) {
+    const grace = this.#heardAny ? 0 : STARTUP_GRACE_MS;
+    const warnAfter = Math.max(warningMs, grace);
+    if (silent >= Math.max(timeoutMs, grace)) {
       clearInterval(this.#timer);
       this.#opts.onTimeout(silent);
     } else if (silent >= warnAfter && !this.#stalled) {

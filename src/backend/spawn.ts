@@ -61,6 +61,13 @@ export interface SpawnBackendOptions {
   permissions?: string[];
   /** Extra environment variables for the child (added to the parent's environment). */
   env?: Record<string, string>;
+  /**
+   * The module imports only files by relative path: run the child with no configuration file, lock file, npm or
+   * remote imports (`--no-config --no-lock --no-npm --no-remote`), so a `deno.json` or `package.json` where the
+   * program runs (a user's project around an installed sluice) cannot change or break it. Default false: the
+   * child resolves imports as `deno run` does there.
+   */
+  isolated?: boolean;
   /** Aborting it terminates the child; a pending `next()` then rejects with the signal's reason. */
   signal?: AbortSignal;
   /** Milliseconds between the child's STATS frames (default 500). */
@@ -190,7 +197,12 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
       heartbeatIntervalMs,
     };
     const initBytes = jsonBytes(init);
-    this.#process = new BackendProcess({ permissions: opts.permissions, env: opts.env, log: this.#log });
+    this.#process = new BackendProcess({
+      permissions: opts.permissions,
+      env: opts.env,
+      isolated: opts.isolated,
+      log: this.#log,
+    });
     this.#outbox = new Outbox((bytes) => this.#process.write(bytes), bufferSize);
     this.#liveness = new Liveness({
       heartbeatIntervalMs,

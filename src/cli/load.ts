@@ -11,6 +11,7 @@ import { type LoaderOptions, videoClassificationLoader } from "../loader/loader.
 import type { ClipFailure } from "../loader/clip_failure.ts";
 import type { ClipCounts } from "../loader/clip_stats.ts";
 import { BackendExitedError } from "../errors.ts";
+import { formatLoaderStats, loaderStatsParts } from "../loader/stats_text.ts";
 import { procRss } from "../tune/proc.ts";
 import { LiveBlock, type Out } from "./tty.ts";
 
@@ -171,12 +172,7 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
   interrupted ||= opts.signal?.aborted ?? false;
   const elapsedSec = (performance.now() - t1) / 1000;
   const stats = loader.stats();
-  const childStats = stats.backend?.child?.pipeline as PipelineStats | null | undefined;
-  const failures: Record<string, number> = {};
-  for (const s of [...(childStats?.stages ?? []), ...stats.pipeline.stages]) {
-    if (s.failed > 0) failures[s.name] = (failures[s.name] ?? 0) + s.failed;
-  }
-  if (stats.indexFailures.length > 0) failures.index = stats.indexFailures.length;
+  const { failures, child } = loaderStatsParts(stats);
   const frames = samples * opts.clip.numFrames;
   return {
     dataset: typeof opts.dataset === "string" ? opts.dataset : opts.dataset.root,
@@ -202,30 +198,12 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
     failures,
     bottleneck: stats.pipeline.bottleneck,
     pipeline: stats.pipeline,
-    child: childStats ?? null,
+    child,
     peakRssBytes: procRss("self", "VmHWM") ?? Deno.memoryUsage().rss,
     childPeakRssBytes: childPeakRss,
     rssAfterEpochBytes: rssAfterEpoch,
     childRssAfterEpochBytes: childRssAfterEpoch,
   };
-}
-
-/** `clips: planned …, delivered …, failed …` and, when any failed, how they were replaced and where they failed. */
-function clipLines(c: LoadClipCounts): string[] {
-  const lines = [
-    `clips: planned ${c.planned}, delivered ${c.delivered}, failed ${c.failed}` +
-    (c.dropped > 0 ? `, dropped ${c.dropped}` : "") + (c.pending > 0 ? `, not reached ${c.pending}` : "") +
-    `; padded frames ${c.paddedFrames}`,
-  ];
-  if (c.failed > 0) {
-    const stages = Object.entries(c.failedByStage).map(([k, n]) => `${k} ${n}`).join(", ");
-    lines.push(`  failed clips: ${c.replaced} replaced; by stage: ${stages}`);
-  }
-  lines.push(
-    `decode: ${c.decodedFrames} frames decoded, ${c.skippedFrames} skipped, ${c.emittedFrames} emitted ` +
-      `(amplification ${c.decodeAmplification.toFixed(2)}); ${c.sharedClips} clips from shared passes`,
-  );
-  return lines;
 }
 
 const STOPPED = Symbol("stopped");
@@ -256,12 +234,8 @@ export function formatSummary(s: LoadSummary, width?: number): string {
     `samples/s ${s.samplesPerSec.toFixed(1)}   frames/s ${s.framesPerSec.toFixed(0)}`,
     `peak RSS ${mib(s.peakRssBytes)} MiB` +
     (s.childPeakRssBytes !== null ? `, backend child ${mib(s.childPeakRssBytes)} MiB` : ""),
-    ...clipLines(s.clips),
-    `index and stage failures: ${Object.keys(s.failures).length === 0 ? "none" : JSON.stringify(s.failures)}`,
-    "",
+    formatLoaderStats(s, width),
   ];
-  if (s.child !== null) lines.push("backend child:", formatStats(s.child, { width }), "", "this process:");
-  lines.push(formatStats(s.pipeline, { width }));
   return lines.join("\n");
 }
 

@@ -38,6 +38,7 @@ export class BackendFront implements AsyncIterable<ClipItem> {
       args,
       bufferSize: this.#bufferSize,
       permissions: ["--allow-read", "--allow-env", "--allow-ffi", "--allow-net"],
+      isolated: true, // the loader's module imports only sluice's own files
       log: this.#log,
     });
     // A child replaced by a restart is closed on purpose: only the current one's failure ends the loader.

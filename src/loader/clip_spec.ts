@@ -54,8 +54,8 @@ export interface ClipSpec {
    */
   rotate: boolean;
   /**
-   * A clip whose padding (repeats of its last frame) would exceed this fraction of `numFrames` fails.
-   * Default 0.5.
+   * A clip whose padding (slots beyond the end of the stream: its window runs past the last frame) would exceed
+   * this fraction of `numFrames` fails; held frames (a frame still on screen) are not padding. Default 0.5.
    */
   maxPadFraction: number;
 }
@@ -65,9 +65,18 @@ export interface ClipSpec {
  * `DecodedClip.outcome`; `collate` merges it into the clip's `ClipMeta`.
  */
 export interface ClipOutcome {
-  /** Presentation time of each output frame, seconds (grid kinds: the slot's time; padding repeats the last). */
+  /** Presentation time of each output frame, seconds (grid kinds: the slot's time; repeats repeat the last). */
   pts: number[];
-  /** Frames added by repeating the last one (at most `maxPadFraction · numFrames`). */
+  /**
+   * Slots after the sampled ones that repeat the last frame while it is still on screen: the stream goes on past
+   * the window's end (e.g. counting 16 frames inside a gap of a variable-frame-rate recording, where one frame is
+   * on screen). Nothing is missing: they are not padding.
+   */
+  held: number;
+  /**
+   * Slots that repeat the last frame beyond the end of the stream (the window runs past it; at most
+   * `maxPadFraction · numFrames`).
+   */
   padded: number;
   /**
    * Time range the clip's frames cover, seconds: from the first frame's time to the end of the last one shown

@@ -5,8 +5,8 @@
  * (a loader resumed mid-epoch leaves out the clips of the batches delivered before: `loader_state.ts`). So, once
  * an epoch has run to its end, `planned = delivered + failed + dropped + skipped`. Of the failed positions, `replaced`
  * ones were filled with a substitute clip (`onClipError: "replace"`), which is why batches stay full:
- * clips in batches = `delivered + replaced`. Padded frames (a window with fewer frames than the clip asks for)
- * are counted too.
+ * clips in batches = `delivered + replaced`. Padded frames (slots beyond the end of the stream) and held frames
+ * (slots repeating a frame still on screen, see `ClipOutcome.held`) are counted too.
  *
  * The loader counts failures and dropped positions as it closes each batch, in batch order
  * ({@link ClipAccounting.collated}), and delivered clips as it hands each batch to the consumer
@@ -14,7 +14,7 @@
  * and its clips stay `pending`. The counts are kept per epoch and in total.
  *
  * The decode work behind the clips of batches is counted too: frames decoded, frames left undecoded because no
- * slot showed them (`skippedFrames`), frames emitted (the clips' frames, padding excluded), and
+ * slot showed them (`skippedFrames`), frames emitted (the clips' frames, padding and held repeats excluded), and
  * `decodeAmplification` = decoded / emitted: how many frames were decoded for each frame delivered. Clips served
  * by one decode pass share its frames (see `ClipOutcome.decodedFrames`); `sharedClips` counts them.
  * @module
@@ -51,17 +51,21 @@ export interface ClipCounts {
   pending: number;
   /** Substitutes that failed too (listed in `failures` with their attempt number). */
   substitutesFailed: number;
-  /** Frames padded (repeats of a clip's last frame) in the clips of batches. */
+  /** Frames padded (repeats of a clip's last frame beyond the end of the stream) in the clips of batches. */
   paddedFrames: number;
   /** Clips of batches with any padded frame. */
   paddedClips: number;
+  /** Held frames (repeats of a clip's last frame while it is still on screen) in the clips of batches. */
+  heldFrames: number;
+  /** Clips of batches with any held frame. */
+  heldClips: number;
   /** Failed positions per stage (`fetch`, `demux`, `decode`, …). */
   failedByStage: Record<string, number>;
   /** Frames decoded for the clips of batches (substitutes included). */
   decodedFrames: number;
   /** Frames left undecoded for them because no slot showed them. */
   skippedFrames: number;
-  /** Frames of theirs that came from the decoder (padding excluded). */
+  /** Frames of theirs that came from the decoder (padded and held repeats excluded). */
   emittedFrames: number;
   /** Clips of batches served by a decode pass that served other clips too. */
   sharedClips: number;
@@ -114,6 +118,8 @@ function zero(planned: number): ClipCounts {
     substitutesFailed: 0,
     paddedFrames: 0,
     paddedClips: 0,
+    heldFrames: 0,
+    heldClips: 0,
     failedByStage: {},
     decodedFrames: 0,
     skippedFrames: 0,
@@ -227,7 +233,7 @@ export class ClipAccounting {
   delivered(
     clips: readonly (
       & Pick<ClipMeta, "epoch" | "padded" | "replaces" | "pts">
-      & Partial<Pick<ClipMeta, "decodedFrames" | "skippedFrames" | "passClips">>
+      & Partial<Pick<ClipMeta, "held" | "decodedFrames" | "skippedFrames" | "passClips">>
     )[],
     sign: 1 | -1 = 1,
   ): void {
@@ -241,9 +247,14 @@ export class ClipAccounting {
         e.paddedFrames += sign * c.padded;
         e.paddedClips += sign;
       }
+      const held = c.held ?? 0;
+      if (held > 0) {
+        e.heldFrames += sign * held;
+        e.heldClips += sign;
+      }
       e.decodedFrames += sign * (c.decodedFrames ?? 0);
       e.skippedFrames += sign * (c.skippedFrames ?? 0);
-      e.emittedFrames += sign * (c.pts.length - c.padded);
+      e.emittedFrames += sign * (c.pts.length - c.padded - held);
       if ((c.passClips ?? 1) > 1) e.sharedClips += sign;
       e.decodeAmplification = amplification(e);
       if (e.pending > 0) e.complete = false;

@@ -95,6 +95,7 @@ function clipLine(meta: ClipMeta, opts: SheetOptions): { head: string; path: str
     (meta.replaces !== undefined
       ? ` replaces ${meta.replaces.path.slice(meta.replaces.path.lastIndexOf("/") + 1)}`
       : "") +
+    (meta.held > 0 ? ` ${meta.held} held` : "") +
     (meta.padded > 0 ? ` ${meta.padded} padded` : "");
   return { head: `${label} `, path, tail };
 }

@@ -1,6 +1,7 @@
 /**
  * Which decoded frames fill a clip's (or a decode's) output slots: the one rule every decoder follows (the CPU
- * decoder in `decode.ts`, the NVDEC session in `src/nvdec/decoder.ts`, and through them the loader's clips).
+ * decode pass in `decode_pass.ts`, the NVDEC session in `src/nvdec/session.ts`, both through `slot_filler.ts`,
+ * and through them the loader's clips).
  *
  * A {@link FrameSelector} is a small state machine fed the presentation time of each decoded frame, in the order
  * the decoder outputs them (presentation order); it answers at once what that frame does: fill slots now, or be
@@ -28,10 +29,14 @@
  *
  * Grid slots exist while `t_k < e` and `t_k < end`: output is bounded by the stream, never by the window alone.
  * A window starting at or after `end` shows nothing. Frames presented at or after `e` are never shown. Frames
- * without a time are skipped inside a window (kept by `"consecutive"`/`"stride"` over a whole stream). Everything
- * here is pure: no FFmpeg, no pixels.
+ * without a time are skipped inside a window (kept by `"consecutive"`/`"stride"` over a whole stream).
+ *
+ * Decoders leave out what no slot shows: {@link ShownFrames} says which frames those are before decoding, and
+ * {@link decodeOrStartOver} is the rule when the stream is not what that assumes. Everything here is pure: no
+ * FFmpeg, no pixels.
  * @module
  */
+import { inWindow, NOPTS, ptsToSeconds, type VideoPackets } from "./packets.ts";
 
 /**
  * How a clip's frames are chosen from the frames presented in its window; see the module docs for the exact
@@ -245,11 +250,21 @@ export class FrameSelector {
 }
 
 /**
+ * Whether the slots a clip adds after the selector's last (repeats of its last frame) show a frame still on
+ * screen: true when the stream goes on past the window's end (the next frame, or the end of the stream, lies at
+ * or after it: the last frame stays on screen until then), so the repeats are *held* frames; false when the
+ * stream ends inside the window (or its end is unknown): nothing is on screen there, the repeats are padding.
+ */
+export function repeatsHeld(plan: SlotPlan): boolean {
+  return plan.window !== null && plan.streamEnd >= plan.window[1];
+}
+
+/**
  * Which frames fill a slot, decided before decoding: a dry run of the {@link FrameSelector} over the presentation
  * times of the frames the packets will give, `times` (ascending, one per frame). Entry `i` is 1 when the frame at
  * `times[i]` fills at least one slot, 0 when it is dropped (before the window, between the frames a stride or a
  * resampling keeps, or after the last slot). A decoder may leave a dropped frame undecoded as long as it still
- * offers its time to the selector where the frame would have come out (see `decode.ts`): the selector's state
+ * offers its time to the selector where the frame would have come out (see {@link ShownFrames}): the selector's state
  * then advances exactly as if the frame had been decoded, so every slot shows the same frame.
  */
 export function framesShown(plan: SlotPlan, times: ArrayLike<number>): Uint8Array {
@@ -310,4 +325,147 @@ export function resolveSampling(
       throw bad(`unknown sampling kind "${(sampling as { kind: string }).kind}"`);
   }
   return { sampling, numFrames: o.numFrames ?? Infinity };
+}
+
+// ------------------------------------------------------------------------------------------ the packets' view
+
+/** Seconds of a timestamp in `timeBase` units (NOPTS → NaN), as ffprobe computes `pts_time`. */
+function seconds(ts: bigint, tb: readonly [number, number]): number {
+  return ts === NOPTS ? NaN : ptsToSeconds(ts, tb);
+}
+
+/**
+ * The frame selector's view of `p`: its window, the earliest pts, and until when its last frame is on screen:
+ * `p.endSec` (the demuxer knows what follows the packets), else the latest `pts + duration` (a packet without
+ * duration lasts one frame at the stream's rate).
+ */
+export function slotPlan(p: VideoPackets, o: { sampling: FrameSampling; numFrames: number }): SlotPlan {
+  let start = Infinity, end = NaN;
+  const fallback = p.frameRate > 0 ? 1 / p.frameRate : 0;
+  for (let i = 0; i < p.numPackets; i++) {
+    const t = seconds(p.pts[i], p.timeBase);
+    if (Number.isNaN(t)) continue;
+    const d = p.duration[i] > 0n ? seconds(p.duration[i], p.timeBase) : fallback;
+    if (t < start) start = t;
+    if (!(t + d <= end)) end = t + d;
+  }
+  return {
+    sampling: o.sampling,
+    window: p.window,
+    numFrames: o.numFrames,
+    streamEnd: p.endSec ?? end,
+    streamStart: start,
+  };
+}
+
+/**
+ * The frames on screen during the window, counted from the packets: those presented in it after its start, plus
+ * one when a packet is presented at or before its start; those without a time count too. What the native kinds
+ * can fill at most ({@link FrameSelector.capacity}).
+ */
+export function framesInWindow(p: VideoPackets): number {
+  let n = 0, before = 0;
+  for (let i = 0; i < p.numPackets; i++) {
+    const t = seconds(p.pts[i], p.timeBase);
+    if (p.window !== null && t <= p.window[0]) before = 1;
+    else if (Number.isNaN(t) || inWindow(p.window, t)) n++;
+  }
+  return n + before;
+}
+
+// ------------------------------------------------------------------------------------------ shown frames
+
+/**
+ * Which of the packets' frames fill a slot, known before decoding: the packets ranked by pts (one frame each),
+ * each selector run dry over their times ({@link framesShown}). A decoder may leave a frame no slot shows
+ * undecoded (or unconverted) as long as its time still reaches the selector where the frame would have come
+ * out; what it then sees must match what this assumes (frames in presentation order, one per packet, each with
+ * its packet's pts), else it throws {@link StartOver}.
+ */
+export class ShownFrames {
+  /** Presentation time (seconds) of the frame of each rank. */
+  readonly times: Float64Array;
+  /** The packet (decode order) of each rank. */
+  readonly byRank: Int32Array;
+  /** Per rank: 1 when the frame fills a slot of some plan. */
+  readonly shown: Uint8Array;
+  readonly #sortedPts: BigInt64Array;
+
+  private constructor(p: VideoPackets, byRank: Int32Array, plans: readonly SlotPlan[]) {
+    this.byRank = byRank;
+    this.#sortedPts = BigInt64Array.from(byRank, (i) => p.pts[i]);
+    this.times = Float64Array.from(byRank, (i) => ptsToSeconds(p.pts[i], p.timeBase));
+    this.shown = new Uint8Array(byRank.length);
+    for (const plan of plans) {
+      const s = framesShown(plan, this.times);
+      for (let k = 0; k < s.length; k++) this.shown[k] |= s[k];
+    }
+  }
+
+  /**
+   * The shown frames of `p` for `plans`; null when the times cannot tell frames apart (a packet without pts, or
+   * two with the same): then nothing may be left out.
+   */
+  static of(p: VideoPackets, plans: readonly SlotPlan[]): ShownFrames | null {
+    const n = p.numPackets;
+    for (let i = 0; i < n; i++) if (p.pts[i] === NOPTS) return null;
+    const byRank = Int32Array.from({ length: n }, (_, i) => i).sort((a, b) =>
+      p.pts[a] < p.pts[b] ? -1 : p.pts[a] > p.pts[b] ? 1 : 0
+    );
+    for (let k = 1; k < n; k++) if (p.pts[byRank[k]] === p.pts[byRank[k - 1]]) return null;
+    return new ShownFrames(p, byRank, plans);
+  }
+
+  /** How many frames no slot shows (a decoder may leave them out). */
+  get unshownCount(): number {
+    let n = 0;
+    for (const s of this.shown) n += 1 - s;
+    return n;
+  }
+
+  /** The rank of the frame presented at `pts`, or -1 when no packet has it. */
+  rank(pts: bigint): number {
+    const a = this.#sortedPts;
+    let lo = 0, hi = a.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (a[mid] < pts) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < a.length && a[lo] === pts ? lo : -1;
+  }
+
+  /** True when the frame presented at `pts` fills no slot (false for a pts no packet has: nothing is known). */
+  unshown(pts: bigint): boolean {
+    const r = this.rank(pts);
+    return r >= 0 && this.shown[r] === 0;
+  }
+}
+
+/**
+ * A decode that left frames out (or unconverted) met what that assumes away (see {@link ShownFrames}): field
+ * pictures, two pictures in one packet, a corrupt packet, a frame without its packet's timestamp. It is started
+ * over, every frame decoded ({@link decodeOrStartOver}), so the output never depends on the shortcut.
+ */
+export class StartOver extends Error {
+  /** Frames decoded before it was noticed (they count as decoded work). */
+  decoded = 0;
+}
+
+/**
+ * The start-over rule, once for every decoder: `attempt(leaveOut, decodedBefore)` decodes, leaving out what no
+ * slot shows when `leaveOut`; when that attempt throws {@link StartOver}, decoding starts over with every frame
+ * (`leaveOut` false), counting the frames the first attempt decoded.
+ */
+export function decodeOrStartOver<T>(
+  leaveOut: boolean,
+  attempt: (leaveOut: boolean, decodedBefore: number) => T,
+): T {
+  if (!leaveOut) return attempt(false, 0);
+  try {
+    return attempt(true, 0);
+  } catch (e) {
+    if (!(e instanceof StartOver)) throw e;
+    return attempt(false, e.decoded);
+  }
 }

@@ -171,12 +171,15 @@ export class CudaFrames {
 
   /** Copies every frame to host memory, tight rows (nv12: W·H·3/2 bytes per frame, luma then interleaved UV). */
   toHost(): Promise<Uint8Array> {
-    return settle(() => {
-      const rows = (this.frameSize / this.width) * this.pts.length;
-      const out = new Uint8Array(this.frameSize * this.pts.length);
-      if (rows > 0) this.#buffer.copyToHost(0, this.pitch, this.width, rows, out);
-      return out;
-    });
+    return settle(() => this.toHostSync());
+  }
+
+  /** {@link toHost}, synchronously (for code already running inside a Worker). */
+  toHostSync(): Uint8Array {
+    const rows = (this.frameSize / this.width) * this.pts.length;
+    const out = new Uint8Array(this.frameSize * this.pts.length);
+    if (rows > 0) this.#buffer.copyToHost(0, this.pitch, this.width, rows, out);
+    return out;
   }
 
   /** Frees the device memory (when this object allocated it). */

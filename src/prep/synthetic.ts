@@ -1,6 +1,7 @@
 /**
- * Synthetic labelled videos, encoded in-process through libavcodec (libx264 when the installed FFmpeg has it,
- * MPEG-4 part 2 otherwise) and muxed to MP4 through libavformat.
+ * Synthetic labelled videos, encoded in-process with prep's `VideoEncoder` (libx264 when the installed FFmpeg has
+ * it, else VP9, else AV1; a keyframe exactly every `gop` frames) and muxed to MP4 by its `Muxer`: the one encode
+ * path `transcode` uses too.
  *
  * Every frame carries its own ground truth as a 4×8 grid of big blocks that survives compression and resizing:
  * row 0 holds the label (8 bits), rows 1–2 the frame index (16 bits, high byte first), row 3 the check
@@ -11,13 +12,11 @@
  * @module
  */
 
-import { OutSlot } from "../../ffi/out_slot.ts";
-import { AVERROR_EAGAIN, AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";
-import { cstr } from "../../ffi/cstring.ts";
-import { CodecContext, Frame, Packet } from "../media/av_objects.ts";
-import { check, ffmpeg } from "../media/ffmpeg.ts";
-import { codecContext, formatContext, frame as frameFields, packet, stream } from "../media/structs.ts";
-import { InvalidArgumentError, MediaError } from "../errors.ts";
+import { ffmpeg } from "../media/ffmpeg.ts";
+import type { Ptr } from "../media/structs.ts";
+import { EncoderNotFoundError, InvalidArgumentError } from "../errors.ts";
+import { ENCODERS, findEncoder, TARGET_CODECS, type TargetCodec, VideoEncoder } from "./encoder.ts";
+import { Muxer } from "./muxer.ts";
 
 /** Grid geometry of the pattern. */
 export const PATTERN_ROWS = 4;
@@ -37,20 +36,22 @@ export interface SyntheticVideoOptions {
   height?: number;
   /** Keyframe interval in frames (default: fps, one keyframe a second). */
   gop?: number;
-  /** Encoder name (default: "libx264" if present, else "mpeg4"). */
+  /** Encoder name, one of `ENCODERS` (default: {@link defaultEncoder}). */
   encoder?: string;
   /** Varies the texture between videos of the same label. */
   seed?: number;
 }
 
-const AV_PIX_FMT_YUV420P = 0;
-const AVIO_FLAG_WRITE = 2;
-const AV_OPT_SEARCH_CHILDREN = 1;
-
-/** The encoder {@link encodeSyntheticVideo} uses by default here. */
+/** The encoder {@link encodeSyntheticVideo} uses by default here: the first installed for H.264, VP9, AV1. */
 export function defaultEncoder(): string {
-  const { avcodec } = ffmpeg();
-  return avcodec.avcodec_find_encoder_by_name(cstr("libx264")) !== null ? "libx264" : "mpeg4";
+  for (const codec of TARGET_CODECS) {
+    try {
+      return findEncoder(codec).spec.name;
+    } catch (e) {
+      if (!(e instanceof EncoderNotFoundError)) throw e;
+    }
+  }
+  throw new EncoderNotFoundError("h264", ENCODERS.h264, ffmpeg().dir);
 }
 
 /** The 32 bits of the pattern for `label` and `frameIndex`, row-major (row 0 first, most significant bit first). */
@@ -160,11 +161,10 @@ function blockLuma(
   return sum / n;
 }
 
-/** Encodes one synthetic video to `path` (MP4). Returns the encoder used. */
+/** Encodes one synthetic video to `path` (MP4) with prep's encoder and muxer. Returns the encoder used. */
 export function encodeSyntheticVideo(path: string, opts: SyntheticVideoOptions): string {
   const frames = opts.frames ?? 100, fps = opts.fps ?? 25;
   const width = opts.width ?? 320, height = opts.height ?? 240;
-  const gop = opts.gop ?? fps;
   if (!Number.isInteger(opts.label) || opts.label < 0 || opts.label > 255) {
     throw new InvalidArgumentError(`synthetic video: label must be an integer in 0..255, got ${opts.label}`);
   }
@@ -174,113 +174,38 @@ export function encodeSyntheticVideo(path: string, opts: SyntheticVideoOptions):
   if (width % 2 || height % 2) {
     throw new InvalidArgumentError(`synthetic video: width and height must be even`);
   }
-  const { avcodec, avformat, avutil } = ffmpeg();
-  const encoderName = opts.encoder ?? defaultEncoder();
-  const codec = avcodec.avcodec_find_encoder_by_name(cstr(encoderName));
-  if (codec === null) {
-    throw new MediaError(path, "avcodec_find_encoder_by_name", `no encoder "${encoderName}"`);
+  const name = opts.encoder ?? defaultEncoder();
+  using enc = new VideoEncoder({
+    codec: codecOf(name),
+    encoder: name,
+    width,
+    height,
+    fps,
+    gop: opts.gop ?? fps,
+  }, path);
+  using mux = new Muxer(path);
+  const video = mux.addEncoderStream(enc.context, enc.timeBase);
+  mux.open();
+  // Every packet lasts one frame (encoders may leave it 0, and MP4's edit list would then cut the last frame).
+  const onPacket = (pkt: Ptr) => mux.write(video, pkt, 1n);
+  for (let i = 0; i < frames; i++) {
+    const [y, u, v] = enc.nextFrame().planes;
+    const planes = { y: y.data, u: u.data, v: v.data, strideY: y.stride, strideC: u.stride };
+    drawPattern(planes, width, height, opts.label, i, opts.seed ?? 0);
+    enc.send(i, onPacket);
   }
+  enc.finish(onPacket);
+  mux.finish();
+  return enc.name;
+}
 
-  using enc = new CodecContext(codec);
-  codecContext.setSize(enc.ptr, width, height);
-  codecContext.setPixFmt(enc.ptr, AV_PIX_FMT_YUV420P);
-  codecContext.setTimeBase(enc.ptr, [1, fps]);
-  codecContext.setFramerate(enc.ptr, [fps, 1]);
-  check(avutil.av_opt_set_int(enc.ptr, cstr("g"), BigInt(gop), 0), path, "set gop");
-  check(avutil.av_opt_set(enc.ptr, cstr("flags"), cstr("+global_header"), 0), path, "set global_header");
-  if (encoderName === "libx264") {
-    avutil.av_opt_set(enc.ptr, cstr("preset"), cstr("veryfast"), AV_OPT_SEARCH_CHILDREN);
-    avutil.av_opt_set_int(enc.ptr, cstr("threads"), 1n, 0);
-  } else {
-    avutil.av_opt_set_int(enc.ptr, cstr("b"), 800_000n, 0);
-  }
-  check(avcodec.avcodec_open2(enc.ptr, codec, null), path, `avcodec_open2(${encoderName})`);
-
-  const ctxSlot = new OutSlot();
-  check(
-    avformat.avformat_alloc_output_context2(ctxSlot.bytes, null, cstr("mp4"), cstr(path)),
-    path,
-    "alloc output",
+/** The codec an encoder of {@link ENCODERS} writes. */
+function codecOf(encoder: string): TargetCodec {
+  for (const codec of TARGET_CODECS) if (ENCODERS[codec].some((e) => e.name === encoder)) return codec;
+  const names = TARGET_CODECS.flatMap((c) => ENCODERS[c].map((e) => e.name));
+  throw new InvalidArgumentError(
+    `synthetic video: encoder must be one of ${names.join(", ")}, got "${encoder}"`,
   );
-  const oc = ctxSlot.pointer as Deno.PointerObject;
-  try {
-    const st = avformat.avformat_new_stream(oc, null);
-    if (st === null) throw new MediaError(path, "avformat_new_stream", "out of memory");
-    check(
-      avcodec.avcodec_parameters_from_context(stream.codecpar(st), enc.ptr),
-      path,
-      "parameters_from_context",
-    );
-    stream.setTimeBase(st, [1, fps]);
-    const pbSlot = new OutSlot();
-    check(avformat.avio_open(pbSlot.bytes, cstr(path), AVIO_FLAG_WRITE), path, "avio_open");
-    formatContext.setPb(oc, pbSlot.pointer);
-    try {
-      check(avformat.avformat_write_header(oc, null), path, "avformat_write_header");
-      const tb = stream.timeBase(st);
-      using frame = new Frame();
-      using pkt = new Packet();
-      frameFields.setVideoFormat(frame.ptr, width, height, AV_PIX_FMT_YUV420P);
-      check(avutil.av_frame_get_buffer(frame.ptr, 0), path, "av_frame_get_buffer");
-      const write = () => drain(enc.ptr, pkt.ptr, oc, fps, tb, path);
-      for (let i = 0; i < frames; i++) {
-        check(avutil.av_frame_make_writable(frame.ptr), path, "av_frame_make_writable");
-        drawPattern(planesOf(frame.ptr, height), width, height, opts.label, i, opts.seed ?? 0);
-        frameFields.setPts(frame.ptr, BigInt(i));
-        check(avcodec.avcodec_send_frame(enc.ptr, frame.ptr), path, "avcodec_send_frame");
-        write();
-      }
-      check(avcodec.avcodec_send_frame(enc.ptr, null), path, "avcodec_send_frame(flush)");
-      write();
-      check(avformat.av_write_trailer(oc), path, "av_write_trailer");
-    } finally {
-      const pb = new OutSlot(formatContext.pb(oc)).bytes;
-      avformat.avio_closep(pb);
-      formatContext.setPb(oc, null);
-    }
-  } finally {
-    avformat.avformat_free_context(oc);
-  }
-  return encoderName;
-}
-
-function planesOf(f: Deno.PointerObject, height: number) {
-  const plane = (i: number, h: number) => {
-    const p = frameFields.data(f, i) as Deno.PointerObject;
-    return new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(p, frameFields.linesize(f, i) * h));
-  };
-  return {
-    y: plane(0, height),
-    u: plane(1, height >> 1),
-    v: plane(2, height >> 1),
-    strideY: frameFields.linesize(f, 0),
-    strideC: frameFields.linesize(f, 1),
-  };
-}
-
-/**
- * Moves every ready packet from the encoder to the muxer, rescaling 1/fps timestamps to the stream's time base.
- * Every packet lasts one frame (encoders may leave it 0, and MP4's edit list would then cut the last frame).
- */
-function drain(
-  enc: Deno.PointerObject,
-  pkt: Deno.PointerObject,
-  oc: Deno.PointerObject,
-  fps: number,
-  tb: [number, number],
-  path: string,
-): void {
-  const { avcodec, avformat } = ffmpeg();
-  for (;;) {
-    const r = avcodec.avcodec_receive_packet(enc, pkt);
-    if (r === AVERROR_EAGAIN || r === AVERROR_EOF) return;
-    check(r, path, "avcodec_receive_packet");
-    const scale = (t: bigint | null) =>
-      t === null ? null : (t * BigInt(tb[1])) / (BigInt(fps) * BigInt(tb[0]));
-    packet.setTiming(pkt, scale(packet.pts(pkt)), scale(packet.dts(pkt)), scale(1n) ?? 0n, packet.flags(pkt));
-    packet.setStreamIndex(pkt, 0);
-    check(avformat.av_interleaved_write_frame(oc, pkt), path, "av_interleaved_write_frame");
-  }
 }
 
 /** Options of {@link makeSyntheticDataset}. */
@@ -297,7 +222,7 @@ export interface SyntheticDatasetOptions {
   width?: number;
   /** See `width`. */
   height?: number;
-  /** Encoder name (default: "libx264" if present, else "mpeg4"). */
+  /** Encoder name, one of `ENCODERS` (default: {@link defaultEncoder}). */
   encoder?: string;
   /** Called after each video with (done, total). */
   onProgress?: (done: number, total: number) => void;

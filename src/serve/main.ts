@@ -13,7 +13,8 @@
 import { videoClassificationLoader } from "../loader/loader.ts";
 import { SluiceError } from "../errors.ts";
 import { SERVE_PROTOCOL_VERSION } from "./protocol.ts";
-import { type BatchServer, type LoaderFactory, serveLoader } from "./server.ts";
+import { type BatchServer, serveLoader } from "./server.ts";
+import type { LoaderFactory } from "./session_host.ts";
 import { pythonOptionList, resolveServerConfig, type ServedLoaderOptions, SERVER_TABLE } from "./options.ts";
 
 /** What {@link runServer} needs; JSON-compatible. Kinds, ranges and defaults: `SERVER_OPTIONS`. */

@@ -149,6 +149,11 @@ export interface EpochEndMessage {
 export interface StatsMessage {
   type: "stats";
   stats: unknown;
+  /**
+   * The counters as text: the session's line, then the loader's clip counts and per-stage table(s) as
+   * `sluice load` prints them (added in protocol 1 by later servers; a client shows `stats` without it).
+   */
+  text?: string;
 }
 
 /** Something failed; the server closes the connection after sending it when `fatal`. */

@@ -125,6 +125,29 @@ Deno.test("a child stopped and continued: warned, then 'responding again', and t
   assert.ok(!alive(source.pid));
 });
 
+Deno.test("a child slow to start (stopped before its first frame for longer than stallTimeoutMs) is not killed", async () => {
+  // Deno starting on a loaded machine can take longer than a short stallTimeoutMs: until the child's first frame,
+  // the start-up grace applies to the kill as to the warning. SIGSTOP before any frame stands in for a slow start.
+  const { source, lines } = spawn("counted", { count: 20, size: 16 }, {
+    heartbeatIntervalMs: 50,
+    stallWarningMs: 300,
+    stallTimeoutMs: 600,
+  });
+  Deno.kill(source.pid, "SIGSTOP");
+  try {
+    await new Promise((r) => setTimeout(r, 1200)); // 2 × stallTimeoutMs, before the child said anything
+    assert.equal(source.stats().stalls, 0, lines.join("\n"));
+    Deno.kill(source.pid, "SIGCONT");
+    let n = 0;
+    await deadline(10_000, "slow start", async () => {
+      for await (const _ of source) n++;
+    });
+    assert.equal(n, 20, lines.join("\n"));
+  } finally {
+    await source.close();
+  }
+});
+
 Deno.test("a consumer that stalls is not a stalled child: heartbeats keep it alive", async () => {
   const { source, lines } = spawn("counted", { count: 100, size: 16 }, {
     heartbeatIntervalMs: 50,

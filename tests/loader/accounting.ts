@@ -5,8 +5,8 @@ import type { Batch } from "../../src/loader/collate.ts";
 
 /**
  * The accounting invariant, asserted by every loader test: each epoch ran to its end and every planned clip is
- * delivered, failed, dropped or skipped (before a resume point); the batches hold exactly the delivered clips plus the substitutes; failures are
- * listed with their cause; padded frames are the batches' own.
+ * delivered, failed, dropped or skipped (before a resume point); the batches hold exactly the delivered clips plus
+ * the substitutes; failures are listed with their cause; padded and held frames are the batches' own.
  */
 export function assertAccounted(
   clips: ClipStats,
@@ -37,4 +37,6 @@ export function assertAccounted(
   assert.equal(inBatches.filter((c) => c.replaces !== undefined).length, clips.total.replaced);
   assert.equal(inBatches.reduce((n, c) => n + c.padded, 0), clips.total.paddedFrames);
   assert.equal(inBatches.filter((c) => c.padded > 0).length, clips.total.paddedClips);
+  assert.equal(inBatches.reduce((n, c) => n + c.held, 0), clips.total.heldFrames);
+  assert.equal(inBatches.filter((c) => c.held > 0).length, clips.total.heldClips);
 }

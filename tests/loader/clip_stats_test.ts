@@ -4,8 +4,8 @@ import type { ClipFailure } from "../../src/loader/clip_failure.ts";
 import type { FilledClip } from "../../src/loader/collate.ts";
 import { PipelineFailure } from "../../src/errors.ts";
 
-/** A clip of 4 frames (`padded` of them padding), decoded with 10 frames, 2 skipped, alone. */
-function clip(position: number, padded = 0, replaces?: ClipFailure, passClips = 1): FilledClip {
+/** A clip of 4 frames (`padded` of them padding, `held` held), decoded with 10 frames, 2 skipped, alone. */
+function clip(position: number, padded = 0, replaces?: ClipFailure, passClips = 1, held = 0): FilledClip {
   const meta = { path: "a.mp4", video: 0, label: 0, start: 0, end: 1, epoch: 0, position, seed: 1 };
   return {
     meta: replaces === undefined ? meta : { ...meta, replaces },
@@ -14,6 +14,7 @@ function clip(position: number, padded = 0, replaces?: ClipFailure, passClips = 
     height: 1,
     outcome: {
       pts: [0, 0.04, 0.08, 0.12],
+      held,
       padded,
       span: [0, 1],
       rotation: 0,
@@ -86,6 +87,8 @@ Deno.test("counts: planned = delivered + failed + dropped; replaced apart; paddi
       substitutesFailed: 1,
       paddedFrames: 2,
       paddedClips: 1,
+      heldFrames: 0,
+      heldClips: 0,
       failedByStage: { decode: 2, fetch: 1 },
       failures: [[2, 0], [2, 1], [3, 0], [7, 0]],
       unlisted: 0,
@@ -198,23 +201,25 @@ Deno.test("a batch closed but never handed to the consumer (an epoch stopped ear
   assert.deepEqual([e.delivered, e.failed, e.pending, e.complete], [2, 1, 1, false]);
 });
 
-Deno.test("counts: frames decoded, skipped and emitted (padding excluded); amplification = decoded / emitted", () => {
+Deno.test("counts: frames decoded, skipped and emitted (padding and held frames excluded); amplification = decoded / emitted", () => {
   const acc = new ClipAccounting(4, 10, () => {});
   acc.begin(0);
-  batch(acc, 0, [ok(0), ok(1, 1), { clip: clip(2, 0, undefined, 2), failures: [] }]);
+  batch(acc, 0, [ok(0), ok(1, 1), { clip: clip(2, 0, undefined, 2, 2), failures: [] }]);
   const e = acc.stats().epochs[0];
-  // 3 clips x 10 decoded, 2 skipped; 4 + 3 + 4 frames emitted (one padded frame is not decoded output).
+  // 3 clips x 10 decoded, 2 skipped; 4 + 3 + 2 frames emitted (padded and held frames are not decoded output).
   assert.equal(e.decodedFrames, 30);
   assert.equal(e.skippedFrames, 6);
-  assert.equal(e.emittedFrames, 11);
+  assert.equal(e.emittedFrames, 9);
+  assert.deepEqual([e.paddedFrames, e.paddedClips, e.heldFrames, e.heldClips], [1, 1, 2, 1]);
   assert.equal(e.sharedClips, 1);
-  assert.equal(e.decodeAmplification, 30 / 11);
+  assert.equal(e.decodeAmplification, 30 / 9);
   acc.begin(1);
   batch(acc, 1, [ok(0)]);
   const { total, epochs } = acc.stats();
   assert.equal(epochs[1].decodeAmplification, 10 / 4);
   assert.equal(total.decodedFrames, 40);
-  assert.equal(total.decodeAmplification, 40 / 15, "the total's ratio, not a sum of ratios");
+  assert.equal(total.heldFrames, 2);
+  assert.equal(total.decodeAmplification, 40 / 13, "the total's ratio, not a sum of ratios");
 });
 
 Deno.test("a delivery taken back (a relay's client discarded the batch): pending again, the epoch not complete", () => {

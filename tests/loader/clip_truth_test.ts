@@ -311,6 +311,7 @@ Deno.test({
       nvdec: 0,
       worstNvdec: Infinity,
       padded: 0,
+      held: 0,
       kinds: new Map<string, number>(),
     };
     try {
@@ -342,18 +343,19 @@ Deno.test({
           codedSizes.set(cpu, coded);
           const meta = cpu.outcome!;
           const want = expectedFrames(times, window, spec);
-          assert.equal(spec.numFrames - meta.padded, want.length, `${what}: frames filled`);
+          assert.equal(spec.numFrames - meta.padded - meta.held, want.length, `${what}: frames filled`);
           assert.equal(meta.rotated, spec.rotate && rotation !== 0, `${what}: rotated`);
           assertRegion(spec, meta.crop, orientedSize(coded[0], coded[1], meta.rotated ? rotation : 0), what);
           stats.cpu++;
           stats.padded += meta.padded;
+          stats.held += meta.held;
           stats.kinds.set(spec.sampling.kind, (stats.kinds.get(spec.sampling.kind) ?? 0) + 1);
           const gpu = src.nvdec ? (await decodeClipNvdec(item)).value : null;
           if (gpu) {
             const gm = gpu.outcome!;
             assert.deepEqual(
-              [gm.pts, gm.padded, gm.crop],
-              [meta.pts, meta.padded, meta.crop],
+              [gm.pts, gm.held, gm.padded, gm.crop],
+              [meta.pts, meta.held, meta.padded, meta.crop],
               `${what}: NVDEC slots`,
             );
             codedSizes.set(gpu, coded);
@@ -406,7 +408,7 @@ Deno.test({
     }
     console.log(
       `clip truth: ${stats.cpu} CPU clips, ${stats.identical} byte-identical to the CLI (float32: exact after ` +
-        `normalisation), ${stats.padded} frames of padding; ${stats.nvdec} NVDEC clips, same slots, worst ` +
+        `normalisation), ${stats.padded} frames of padding, ${stats.held} held; ${stats.nvdec} NVDEC clips, same slots, worst ` +
         `${stats.worstNvdec.toFixed(1)} dB; sampling ${JSON.stringify(Object.fromEntries(stats.kinds))}`,
     );
     assert.equal(stats.cpu, 200);

@@ -1,7 +1,8 @@
 /**
  * The clip Worker functions as the loader runs them (demuxClips → decodeClip): exactly `numFrames` frames or a
- * ClipError naming the file, the window, the stage and the cause; padding counted and bounded (and refused before
- * anything is allocated); one failed window never fails the other clips of its video; seeded transforms; a
+ * ClipError naming the file, the window, the stage and the cause; held frames (a frame still on screen) and
+ * padding (beyond the end of the stream) counted apart, padding bounded (and refused before anything is
+ * allocated); one failed window never fails the other clips of its video; seeded transforms; a
  * caller's destination.
  */
 import assert from "node:assert/strict";
@@ -39,10 +40,17 @@ function clips(t: VideoTask): (DecodedClip | unknown)[] {
   });
 }
 
-type Meta = DecodedClip["meta"] & { pts: number[]; padded: number; crop: number[]; flipped: boolean };
+type Meta = DecodedClip["meta"] & {
+  pts: number[];
+  held: number;
+  padded: number;
+  crop: number[];
+  flipped: boolean;
+};
 
 Deno.test({
-  name: "clip: exactly numFrames frames; a window past the last frame pads with the last one, counted",
+  name:
+    "clip: exactly numFrames frames; a window past the end of the stream pads with the last frame, counted",
   ignore,
   fn: async () => {
     const path = await generateClip({ width: 64, height: 48, durationSec: 2, gop: 25 });
@@ -59,10 +67,11 @@ Deno.test({
       0.72,
       0.76,
     ]);
-    assert.equal(a.outcome!.padded, 0);
-    // Frames 1.84 .. 1.96 exist (4), padding 4 = maxPadFraction 0.5 exactly: allowed.
+    assert.deepEqual([a.outcome!.held, a.outcome!.padded], [0, 0]);
+    // Frames 1.84 .. 1.96 exist (4) and the stream ends at 2 s, inside the window: padding 4 = maxPadFraction 0.5
+    // exactly, allowed; nothing is held (no frame is on screen after 2 s).
     const m = b.outcome!;
-    assert.equal(m.padded, 4);
+    assert.deepEqual([m.held, m.padded], [0, 4]);
     assert.deepEqual(m.pts.map((x) => Math.round(x * 100) / 100), [
       1.84,
       1.88,
@@ -84,18 +93,33 @@ Deno.test({
   ignore,
   fn: async () => {
     const path = await generateClip({ width: 64, height: 48, durationSec: 2, gop: 25 });
-    const [e] = clips(task(path, [[0.5, 1.5]], { numFrames: 10000, width: 1920, height: 1080 }));
+    // The stream ends at 2 s, inside the window: 1.48 (on screen at 1.5), then 1.52 .. 1.96.
+    const [e] = clips(task(path, [[1.5, 2.5]], { numFrames: 10000, width: 1920, height: 1080 }));
     assert.ok(e instanceof ClipError, String(e));
     assert.equal(e.stage, "decode");
-    assert.deepEqual(e.window, [0.5, 1.5]);
+    assert.deepEqual(e.window, [1.5, 2.5]);
     assert.match(
       e.message,
-      /clip \[0\.5, 1\.5\) s: decode failed: the window can give 26 frames at most of the 10000/,
+      /clip \[1\.5, 2\.5\) s: decode failed: the window can give 13 frames at most of the 10000 asked and the stream ends inside it: 9987 frames of padding/,
     );
-    // With padding allowed, the same request is honoured (small frames here): 1.48 (on screen at 1.5), then
-    // 1.52 .. 1.68.
-    const [ok] = clips(task(path, [[1.5, 1.7]], { numFrames: 12, maxPadFraction: 1 })) as DecodedClip[];
-    assert.equal(ok.outcome!.padded, 6);
+    // With padding allowed, the same request is honoured (small frames here).
+    const [ok] = clips(task(path, [[1.5, 2.5]], { numFrames: 20, maxPadFraction: 1 })) as DecodedClip[];
+    assert.deepEqual([ok.outcome!.held, ok.outcome!.padded], [0, 7]);
+  },
+});
+
+Deno.test({
+  name:
+    "clip: a window the stream goes on past holds its last frame (held, not padding): maxPadFraction ignores it",
+  ignore,
+  fn: async () => {
+    const path = await generateClip({ width: 64, height: 48, durationSec: 2, gop: 25 });
+    // 1.48 (on screen at 1.5), then 1.52 .. 1.68: 6 frames for 12 slots; the frame at 1.68 is on screen until
+    // 1.72, after the window's end: the 6 repeats are held. Before, they were padding, beyond maxPadFraction 0.
+    const [c] = clips(task(path, [[1.5, 1.7]], { numFrames: 12, maxPadFraction: 0 })) as DecodedClip[];
+    assert.ok(!(c instanceof Error), String(c));
+    assert.deepEqual([c.outcome!.held, c.outcome!.padded], [6, 0]);
+    assert.deepEqual(c.outcome!.pts.slice(5).map((x) => Math.round(x * 100) / 100), Array(7).fill(1.68));
   },
 });
 
@@ -124,25 +148,17 @@ Deno.test({
     for (let k = 1; k < 8; k++) {
       assert.deepEqual(rate.data.subarray(k * size, (k + 1) * size), rate.data.subarray(0, size));
     }
-    // Counting frames: one is on screen in the window, so 7 slots are padding: beyond maxPadFraction 0.5 the clip
-    // fails alone (the other clips of the video survive), naming file, window and the remedy.
+    // Counting frames: one is on screen for the whole window, so the 7 other slots hold it: held frames, not
+    // padding (nothing is missing), within the default maxPadFraction 0.5 (before, the clip failed).
     const out = clips(task(path, windows));
-    assert.ok(
-      !(out[0] instanceof Error) && !(out[2] instanceof Error),
-      "the other clips of the video survive",
-    );
-    const e = out[1];
-    assert.ok(e instanceof ClipError);
-    assert.equal(e.source, path);
-    assert.match(
-      e.message,
-      /clip \[1\.5, 2\.5\) s: decode failed: the window can give 1 frame at most of the 8/,
-    );
-    assert.match(e.message, /sample by time with frameRate/);
-    const [, held] = clips(task(path, windows, { maxPadFraction: 1 })) as DecodedClip[];
+    assert.ok(out.every((c) => !(c instanceof Error)), String(out.find((c) => c instanceof Error)));
+    const held = out[1] as DecodedClip;
     assert.deepEqual(held.outcome!.pts, Array(8).fill(1));
-    assert.equal(held.outcome!.padded, 7);
+    assert.deepEqual([held.outcome!.held, held.outcome!.padded], [7, 0]);
     assert.deepEqual(held.data.subarray(0, size), rate.data.subarray(0, size), "the same frame on screen");
+    for (let k = 1; k < 8; k++) {
+      assert.deepEqual(held.data.subarray(k * size, (k + 1) * size), held.data.subarray(0, size));
+    }
   },
 });
 

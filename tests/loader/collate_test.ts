@@ -31,6 +31,7 @@ function clip(id: number, frames: number, planar: boolean, float = false): Fille
     height: H,
     outcome: {
       pts,
+      held: 0,
       padded: id,
       span: [id, id + frames / 10],
       rotation: 0,
@@ -68,6 +69,7 @@ Deno.test("BTHWC: frames back to back per clip, labels, metadata with the clip's
     position: 1,
     seed: 7,
     pts: [1, 1.1, 1.2],
+    held: 0,
     padded: 1,
     span: [1, 1.3],
     rotation: 0,

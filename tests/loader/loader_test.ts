@@ -304,7 +304,7 @@ async function mixedManifest(): Promise<{ manifest: string; bad: string[] }> {
     }
   }
   const badRows = [
-    `${bad}/gap.mp4,1,,`, // windows in the gap have no frame; others pad or are whole
+    `${bad}/gap.mp4,1,,`, // windows in the gap show the frame before it, held
     `${bad}/gap.mp4,1,1.25,2.75`, // every window inside the gap
     `${bad}/trunc.mkv,2,,`, // windows past the cut fail
     `${bad}/missing.mp4,0,0,2`,
@@ -319,10 +319,10 @@ async function mixedManifest(): Promise<{ manifest: string; bad: string[] }> {
   return { manifest, bad: badRows.map((r) => r.split(",")[0]) };
 }
 
-/** Pattern checks for the clips of synthetic files only (shared broken files carry none). */
-function synthetic(batches: Batch[], dirs: string[]): Batch[] {
+/** The batches with only the clips whose path passes `keep` (for pattern checks: shared broken files carry none). */
+function onlyClips(batches: Batch[], keepPath: (path: string) => boolean): Batch[] {
   return batches.map((b) => {
-    const keep = b.clips.flatMap((c, i) => dirs.some((d) => c.path.startsWith(d)) ? [i] : []);
+    const keep = b.clips.flatMap((c, i) => keepPath(c.path) ? [i] : []);
     const per = b.data.length / b.labels.length;
     const data = new Uint8Array(keep.length * per);
     keep.forEach((i, k) => data.set((b.data as Uint8Array).subarray(i * per, (i + 1) * per), k * per));
@@ -369,18 +369,32 @@ Deno.test({
     ),
     "full batches",
   );
-  assert.ok(clips.total.failed >= 2 * 3 * 2, `the always-failing rows fail: ${JSON.stringify(clips.total)}`);
+  assert.ok(clips.total.failed >= 2 * 3, `the missing file's clips fail: ${JSON.stringify(clips.total)}`);
   assert.equal(clips.total.replaced, clips.total.failed, "every failed clip was replaced");
   const failedPaths = new Set(clips.epochs.flatMap((e) => e.failures.map((f) => f.path)));
-  assert.ok(failedPaths.has(`${bad[1].replace(/\/gap\.mp4$/, "")}/gap.mp4`));
   assert.ok(failedPaths.has(bad[3]), "the missing file");
   assert.ok([...failedPaths].every((p) => bad.includes(p)), `only bad files fail: ${[...failedPaths]}`);
-  for (const e of clips.epochs) {
-    const inGap = e.failures.filter((f) => f.path.endsWith("gap.mp4") && f.start >= 1.16 && f.end <= 2.8);
-    assert.ok(inGap.length >= 3, "windows inside the gap fail");
+  // Windows inside the gap: the frame presented at 1.16 s is on screen for the whole window, in every slot (the
+  // first, then held): delivered, not failed (before, the held slots counted as padding and failed the clip).
+  assert.ok(!failedPaths.has(bad[0]), "no window of the gappy file fails");
+  const gap = batches.flatMap((b) => b.clips).filter((c) => c.path === bad[0] && c.replaces === undefined);
+  const inGap = gap.filter((c) => c.start >= 1.16 && c.end <= 2.8);
+  assert.ok(inGap.length >= 2 * 3, `windows inside the gap delivered: ${inGap.length}`);
+  for (const c of inGap) {
+    assert.deepEqual([c.held, c.padded], [T - 1, 0]);
+    assert.ok(c.pts.every((t) => Math.abs(t - 1.16) < 1e-6), `[${c.start}, ${c.end}): ${c.pts}`);
+  }
+  const gapBatches = onlyClips(batches, (p) => p === bad[0]);
+  for (const b of gapBatches) {
+    for (const [i, c] of b.clips.entries()) {
+      for (let t = 0; t < T; t++) {
+        const r = readPattern(b.data as Uint8Array, W, H, (i * T + t) * W * H * 3);
+        assert.equal(r?.frameIndex, Math.round(c.pts[t] * FPS), `${c.path} [${c.start}, ${c.end}) slot ${t}`);
+      }
+    }
   }
   const dirs = [await dataset(), (await badMedia()) + "/"];
-  checkBatches(synthetic(batches, dirs));
+  checkBatches(onlyClips(batches, (p) => p !== bad[0] && dirs.some((d) => p.startsWith(d))));
   for (const b of batches) {
     for (const c of b.clips) {
       if (c.replaces === undefined) continue;
@@ -416,27 +430,52 @@ Deno.test('onClipError: "skip" leaves the batch short; "fail" ends the epoch wit
   assert.equal(loader.stats().clips.epochs[0].failed, 1);
 });
 
-Deno.test("padding is counted per clip; a clip that would be mostly padding fails; a failing dataset stops at maxFailures", async () => {
+Deno.test("held frames and padding are counted per clip; a clip that would be mostly padding fails; a failing dataset stops at maxFailures", async () => {
   const dir = await Deno.makeTempDir({ prefix: "sluice-loader-pad-" });
   try {
-    // 1 s videos (25 frames), 0.5 s windows: about 12 frames each.
+    // 1 s videos (25 frames), 0.5 s windows: about 13 frames each.
     makeSyntheticDataset(dir, { videos: 4, classes: 2, durationSec: 1, fps: FPS, width: 96, height: 64 });
-    const opts = (numFrames: number, extra: Partial<LoaderOptions["clip"]> = {}): LoaderOptions => ({
-      dataset: dir,
+    const opts = (
+      dataset: string,
+      numFrames: number,
+      extra: Partial<LoaderOptions["clip"]> = {},
+    ): LoaderOptions => ({
+      dataset,
       batchSize: 2,
       sampler: { seed: 2, clipDurationSec: 0.5, rank: 0, worldSize: 1 },
       clip: { numFrames, width: W, height: H, ...extra },
       concurrency: { decode: 1 },
     });
-    const padded = await runEpochs(opts(20)); // 13-14 of 20 on screen: 6-7 padded, within the default 0.5
+    // Windows inside the videos: 13-14 of 20 on screen, the last one still on screen at the window's end, so the
+    // 6-7 repeats are held frames, not padding (nothing is missing), whatever maxPadFraction says.
+    const held = await runEpochs(opts(dir, 20, { maxPadFraction: 0 }));
+    assert.equal(held.clips.total.failed, 0);
+    for (const c of held.batches.flatMap((b) => b.clips)) {
+      assert.ok(c.held >= 6 && c.held <= 7 && c.padded === 0, `held ${c.held}, padded ${c.padded}`);
+      assert.equal(c.pts[19], c.pts[19 - c.held], "held frames repeat the last frame");
+    }
+    assert.deepEqual([held.clips.total.paddedFrames, held.clips.total.heldClips], [0, 4]);
+    // Windows [0.6, 1.1): the stream ends at 1 s, inside them; frames 0.6 .. 0.96 (10) are on screen.
+    const videos = [...Deno.readDirSync(dir)].filter((e) => e.isDirectory).flatMap((d) =>
+      [...Deno.readDirSync(`${dir}/${d.name}`)].map((f) =>
+        `${dir}/${d.name}/${f.name},${d.name.slice(6)},0.6,1.1`
+      )
+    );
+    const tail = `${dir}/tail.csv`;
+    Deno.writeTextFileSync(tail, ["path,label,start,end", ...videos.sort()].join("\n"));
+    const padded = await runEpochs(opts(tail, 20)); // 10 padded, within the default 0.5
     assert.equal(padded.clips.total.failed, 0);
     for (const c of padded.batches.flatMap((b) => b.clips)) {
-      assert.ok(c.padded >= 6 && c.padded <= 7, `padded ${c.padded}`);
-      assert.equal(c.pts[19], c.pts[19 - c.padded], "padding repeats the last frame");
+      assert.deepEqual([c.held, c.padded], [0, 10]);
+      assert.equal(c.pts[19], c.pts[9], "padding repeats the last frame");
     }
-    assert.ok(padded.clips.total.paddedFrames >= 24);
-    // Before: 40 frames from 12 were built silently (28 padded). Now: each clip fails, and all failing stops.
-    await using loader = await videoClassificationLoader({ ...opts(40), maxFailures: 2, log: () => {} });
+    assert.equal(padded.clips.total.paddedFrames, 40);
+    // 40 frames from 10 (30 padded): each clip fails, and all failing stops.
+    await using loader = await videoClassificationLoader({
+      ...opts(tail, 40),
+      maxFailures: 2,
+      log: () => {},
+    });
     await assert.rejects(
       async () => {
         for await (const _ of loader) { /* */ }
@@ -446,9 +485,9 @@ Deno.test("padding is counted per clip; a clip that would be mostly padding fail
         /\d+ of \d+ clips failed in epoch 0, above maxFailures \(2\)/.test(e.message) &&
         /exceed maxPadFraction 0\.5/.test(e.message),
     );
-    const allowed = await runEpochs(opts(40, { maxPadFraction: 0.75 }));
+    const allowed = await runEpochs(opts(tail, 40, { maxPadFraction: 0.75 }));
     assert.equal(allowed.clips.total.failed, 0);
-    assert.ok(allowed.clips.total.paddedFrames >= 4 * 26);
+    assert.equal(allowed.clips.total.paddedFrames, 4 * 30);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -577,7 +616,7 @@ Deno.test("uniform and stride sampling: the frames the spec names, spread over t
 
 Deno.test({
   name:
-    "VFR recordings with 2.5 s gaps and ~10% broken files: no clip of a good file fails, accounting exact, both backends",
+    "VFR recordings with 2.5 s gaps and ~10% broken files: no clip of a good file fails (default options too), held and padded frames exact, accounting exact, both backends",
   ignore: !hasFfmpegCliSync(),
 }, async () => {
   const ds = await dataset();
@@ -620,10 +659,33 @@ Deno.test({
     rows.push(...vfr.map((p, n) => `${p},${n},,`), `${dir}/garbage.mp4,0,0,8`); // 1 broken of 10
     const manifest = `${dir}/mixed.csv`;
     Deno.writeTextFileSync(manifest, ["path,label,start,end", ...rows.sort()].join("\n"));
-    let inGap = 0, tail = 0;
-    for (const clip of [{ frameRate: 8 }, { maxPadFraction: 1 }]) {
+    // For the default options only: a range running past the end of vfr0 (its last frame is at 7.96 s, the
+    // stream ends at 8 s): the window [7.9, 8.14) shows 7.88 (on screen at 7.9), 7.92, 7.96, then 3 slots of
+    // padding (the limit).
+    const pastEnd = `${dir}/past_end.csv`;
+    Deno.writeTextFileSync(
+      pastEnd,
+      ["path,label,start,end", ...rows.sort(), `${vfr[0]},0,7.9,8.14`].join("\n"),
+    );
+    // The end of each recording's stream: its last frame's end, or (MKV with audio) the container's.
+    const streamEnd = await Promise.all(vfr.map(async (p, n) => {
+      if (n !== 2) return times[n].at(-1)! + 1 / FPS;
+      const r = await runCli("ffprobe", [
+        "-v",
+        "error",
+        "-show_entries",
+        "format=duration",
+        "-of",
+        "csv=p=0",
+        p,
+      ]);
+      return Number(new TextDecoder().decode(r.stdout).trim());
+    }));
+    let inGap = 0, tail = 0, heldSeen = 0, paddedSeen = 0;
+    for (const clip of [{ frameRate: 8 }, { maxPadFraction: 1 }, {}] as Partial<LoaderOptions["clip"]>[]) {
+      const fixed = Object.keys(clip).length === 0;
       const opts: LoaderOptions = {
-        dataset: manifest,
+        dataset: fixed ? pastEnd : manifest,
         batchSize: 4,
         sampler: { seed: 21, clipsPerVideo: 6, rank: 0, worldSize: 1 },
         clip: { numFrames: T, width: W, height: H, ...clip },
@@ -648,6 +710,21 @@ Deno.test({
           if (n < 0) continue;
           if (gaps.some(([a, b]) => c.start > a && c.end < b)) inGap++;
           if (c.start > times[n].at(-1)! + 1 / FPS) tail++; // past the last frame, the file (audio) goes on
+          // Held and padded, by hand from ffprobe's frame list: the slots the window fills (frames on screen
+          // during it, or grid slots before the stream's end), the rest held while the stream goes on past the
+          // window's end (a later frame, or its end), else padding.
+          const ts = times[n];
+          const on = (ts.some((x) => x <= c.start) ? 1 : 0) +
+            ts.filter((x) => x > c.start && x < c.end).length;
+          const filled = "frameRate" in clip
+            ? Math.ceil((Math.min(c.end, streamEnd[n]) - c.start) * 8 - 1e-9)
+            : on;
+          const repeats = T - Math.min(T, filled);
+          const goesOn = ts.some((x) => x >= c.end) || streamEnd[n] >= c.end;
+          const what = `${c.path} [${c.start}, ${c.end})`;
+          assert.deepEqual([c.held, c.padded], goesOn ? [repeats, 0] : [0, repeats], what);
+          heldSeen += c.held;
+          paddedSeen += c.padded;
           for (let t = 0; t < T; t++) {
             const r = readPattern(b.data as Uint8Array, W, H, (i * T + t) * W * H * 3);
             assert.equal(r?.label, n, `${c.path} slot ${t}`);
@@ -666,8 +743,16 @@ Deno.test({
           }
         }
       }
+      if (fixed) {
+        const last = batches.flatMap((b) => b.clips).filter((c) => c.start === 7.9);
+        assert.ok(
+          last.length > 0 && last.every((c) => c.held === 0 && c.padded === 3),
+          "past the end: padding",
+        );
+      }
     }
     assert.ok(inGap >= 3 && tail >= 1, `clips inside a gap: ${inGap}, past the last frame: ${tail}`);
+    assert.ok(heldSeen > 0 && paddedSeen > 0, `held ${heldSeen}, padded ${paddedSeen}`);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -202,6 +202,7 @@ Deno.test("frame labels: per-frame indices once clips carry them, else times; pa
     position: 0,
     seed: 1,
     pts: [0.5, 0.54, 0.54],
+    held: 0,
     padded: 1,
     span: [0.5, 0.58] as [number, number],
     rotation: 0,

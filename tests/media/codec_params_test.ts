@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { cstr } from "../../ffi/cstring.ts";
 import { MediaError, ProtocolError } from "../../src/errors.ts";
 import { checkCodecParams, codecParamsProblem } from "../../src/media/codec_params.ts";
-import { Decoder } from "../../src/media/decode.ts";
+import { Decoder } from "../../src/media/decoder.ts";
 import { demuxVideo } from "../../src/media/demux.ts";
 import { ffmpeg } from "../../src/media/ffmpeg.ts";
 import { VideoPackets } from "../../src/media/packets.ts";

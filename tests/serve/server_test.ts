@@ -177,6 +177,28 @@ Deno.test("a fixed loader: one client at a time, in-order epochs, the ring reuse
   assert.equal(st.type, "stats");
   assert.equal(st.stats.session.clips, 6);
   assert.equal(st.stats.session.ring.inUse, 0);
+  // Its text: the session's line, then the loader's clip counts and stage table as `sluice load` prints them.
+  const lines: string[] = st.text.split("\n");
+  assert.match(
+    lines[0],
+    /^session test rank 0 of 1, epoch none: 3 batches \(3 sent\), 6 clips, [\d.]+ clips\/s, /,
+  );
+  const counts = st.stats.loader.clips.total;
+  // Epoch 0's clips sent to the first client before it went (1 or 2 batches), and this client's 6.
+  assert.ok(counts.planned === 12 && counts.delivered >= 8 && counts.delivered + counts.pending === 12);
+  const notReached = counts.pending > 0 ? `, not reached ${counts.pending}` : "";
+  assert.ok(
+    lines.includes(
+      `clips: planned 12, delivered ${counts.delivered}, failed 0${notReached}; padded frames 0, held frames 0`,
+    ),
+  );
+  const stages: { name: string; tasksIn: number; itemsOut: number }[] = st.stats.loader.pipeline.stages;
+  assert.ok(stages.length >= 5);
+  for (const stage of stages) {
+    const row = lines.find((l) => l.split(/\s+/)[0] === stage.name)?.split(/\s+/);
+    assert.deepEqual(row?.slice(2, 4).map(Number), [stage.tasksIn, stage.itemsOut], stage.name);
+  }
+  assert.match(lines.at(-1)!, /^bottleneck: /);
   d.close();
   await server.close();
   assert.throws(() => Deno.statSync(path), Deno.errors.NotFound);

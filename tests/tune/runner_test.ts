@@ -8,11 +8,15 @@ import { moduleUrl } from "../../src/tune/tune.ts";
 
 const MODULE = moduleUrl(new URL("./fixtures/tiny_target.ts", import.meta.url).pathname);
 
-async function withRunner(args: string[], f: (r: SubprocessRunner, dir: string) => Promise<void>) {
+async function withRunner(
+  args: string[],
+  f: (r: SubprocessRunner, dir: string) => Promise<void>,
+  graceSec = 8,
+) {
   const dir = await Deno.makeTempDir();
   try {
     await f(
-      new SubprocessRunner({ module: MODULE, args, graceSec: 8, memoryLimitBytes: 400 << 20, logDir: dir }),
+      new SubprocessRunner({ module: MODULE, args, graceSec, memoryLimitBytes: 400 << 20, logDir: dir }),
       dir,
     );
   } finally {
@@ -74,7 +78,7 @@ Deno.test("a trial over its memory limit is killed and failed", async () => {
     const held = o.reason!.match(/^exceeded the memory limit \(400 MiB\): its processes held (\d+) MiB$/);
     assert(held && Number(held[1]) > 400, o.reason!);
     assert(o.peakTreeRssBytes! > 400 << 20);
-  });
+  }, 60); // the memory watch, not the hang limit, must end it, however slowly a loaded machine starts the trial
 });
 
 Deno.test("a configuration the module cannot build fails with the module's error", async () => {

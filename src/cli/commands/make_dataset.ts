@@ -12,7 +12,7 @@ export const makeDatasetCommand = defineCommand({
   name: "make-dataset",
   summary: "write a synthetic labelled video dataset (one folder per class) for trying the loader",
   description: "Each video shows a pattern that encodes its class and frame index, so a consumer can check " +
-    "that the right frames and labels arrive. Encoded in-process through libavcodec (libx264, else MPEG-4).",
+    "that the right frames and labels arrive. Encoded in-process through libavcodec (libx264, else VP9, else AV1).",
   positionals: [{ name: "DIR", help: "output directory (created; class_NN/video_NNNN.mp4 inside)" }],
   options: {
     videos: { type: "integer", required: true, min: 1, max: 100_000, help: "number of videos" },

@@ -1,0 +1,449 @@
+/**
+ * The loader's decode pass, written once for every decoder: a clip, and the clips its pass serves with it
+ * (`ClipPackets.shared`), are checked (a clip its packets cannot fill fails before anything is decoded or
+ * allocated), given their seeded choices (flip, region), their `FrameWriter` and destination, decoded by a
+ * {@link ClipPassDecoder} (the CPU's one forward pass for all, or NVDEC's, `src/nvdec/clip_pass.ts`), then each
+ * finished: held frames and padding added and counted, its {@link ClipOutcome} built. One clip's failure is its
+ * `ClipError` and leaves the others' frames.
+ * @module
+ */
+
+import { type ClipPassDecoder, packetRange, type ResolvedOptions } from "../media/decode_pass.ts";
+import { threadScaler } from "../media/decoder.ts";
+import { VideoPackets, type VideoPacketsInit } from "../media/packets.ts";
+import {
+  FrameSelector,
+  framesInWindow,
+  repeatsHeld,
+  type SlotPlan,
+  slotPlan,
+} from "../media/frame_select.ts";
+import { resizeRegion } from "../media/crop.ts";
+import { normalisation } from "../media/orient.ts";
+import { type FrameDestination, FrameWriter, type WriterSpec } from "../media/frame_writer.ts";
+import { viewAt } from "../memory/shm.ts";
+import { SWS_FLAGS } from "../media/scale.ts";
+import {
+  ClipError,
+  InvalidArgumentError,
+  MediaError,
+  NvdecUnsupportedError,
+  type SerializedError,
+  serializeError,
+} from "../errors.ts";
+import { releaseBuffers, transferable, type Transferring } from "../pipeline/transfer.ts";
+import { mulberry32 } from "../dataset/random.ts";
+import type { ClipBase, DecodedClip } from "./collate.ts";
+import type { ClipOutcome, ClipSpec } from "./clip_spec.ts";
+
+/** A clip decoded in another clip's pass: its metadata, its own packets in that pass, and its destination. */
+export interface SharedClip {
+  meta: ClipBase;
+  /** Its own packets `[from, to)` within the pass's packets (exactly what demux cuts for its window alone). */
+  range: [number, number];
+  /** Where its frames go (see {@link ClipPackets.dest}); default: a new buffer. */
+  dest?: ClipDestination;
+}
+
+/**
+ * A clip's place given by address: `length` bytes at `address` of this process (a batch slot's clip place,
+ * `BatchSlots.place`). The caller keeps the memory mapped while the clip decodes.
+ */
+export interface AddressedDestination {
+  address: bigint;
+  /** Bytes; must be exactly the clip's size (`numFrames × 3 × width × height × bytes per sample`). */
+  length: number;
+}
+
+/** Where a clip's frames go: a buffer (with an element offset) or an address. */
+export type ClipDestination = FrameDestination | AddressedDestination;
+
+/**
+ * One clip after demux: its packets, or why its window could not be served, or (decoded once with other clips)
+ * the pass that serves it.
+ */
+export interface ClipPackets {
+  meta: ClipBase;
+  spec: ClipSpec;
+  /**
+   * The packets its decode pass reads; absent when demux failed for this window (`failure` says why) or when
+   * another clip's pass serves it (`servedBy`).
+   */
+  packets?: VideoPackets | VideoPacketsInit;
+  failure?: string;
+  /**
+   * Write the frames here: `numFrames` frames of `3·width·height` elements from `offset` on, a `Float32Array`
+   * for `dtype: "float32"`; or by address (a batch slot in shared memory, {@link AddressedDestination}), when
+   * the clip comes back with empty `data`. Default: a new buffer per clip.
+   */
+  dest?: ClipDestination;
+  /** Its own packets `[from, to)` within `packets` (default: all of them). */
+  range?: [number, number];
+  /**
+   * The other clips the same pass serves (same video; their packets overlap this clip's): `decodeClipGroup`
+   * returns one result for each, after this clip's.
+   */
+  shared?: SharedClip[];
+  /**
+   * Set when the pass of the clip at this position (same epoch) serves this clip, which its `shared` lists: this
+   * item carries no packets, its result comes with that clip's (see `clip_steps.ts`).
+   */
+  servedBy?: number;
+  /** Leave undecoded the frames no slot shows (`DecodeOptions.skipUnshown`, default true; set by the decode step). */
+  skipUnshown?: boolean;
+  /** FFmpeg threads for the decoder (default 1; set by the decode step from the cores left idle). */
+  threads?: number;
+}
+
+/** One clip's result in a {@link decodeGroup}: the clip, or its `ClipError` (serialized: it crosses a Worker). */
+export type ClipResult = { clip: DecodedClip } | { error: SerializedError };
+
+/** Decodes one clip (its own packets only; `shared` clips are left to {@link decodeGroup}) with `decoder`. */
+export function decodeOne(item: ClipPackets, decoder: ClipPassDecoder): Transferring<DecodedClip> {
+  try {
+    const [m] = runPass(item, [ownMember(item)], decoder);
+    if (m.error !== undefined) throw m.error;
+    return transferable(m.clip!, m.transfer);
+  } finally {
+    // The packets came here by transfer and are spent: free them now rather than at this Worker's next GC.
+    if (item.packets) releaseBuffers(item.packets);
+  }
+}
+
+/**
+ * Decodes a clip and the clips it shares its pass with (`item.shared`) with `decoder`: one result per clip, this
+ * one first, each its clip or its own `ClipError` (one clip's failure leaves the others' frames).
+ */
+export function decodeGroup(item: ClipPackets, decoder: ClipPassDecoder): Transferring<ClipResult[]> {
+  try {
+    const members = runPass(item, [ownMember(item), ...(item.shared ?? [])], decoder);
+    const out = members.map((m): ClipResult =>
+      m.error !== undefined ? { error: serializeError(m.error) } : { clip: m.clip! }
+    );
+    return transferable(out, members.flatMap((m) => m.transfer));
+  } finally {
+    if (item.packets) releaseBuffers(item.packets);
+  }
+}
+
+/** The pass over `item`'s packets for `shared` (this clip first): open, decode, finish. */
+function runPass(item: ClipPackets, shared: SharedClip[], decoder: ClipPassDecoder): Member[] {
+  const pass = openPass(item, shared);
+  if (pass.ready.length === 0) return pass.members;
+  const { p, o, ready } = pass;
+  let run;
+  try {
+    run = decoder.decode(
+      p,
+      o,
+      ready.map((c) => ({
+        range: c.member.range,
+        window: [c.member.meta.start, c.member.meta.end] as const,
+        writer: c.writer,
+        dest: c.dest,
+      })),
+    );
+  } catch (e) {
+    for (const r of ready) fail(r.member, e);
+    return pass.members;
+  }
+  const failures = run.failedPackets > 0
+    ? `; ${run.failedPackets} packets undecodable (first: ${run.firstFailure})`
+    : "";
+  return finishPass(pass, run.outputs, run.decodedFrames, run.skippedFrames, failures);
+}
+
+// ------------------------------------------------------------------------------------------ members of a pass
+
+/** One clip of a pass, being decoded: what it is, then what became of it. */
+interface Member extends SharedClip {
+  /** Its result: the clip and the buffer to transfer, or its error. */
+  clip?: DecodedClip;
+  transfer: ArrayBuffer[];
+  error?: unknown;
+}
+
+function ownMember(item: ClipPackets): SharedClip {
+  const m: SharedClip = { meta: item.meta, range: item.range ?? [0, Infinity] };
+  if (item.dest !== undefined) m.dest = item.dest;
+  return m;
+}
+
+/** A clip prepared for a pass: its own packets, its seeded choices, its writer and destination. */
+interface Prepared {
+  member: Member;
+  own: VideoPackets;
+  /** Its frame selector's plan (window, stream end). */
+  plan: SlotPlan;
+  choice: ClipChoice;
+  writer: FrameWriter;
+  dest: FrameDestination;
+  /** The destination was given by address: the clip goes back with empty `data`. */
+  addressed: boolean;
+}
+
+/** A pass about to run: its packets and options, every member, and those that passed the checks. */
+interface Pass {
+  spec: ClipSpec;
+  members: Member[];
+  p: VideoPackets;
+  o: ResolvedOptions;
+  ready: Prepared[];
+}
+
+/** Records `e` as `m`'s failure when it is a clip's (a `ClipError`); anything else (a bug) is thrown. */
+function fail(m: Member, e: unknown): void {
+  const err = asClipError(e, m.meta);
+  if (!(err instanceof ClipError)) throw err;
+  m.error = err;
+}
+
+/**
+ * Checks each clip of the pass (a clip its own packets cannot fill fails before decoding and allocating) and
+ * prepares the others. Null when the item has no packets (every member failed with its demux failure).
+ */
+function openPass(item: ClipPackets, shared: SharedClip[]): Pass {
+  const members: Member[] = shared.map((s) => ({ ...s, transfer: [] }));
+  let p: VideoPackets;
+  try {
+    p = clipPackets(item);
+  } catch (e) {
+    for (const m of members) fail(m, e);
+    return { spec: item.spec, members, p: null!, o: null!, ready: [] };
+  }
+  const o = decodeOptions(item);
+  const ready: Prepared[] = [];
+  for (const m of members) {
+    try {
+      ready.push(prepare(item.spec, p, o, m));
+    } catch (e) {
+      fail(m, e);
+    }
+  }
+  return { spec: item.spec, members, p, o, ready };
+}
+
+function prepare(spec: ClipSpec, p: VideoPackets, o: ResolvedOptions, member: Member): Prepared {
+  member.range = [member.range[0], Math.min(member.range[1], p.numPackets)];
+  const own = packetRange(p, member.range, [member.meta.start, member.meta.end]);
+  const choice = clipChoice(spec, member.meta.seed);
+  const writer = new FrameWriter(writerSpec(spec, own, choice), threadScaler(o.flags));
+  const plan = checkFillable(spec, member.meta, own, o);
+  const dest = member.dest === undefined ? newDestination(spec) : destination(spec, member.dest);
+  if (member.dest === undefined && dest.data.buffer instanceof ArrayBuffer) {
+    member.transfer = [dest.data.buffer];
+  }
+  return {
+    member,
+    own,
+    plan,
+    choice,
+    writer,
+    dest,
+    addressed: member.dest !== undefined && "address" in member.dest,
+  };
+}
+
+/**
+ * After the decode: pads and finishes each prepared clip from its output (`pts`, or its error). The pass's
+ * decoded and skipped frames are shared equally among its clips (the first takes the remainder).
+ */
+function finishPass(
+  pass: Pass,
+  outputs: { pts: Float64Array; error?: unknown }[],
+  decoded: number,
+  skipped: number,
+  failures: string,
+): Member[] {
+  const { members, ready } = pass;
+  const n = members.length;
+  const share = (total: number, m: Member) => Math.floor(total / n) + (m === members[0] ? total % n : 0);
+  for (const [k, r] of ready.entries()) {
+    const out = outputs[k];
+    try {
+      if (out.error !== undefined) throw out.error;
+      const counts = { decoded: share(decoded, r.member), skipped: share(skipped, r.member), passClips: n };
+      r.member.clip = finishClip(pass.spec, r, Array.from(out.pts), counts, failures);
+    } catch (e) {
+      fail(r.member, e);
+    }
+  }
+  return members;
+}
+
+// ------------------------------------------------------------------------------------------ one clip
+
+// ------------------------------------------------------------------------------------------ one clip
+
+/** The seeded choices of one clip, drawn in a fixed order: the flip, then (random modes) the region. */
+interface ClipChoice {
+  flipped: boolean;
+  region: (width: number, height: number) => ReturnType<typeof resizeRegion>;
+}
+
+function clipChoice(spec: ClipSpec, seed: number): ClipChoice {
+  const random = mulberry32(seed);
+  const flipped = random() < spec.flipProbability;
+  return { flipped, region: (w, h) => resizeRegion(w, h, spec, random) };
+}
+
+function writerSpec(spec: ClipSpec, p: VideoPackets, choice: ClipChoice): WriterSpec {
+  return {
+    format: spec.planar ? "rgb24-planar" : "rgb24",
+    width: spec.width,
+    height: spec.height,
+    rotation: spec.rotate ? p.rotation : 0,
+    mirror: choice.flipped,
+    region: choice.region,
+    flags: SWS_FLAGS[spec.interpolation],
+    norm: spec.dtype === "float32" ? normalisation(spec.mean, spec.std) : null,
+  };
+}
+
+function decodeOptions(item: ClipPackets): ResolvedOptions {
+  const { spec } = item;
+  return {
+    pixelFormat: spec.planar ? "rgb24-planar" : "rgb24",
+    sampling: spec.sampling,
+    numFrames: spec.numFrames,
+    threads: item.threads ?? 1,
+    skipNonRef: false,
+    skipUnshown: item.skipUnshown ?? true,
+    onCorrupt: "skip",
+    flags: SWS_FLAGS[spec.interpolation],
+  };
+}
+
+/** The clip's packets, or its demux failure as a {@link ClipError}. */
+function clipPackets(item: ClipPackets): VideoPackets {
+  if (item.packets === undefined) {
+    throw new ClipError(
+      item.meta.path,
+      "demux",
+      [item.meta.start, item.meta.end],
+      item.failure ?? "no packets",
+    );
+  }
+  return VideoPackets.fromStructured(item.packets);
+}
+
+/**
+ * Fails before decoding (and before allocating) a clip its packets cannot fill: the frames the window can give
+ * at most (packets presented in it, or grid slots before the stream's end) leave more padding than allowed. A
+ * window the stream goes on past pads nothing (its last frame is held: `repeatsHeld`).
+ */
+function checkFillable(spec: ClipSpec, meta: ClipBase, p: VideoPackets, o: ResolvedOptions): SlotPlan {
+  const plan = slotPlan(p, o);
+  const most = new FrameSelector(plan).capacity(framesInWindow(p));
+  const w: [number, number] = [meta.start, meta.end];
+  if (most === 0) throw new ClipError(meta.path, "decode", w, "no frame is on screen in the window");
+  if (!repeatsHeld(plan) && spec.numFrames - most > spec.maxPadFraction * spec.numFrames) {
+    throw new ClipError(meta.path, "decode", w, paddingReason(most, spec, true));
+  }
+  return plan;
+}
+
+/** Why a clip with `frames` of its `numFrames` fails the padding bound (`most`: before decoding, an upper bound). */
+function paddingReason(frames: number, spec: ClipSpec, most: boolean): string {
+  const n = frames === 1 ? "1 frame" : `${frames} frames`;
+  return `the window ${
+    most ? `can give ${n} at most` : `gave ${n}`
+  } of the ${spec.numFrames} asked and the ` +
+    `stream ends inside it: ${
+      spec.numFrames - frames
+    } frames of padding exceed maxPadFraction ${spec.maxPadFraction}`;
+}
+
+function newDestination(spec: ClipSpec): FrameDestination {
+  const n = spec.numFrames * 3 * spec.width * spec.height;
+  return { data: spec.dtype === "float32" ? new Float32Array(n) : new Uint8Array(n), offset: 0 };
+}
+
+/**
+ * A caller's destination as a buffer: an addressed one becomes a view of exactly the clip's bytes, after
+ * checking that its length is the clip's size and a float clip's address is aligned (a wrong place would make
+ * FFmpeg write outside it).
+ */
+function destination(spec: ClipSpec, dest: ClipDestination): FrameDestination {
+  if (!("address" in dest)) return dest;
+  const float = spec.dtype === "float32";
+  const bytes = spec.numFrames * 3 * spec.width * spec.height * (float ? 4 : 1);
+  if (typeof dest.address !== "bigint" || dest.length !== bytes || (float && dest.address % 4n !== 0n)) {
+    throw new InvalidArgumentError(
+      `clip destination of ${dest.length} bytes at ${dest.address}: the clip takes ${bytes} bytes` +
+        (float ? " at a 4-byte aligned address" : ""),
+    );
+  }
+  const view = viewAt(dest.address, bytes);
+  return { data: float ? new Float32Array(view.buffer) : view, offset: 0 };
+}
+
+/** Checks the frames decoded, pads to `numFrames`, and builds the clip with its outcome. */
+function finishClip(
+  spec: ClipSpec,
+  { member: { meta }, own: p, plan, writer, choice, dest, addressed }: Prepared,
+  pts: number[],
+  counts: { decoded: number; skipped: number; passClips: number },
+  failures: string,
+): DecodedClip {
+  const w: [number, number] = [meta.start, meta.end];
+  const filled = pts.length;
+  if (filled === 0) {
+    throw new ClipError(meta.path, "decode", w, `no frame is on screen in the window${failures}`);
+  }
+  const repeats = spec.numFrames - filled;
+  const held = repeatsHeld(plan) ? repeats : 0, padded = repeats - held;
+  if (padded > spec.maxPadFraction * spec.numFrames) {
+    throw new ClipError(meta.path, "decode", w, paddingReason(filled, spec, false) + failures);
+  }
+  const size = writer.frameSize, last = dest.offset + (filled - 1) * size;
+  for (let k = filled; k < spec.numFrames; k++) {
+    dest.data.copyWithin(dest.offset + k * size, last, last + size);
+    pts.push(pts[filled - 1]);
+  }
+  const [dw, dh] = writer.displayed;
+  const r = writer.region;
+  const outcome: ClipOutcome = {
+    pts,
+    held,
+    padded,
+    span: [pts[0], pts[filled - 1] + samplingStep(spec, p, w)],
+    rotation: p.rotation,
+    rotated: spec.rotate && p.rotation % 360 !== 0,
+    crop: r === null ? [0, 0, dw, dh] : [r.left, r.top, r.width, r.height],
+    flipped: choice.flipped,
+    decodedFrames: counts.decoded,
+    skippedFrames: counts.skipped,
+    passClips: counts.passClips,
+  };
+  // An addressed clip's pixels are where the caller said: any view of them would be cloned back (whole buffer).
+  const data = addressed
+    ? (dest.data instanceof Float32Array ? new Float32Array(0) : new Uint8Array(0))
+    : dest.data.subarray(dest.offset, dest.offset + spec.numFrames * size);
+  return { meta, data, width: spec.width, height: spec.height, outcome };
+}
+
+/** How long the last frame of a clip is shown, by its sampling (see `ClipOutcome.span`). */
+function samplingStep(spec: ClipSpec, p: VideoPackets, [s, e]: [number, number]): number {
+  const native = p.frameRate > 0 ? 1 / p.frameRate : 0;
+  switch (spec.sampling.kind) {
+    case "consecutive":
+      return native;
+    case "stride":
+      return spec.sampling.stride * native;
+    case "rate":
+      return 1 / spec.sampling.frameRate;
+    case "uniform":
+      return (e - s) / spec.numFrames;
+  }
+}
+
+/** A per-clip failure as a {@link ClipError} (stage "decode"); other errors (bugs, missing libraries) as they are. */
+function asClipError(e: unknown, meta: ClipBase): unknown {
+  if (e instanceof ClipError) return e;
+  if (e instanceof MediaError || e instanceof NvdecUnsupportedError) {
+    const reason = e instanceof MediaError ? `${e.operation}: ${e.reason}` : e.message;
+    return new ClipError(meta.path, "decode", [meta.start, meta.end], reason, { cause: e });
+  }
+  return e;
+}

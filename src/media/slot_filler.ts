@@ -1,0 +1,123 @@
+/**
+ * One output's slots as a decoder fills them: the bookkeeping between the frame selector (`frame_select.ts`) and a
+ * decoder's pixels, written once for the CPU decode pass (`decode_pass.ts`) and the NVDEC session
+ * (`src/nvdec/session.ts`). A decoder hands each frame it outputs (in presentation order) to
+ * {@link SlotFiller.offer}, and the time of each frame it left out to {@link SlotFiller.offerSkipped}; the filler
+ * asks the selector what the frame does and tells the decoder's {@link FrameTarget} what to write where: this
+ * frame into slots, the frame kept back (held for later slots) into slots, this frame kept back. Anything a left-out frame would have had to do (fill a slot, directly or as
+ * the frame kept back) throws `StartOver`.
+ * @module
+ */
+import { FrameSelector, type SlotPlan, StartOver } from "./frame_select.ts";
+
+/** Where one output's frames go: the decoder's side of a {@link SlotFiller} (`F`: its frame handle). */
+export interface FrameTarget<F> {
+  /** Writes `frame` into slots `[first, first + count)` (converted once, copied into the others). */
+  write(frame: F, first: number, count: number): void;
+  /** Keeps `frame` for later slots, in place of the frame kept before. */
+  keep(frame: F): void;
+  /** Writes the frame kept into slots `[first, first + count)`. */
+  writeKept(first: number, count: number): void;
+  /** Lets go of the frame kept, if any. */
+  drop(): void;
+}
+
+/** The frame a filler keeps back: none, one with pixels, or one left out (its time only). */
+type Kept = "none" | "frame" | "phantom";
+
+/** Drives one output's {@link FrameSelector} with a decoder's frames; see the module docs. */
+export class SlotFiller<F> {
+  readonly plan: SlotPlan;
+  #sel: FrameSelector;
+  readonly #target: FrameTarget<F>;
+  readonly #keeps: ((pts: bigint) => boolean) | null;
+  #kept: Kept = "none";
+
+  /**
+   * @param plan the output's slots
+   * @param target where its frames go
+   * @param keeps whether a frame the selector holds back will fill a slot (then it is kept with its pixels;
+   *   otherwise only its time is): absent, every frame held back is kept
+   */
+  constructor(plan: SlotPlan, target: FrameTarget<F>, keeps: ((pts: bigint) => boolean) | null = null) {
+    this.plan = plan;
+    this.#sel = new FrameSelector(plan);
+    this.#target = target;
+    this.#keeps = keeps;
+  }
+
+  /** The selector (its capacity, `done`, slot times). */
+  get selector(): FrameSelector {
+    return this.#sel;
+  }
+
+  /** Slots filled so far. */
+  get filled(): number {
+    return this.#sel.filled;
+  }
+
+  /** True once no later frame can fill a slot. */
+  get done(): boolean {
+    return this.#sel.done;
+  }
+
+  /** A decoded frame presented at `t` seconds (pts `pts`, NOPTS when it has none) comes out. */
+  offer(frame: F, t: number, pts: bigint): void {
+    const before = this.#sel.filled;
+    const d = this.#sel.offer(t);
+    this.#writeKept(before, d.held);
+    if (d.current > 0) this.#target.write(frame, before + d.held, d.current);
+    if (!d.hold) return;
+    if (this.#keeps !== null && !this.#keeps(pts)) {
+      this.#leaveOut();
+      return;
+    }
+    this.#target.keep(frame);
+    this.#kept = "frame";
+  }
+
+  /** A frame left out (not decoded) presented at `t` would have come out here: it must fill no slot. */
+  offerSkipped(t: number): void {
+    const before = this.#sel.filled;
+    const d = this.#sel.offer(t);
+    this.#writeKept(before, d.held);
+    if (d.current > 0) throw new StartOver(`the frame left out at ${t} s fills a slot`);
+    if (d.hold) this.#leaveOut();
+  }
+
+  /** End of the stream: the frame kept back fills the slots left. */
+  finish(): void {
+    const before = this.#sel.filled;
+    this.#writeKept(before, this.#sel.finish());
+  }
+
+  /** Back to the start (the decode starts over). */
+  reset(): void {
+    this.release();
+    this.#sel = new FrameSelector(this.plan);
+  }
+
+  /** Lets go of the frame kept back. */
+  release(): void {
+    if (this.#kept === "frame") this.#target.drop();
+    this.#kept = "none";
+  }
+
+  /** The time each filled slot reports (its grid time, or its frame's). */
+  times(): Float64Array {
+    const out = new Float64Array(this.#sel.filled);
+    for (let k = 0; k < out.length; k++) out[k] = this.#sel.time(k);
+    return out;
+  }
+
+  #writeKept(first: number, count: number): void {
+    if (count === 0) return;
+    if (this.#kept !== "frame") throw new StartOver("a frame that was not kept fills a slot");
+    this.#target.writeKept(first, count);
+  }
+
+  #leaveOut(): void {
+    this.release();
+    this.#kept = "phantom";
+  }
+}

@@ -1,0 +1,557 @@
+/**
+ * One client connection of a batch server (`server.ts`): the session reads the client's messages in order
+ * (`hello`, `epoch`, `release`, `stats`, `bye`; each validated first, `protocol.ts`), streams the epochs it asks
+ * for and hands each batch's slot out until the client releases it.
+ *
+ * - Credit: each batch waits for a free slot, so at most `slots` batches are in flight and a stalled trainer
+ *   holds exactly `slots` batches of memory. A slot is reused only after the client releases it.
+ * - Zero copy: a batch the loader assembled in its own ring of memfd slots (`batch_slots.ts`) is sent in its
+ *   slot as it is, the session keeping it until the client releases it (disposing it then gives the slot back to
+ *   the loader); any other batch (a loader without slots, or decoding on the GPU) is copied into a ring from
+ *   the {@link SessionHost}, counted in `copiedBytes`.
+ * - A client that asks for another epoch than the loader's next gets a loader rebuilt there (factory loaders).
+ * - When the client goes away (closed, crashed, killed), the session cancels the running epoch, frees its slots
+ *   and ends; a broken message or another protocol version ends it with an `error` message that says why.
+ * @module
+ */
+
+import { errorText, ServeError } from "../errors.ts";
+import type { VideoClassificationLoader } from "../loader/loader.ts";
+import type { Batch } from "../loader/collate.ts";
+import { type BatchSlots, slotOf } from "../loader/batch_slots.ts";
+import type { SlotRing } from "../memory/slot_ring.ts";
+import {
+  type BatchMessage,
+  type ClientMessage,
+  encodeMessage,
+  type ErrorMessage,
+  errorMessage,
+  FrameDecoder,
+  type HelloMessage,
+  MAX_CLIENT_MESSAGE,
+  parseClientMessage,
+  SERVE_PROTOCOL_VERSION,
+  type ServeDtype,
+  type ServerMessage,
+  type StatsMessage,
+} from "./protocol.ts";
+import type { LoaderRequest, SessionHost } from "./session_host.ts";
+import { type SessionStats, statsText } from "./session_stats.ts";
+
+/** What a session needs of its server's options. */
+export interface SessionOptions {
+  /** Batch slots of the session's ring (told to the client in `welcome`). */
+  slots: number;
+  /** Milliseconds the client has to send `hello` (default 10000). */
+  helloTimeoutMs?: number;
+  /** Log the client's connection and disconnection (default true; failures are always logged). */
+  logConnections?: boolean;
+  /** Where connection and failure lines go. */
+  log: (line: string) => void;
+}
+
+const SERVER_NAME = `sluice (deno ${Deno.version.deno})`;
+
+/** The running epoch of a session. */
+interface EpochRun {
+  epoch: number;
+  iterator: AsyncIterator<Batch>;
+  abort: AbortController;
+  done: Promise<void>;
+}
+
+/** One client connection; see the module docs. */
+export class Session {
+  /** Settles when the session has ended (its slots freed, an owned loader closed). */
+  readonly done: Promise<void>;
+  #resolveDone!: () => void;
+  readonly #conn: Deno.UnixConn;
+  readonly #host: SessionHost;
+  readonly #opts: SessionOptions;
+  readonly #log: (line: string) => void;
+  readonly #frames = new FrameDecoder(MAX_CLIENT_MESSAGE);
+  #writing: Promise<void> = Promise.resolve();
+  #client = "(no hello yet)";
+  #hello: HelloMessage | null = null;
+  #loader: VideoClassificationLoader | null = null;
+  #ownsLoader = false;
+  #ring: SlotRing | null = null;
+  /**
+   * slot → the batch in it, for slots this session has out: its seq, its clips and the loader that made them
+   * (for an unused release), and the batch itself when the slot is the loader's.
+   */
+  readonly #out = new Map<number, OutBatch>();
+  /** Releases of batches before this seq are of a loader ring closed since (its loader was rebuilt). */
+  #memorySeq = 0;
+  /** The ring is the loader's (zero copy): releasing a slot disposes its batch. */
+  #loaderRing = false;
+  /** The loader's batch slots, once a batch came in one (their copies count in `copiedBytes`). */
+  #batchSlots: BatchSlots | null = null;
+  /** Settles when the client releases a slot (the zero-copy stream waits for credit on it). */
+  #released = Promise.withResolvers<void>();
+  #run: EpochRun | null = null;
+  #seq = 0;
+  #sent = 0;
+  #batches = 0;
+  #clips = 0;
+  #copiedBytes = 0;
+  #t0 = 0;
+  #closing = false;
+  #queue: Promise<void> = Promise.resolve();
+
+  /** Starts reading `conn`'s messages. */
+  constructor(conn: Deno.UnixConn, host: SessionHost, opts: SessionOptions) {
+    this.#conn = conn;
+    this.#host = host;
+    this.#opts = opts;
+    this.#log = opts.log;
+    this.done = new Promise((r) => this.#resolveDone = r);
+    void this.#readLoop();
+  }
+
+  /** Whether the session is ending. */
+  get closing(): boolean {
+    return this.#closing;
+  }
+
+  /** Current counters. */
+  stats(): SessionStats {
+    const secs = this.#t0 === 0 ? 0 : (performance.now() - this.#t0) / 1000;
+    return {
+      client: this.#client,
+      rank: this.#loader?.sampler.options.rank ?? 0,
+      worldSize: this.#loader?.sampler.options.worldSize ?? 1,
+      epoch: this.#run?.epoch ?? null,
+      sent: this.#sent,
+      batches: this.#batches,
+      clips: this.#clips,
+      copiedBytes: this.#copiedBytes + (this.#batchSlots?.copiedBytes ?? 0),
+      clipsPerSec: secs > 0 ? this.#clips / secs : 0,
+      ring: this.#ring?.stats() ?? null,
+    };
+  }
+
+  /** Sends an error and closes (used before the session starts). */
+  async refuse(code: string, message: string): Promise<void> {
+    await this.#sendError(new ServeError(code, message));
+    await this.close();
+  }
+
+  /** Cancels the epoch, frees the slots, closes the connection and an owned loader. Idempotent. */
+  close(): Promise<void> {
+    if (this.#closing) return this.done;
+    this.#closing = true;
+    void (async () => {
+      try {
+        try {
+          this.#conn.close(); // first: a stream still writing to the client stops at once
+        } catch { /* closed */ }
+        try {
+          await this.#cancelRun();
+        } catch (e) {
+          this.#log(`sluice serve: ${this.#client}: while cancelling its epoch: ${errorText(e)}`);
+        }
+        if (this.#loaderRing) this.#disposeOut();
+        else if (this.#ring !== null) {
+          if (this.#host.factory) this.#ring.close();
+          else this.#ring.releaseAll();
+        }
+        this.#out.clear();
+        if (this.#ownsLoader) {
+          try {
+            await this.#loader?.close();
+          } catch (e) {
+            this.#log(`sluice serve: ${this.#client}: closing its loader: ${errorText(e)}`);
+          }
+        }
+      } finally {
+        this.#resolveDone();
+      }
+    })();
+    return this.done;
+  }
+
+  // ---- reading ------------------------------------------------------------------------------------------
+
+  async #readLoop(): Promise<void> {
+    const helloTimer = setTimeout(() => {
+      if (this.#hello === null) void this.refuse("timeout", "no hello message within the time allowed");
+    }, this.#opts.helloTimeoutMs ?? 10_000);
+    const buf = new Uint8Array(64 * 1024);
+    try {
+      while (!this.#closing) {
+        let n: number | null;
+        try {
+          n = await this.#conn.read(buf);
+        } catch {
+          n = null; // reset by peer, or closed by us
+        }
+        if (n === null) break;
+        let values: unknown[];
+        try {
+          values = this.#frames.push(buf.subarray(0, n));
+        } catch (e) {
+          await this.#fail(e);
+          break;
+        }
+        for (const v of values) {
+          // Messages are handled in order; a slow one (hello builds a loader) delays the ones after it.
+          this.#queue = this.#queue.then(() => this.#closing ? undefined : this.#handle(v)).catch((e) =>
+            this.#fail(e)
+          );
+        }
+      }
+    } finally {
+      clearTimeout(helloTimer);
+      await this.#queue;
+      if (!this.#closing && (this.#opts.logConnections ?? true)) {
+        this.#log(`sluice serve: ${this.#client} disconnected`);
+      }
+      await this.close();
+    }
+  }
+
+  async #handle(value: unknown): Promise<void> {
+    const msg: ClientMessage = parseClientMessage(value);
+    if (this.#hello === null && msg.type !== "hello") {
+      throw new ServeError("bad-message", `the first message must be hello, got ${msg.type}`);
+    }
+    switch (msg.type) {
+      case "hello":
+        return await this.#onHello(msg);
+      case "epoch":
+        return await this.#onEpoch(msg.epoch);
+      case "release":
+        return this.#onRelease(msg.slot, msg.seq, msg.unused === true);
+      case "stats":
+        return await this.#send(this.#statsMessage());
+      case "bye":
+        await this.close();
+        return;
+    }
+  }
+
+  async #onHello(msg: HelloMessage): Promise<void> {
+    if (this.#hello !== null) throw new ServeError("bad-message", "hello was already sent");
+    this.#client = msg.client || "(unnamed client)";
+    if (msg.protocol !== SERVE_PROTOCOL_VERSION) {
+      throw new ServeError(
+        "protocol-version",
+        `client ${this.#client} speaks serve protocol ${msg.protocol}; this server speaks ` +
+          `${SERVE_PROTOCOL_VERSION} (install the client of the same sluice release)`,
+      );
+    }
+    this.#hello = msg;
+    const request: LoaderRequest = { firstEpoch: msg.epoch ?? 0 };
+    if (msg.rank !== undefined) {
+      request.rank = msg.rank;
+      request.worldSize = msg.worldSize;
+    }
+    const { loader, owned } = await this.#host.loaderFor(this, request);
+    this.#loader = loader;
+    this.#ownsLoader = owned;
+    const o = loader.sampler.options;
+    if (msg.rank !== undefined && (o.rank !== msg.rank || o.worldSize !== msg.worldSize)) {
+      throw new ServeError(
+        "shard",
+        `client ${this.#client} wants rank ${msg.rank} of ${msg.worldSize}; this server's loader is rank ` +
+          `${o.rank} of ${o.worldSize} (start one server per rank, or serve a loader factory)`,
+      );
+    }
+    if (this.#opts.logConnections ?? true) {
+      this.#log(`sluice serve: ${this.#client} connected (rank ${o.rank} of ${o.worldSize})`);
+    }
+    await this.#send({
+      type: "welcome",
+      protocol: SERVE_PROTOCOL_VERSION,
+      server: SERVER_NAME,
+      pid: Deno.pid,
+      rank: o.rank,
+      worldSize: o.worldSize,
+      batchSize: loader.batchSize,
+      batchesPerEpoch: loader.batchesPerEpoch,
+      clipsPerEpoch: loader.clipsPerEpoch,
+      nextEpoch: loader.epoch,
+      decoder: loader.decoder,
+      slots: this.#opts.slots,
+    });
+  }
+
+  async #onEpoch(epoch: number): Promise<void> {
+    await this.#cancelRun();
+    if (this.#loader!.epoch !== epoch) {
+      if (!this.#ownsLoader) {
+        throw new ServeError(
+          "epoch",
+          `the served loader runs epoch ${this.#loader!.epoch} next and cannot jump to ${epoch} (a fixed ` +
+            `loader's epochs run in order; serve a loader factory to start anywhere)`,
+        );
+      }
+      const old = this.#loader!;
+      const o = old.sampler.options;
+      this.#loader = null;
+      if (this.#loaderRing) {
+        // Its ring closes with it: batches the client still holds there are no longer slots of this session
+        // (the client keeps reading them; the server never writes there again), and their releases are moot.
+        this.#disposeOut();
+        this.#memorySeq = this.#seq;
+      }
+      await old.close();
+      this.#loader = (await this.#host.loaderFor(this, {
+        rank: o.rank,
+        worldSize: o.worldSize,
+        firstEpoch: epoch,
+      })).loader;
+      if (this.#loader.epoch !== epoch) {
+        throw new ServeError(
+          "epoch",
+          `the loader factory built a loader at epoch ${this.#loader.epoch}, not ${epoch}`,
+        );
+      }
+    }
+    const abort = new AbortController();
+    const iterator = this.#loader![Symbol.asyncIterator]();
+    const run: EpochRun = { epoch, iterator, abort, done: Promise.resolve() };
+    // Not awaiting #fail: it closes the session, and closing awaits run.done.
+    run.done = this.#stream(run).catch((e) => void this.#fail(e));
+    this.#run = run;
+    if (this.#t0 === 0) this.#t0 = performance.now();
+  }
+
+  #onRelease(slot: number, seq: number, unused: boolean): void {
+    if (seq < this.#memorySeq) return; // a batch of a ring replaced since (the loader was rebuilt): nothing to free
+    const have = this.#out.get(slot);
+    if (have === undefined || have.seq !== seq) {
+      throw new ServeError(
+        "bad-release",
+        `release of slot ${slot} (batch ${seq}): ` +
+          (have === undefined ? "that slot is not out" : `that slot holds batch ${have.seq}`),
+      );
+    }
+    this.#out.delete(slot);
+    if (unused) {
+      this.#batches--;
+      this.#clips -= have.clips.length;
+      if (have.loader === this.#loader) have.loader.undelivered(have.clips);
+    }
+    if (have.batch !== null) have.batch[Symbol.dispose]();
+    else this.#ring!.release(slot);
+    this.#released.resolve();
+    this.#released = Promise.withResolvers<void>();
+  }
+
+  /** Gives the loader back the slots of the batches this session has out (the client is gone). */
+  #disposeOut(): void {
+    for (const { batch } of this.#out.values()) batch?.[Symbol.dispose]();
+    this.#out.clear();
+  }
+
+  /** With the loader's ring: waits while the client holds every slot (the loader could make no batch). */
+  async #credit(signal: AbortSignal): Promise<void> {
+    const aborted = new Promise<void>((r) => signal.addEventListener("abort", () => r(), { once: true }));
+    while (this.#loaderRing && this.#ring !== null && this.#out.size >= this.#ring.slots && !signal.aborted) {
+      await Promise.race([this.#released.promise, aborted]);
+    }
+  }
+
+  // ---- streaming ----------------------------------------------------------------------------------------
+
+  async #stream(run: EpochRun): Promise<void> {
+    const { iterator, abort, epoch } = run;
+    let index = 0, clips = 0, finished = false;
+    try {
+      while (!abort.signal.aborted) {
+        // After the epoch's last batch only its end can come: it needs no credit (a client may keep every batch).
+        if (index < this.#loader!.batchesPerEpoch) await this.#credit(abort.signal);
+        if (abort.signal.aborted) break;
+        const r = await iterator.next();
+        if (r.done) {
+          finished = true;
+          break;
+        }
+        const batch = r.value;
+        let kept = false;
+        try {
+          if (abort.signal.aborted) break;
+          kept = await this.#publish(batch, epoch, index, abort.signal);
+        } finally {
+          if (!kept) batch[Symbol.dispose]();
+        }
+        index++;
+        clips += batch.shape[0];
+      }
+    } catch (e) {
+      if (abort.signal.aborted) return;
+      throw e;
+    } finally {
+      if (!finished) await iterator.return?.();
+    }
+    if (this.#run === run) this.#run = null;
+    await this.#send({ type: "epoch-end", epoch, batches: index, clips, cancelled: !finished });
+  }
+
+  /** Sends `batch` to the client; true when the session keeps it until the client releases its slot (zero copy). */
+  async #publish(batch: Batch, epoch: number, index: number, signal: AbortSignal): Promise<boolean> {
+    const B = batch.shape[0];
+    const dtype = dtypeOf(batch);
+    const nbytes = batch.data.byteLength;
+    const own = this.#loader!.decoder === "cpu" ? slotOf(batch) : undefined;
+    if (own !== undefined) {
+      if (this.#ring !== own.slots.ring) {
+        this.#copiedBytes += this.#batchSlots?.copiedBytes ?? 0; // a rebuilt loader's new slots count from 0
+        this.#batchSlots = own.slots;
+        this.#ring = own.slots.ring;
+        this.#loaderRing = true;
+        await this.#sendMemory();
+      }
+      return this.#sendBatch(batch, own.slot, epoch, index, dtype, batch);
+    }
+    if (this.#ring === null || this.#loaderRing) {
+      this.#loaderRing = false;
+      const batchBytes = (nbytes / B) * this.#loader!.batchSize;
+      this.#ring = this.#host.ringFor(
+        this.#loader!,
+        batchBytes,
+        this.#hello?.device ?? this.#host.defaultDevice,
+      );
+      await this.#sendMemory();
+    }
+    if (nbytes > this.#ring.slotBytes) {
+      throw new ServeError(
+        "batch-too-big",
+        `batch of ${nbytes} bytes does not fit a slot of ${this.#ring.slotBytes}`,
+      );
+    }
+    let slot: number;
+    try {
+      slot = await this.#ring.acquire(signal);
+    } catch (e) {
+      if (signal.aborted) return false;
+      throw e;
+    }
+    const d = batch.data as ArrayBufferView;
+    this.#ring.memory.write(this.#ring.offset(slot), new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
+    this.#copiedBytes += nbytes;
+    await this.#sendBatch(batch, slot, epoch, index, dtype, null);
+    return false;
+  }
+
+  async #sendMemory(): Promise<void> {
+    const ring = this.#ring!;
+    await this.#send({
+      type: "memory",
+      memory: ring.memory.describe(),
+      slots: ring.slots,
+      slotBytes: ring.slotBytes,
+    });
+  }
+
+  /** Sends the descriptor of `batch`, in `slot`; `keep`: the batch to dispose when the client releases it. */
+  async #sendBatch(
+    batch: Batch,
+    slot: number,
+    epoch: number,
+    index: number,
+    dtype: ServeDtype,
+    keep: Batch | null,
+  ): Promise<boolean> {
+    const B = batch.shape[0], nbytes = batch.data.byteLength;
+    const seq = this.#seq++;
+    this.#out.set(slot, { seq, batch: keep, clips: batch.clips, loader: this.#loader! });
+    const msg: BatchMessage = {
+      type: "batch",
+      seq,
+      epoch,
+      index,
+      slot,
+      offset: 0,
+      nbytes,
+      shape: [...batch.shape],
+      dtype,
+      layout: batch.layout,
+      labels: Array.from(batch.labels),
+      clips: batch.clips.map((c) => ({ ...c })),
+    };
+    this.#sent++;
+    this.#batches++;
+    this.#clips += B;
+    await this.#send(msg);
+    return keep !== null;
+  }
+
+  async #cancelRun(): Promise<void> {
+    const run = this.#run;
+    if (run === null) return;
+    this.#run = null;
+    run.abort.abort();
+    await run.iterator.return?.();
+    await run.done;
+  }
+
+  // ---- writing ------------------------------------------------------------------------------------------
+
+  #send(msg: ServerMessage): Promise<void> {
+    const bytes = encodeMessage(msg);
+    this.#writing = this.#writing.then(async () => {
+      for (let at = 0; at < bytes.length;) at += await this.#conn.write(bytes.subarray(at));
+    });
+    return this.#writing;
+  }
+
+  /** Sends `e` as a fatal `error` message (the connection closes after it). */
+  async #sendError(e: unknown): Promise<ErrorMessage> {
+    const msg = errorMessage(e, true);
+    try {
+      await this.#send(msg);
+    } catch { /* the peer is gone */ }
+    return msg;
+  }
+
+  /**
+   * Reports `e` to the client and ends the session; a write to a client that has gone away (it closed or died
+   * while batches were on their way) ends it as a disconnection, not as an error.
+   */
+  async #fail(e: unknown): Promise<void> {
+    if (this.#closing) return;
+    if (isPeerGone(e)) {
+      if (this.#opts.logConnections ?? true) this.#log(`sluice serve: ${this.#client} disconnected`);
+    } else {
+      const msg = await this.#sendError(e);
+      this.#log(`sluice serve: ${this.#client}: ${msg.code}: ${msg.message}`);
+    }
+    await this.close();
+  }
+
+  /** The `stats` reply: the counters, and their text (the session's line, then the loader's as `sluice load`). */
+  #statsMessage(): StatsMessage {
+    const session = this.stats();
+    const loader = this.#loader?.stats() ?? null;
+    return { type: "stats", stats: { session, loader }, text: statsText(session, loader) };
+  }
+}
+
+/** A batch a session has out: see `Session.#out`. */
+interface OutBatch {
+  seq: number;
+  batch: Batch | null;
+  clips: Batch["clips"];
+  loader: VideoClassificationLoader;
+}
+
+/** Whether `e` is a socket error saying the peer has gone (closed its end, or died). */
+function isPeerGone(e: unknown): boolean {
+  return e instanceof Deno.errors.BrokenPipe || e instanceof Deno.errors.ConnectionReset ||
+    e instanceof Deno.errors.NotConnected || e instanceof Deno.errors.BadResource ||
+    e instanceof Deno.errors.Interrupted;
+}
+
+/** The sample type of a batch's pixels. */
+function dtypeOf(batch: Batch): ServeDtype {
+  const d = batch.data as unknown;
+  if (d instanceof Float32Array) return "float32";
+  if (d instanceof Uint8Array) return "uint8";
+  throw new ServeError(
+    "internal",
+    `batch pixels of an unsupported type ${Object.prototype.toString.call(d)}`,
+  );
+}
