@@ -338,10 +338,11 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
    * The consumer's place, plain JSON to save with a checkpoint: the epoch it is in and the batches of it
    * delivered (the next epoch, 0, once an epoch ran to its end), with the seed, rank, dataset fingerprint and
    * batch-shaping options they hold for (see `LoaderState`). With `after` (a batch of this loader, or its
-   * clips): the place just after that batch, for a relay whose consumer is behind the batches handed to it.
+   * clips; the first clip's `epoch` and `position` are what count): the place just after that batch, for a relay
+   * whose consumer is behind the batches handed to it.
    */
-  stateDict(after?: Batch | Batch["clips"]): LoaderState {
-    return this.#states.state(after === undefined || Array.isArray(after) ? after : after.clips);
+  stateDict(after?: Batch | readonly { epoch: number; position: number }[]): LoaderState {
+    return this.#states.state(after === undefined || !("clips" in after) ? after : after.clips);
   }
 
   /**
