@@ -83,6 +83,7 @@ export type {
   ClipDtype,
   ClipOutcome,
   ClipSpec,
+  FrameKind,
   FrameSampling,
   Interpolation,
   ResizeMode,

@@ -1,15 +1,10 @@
 /**
- * The clip workload (issue 14): a Kinetics-like set and a seeded fixed clip list, decoded by sluice and by its
- * peers in one run, each checked to return the same frames before it is timed.
+ * The clip workload (issues 14, 23): video sets and workload shapes (`bench/workload_sets.ts`), decoded by sluice
+ * and by its peers in one run, each checked to return the same frames before it is timed.
  *
- * - Set: 48 videos of 10 s, 340×256, 30 fps, H.264 High with B-frames (x264 defaults: 3, pyramid), AAC audio,
- *   made with the ffmpeg CLI from six moving lavfi sources with per-video temporal noise; two variants of the
- *   same videos, keyint 250 (`gop250`, one keyframe at 0 s and one at 8.33 s, like Kinetics' YouTube encodes)
- *   and keyint 30 (`gop30`). Made once under `--dir` (default `.cache/bench/clip_workload/`); reruns reuse it.
- * - Clip list: sluice's own sampler, seeded (`--seed`), 2 clips per video at random places, 16 frames each at
- *   the native rate, 112×112 RGB bilinear, batches of 16. The loader has no option to take an explicit list, so
- *   the list is the sampler's plan, read from a loader (`loader.sampler.epoch(p)` for pass `p`) and written to
- *   JSON for the other contenders; the sluice contender checks that its loader delivers exactly that list.
+ * - Variants: a shape over a set, `<shape>-<set>`: `sampler` (sluice's own sampler, 2 clips per video side by
+ *   side), `rows` (a manifest with one row per clip, 2–4 rows per video, shuffled), `kinetics` (one random clip
+ *   per video per pass), over `gop250`, `gop30` (340×256) or `720p-gop30`, `720p-gop250`; see that module.
  *   Pass 0 is the warm-up (and the pass whose frames are verified); passes 1… are timed.
  * - Contenders (`bench/contenders/`, contract and measurement in `harness.ts`): every entry of
  *   {@link SLUICE_CONFIGS} (named loader configurations: add issue 14's on/off variants there, or pass
@@ -17,19 +12,21 @@
  *   `bench/compare.ts`, node-av in 2 worker threads, the ffmpeg CLI per clip and `sluice serve` to Python.
  * - Check first: each contender's frames of pass 0 against PyAV decoding the same clips in one process (same
  *   frame times, PSNR ≥ 35 dB per clip); one that returns other frames is reported, not timed.
+ * - The decode floor of the timed clips (`bench/decode_floor.ts`): what `ffmpeg -threads 1` spends decoding just
+ *   the frames each clip needs, from its keyframe.
  *
- * Reported per variant: clips/s (median of the timed passes), as a ratio to the DataLoader + PyAV baseline,
- * process-tree CPU seconds per clip, decode amplification (frames decoded / frames delivered, when the
- * contender can tell) and peak memory.
+ * Reported per variant: clips/s (median of the timed passes), process-tree CPU seconds per clip, the decode floor
+ * as a fraction of that CPU, decode amplification (frames decoded / frames delivered, when the contender can
+ * tell), peak memory and, for sluice, the loader's bottleneck verdict.
  *
- * Run: `deno run -A bench/clip_workload.ts [--passes 5] [--rounds 1] [--seed 1] [--variants gop250,gop30]
- * [--contenders sluice-inprocess,pytorch-pyav,...] [--config NAME=JSON ...] [--dir DIR] [--json]`
- * (`--rounds R`: R timed runs of each contender, interleaved, for a machine whose load changes.)
+ * Run: `deno run -A bench/clip_workload.ts [--passes 5] [--rounds 1] [--seed 1] [--variants sampler-gop250,...]
+ * [--videos N] [--contenders sluice-inprocess,pytorch-pyav,...] [--config NAME=JSON ...] [--dir DIR] [--json]`
+ * (`--rounds R`: R timed runs of each contender, interleaved, for a machine whose load changes; `--videos N`: the
+ * first N videos of each set, for a quick run.)
  * @module
  */
 
 import { parseArgs } from "node:util";
-import { type LoaderOptions, videoClassificationLoader } from "../src/loader/loader.ts";
 import {
   type ClipList,
   runContender,
@@ -39,127 +36,16 @@ import {
   type Verification,
   verifyFrames,
 } from "./contenders/harness.ts";
+import { type DecodeFloor, decodeFloor } from "./decode_floor.ts";
+import { DEFAULT_VARIANTS, ensureSet, makeClipList, parseVariant, type ShapeId } from "./workload_sets.ts";
 
-/** The shape of the workload; see the module docs. */
-export const WORKLOAD = {
-  videos: 48,
-  durationSec: 10,
-  width: 340,
-  height: 256,
-  fps: 30,
-  clipsPerVideo: 2,
-  numFrames: 16,
-  outWidth: 112,
-  outHeight: 112,
-  batchSize: 16,
-} as const;
-
-/** Keyframe interval of each variant of the set. */
-export const VARIANTS: Readonly<Record<string, number>> = { gop250: 250, gop30: 30 };
-
-/** Moving lavfi sources; video `i` uses `SOURCES[i % 6]` and is labelled by it. */
-const SOURCES = ["testsrc2", "mandelbrot", "cellauto", "gradients", "sierpinski", "testsrc"];
+export { WORKLOAD } from "./workload_sets.ts";
 
 const HERE = new URL(".", import.meta.url).pathname;
 const REPO = new URL("..", import.meta.url).pathname;
 
 /** The default cache directory of the sets, clip lists and verify outputs. */
 export const DEFAULT_DIR = `${REPO}.cache/bench/clip_workload`;
-
-function videoArgs(i: number, gop: number): string[] {
-  const w = WORKLOAD;
-  return [
-    ...["-v", "error", "-nostdin"],
-    ...["-f", "lavfi", "-i", `${SOURCES[i % SOURCES.length]}=size=${w.width}x${w.height}:rate=${w.fps}`],
-    ...["-f", "lavfi", "-i", `sine=frequency=${220 + 10 * i}:sample_rate=44100`],
-    ...["-t", String(w.durationSec), "-vf", `noise=alls=10:allf=t+u:all_seed=${i + 1}`],
-    ...["-c:v", "libx264", "-profile:v", "high", "-pix_fmt", "yuv420p", "-bf", "3"],
-    ...["-g", String(gop), "-sc_threshold", "0", "-threads", "1"],
-    ...["-c:a", "aac", "-b:a", "64k"],
-  ];
-}
-
-/**
- * Makes the `gop` variant of the set under `dir` unless it is there already (a marker file records the
- * encoding arguments) and returns its dataset root (`root/<class>/<video>.mp4`).
- */
-export async function ensureWorkloadSet(
-  dir: string,
-  gop: number,
-  log: (line: string) => void = (l) => console.error(l),
-): Promise<string> {
-  const root = `${dir}/gop${gop}/videos`;
-  const marker = `${dir}/gop${gop}/.complete.json`;
-  const want = JSON.stringify({ workload: WORKLOAD, args: videoArgs(0, gop) });
-  try {
-    if (Deno.readTextFileSync(marker) === want) return Deno.realPathSync(root);
-  } catch {
-    // not made yet
-  }
-  await Deno.remove(`${dir}/gop${gop}`, { recursive: true }).catch(() => {});
-  log(`clip_workload: making ${WORKLOAD.videos} videos with keyint ${gop} under ${dir}/gop${gop} (once)`);
-  let next = 0, done = 0;
-  const one = async () => {
-    while (next < WORKLOAD.videos) {
-      const i = next++;
-      const cls = `${root}/${SOURCES[i % SOURCES.length]}`;
-      await Deno.mkdir(cls, { recursive: true });
-      const out = `${cls}/v${String(i).padStart(2, "0")}.mp4`;
-      const r = await new Deno.Command("ffmpeg", { args: [...videoArgs(i, gop), "-y", out] }).output();
-      if (!r.success) throw new Error(`ffmpeg failed for ${out}: ${new TextDecoder().decode(r.stderr)}`);
-      if (++done % 8 === 0) log(`clip_workload: ${done}/${WORKLOAD.videos} videos`);
-    }
-  };
-  await Promise.all([one(), one()]);
-  Deno.writeTextFileSync(marker, want);
-  return Deno.realPathSync(root);
-}
-
-/** The loader options that make sluice's sampler plan the workload's clips (everything but a configuration's own). */
-export function baseLoaderOptions(root: string, seed: number): Record<string, unknown> {
-  const w = WORKLOAD;
-  return {
-    dataset: root,
-    batchSize: w.batchSize,
-    clip: { numFrames: w.numFrames, width: w.outWidth, height: w.outHeight },
-    sampler: {
-      seed,
-      clipsPerVideo: w.clipsPerVideo,
-      // Half a frame more than 16 frames' worth, so float rounding never leaves a window with 15 frames.
-      clipDurationSec: (w.numFrames + 0.5) / w.fps,
-      placement: "random",
-    },
-  };
-}
-
-/** The seeded clip list of `passes` passes over the set at `root` (sluice's sampler plan of epochs 0…). */
-export async function makeClipList(root: string, seed: number, passes: number): Promise<ClipList> {
-  const base = baseLoaderOptions(root, seed);
-  await using loader = await videoClassificationLoader(
-    { ...base, log: () => {} } as unknown as LoaderOptions,
-  );
-  if (loader.indexFailures.length > 0) {
-    throw new Error(`clip_workload: videos failed to index: ${JSON.stringify(loader.indexFailures)}`);
-  }
-  const items = loader.dataset.items;
-  const w = WORKLOAD;
-  return {
-    dataset: root,
-    seed,
-    numFrames: w.numFrames,
-    width: w.outWidth,
-    height: w.outHeight,
-    batchSize: w.batchSize,
-    passes: Array.from({ length: passes }, (_, e) =>
-      loader.sampler.epoch(e).map((c) => ({
-        path: items[c.video].path,
-        start: c.start,
-        end: c.end,
-        label: items[c.video].label,
-      }))),
-    sluice: base,
-  };
-}
 
 /** A contender of the side-by-side runs. */
 export interface Contender {
@@ -314,9 +200,18 @@ export interface ContenderResult {
 /** One variant's results. */
 export interface VariantResult {
   variant: string;
+  shape: ShapeId;
+  /** The set's id, size and keyframe interval. */
+  set: string;
+  width: number;
+  height: number;
   gop: number;
+  videos: number;
+  /** Clips per pass (of pass 0; the manifest shapes' passes may differ by a few). */
   clipsPerPass: number;
   timedPasses: number;
+  /** The decode floor of the timed passes' clips (null with `floor: false`). */
+  floor: DecodeFloor | null;
   results: ContenderResult[];
 }
 
@@ -332,6 +227,10 @@ export interface WorkloadOptions {
    */
   rounds?: number;
   variants?: string[];
+  /** Use only the first N videos of each set (a quick run). */
+  videos?: number;
+  /** Measure the decode floor (default true). */
+  floor?: boolean;
   contenders: Contender[];
   log?: (line: string) => void;
 }
@@ -343,15 +242,13 @@ export async function runWorkload(opts: WorkloadOptions): Promise<VariantResult[
   const seed = opts.seed ?? 1;
   const passes = (opts.passes ?? 5) + 1;
   const out: VariantResult[] = [];
-  for (const variant of opts.variants ?? Object.keys(VARIANTS)) {
-    const gop = VARIANTS[variant];
-    if (gop === undefined) {
-      throw new Error(`unknown variant ${variant} (${Object.keys(VARIANTS).join(", ")})`);
-    }
-    const root = await ensureWorkloadSet(dir, gop, log);
-    const work = `${dir}/gop${gop}/run`;
+  const variants = (opts.variants ?? DEFAULT_VARIANTS).map(parseVariant);
+  for (const v of variants) {
+    const variant = v.id;
+    const videos = await ensureSet(dir, v.set, opts.videos ?? Infinity, log);
+    const work = `${dir}/${v.set.id}/run-${v.shape}`;
     await Deno.mkdir(work, { recursive: true });
-    const list = await makeClipList(root, seed, passes);
+    const list: ClipList = await makeClipList(v, videos, work, seed, passes);
     const clipsFile = `${work}/clips.json`;
     Deno.writeTextFileSync(clipsFile, JSON.stringify(list));
     const refDir = `${work}/reference`;
@@ -419,11 +316,22 @@ export async function runWorkload(opts: WorkloadOptions): Promise<VariantResult[
       r.summary = summarise(r.runs);
       log(`clip_workload ${variant}: ${r.name}: ${r.summary.clipsPerSec.toFixed(1)} clips/s`);
     }
+    let floor: DecodeFloor | null = null;
+    if (opts.floor ?? true) {
+      log(`clip_workload ${variant}: the decode floor (ffmpeg -threads 1 per clip)`);
+      floor = await decodeFloor(list.passes.slice(1).flat(), list.numFrames);
+    }
     out.push({
       variant,
-      gop,
+      shape: v.shape,
+      set: v.set.id,
+      width: v.set.width,
+      height: v.set.height,
+      gop: v.set.gop,
+      videos: videos.length,
       clipsPerPass: list.passes[0].length,
       timedPasses: (passes - 1) * rounds,
+      floor,
       results,
     });
   }
@@ -436,8 +344,8 @@ export function markdownTable(v: VariantResult, baseline: string): string {
   const ratio = (x: number, b: number | undefined) =>
     b === undefined || !(b > 0) ? "" : ` (${(x / b).toFixed(2)}×)`;
   const rows = [
-    "| contender | clips/s | CPU s/clip | peak RSS MiB (PSS) | decode amplification | frames |",
-    "| --- | --- | --- | --- | --- | --- |",
+    "| contender | clips/s | CPU s/clip | decode floor ÷ CPU | peak RSS MiB (PSS) | decode amplification | verdict | frames |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- |",
   ];
   for (const r of v.results) {
     const s = r.summary;
@@ -452,24 +360,47 @@ export function markdownTable(v: VariantResult, baseline: string): string {
       }`;
     if (s === null) {
       const why = r.error !== undefined ? ` failed: ${r.error.slice(0, 200)}` : "";
-      rows.push(`| ${r.name} | - | - | - | - | ${check}${why} |`);
+      rows.push(`| ${r.name} | - | - | - | - | - | - | ${check}${why} |`);
       continue;
     }
     const mib = (n: number) => (n / 2 ** 20).toFixed(0);
+    const floor = v.floor === null ? "-" : `${((v.floor.perClip / s.cpuPerClip) * 100).toFixed(0)}%`;
     rows.push(
       `| ${r.name} | ${s.clipsPerSec.toFixed(1)}${ratio(s.clipsPerSec, base?.clipsPerSec)} | ` +
-        `${s.cpuPerClip.toFixed(3)}${ratio(s.cpuPerClip, base?.cpuPerClip)} | ` +
+        `${s.cpuPerClip.toFixed(3)}${ratio(s.cpuPerClip, base?.cpuPerClip)} | ${floor} | ` +
         `${mib(s.peakRss)}${ratio(s.peakRss, base?.peakRss)} (${mib(s.peakPss)}) | ` +
-        `${s.amplification === null ? "-" : s.amplification.toFixed(2)} | ${check} |`,
+        `${s.amplification === null ? "-" : s.amplification.toFixed(2)} | ${
+          verdicts(s.verdicts)
+        } | ${check} |`,
     );
   }
   return rows.join("\n");
 }
 
-/** The line under the tables that says what decode amplification is. */
+/** The runs' verdicts, each once with its count when runs disagree (`decode`, `decode ×3, demux ×1`). */
+function verdicts(vs: string[] | undefined): string {
+  if (vs === undefined || vs.length === 0) return "-";
+  const n = new Map<string, number>();
+  for (const v of vs) n.set(v, (n.get(v) ?? 0) + 1);
+  return n.size === 1 ? vs[0] : [...n].map(([v, k]) => `${v} ×${k}`).join(", ");
+}
+
+/** The line under a variant's table that gives its decode floor. */
+export function floorNote(v: VariantResult): string {
+  if (v.floor === null) return "Decode floor not measured.";
+  return `Decode floor: ${(v.floor.perClip * 1000).toFixed(1)} ms of CPU per clip (\`ffmpeg -threads 1\` ` +
+    `decoding each of the ${v.floor.clips} timed clips from its keyframe to its last frame, decoder calls only).`;
+}
+
+/** The lines under the tables that say what decode amplification, the floor and the verdict are. */
 export function amplificationNote(): string {
   return "Decode amplification = frames decoded / frames delivered, where the contender can count them (sluice: " +
-    "the loader's per-clip `decodedFrames`; PyAV and node-av: frames their decoders returned).";
+    "the loader's per-clip `decodedFrames`; PyAV and node-av: frames their decoders returned). Decode floor ÷ " +
+    "CPU = the CPU a single-threaded FFmpeg decoder needs for just the frames each clip requires (from its " +
+    "keyframe; `bench/decode_floor.ts`) over the contender's whole CPU per clip: the share of its CPU that the " +
+    "physical limit accounts for (decoding only; scaling, copies and the rest are the remainder; sluice's " +
+    "skipping of unshown frames can take it past 100%). Verdict = `loader.stats().pipeline.bottleneck` at the " +
+    "end of each timed run (sluice only).";
 }
 
 /** PSNR in dB; identical frames give Infinity (null after a JSON round trip, as in `--from` files). */
@@ -483,13 +414,21 @@ export const WORKLOAD_ARGS = {
   seed: { type: "string", default: "1" },
   passes: { type: "string", default: "5" },
   rounds: { type: "string", default: "1" },
-  variants: { type: "string", default: Object.keys(VARIANTS).join(",") },
+  variants: { type: "string", default: DEFAULT_VARIANTS.join(",") },
+  videos: { type: "string" },
   contenders: { type: "string" },
 } as const;
 
 /** {@link runWorkload}'s options from parsed {@link WORKLOAD_ARGS}. */
 export function workloadOptions(
-  values: { dir?: string; seed?: string; passes?: string; rounds?: string; variants?: string },
+  values: {
+    dir?: string;
+    seed?: string;
+    passes?: string;
+    rounds?: string;
+    variants?: string;
+    videos?: string;
+  },
   contenders: Contender[],
 ): WorkloadOptions {
   return {
@@ -497,7 +436,8 @@ export function workloadOptions(
     seed: Number(values.seed ?? 1),
     passes: Number(values.passes ?? 5),
     rounds: Number(values.rounds ?? 1),
-    variants: (values.variants ?? Object.keys(VARIANTS).join(",")).split(","),
+    variants: (values.variants ?? DEFAULT_VARIANTS.join(",")).split(","),
+    videos: values.videos === undefined ? undefined : Number(values.videos),
     contenders,
   };
 }

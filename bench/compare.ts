@@ -1,19 +1,23 @@
 /**
- * Side by side, one script, one run (issue 16): the clip workload of `bench/clip_workload.ts` (the Kinetics-like
- * set, keyint 250 and 30, its seeded fixed clip list; 16 frames at the native rate, 112×112 RGB bilinear,
- * batches of 16) through every contender on this machine: sluice in-process and subprocess, `sluice serve` to
- * Python (once `python/sluice` is in the checkout), PyTorch `DataLoader(num_workers=2)` over PyAV, node-av in 2
- * worker threads and the ffmpeg CLI per clip, 2 at a time. Each is first checked to return the same frames as
- * PyAV (same frame times, PSNR ≥ 35 dB per clip); one that returns other frames is reported, not timed.
+ * Side by side, one script, one run (issues 16, 23): the clip workload of `bench/clip_workload.ts` through every
+ * contender on this machine, for each workload shape (`bench/workload_sets.ts`: sluice's sampler with 2 clips per
+ * video side by side, a manifest with one row per clip, one random clip per video per epoch; each at keyint 250
+ * and 30; and a 1280×720 set): sluice in-process and subprocess, `sluice serve` to Python, PyTorch
+ * `DataLoader(num_workers=2)` over PyAV, node-av in 2 worker threads and the ffmpeg CLI per clip, 2 at a time.
+ * Each is first checked to return the same frames as PyAV (same frame times, PSNR ≥ 35 dB per clip); one that
+ * returns other frames is reported, not timed. Each shape's decode floor (`bench/decode_floor.ts`) is measured
+ * on the same clips.
  *
- * Writes `bench/RESULTS.md` (clips/s, process-tree CPU seconds per clip and peak memory, each as a ratio to
- * sluice in-process, plus the machine, the versions and the load average around the run) and
- * `bench/RESULTS.svg` (the chart it shows).
+ * Writes `bench/RESULTS.md` (a summary of sluice ÷ PyTorch + PyAV over the shapes, then a table per shape: clips/s,
+ * process-tree CPU seconds per clip, the decode floor's share of it, peak memory, decode amplification and
+ * sluice's bottleneck verdict, each as a ratio to sluice in-process; the machine, the versions and the load
+ * average around the run) and `bench/RESULTS.svg` (the chart it shows).
  *
- * Run: `deno run -A bench/compare.ts [--passes 5] [--rounds 1] [--seed 1] [--variants gop250,gop30]
- * [--contenders ids] [--out bench/RESULTS.md] [--from RAW.json]`. Each run also saves its raw results (every
- * pass) under the workload's cache directory; `--from` renders such a file again. node-av is installed for the
- * benchmark only: `SKIP_FFMPEG=true npm install --prefix bench/contenders` (without it, its row says so).
+ * Run: `deno run -A bench/compare.ts [--passes 5] [--rounds 1] [--seed 1] [--variants sampler-gop250,...]
+ * [--videos N] [--contenders ids] [--out bench/RESULTS.md] [--from RAW.json]`. Each run also saves its raw
+ * results (every pass) under the workload's cache directory; `--from` renders such a file again. node-av is
+ * installed for the benchmark only: `SKIP_FFMPEG=true npm install --prefix bench/contenders` (without it, its
+ * row says so).
  * @module
  */
 
@@ -23,8 +27,10 @@ import {
   allContenders,
   amplificationNote,
   DEFAULT_DIR,
+  floorNote,
   markdownTable,
   PYTHON,
+  PYTORCH_PYAV,
   runWorkload,
   selectContenders,
   SLUICE_CONFIGS,
@@ -33,6 +39,7 @@ import {
   WORKLOAD_ARGS,
   workloadOptions,
 } from "./clip_workload.ts";
+import { SHAPES } from "./workload_sets.ts";
 
 const BASELINE = SLUICE_CONFIGS[0].id;
 
@@ -139,7 +146,7 @@ export function chart(results: VariantResult[]): string {
     results.map((v) => {
       const base = v.results.find((r) => r.id === BASELINE)?.summary;
       return {
-        name: `${v.variant} (keyint ${v.gop})`,
+        name: `${v.variant} (${v.width}×${v.height}, keyint ${v.gop})`,
         bars: v.results.map((r): Bar => {
           const value = r.summary ? get(r.summary) : null;
           return { label: r.name, value, ratio: value !== null && base ? value / get(base) : null };
@@ -184,25 +191,68 @@ interface RunMeta {
   versions: string[];
 }
 
+/** The set a variant ran on, in words. */
+function setWords(v: VariantResult): string {
+  return `${v.videos} videos of ${v.width}×${v.height}, keyint ${v.gop}`;
+}
+
+/** sluice in-process ÷ PyTorch + PyAV per variant: clips/s, CPU per clip, the floor's share of each one's CPU. */
+export function summaryTable(results: VariantResult[]): string {
+  const rows = [
+    "| shape | set | sluice ÷ DataLoader + PyAV, clips/s | CPU s/clip, sluice / PyAV | decode floor ÷ CPU, sluice / PyAV | sluice's verdict |",
+    "| --- | --- | --- | --- | --- | --- |",
+  ];
+  for (const v of results) {
+    const s = v.results.find((r) => r.id === BASELINE)?.summary;
+    const p = v.results.find((r) => r.id === PYTORCH_PYAV.id)?.summary;
+    const share = (x: { cpuPerClip: number } | null | undefined) =>
+      x && v.floor ? `${((v.floor.perClip / x.cpuPerClip) * 100).toFixed(0)}%` : "-";
+    const verdict = s?.verdicts.length ? [...new Set(s.verdicts)].join(", ") : "-";
+    rows.push(
+      `| ${v.shape} | ${setWords(v)} | ${
+        s && p ? `${(s.clipsPerSec / p.clipsPerSec).toFixed(2)}×` : "-"
+      } | ` +
+        `${s ? s.cpuPerClip.toFixed(3) : "-"} / ${p ? p.cpuPerClip.toFixed(3) : "-"} | ${share(s)} / ${
+          share(p)
+        } | ` +
+        `${verdict} |`,
+    );
+  }
+  return rows.join("\n");
+}
+
 /** RESULTS.md for one run; `svgName` is the chart's file name beside it. */
 export function report(meta: RunMeta, results: VariantResult[], svgName: string): string {
   const w = WORKLOAD;
   const shared = Number(meta.loadBefore.split(" ")[0]) >= 1;
+  const shapes = [...new Set(results.map((v) => v.shape))];
   return [
     "# sluice side by side",
     "",
     `Generated by \`deno run -A bench/compare.ts${meta.args.length ? " " + meta.args.join(" ") : ""}\` on ` +
     `${meta.started}, ${meta.minutes.toFixed(1)} min. Do not edit: rerun it.`,
     "",
+    ...(shared
+      ? [
+        `**Measured on a loaded machine** (load average ${meta.loadBefore} before the run, ${meta.cores} cores): ` +
+        "absolute figures are low and noisy; take final figures on a quiet machine.",
+        "",
+      ]
+      : []),
     `![clips/s, CPU per clip and peak RSS per contender](${svgName})`,
     "",
-    `**Workload.** ${w.videos} videos of ${w.durationSec} s, ${w.width}×${w.height} at ${w.fps} fps, H.264 High ` +
-    `with B-frames, AAC audio (made with the ffmpeg CLI by \`bench/clip_workload.ts\`); ${w.clipsPerVideo} clips ` +
-    `per video at seeded random places (sluice's sampler, seed ${meta.seed}; every contender gets the same list), ` +
-    `${w.numFrames} consecutive frames at the native rate → ${w.outWidth}×${w.outHeight} RGB24 bilinear, batches ` +
-    `of ${w.batchSize}. Each timed run starts with a warm-up pass; clips/s is the median of ` +
-    `${meta.passes * meta.rounds} timed passes of ${results[0]?.clipsPerPass ?? "?"} clips (${meta.rounds} ` +
-    `interleaved round(s) of ${meta.passes}; a new clip list each pass, the same for every contender).`,
+    `**Workload.** Videos of ${w.durationSec} s at ${w.fps} fps, H.264 High with B-frames, AAC audio (made with ` +
+    `the ffmpeg CLI by \`bench/workload_sets.ts\`); each clip is ${w.numFrames} consecutive frames at the native ` +
+    `rate from the frame on screen at its start (docs/clips.md) → ${w.outWidth}×${w.outHeight} RGB24 bilinear, ` +
+    `batches of ${w.batchSize}. Shapes (seed ${meta.seed}; every contender gets the same list):`,
+    "",
+    ...shapes.map((k) => `- **${k}**: ${SHAPES[k].describe}.`),
+    "",
+    `Each timed run starts with a warm-up pass; clips/s is the median of ${
+      meta.passes * meta.rounds
+    } timed ` +
+    `passes (${meta.rounds} interleaved round(s) of ${meta.passes}; a new clip list each pass, the same for every ` +
+    "contender).",
     "",
     "**Checked first.** Each contender's clips of the first pass are compared with PyAV decoding the same clips " +
     "in one process: same frame times and PSNR ≥ 35 dB per clip. A contender that returns other frames is " +
@@ -211,7 +261,9 @@ export function report(meta: RunMeta, results: VariantResult[], svgName: string)
     "**Measured from outside, the same way for all.** Wall time per pass (the contender's own clock); CPU = " +
     "user + system seconds of the whole process tree (worker processes, backend child, spawned ffmpegs) over the " +
     "timed passes, per clip; peak RSS = highest sum of the tree's RSS, sampled every 100 ms over the whole run " +
-    "(shared pages count once per process: forked PyTorch workers share much of their parent; PSS splits them).",
+    "(shared pages count once per process: forked PyTorch workers share much of their parent; PSS splits them). " +
+    "The decode floor is what `ffmpeg -threads 1` spends in its decoder on just the frames each timed clip needs, " +
+    "from its keyframe (`bench/decode_floor.ts`).",
     "",
     `**Machine.** ${meta.cpu}, ${meta.cores} cores. Load average ${meta.loadBefore} before and ` +
     `${meta.loadAfter} after the run. ` +
@@ -223,13 +275,21 @@ export function report(meta: RunMeta, results: VariantResult[], svgName: string)
     "",
     ...meta.versions.map((v) => `- ${v}`),
     "",
-    ...results.flatMap((v) => [
-      `## ${v.variant}: keyint ${v.gop}`,
+    "## Summary over the shapes",
+    "",
+    summaryTable(results),
+    "",
+    ...shapes.flatMap((k) => [
+      `## ${k}: ${SHAPES[k].title}`,
       "",
-      `Ratios to ${SLUICE_CONFIGS[0].name}.`,
-      "",
-      markdownTable(v, BASELINE),
-      "",
+      ...results.filter((v) => v.shape === k).flatMap((v) => [
+        `### ${v.variant}: ${setWords(v)}`,
+        "",
+        `${v.clipsPerPass} clips per pass; ratios to ${SLUICE_CONFIGS[0].name}. ${floorNote(v)}`,
+        "",
+        markdownTable(v, BASELINE),
+        "",
+      ]),
     ]),
     amplificationNote(),
     "",

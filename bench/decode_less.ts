@@ -1,15 +1,16 @@
 /**
  * Decoding less (issue 14), side by side in one run: sluice's in-process loader with each `decodeLess` switch
  * off and on, against PyTorch `DataLoader(num_workers=2)` over a PyAV `Dataset`, on the clip workload of
- * `bench/clip_workload.ts` (its sets, clip list, frame check and harness: GOP 250 and GOP 30 variants, 2 clips
- * per video, 16 frames at native rate → 112×112, batches of 16). Rounds interleave the contenders, so load
+ * `bench/clip_workload.ts` (its sets, clip lists, frame check and harness; by default its `sampler` shape at GOP
+ * 250 and 30, 2 clips per video, 16 frames at native rate → 112×112, batches of 16). Rounds interleave the contenders, so load
  * that changes during the run weighs on all alike. Reported per variant: clips/s, CPU s/clip, peak RSS and decode
  * amplification (frames decoded / frames delivered), as ratios to DataLoader + PyAV.
  *
  * `--hd`: idle cores as threads (§3) where it matters: one 3840×2160 H.264 video, one 16-frame clip per epoch (one
  * decode in flight on a machine of several cores), `threads` on and off, interleaved.
  *
- * Run: `deno run -A bench/decode_less.ts [--passes 4] [--rounds 2] [--seed 1] [--variants gop250,gop30] [--hd]`
+ * Run: `deno run -A bench/decode_less.ts [--passes 4] [--rounds 2] [--seed 1]
+ * [--variants sampler-gop250,sampler-gop30,...] [--hd]`
  * @module
  */
 
@@ -86,7 +87,12 @@ const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length
 if (import.meta.main) {
   const { values } = parseArgs({
     args: Deno.args,
-    options: { ...WORKLOAD_ARGS, passes: { type: "string", default: "4" }, hd: { type: "boolean" } },
+    options: {
+      ...WORKLOAD_ARGS,
+      passes: { type: "string", default: "4" },
+      variants: { type: "string", default: "sampler-gop250,sampler-gop30" },
+      hd: { type: "boolean" },
+    },
   });
   const before = loadavg();
   const contenders = [

@@ -2,13 +2,15 @@
  * Contender: the ffmpeg CLI spawned once per clip, `--jobs` (2) at a time, its raw RGB24 output read from a pipe
  * and assembled, in list order, into `[B, T, H, W, 3]` batches. Per clip:
  *
- * `ffmpeg -ss START -copyts -i FILE -map 0:v:0 -frames:v T -fps_mode passthrough
+ * `ffmpeg -ss X -copyts -i FILE -map 0:v:0 -frames:v T -fps_mode passthrough
  *   -vf scale=W:H:flags=bilinear -f rawvideo -pix_fmt rgb24 -`
  *
- * (input seeking: FFmpeg seeks to the keyframe before START and drops the frames before it;
- * `-fps_mode passthrough` keeps the frames as decoded instead of duplicating the first to START, see
- * /work/shared/NOTES.md; everything else is the CLI's default, threads included). In verify mode a `showinfo`
- * filter after the scaler reports each frame's time (`-copyts` keeps them in the file's time line).
+ * (input seeking: FFmpeg seeks to the keyframe before X and drops the frames before it; X is the time from which
+ * the first frame kept is the one on screen at the clip's start, see `ffmpeg_seek.ts`, from each video's time
+ * base and frame rate, probed once before the first pass; `-fps_mode passthrough` keeps the frames as decoded
+ * instead of duplicating the first to X, see /work/shared/NOTES.md; everything else is the CLI's default,
+ * threads included). In verify mode a `showinfo` filter after the scaler reports each frame's time (`-copyts`
+ * keeps them in the file's time line).
  *
  * Contract and measurement: `harness.ts`. Run:
  * `deno run -A bench/contenders/ffmpeg_cli.ts --clips FILE --mode time|verify [--out DIR] [--jobs 2]`
@@ -16,16 +18,28 @@
  */
 
 import { type Clip, contenderArgs } from "./harness.ts";
+import { probeAll, seekTime } from "./ffmpeg_seek.ts";
 
 const { list, verify, out, opts } = contenderArgs(Deno.args, { jobs: "2" });
 const { numFrames: T, width: W, height: H, batchSize } = list;
 const clipBytes = T * W * H * 3;
+const timing = await probeAll(list.passes.flat().map((c) => c.path));
 
 async function decodeClip(c: Clip): Promise<{ data: Uint8Array; pts: number[] }> {
   const vf = `scale=${W}:${H}:flags=bilinear${verify ? ",showinfo" : ""}`;
   const args = [
     ...["-hide_banner", "-nostdin", "-loglevel", verify ? "info" : "error"],
-    ...["-ss", String(c.start), "-copyts", "-i", c.path, "-map", "0:v:0", "-frames:v", String(T)],
+    ...[
+      "-ss",
+      seekTime(c.start, timing.get(c.path)!),
+      "-copyts",
+      "-i",
+      c.path,
+      "-map",
+      "0:v:0",
+      "-frames:v",
+      String(T),
+    ],
     ...["-fps_mode", "passthrough", "-vf", vf, "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
   ];
   const r = await new Deno.Command("ffmpeg", { args, stdin: "null" }).output();

@@ -4,15 +4,18 @@
  * from the outside the same way for all, and checks its frames against a reference before it is timed.
  *
  * Contender contract (every script in `bench/contenders/` follows it, whatever its language):
- * - `--clips FILE`: a {@link ClipList} (JSON). Clips are decoded as `numFrames` consecutive frames at the video's
- *   own rate, starting with the first frame whose time is ≥ `start`, each resized to `width`×`height` RGB24
- *   (bilinear), and grouped into batches of `batchSize` in list order.
+ * - `--clips FILE`: a {@link ClipList} (JSON). A clip is `numFrames` consecutive frames at the video's own rate,
+ *   sluice's rule (docs/clips.md): the frame on screen at `start` (the latest presented at or before it, which
+ *   may lie in an earlier GOP; the first frame when `start` precedes it), then the frames presented after it
+ *   (every window holds more than `numFrames` of them; a video ending inside repeats its last frame). Each is
+ *   resized to `width`×`height` RGB24 (bilinear); clips are grouped into batches of `batchSize` in list order.
  * - `--mode verify --out DIR`: decode `passes[0]` once and write `DIR/frames.bin` (the clips' frames in list
  *   order, `numFrames × height × width × 3` bytes each) and `DIR/pts.json` (each clip's frame times, seconds).
  * - `--mode time`: decode every pass of the list in order; on stdout print one JSON line
  *   `{"event":"start","pass":p}` just before pass `p` starts and `{"event":"end","pass":p,"wall":s,"clips":n,
  *   "frames":f,"decoded":d}` when its last batch is complete (`decoded`: frames the decoder produced, `null`
- *   when the contender cannot tell). Other output goes to stderr. Exit status 0 on success.
+ *   when the contender cannot tell). A sluice contender may end with `{"event":"stats","bottleneck":b}`, its
+ *   loader's verdict. Other output goes to stderr. Exit status 0 on success.
  *
  * Measurement (here, identical for every contender): wall time per pass as the contender reports it (its own
  * monotonic clock); CPU time of the whole process tree (the contender and every descendant — worker processes,
@@ -29,7 +32,7 @@ import { psnr } from "../../tests/helpers/decode_oracles.ts";
 export interface Clip {
   /** Absolute path of the video. */
   path: string;
-  /** The window, seconds: frames start at the first one at or after `start`. */
+  /** The window, seconds: frames start with the one on screen at `start`. */
   start: number;
   end: number;
   label: number;
@@ -37,8 +40,8 @@ export interface Clip {
 
 /** The clip list every contender decodes; see the module docs. */
 export interface ClipList {
-  /** Dataset root (a `root/<label>/<video>` tree). */
-  dataset: string;
+  /** The workload shape that made it (`bench/workload_sets.ts`). */
+  shape: string;
   seed: number;
   numFrames: number;
   width: number;
@@ -46,8 +49,18 @@ export interface ClipList {
   batchSize: number;
   /** `passes[p]` is the clip list of pass `p` (pass 0 is the warm-up and the verified pass). */
   passes: Clip[][];
-  /** How sluice's sampler was configured to plan exactly these clips (`LoaderOptions` minus per-config options). */
+  /** How sluice's loader is configured to load exactly these clips (`LoaderOptions` minus per-config options). */
   sluice: Record<string, unknown>;
+  /**
+   * How sluice's loader meets the passes: false, epoch `p` of its sampler is pass `p`; true, its dataset is a
+   * manifest of every pass's clips in order, read as one epoch.
+   */
+  onePass: boolean;
+}
+
+/** The key a contender finds a delivered clip by in the list. */
+export function clipKey(path: string, start: number): string {
+  return `${path}@${start.toFixed(6)}`;
 }
 
 /**
@@ -101,6 +114,8 @@ export interface RunResult {
   wall: number;
   /** Last lines of stderr (for reports). */
   stderrTail: string;
+  /** The loader's bottleneck verdict at the end of the run (sluice contenders), else null. */
+  verdict: string | null;
 }
 
 /** A sample of a process tree from /proc. */
@@ -216,6 +231,7 @@ export async function runContender(cmd: string[], opts: RunOptions = {}): Promis
   const passes: PassRecord[] = [];
   const starts = new Map<number, number>();
   const stderrLines: string[] = [];
+  let verdict: string | null = null;
   const readStdout = async () => {
     for await (const line of lines(child.stdout)) {
       let ev: Record<string, unknown>;
@@ -225,7 +241,8 @@ export async function runContender(cmd: string[], opts: RunOptions = {}): Promis
         stderrLines.push(`(stdout) ${line}`);
         continue;
       }
-      if (ev.event === "start") starts.set(ev.pass as number, sample(false).cpu);
+      if (ev.event === "stats") verdict = String(ev.bottleneck ?? "none stands out");
+      else if (ev.event === "start") starts.set(ev.pass as number, sample(false).cpu);
       else if (ev.event === "end") {
         const cpuEnd = sample(false).cpu;
         passes.push({
@@ -259,6 +276,7 @@ export async function runContender(cmd: string[], opts: RunOptions = {}): Promis
     peakPss,
     wall: (performance.now() - t0) / 1000,
     stderrTail,
+    verdict,
   };
   if (!ok) {
     result.error = `exit ${status.code}${status.signal ? ` (${status.signal})` : ""}: ${
@@ -293,6 +311,8 @@ export interface Summary {
   amplification: number | null;
   peakRss: number;
   peakPss: number;
+  /** Each run's bottleneck verdict, where the contender reports one. */
+  verdicts: string[];
 }
 
 const median = (xs: number[]) => {
@@ -326,6 +346,7 @@ export function summarise(runs: RunResult[]): Summary {
     amplification: known && frames > 0 ? decoded / frames : null,
     peakRss: Math.max(...runs.map((r) => r.peakRss)),
     peakPss: Math.max(...runs.map((r) => r.peakPss)),
+    verdicts: runs.flatMap((r) => r.verdict === null ? [] : [r.verdict]),
   };
 }
 

@@ -4,8 +4,10 @@
 // frames, in list order, into [B, T, H, W, 3] batches. Each worker opens the clip's video with node-av's
 // low-level synchronous API (FormatContext, CodecContext, SoftwareScaleContext: no async worker hop per call,
 // its fastest path), seeks backward to the keyframe at or before the start (av_seek_frame on the video stream,
-// in its time base; a landing after the start is retried from a second earlier), decodes forward and scales the
-// first `numFrames` frames at or after the start to width x height RGB24, bilinear. The decoder keeps FFmpeg's
+// in its time base; a landing after the start is retried from a second earlier), decodes forward and scales, as
+// sluice does (docs/clips.md), the frame on screen at the start (the latest presented at or before it, kept in a
+// second Frame until the next one shows it is) and the frames presented after it, `numFrames` in all, to
+// width x height RGB24, bilinear. The decoder keeps FFmpeg's
 // default of one thread per decoder, so `--threads` decoders share the cores, as sluice's Workers do.
 // High-level `Demuxer.seek` is avoided: with a stream index it passes microseconds where FFmpeg expects the
 // stream's time base (see /work/shared/NOTES.md).
@@ -40,7 +42,8 @@ function check(ret, what) {
 function decodeClip(path, start, numFrames, width, height) {
   const fmt = new FormatContext();
   const packet = new Packet();
-  const frame = new Frame();
+  let frame = new Frame();
+  let held = new Frame(); // the latest frame presented at or before the start
   const rgb = new Frame();
   const sws = new SoftwareScaleContext();
   const dec = new CodecContext();
@@ -58,6 +61,7 @@ function decodeClip(path, start, numFrames, width, height) {
     check(dec.open2Sync(), "open decoder");
     packet.alloc();
     frame.alloc();
+    held.alloc();
     rgb.alloc();
     rgb.format = AV_PIX_FMT_RGB24;
     rgb.width = width;
@@ -68,7 +72,7 @@ function decodeClip(path, start, numFrames, width, height) {
     for (;;) {
       const out = new Uint8Array(numFrames * frameBytes);
       const pts = [];
-      let landed = null, retry = false, eof = false, swsFor = "";
+      let landed = null, retry = false, eof = false, swsFor = "", heldT = null;
       const ts = BigInt(Math.max(0, Math.floor(target * tb.den / tb.num)));
       check(fmt.seekFrameSync(si, ts, AVSEEK_FLAG_BACKWARD), "seek");
       dec.flushBuffers();
@@ -84,30 +88,33 @@ function decodeClip(path, start, numFrames, width, height) {
           const t = Number(frame.bestEffortTimestamp) * tb.num / tb.den;
           if (landed === null) {
             landed = t;
-            if (t > start + 1e-6 && target > 0) {
+            if (t > start && target > 0) {
               retry = true;
               return true;
             }
           }
-          if (t < start - 1e-9) continue;
-          const key = `${frame.width}x${frame.height}:${frame.format}`;
-          if (key !== swsFor) {
-            sws.getContext(
-              frame.width,
-              frame.height,
-              frame.format,
-              width,
-              height,
-              AV_PIX_FMT_RGB24,
-              SWS_BILINEAR,
-            );
-            swsFor = key;
+          if (t <= start) {
+            [held, frame] = [frame, held]; // keep it; the decoder writes the next frame into the other one
+            heldT = t;
+            continue;
           }
-          check(sws.scaleFrameSync(rgb, frame), "scale");
-          out.set(rgb.toBuffer(), pts.length * frameBytes);
-          pts.push(t);
+          if (heldT !== null) {
+            emit(held, heldT);
+            heldT = null;
+          }
+          if (pts.length < numFrames) emit(frame, t);
           if (pts.length === numFrames) return true;
         }
+      };
+      const emit = (f, t) => {
+        const key = `${f.width}x${f.height}:${f.format}`;
+        if (key !== swsFor) {
+          sws.getContext(f.width, f.height, f.format, width, height, AV_PIX_FMT_RGB24, SWS_BILINEAR);
+          swsFor = key;
+        }
+        check(sws.scaleFrameSync(rgb, f), "scale");
+        out.set(rgb.toBuffer(), pts.length * frameBytes);
+        pts.push(t);
       };
       let done = false;
       while (!done && !eof) {
@@ -127,6 +134,7 @@ function decodeClip(path, start, numFrames, width, height) {
         target = Math.max(0, Math.min(target, landed) - 1);
         continue;
       }
+      if (heldT !== null && pts.length < numFrames) emit(held, heldT); // the stream ended with it on screen
       if (pts.length === 0) throw new Error(`${path}: no frame at or after ${start}`);
       for (let k = pts.length; k < numFrames; k++) { // the video ends inside the window: repeat the last frame
         out.copyWithin(k * frameBytes, (k - 1) * frameBytes, k * frameBytes);
@@ -139,6 +147,7 @@ function decodeClip(path, start, numFrames, width, height) {
     dec.freeContext();
     rgb.free();
     frame.free();
+    held.free();
     packet.free();
     fmt.closeInputSync();
   }

@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """Contender: the loader most users run today, a PyTorch DataLoader(num_workers=2) over a PyAV Dataset.
 
-Each item opens its video, seeks backward to the keyframe at or before the clip's start, decodes forward and keeps
-the first `numFrames` frames whose time is >= start, each converted by PyAV (swscale) to width x height RGB24 with
+Each item opens its video, seeks backward to the keyframe at or before the clip's start, decodes forward and keeps,
+as sluice does (docs/clips.md), the frame on screen at the start (the latest presented at or before it) and then
+the frames presented after it, `numFrames` in all, each converted by PyAV (swscale) to width x height RGB24 with
 bilinear interpolation; the DataLoader's default collate stacks them into [B, T, H, W, 3] uint8 batches. PyAV's
 decoder settings are its defaults (what a user gets). A seek that lands after the start (a keyframe whose decode
-time is before the target but whose presentation time is after it) is retried from a second earlier, so every
-clip holds the frames asked for.
+time is before the target but whose presentation time is after it) is retried from a second earlier, so the frame
+on screen at the start is among those decoded.
 
 `--mode reference` runs the same decode function in one process without torch: the oracle every contender's
 frames are checked against (bench/contenders/harness.ts describes the modes and the output contract).
@@ -28,6 +29,10 @@ import numpy as np
 def decode_clip(path, start, num_frames, width, height):
     """Returns (frames uint8 [T, H, W, 3], frame times in seconds, frames decoded)."""
     decoded = 0
+
+    def rgb(frame):
+        return frame.to_ndarray(width=width, height=height, format="rgb24", interpolation="BILINEAR")
+
     with av.open(path) as container:
         stream = container.streams.video[0]
         tb = stream.time_base
@@ -35,6 +40,7 @@ def decode_clip(path, start, num_frames, width, height):
         while True:
             container.seek(max(0, math.floor(target / tb)), stream=stream, backward=True)
             frames, pts, landed = [], [], None
+            held = None  # the latest frame presented at or before start, and its time
             for frame in container.decode(stream):
                 decoded += 1
                 if frame.pts is None:
@@ -42,20 +48,28 @@ def decode_clip(path, start, num_frames, width, height):
                 t = float(frame.pts * tb)
                 if landed is None:
                     landed = t
-                    if t > start + 1e-6 and target > 0:
-                        break  # landed past the start: seek further back
-                if t < start - 1e-9:
+                    if t > start and target > 0:
+                        break  # landed past the start: the frame on screen there comes earlier
+                if t <= start:
+                    held = (frame, t)
                     continue
-                frames.append(frame.to_ndarray(width=width, height=height, format="rgb24",
-                                               interpolation="BILINEAR"))
-                pts.append(t)
+                if held is not None:
+                    frames.append(rgb(held[0]))
+                    pts.append(held[1])
+                    held = None
+                if len(frames) < num_frames:
+                    frames.append(rgb(frame))
+                    pts.append(t)
                 if len(frames) == num_frames:
                     break
-            if landed is not None and landed > start + 1e-6 and target > 0:
+            if landed is not None and landed > start and target > 0:
                 target = max(0.0, min(target, landed) - 1.0)
                 continue
+            if held is not None:  # the stream ended with the frame on screen at start
+                frames.append(rgb(held[0]))
+                pts.append(held[1])
             if not frames:
-                raise RuntimeError(f"{path}: no frame at or after {start}")
+                raise RuntimeError(f"{path}: no frame on screen at or after {start}")
             while len(frames) < num_frames:  # the video ends inside the window: repeat the last frame
                 frames.append(frames[-1])
                 pts.append(pts[-1])

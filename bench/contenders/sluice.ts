@@ -1,19 +1,23 @@
 /**
  * Contender: sluice's `videoClassificationLoader` (see `harness.ts` for the contract). The loader is configured
- * with the clip list's `sluice` options (the seeded sampler that planned exactly these clips) merged with
- * `--config JSON` (a named configuration's own options, e.g. `{"backend":"subprocess"}`), and runs one epoch per
- * pass: epoch `p` of that sampler is pass `p` of the list. Every epoch is checked to deliver exactly the listed
- * clips (same videos, same windows); a loader that delivers others fails the run rather than being timed.
+ * with the clip list's `sluice` options merged with `--config JSON` (a named configuration's own options, e.g.
+ * `{"backend":"subprocess"}`). For the `sampler` shape those options are the seeded sampler that planned exactly
+ * these clips, and epoch `p` is pass `p`; for the manifest shapes (`onePass`) the dataset is a manifest of every
+ * pass's rows in order, read as one epoch, and a pass ends when its last clip has come. Every pass is checked to
+ * deliver exactly the listed clips (same videos, same windows); a loader that delivers others fails the run
+ * rather than being timed.
  *
  * Decode amplification: when the loader reports frames decoded per clip (`decodedFrames` in the clip metadata,
- * issue 14), `decoded` counts them; otherwise it is null.
+ * issue 14), `decoded` counts them; otherwise it is null. In time mode the run ends with the loader's verdict:
+ * `{"event":"stats","bottleneck":…}` (`loader.stats().pipeline.bottleneck`).
  *
  * Run: `deno run -A bench/contenders/sluice.ts --clips FILE --mode time|verify [--out DIR] [--config JSON]`
  * @module
  */
 
 import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
-import { type Clip, contenderArgs } from "./harness.ts";
+import type { Batch } from "../../src/loader/collate.ts";
+import { clipKey, contenderArgs } from "./harness.ts";
 
 const { list, verify, out, opts: own } = contenderArgs(Deno.args, { config: "{}" });
 const config = JSON.parse(own.config) as Record<string, unknown>;
@@ -32,47 +36,72 @@ function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<s
 
 const opts = merge(list.sluice, config) as unknown as LoaderOptions;
 opts.log = (line) => console.error(line);
-const key = (path: string, start: number) => `${path}@${start.toFixed(6)}`;
 const T = list.numFrames, frameBytes = list.width * list.height * 3, clipBytes = T * frameBytes;
+const passes = verify ? 1 : list.passes.length;
+/** Where each listed clip is: its pass and its index in that pass. */
+const where = new Map<string, [number, number]>();
+list.passes.forEach((clips, p) => clips.forEach((c, i) => where.set(clipKey(c.path, c.start), [p, i])));
 
 await using loader = await videoClassificationLoader(opts);
-const passes = verify ? 1 : list.passes.length;
-for (let p = 0; p < passes; p++) {
-  const want = new Map<string, number>();
-  list.passes[p].forEach((c: Clip, i) => want.set(key(c.path, c.start), i));
-  const seen = new Set<number>();
-  const frames = verify ? new Uint8Array(clipBytes * list.passes[p].length) : null;
-  const pts: number[][] = new Array(list.passes[p].length);
-  let emitted = 0, decoded: number | null = 0;
+
+/** The loader's batches over the passes: one epoch per pass, or one epoch for all (`onePass`). */
+async function* batches(): AsyncGenerator<Batch> {
+  for (let e = 0; e < (list.onePass ? 1 : passes); e++) {
+    for await (using batch of loader) yield batch;
+  }
+}
+
+const seen = list.passes.map(() => new Set<number>());
+const frames = verify ? new Uint8Array(clipBytes * list.passes[0].length) : null;
+const pts: number[][] = new Array(list.passes[0].length);
+const counts = list.passes.map(() => ({ emitted: 0, decoded: 0 as number | null }));
+let p = 0, t0 = 0;
+const startPass = () => {
   console.log(JSON.stringify({ event: "start", pass: p }));
-  const t0 = performance.now();
-  for await (using batch of loader) {
-    const [b] = batch.shape;
-    if (batch.shape.join() !== [b, T, list.height, list.width, 3].join()) {
-      throw new Error(`batch shape ${batch.shape} is not [B, ${T}, ${list.height}, ${list.width}, 3]`);
+  t0 = performance.now();
+};
+/** Ends every pass whose clips have all come, in order. */
+const endPasses = () => {
+  while (p < passes && seen[p].size === list.passes[p].length) {
+    const wall = (performance.now() - t0) / 1000;
+    const { emitted, decoded } = counts[p];
+    console.log(
+      JSON.stringify({ event: "end", pass: p, wall, clips: seen[p].size, frames: emitted, decoded }),
+    );
+    if (++p < passes) startPass();
+  }
+};
+startPass();
+for await (const batch of batches()) {
+  const [b] = batch.shape;
+  if (batch.shape.join() !== [b, T, list.height, list.width, 3].join()) {
+    throw new Error(`batch shape ${batch.shape} is not [B, ${T}, ${list.height}, ${list.width}, 3]`);
+  }
+  for (const [j, m] of batch.clips.entries()) {
+    const at = where.get(clipKey(m.path, m.start));
+    if (at === undefined || seen[at[0]].has(at[1])) {
+      throw new Error(`pass ${p}: the loader delivered a clip not in the list: ${m.path} @ ${m.start}`);
     }
-    for (const [j, m] of batch.clips.entries()) {
-      const i = want.get(key(m.path, m.start));
-      if (i === undefined || seen.has(i)) {
-        throw new Error(`pass ${p}: the loader delivered a clip not in the list: ${m.path} @ ${m.start}`);
-      }
-      seen.add(i);
-      emitted += T;
-      const d = (m as { decodedFrames?: unknown }).decodedFrames;
-      decoded = typeof d === "number" && decoded !== null ? decoded + d : null;
-      if (frames) {
-        frames.set(batch.data.subarray(j * clipBytes, (j + 1) * clipBytes), i * clipBytes);
-        pts[i] = [...m.pts];
-      }
+    const [q, i] = at;
+    seen[q].add(i);
+    const c = counts[q];
+    c.emitted += T;
+    const d = (m as { decodedFrames?: unknown }).decodedFrames;
+    c.decoded = typeof d === "number" && c.decoded !== null ? c.decoded + d : null;
+    if (frames && q === 0) {
+      frames.set(batch.data.subarray(j * clipBytes, (j + 1) * clipBytes), i * clipBytes);
+      pts[i] = [...m.pts];
     }
   }
-  const wall = (performance.now() - t0) / 1000;
-  if (seen.size !== list.passes[p].length) {
-    throw new Error(`pass ${p}: ${list.passes[p].length - seen.size} listed clips were not delivered`);
-  }
-  console.log(JSON.stringify({ event: "end", pass: p, wall, clips: seen.size, frames: emitted, decoded }));
-  if (frames) {
-    Deno.writeFileSync(`${out}/frames.bin`, frames);
-    Deno.writeTextFileSync(`${out}/pts.json`, JSON.stringify(pts));
-  }
+  endPasses();
+  if (p === passes) break;
+}
+if (p < passes) {
+  throw new Error(`pass ${p}: ${list.passes[p].length - seen[p].size} listed clips were not delivered`);
+}
+if (frames) {
+  Deno.writeFileSync(`${out}/frames.bin`, frames);
+  Deno.writeTextFileSync(`${out}/pts.json`, JSON.stringify(pts));
+} else {
+  console.log(JSON.stringify({ event: "stats", bottleneck: loader.stats().pipeline.bottleneck }));
 }

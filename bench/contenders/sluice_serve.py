@@ -2,10 +2,11 @@
 """Contender: `sluice serve` to Python: the client in python/sluice (issue 13) starts a sluice server (a Deno
 process of this checkout) that runs the loader, and reads its batches zero-copy from shared memory.
 
-The loader is configured as the sluice contender's (bench/contenders/sluice.ts): the clip list's `sluice` options
-(the seeded sampler that planned exactly these clips), with `--config JSON` merged over them; epoch `p` of the
-server's loader is pass `p` of the list, and every epoch must deliver exactly the listed clips; frames decoded
-come from each clip's `decodedFrames`. Contract and measurement: bench/contenders/harness.ts.
+The loader is configured as the sluice contender's (bench/contenders/sluice.ts): the clip list's `sluice` options,
+with `--config JSON` merged over them; epoch `p` of the server's loader is pass `p` of the list (the sampler
+shape), or one epoch holds every pass in order (`onePass`: a manifest of all passes' rows), and every pass must
+deliver exactly the listed clips; frames decoded come from each clip's `decodedFrames`. A time run ends with the
+loader's bottleneck verdict. Contract and measurement: bench/contenders/harness.ts.
 
 Run: /usr/bin/python3 bench/contenders/sluice_serve.py --clips FILE --mode time|verify [--out DIR] [--config JSON]
 """
@@ -53,40 +54,65 @@ def main():
     loader = sluice.Loader(**snake_keys(opts))
     key = lambda path, start: f"{path}@{start:.6f}"  # noqa: E731
     clip_bytes = n * h * w * 3
+    verify = args.mode == "verify"
+    passes = 1 if verify else len(spec["passes"])
+    where = {key(c["path"], c["start"]): (p, i) for p, clips in enumerate(spec["passes"]) for i, c in enumerate(clips)}
+    seen = [set() for _ in spec["passes"]]
+    emitted = [0] * len(spec["passes"])
+    decoded = [0] * len(spec["passes"])
+    frames = bytearray(clip_bytes * len(spec["passes"][0])) if verify else None
+    pts = [None] * len(spec["passes"][0])
+    state = {"p": 0, "t0": 0.0}
+
+    def start_pass():
+        print(json.dumps({"event": "start", "pass": state["p"]}), flush=True)
+        state["t0"] = time.perf_counter()
+
+    def end_passes():
+        while state["p"] < passes and len(seen[state["p"]]) == len(spec["passes"][state["p"]]):
+            p = state["p"]
+            wall = time.perf_counter() - state["t0"]
+            print(json.dumps({"event": "end", "pass": p, "wall": wall, "clips": len(seen[p]), "frames": emitted[p],
+                              "decoded": decoded[p]}), flush=True)
+            state["p"] += 1
+            if state["p"] < passes:
+                start_pass()
+
     with loader:
-        passes = 1 if args.mode == "verify" else len(spec["passes"])
-        for p in range(passes):
-            want = {key(c["path"], c["start"]): i for i, c in enumerate(spec["passes"][p])}
-            seen = set()
-            frames = bytearray(clip_bytes * len(want)) if args.mode == "verify" else None
-            pts = [None] * len(want)
-            decoded = 0
-            print(json.dumps({"event": "start", "pass": p}), flush=True)
-            t0 = time.perf_counter()
+        start_pass()
+        for _epoch in range(1 if spec["onePass"] else passes):
             for batch in loader:
                 video = batch.video
                 assert tuple(video.shape[1:]) == (n, h, w, 3), video.shape
                 for j, m in enumerate(batch.clips):
-                    i = want.get(key(m["path"], m["start"]))
-                    if i is None or i in seen:
-                        raise SystemExit(f"pass {p}: the server delivered a clip not in the list: {m['path']} @ "
-                                         f"{m['start']}")
-                    seen.add(i)
+                    at = where.get(key(m["path"], m["start"]))
+                    if at is None or at[1] in seen[at[0]]:
+                        raise SystemExit(f"pass {state['p']}: the server delivered a clip not in the list: "
+                                         f"{m['path']} @ {m['start']}")
+                    q, i = at
+                    seen[q].add(i)
+                    emitted[q] += n
                     d = m.get("decodedFrames")
-                    decoded = decoded + d if isinstance(d, int) and decoded is not None else None
-                    if frames is not None:
+                    decoded[q] = decoded[q] + d if isinstance(d, int) and decoded[q] is not None else None
+                    if frames is not None and q == 0:
                         frames[i * clip_bytes:(i + 1) * clip_bytes] = np.ascontiguousarray(np.asarray(video[j])).tobytes()
                         pts[i] = list(m["pts"])
-            wall = time.perf_counter() - t0
-            if len(seen) != len(want):
-                raise SystemExit(f"pass {p}: {len(want) - len(seen)} listed clips were not delivered")
-            print(json.dumps({"event": "end", "pass": p, "wall": wall, "clips": len(seen), "frames": len(seen) * n,
-                              "decoded": decoded}), flush=True)
-            if frames is not None:
-                with open(os.path.join(args.out, "frames.bin"), "wb") as f:
-                    f.write(frames)
-                with open(os.path.join(args.out, "pts.json"), "w") as f:
-                    json.dump(pts, f)
+                end_passes()
+                if state["p"] == passes:
+                    break
+            if state["p"] == passes:
+                break
+        if state["p"] < passes:
+            p = state["p"]
+            raise SystemExit(f"pass {p}: {len(spec['passes'][p]) - len(seen[p])} listed clips were not delivered")
+        if frames is not None:
+            with open(os.path.join(args.out, "frames.bin"), "wb") as f:
+                f.write(frames)
+            with open(os.path.join(args.out, "pts.json"), "w") as f:
+                json.dump(pts, f)
+        else:
+            verdict = loader.stats()["loader"]["pipeline"]["bottleneck"]
+            print(json.dumps({"event": "stats", "bottleneck": verdict}), flush=True)
 
 
 if __name__ == "__main__":

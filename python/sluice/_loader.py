@@ -29,7 +29,8 @@ class Batch:
 
     ``video``: ``torch.Tensor`` (numpy array without torch; on the GPU a CUDA tensor, or a
     ``__cuda_array_interface__`` object when torch has no CUDA) shaped ``[B, T, H, W, 3]`` or ``[B, 3, T, H, W]``;
-    ``labels``: int64 tensor ``[B]``; ``clips``: one dict per clip (path, video, label, start, end, pts, padded).
+    ``labels``: int64 tensor ``[B]``; ``clips``: one dict per clip (path, video, label, start, end, pts,
+    frameIndex, frameKind, held, padded: see python/README.md, "Clip metadata").
     Unless the loader copies (``copy=True``), ``video`` views the server's slot, which stays the trainer's for
     as long as anything references that memory: see :class:`Loader` ("Slot lifetime").
     """

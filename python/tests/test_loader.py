@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import json
+import subprocess
 import time
+from typing import Dict, List
 
 import numpy as np
 import pytest
@@ -57,6 +60,39 @@ def test_planar_layout_matches_too(dataset):
         got = served(l, 1)
     assert got == want
     assert got[0]["shape"] == [4, 3, 8, 48, 64]
+
+
+def presentation_order(path: str) -> List[float]:
+    """ffprobe's frames of the video stream, sorted by presentation time: index k is the k-th frame shown."""
+    out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
+                          "frame=pts_time,best_effort_timestamp_time", "-of", "json", path],
+                         capture_output=True, text=True, check=True).stdout
+    frames = json.loads(out)["frames"]
+    return sorted(float(f.get("pts_time", f.get("best_effort_timestamp_time"))) for f in frames)
+
+
+@pytest.mark.parametrize("backend", ["inprocess", "subprocess"])
+def test_clip_dicts_give_each_frames_presentation_index_and_kind(dataset, backend):
+    """Frame identity: each slot's ``frameIndex`` is ffprobe's presentation-order index of the frame with that pts;
+    ``frameKind`` says which slots are sampled, held or padded (as many as ``held`` and ``padded`` count). 2 s
+    videos at 25 fps: clips of 12 frames from random starts (most windows are reached by a seek: their index
+    comes from the keyframe table), and of 60 frames (longer than the video: the last frame repeated, held or padded)."""
+    orders: Dict[str, List[float]] = {}
+    kinds = set()
+    for num_frames in (12, 60):
+        with loader(dataset, backend=backend, clips_per_video=2, num_frames=num_frames) as l:
+            clips = [c for b in l for c in b.clips]
+        for c in clips:
+            order = orders.setdefault(c["path"], presentation_order(c["path"]))
+            want = [min(range(len(order)), key=lambda k: abs(order[k] - t)) for t in c["pts"]]
+            assert all(abs(order[k] - t) < 1e-6 for k, t in zip(want, c["pts"])), (c["path"], c["pts"])
+            assert c["frameIndex"] == want, (c["path"], c["start"])
+            n = len(c["pts"]) - c["held"] - c["padded"]
+            assert c["frameKind"] == ["sampled"] * n + ["held"] * c["held"] + ["padded"] * c["padded"]
+            kinds.update(c["frameKind"])
+            if c["start"] > 0.5:
+                assert c["frameIndex"][0] > 10  # a window well into the stream: not counted from its packets
+    assert len(orders) == 12 and len(kinds) > 1 and "sampled" in kinds
 
 
 def test_video_views_the_shared_memory_and_copy_does_not(dataset):

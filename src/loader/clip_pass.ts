@@ -8,7 +8,12 @@
  * @module
  */
 
-import { type ClipPassDecoder, packetRange, type ResolvedOptions } from "../media/decode_pass.ts";
+import {
+  type ClipPassDecoder,
+  type OutputRun,
+  packetRange,
+  type ResolvedOptions,
+} from "../media/decode_pass.ts";
 import { threadScaler } from "../media/decoder.ts";
 import { VideoPackets, type VideoPacketsInit } from "../media/packets.ts";
 import {
@@ -34,7 +39,7 @@ import {
 import { releaseBuffers, transferable, type Transferring } from "../pipeline/transfer.ts";
 import { mulberry32 } from "../dataset/random.ts";
 import type { ClipBase, DecodedClip } from "./collate.ts";
-import type { ClipOutcome, ClipSpec } from "./clip_spec.ts";
+import type { ClipOutcome, ClipSpec, FrameKind } from "./clip_spec.ts";
 
 /** A clip decoded in another clip's pass: its metadata, its own packets in that pass, and its destination. */
 export interface SharedClip {
@@ -250,7 +255,7 @@ function prepare(spec: ClipSpec, p: VideoPackets, o: ResolvedOptions, member: Me
  */
 function finishPass(
   pass: Pass,
-  outputs: { pts: Float64Array; error?: unknown }[],
+  outputs: readonly OutputRun[],
   decoded: number,
   skipped: number,
   failures: string,
@@ -263,7 +268,7 @@ function finishPass(
     try {
       if (out.error !== undefined) throw out.error;
       const counts = { decoded: share(decoded, r.member), skipped: share(skipped, r.member), passClips: n };
-      r.member.clip = finishClip(pass.spec, r, Array.from(out.pts), counts, failures);
+      r.member.clip = finishClip(pass.spec, r, out, counts, failures);
     } catch (e) {
       fail(r.member, e);
     }
@@ -382,11 +387,13 @@ function destination(spec: ClipSpec, dest: ClipDestination): FrameDestination {
 function finishClip(
   spec: ClipSpec,
   { member: { meta }, own: p, plan, writer, choice, dest, addressed }: Prepared,
-  pts: number[],
+  out: OutputRun,
   counts: { decoded: number; skipped: number; passClips: number },
   failures: string,
 ): DecodedClip {
   const w: [number, number] = [meta.start, meta.end];
+  const pts = Array.from(out.pts);
+  const frameIndex = out.frameIndex === null ? null : Array.from(out.frameIndex);
   const filled = pts.length;
   if (filled === 0) {
     throw new ClipError(meta.path, "decode", w, `no frame is on screen in the window${failures}`);
@@ -397,14 +404,19 @@ function finishClip(
     throw new ClipError(meta.path, "decode", w, paddingReason(filled, spec, false) + failures);
   }
   const size = writer.frameSize, last = dest.offset + (filled - 1) * size;
+  const frameKind: FrameKind[] = Array(filled).fill("sampled");
   for (let k = filled; k < spec.numFrames; k++) {
     dest.data.copyWithin(dest.offset + k * size, last, last + size);
     pts.push(pts[filled - 1]);
+    frameIndex?.push(frameIndex[filled - 1]);
+    frameKind.push(k < filled + held ? "held" : "padded");
   }
   const [dw, dh] = writer.displayed;
   const r = writer.region;
   const outcome: ClipOutcome = {
     pts,
+    frameIndex,
+    frameKind,
     held,
     padded,
     span: [pts[0], pts[filled - 1] + samplingStep(spec, p, w)],

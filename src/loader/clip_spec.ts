@@ -60,6 +60,9 @@ export interface ClipSpec {
   maxPadFraction: number;
 }
 
+/** What one slot of a clip is (see `ClipOutcome.frameKind`). */
+export type FrameKind = "sampled" | "held" | "padded";
+
 /**
  * Where a clip's frames came from and what was done to them: the decode Workers return it as
  * `DecodedClip.outcome`; `collate` merges it into the clip's `ClipMeta`.
@@ -67,6 +70,18 @@ export interface ClipSpec {
 export interface ClipOutcome {
   /** Presentation time of each output frame, seconds (grid kinds: the slot's time; repeats repeat the last). */
   pts: number[];
+  /**
+   * The index of each output frame in the video stream's presentation order (0 is its first frame, as ffprobe
+   * lists them), exact wherever the clip's window lies: maps a prediction back to the source frame, and lets two
+   * decoders' clips be compared frame for frame. Repeats repeat the last. Null when the container's timestamps
+   * cannot tell (see docs/clips.md), never guessed.
+   */
+  frameIndex: number[] | null;
+  /**
+   * What each slot is: `"sampled"` (the frame the sampling picked), `"held"` (a repeat of the last one, still on
+   * screen: see `held`) or `"padded"` (a repeat beyond the end of the stream: see `padded`).
+   */
+  frameKind: FrameKind[];
   /**
    * Slots after the sampled ones that repeat the last frame while it is still on screen: the stream goes on past
    * the window's end (e.g. counting 16 frames inside a gap of a variable-frame-rate recording, where one frame is

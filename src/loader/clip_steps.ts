@@ -25,6 +25,9 @@ import type { BatchSlots } from "./batch_slots.ts";
 import { fetchBytes, type FetchOptions, isUrl } from "../dataset/fetch.ts";
 import { readMember } from "../dataset/shards/reader.ts";
 
+/** The loader's stage names of these steps: their tasks' Worker calls and waits count as those stages'. */
+const DEMUX = "demux", DECODE = "decode";
+
 /** A clip on its way: its packets, or its failure. */
 export type ClipItem = ClipPackets | FailedClip;
 
@@ -42,6 +45,8 @@ export function callingPool(pool: WorkerPool): Executor {
     run: (fn: PipeFn | string, item: unknown, ctx: TaskContext) => (fn as PipeFn)(item, ctx),
     // a stage's concurrency claims Workers: the pool grows when it is raised (by hand or by "auto")
     reserve: (stage: string, n: number) => pool.reserve(stage, n),
+    // time queued for a Worker (or a thread token) is waiting, not the stage's work
+    waitMs: (stage: string) => pool.waitMs(stage),
     close: () => pool.close(),
   };
 }
@@ -88,9 +93,9 @@ export async function demuxVideo(
   budget: ThreadBudget | null = null,
 ): Promise<ClipItem[]> {
   if (Array.isArray(task)) return task;
-  const held = budget === null ? 0 : await budget.acquire(1);
+  const held = budget === null ? 0 : await pool.waits.during(DEMUX, budget.acquire(1));
   try {
-    return await pool.run("demuxClips", task, { signal, stage: "demux" }) as ClipPackets[];
+    return await pool.run("demuxClips", task, { signal, stage: DEMUX }) as ClipPackets[];
   } catch (e) {
     if (signal.aborted) throw e;
     return failAll(task, "demux", e, attempt);
@@ -119,7 +124,7 @@ export async function decodeClipItem(
       if (slots.direct) item.dest = dest;
     }
     // The Workers return exactly the clip the spec promises (with its outcome) or throw a ClipError.
-    const clip = await pool.run(exportName, item, { signal, stage: "decode" }) as FilledClip;
+    const clip = await pool.run(exportName, item, { signal, stage: DECODE }) as FilledClip;
     return slots?.direct ? await slots.adopt(clip, signal) : clip;
   } catch (e) {
     if (signal.aborted) throw e;
@@ -238,7 +243,7 @@ export class ClipDecodeStep {
       if (shared.length === 0) {
         return await decodeClipItem(this.#pool, this.#export, item, signal, 0, slots);
       }
-      const results = await this.#pool.run(GROUP_EXPORT[this.#export], item, { signal, stage: "decode" });
+      const results = await this.#pool.run(GROUP_EXPORT[this.#export], item, { signal, stage: DECODE });
       const [own, ...others] = (results as ClipResult[]).map((r, k) =>
         fromResult(r, k === 0 ? meta : shared[k - 1].meta)
       );

@@ -2,8 +2,8 @@
  * See the batches (`loader.preview()`, `sluice preview`): a contact sheet of a loader's batches, a row per clip
  * with its frames left to right exactly as the batch holds them, after every transform (crop, flip, resize; a
  * `float32` batch's normalisation undone, a `"BCTHW"` batch's planes joined), each row labelled with the class,
- * the file and the window, each frame with its index in the video (its time in seconds until clips carry
- * per-frame indices), a substitute clip and padded frames marked. {@link previewHtml} makes the same clips one
+ * the file and the window, each frame with its index in the video (`frameIndex`; its time in seconds where
+ * timestamps cannot tell the index), a substitute clip and padded frames marked. {@link previewHtml} makes the same clips one
  * self-contained page, each playable (its frames as PNG data URIs, cycled at the clip's own pace).
  *
  * The sheet's geometry ({@link SHEET}, {@link sheetGeometry}): a margin around and between everything; per
@@ -74,12 +74,12 @@ export interface ContactSheet {
 }
 
 /**
- * The labels under a clip's frames: each frame's index in the video when the clip says (`frameIndex`, per-frame
- * metadata), else its time in seconds.
+ * The labels under a clip's frames: each frame's index in the video (`frameIndex`), else (timestamps that cannot
+ * tell it) its time in seconds.
  */
 export function frameLabels(meta: ClipMeta): string[] {
-  const indices = (meta as { frameIndex?: unknown }).frameIndex; // per-frame indices, once clips carry them
-  if (Array.isArray(indices) && indices.length === meta.pts.length) return indices.map((i) => `#${i}`);
+  const indices = meta.frameIndex;
+  if (indices !== null && indices.length === meta.pts.length) return indices.map((i) => `#${i}`);
   return meta.pts.map((t) => t.toFixed(2));
 }
 

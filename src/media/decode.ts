@@ -124,6 +124,7 @@ export function decodeVideoSync(packets: VideoPackets, opts: DecodeOptions = {})
     data: run.data.subarray(run.offset, run.offset + n * writer.frameSize) as Uint8Array,
     shape: frameShape(o.pixelFormat, n, width, height),
     pts: run.pts,
+    frameIndex: run.frameIndex,
     pixelFormat: o.pixelFormat,
     width,
     height,
@@ -146,6 +147,8 @@ export interface DecodeRun {
   offset: number;
   /** Time of each output frame (its grid time when resampling). */
   pts: Float64Array;
+  /** Index of each output frame in the stream's presentation order, or null (see `VideoFrames.frameIndex`). */
+  frameIndex: Int32Array | null;
   /** Frames the decoder produced, and packets it rejected (with the first rejection's message). */
   decodedFrames: number;
   /** Frames left undecoded because no slot shows them (`skipUnshown`). */
@@ -169,7 +172,7 @@ export function decodeFrames(
   const [out] = run.outputs;
   if (out.error !== undefined) throw out.error;
   const { outputs: _, ...counts } = run;
-  return { data: out.data, offset: out.offset, pts: out.pts, ...counts };
+  return { data: out.data, offset: out.offset, pts: out.pts, frameIndex: out.frameIndex, ...counts };
 }
 
 /** Checks `opts` against `p` and fills in the defaults; throws `InvalidArgumentError` naming the option. */

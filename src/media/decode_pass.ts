@@ -26,6 +26,7 @@ import {
   StartOver,
 } from "./frame_select.ts";
 import { type FrameTarget, SlotFiller } from "./slot_filler.ts";
+import { frameIndices } from "./frame_index.ts";
 import type { FrameDestination, FrameWriter } from "./frame_writer.ts";
 import { acquireDecoder, type Decoder, type FramePool, releaseDecoder } from "./decoder.ts";
 
@@ -65,6 +66,11 @@ export interface OutputRun {
   offset: number;
   /** Time of each of its frames (the grid time when resampling). */
   pts: Float64Array;
+  /**
+   * The index in the stream's presentation order of the frame each slot shows (`frame_index.ts`); null when the
+   * packets cannot tell.
+   */
+  frameIndex: Int32Array | null;
   /** Why this output failed (its frames are not valid; the pass's other outputs are unaffected). */
   error?: unknown;
 }
@@ -126,7 +132,7 @@ export function decodePass(p: VideoPackets, o: ResolvedOptions, outputs: readonl
       return { decoded: before + r.decoded, skipped: r.skipped };
     });
     return {
-      outputs: outs.map((out) => out.result()),
+      outputs: outs.map((out) => out.result(p)),
       decodedFrames: run.decoded,
       skippedFrames: run.skipped,
       failedPackets: decoder.failed,
@@ -141,7 +147,10 @@ export function decodePass(p: VideoPackets, o: ResolvedOptions, outputs: readonl
   }
 }
 
-/** `p`'s packets `[from, to)` as a {@link VideoPackets} of their own (views, no copy) with `window`. */
+/**
+ * `p`'s packets `[from, to)` as a {@link VideoPackets} of their own (views, no copy) with `window`. A part of the
+ * packets has no `firstFrameIndex` (its earliest frame is not theirs): index frames by the whole run.
+ */
 export function packetRange(
   p: VideoPackets,
   [from, to]: readonly [number, number],
@@ -150,6 +159,7 @@ export function packetRange(
   if (from === 0 && to === p.numPackets && window === p.window) return p;
   return new VideoPackets({
     ...p,
+    firstFrameIndex: from === 0 && to === p.numPackets ? p.firstFrameIndex : undefined,
     window: window === null ? null : [window[0], window[1]],
     pts: p.pts.subarray(from, to),
     dts: p.dts.subarray(from, to),
@@ -296,9 +306,14 @@ class Output implements FrameTarget<Frame> {
     this.filler.reset();
   }
 
-  /** What it got. */
-  result(): OutputRun {
-    const run: OutputRun = { data: this.#out.data, offset: this.#out.offset, pts: this.filler.times() };
+  /** What it got; `p`: the pass's packets (its frames' indices are theirs). */
+  result(p: VideoPackets): OutputRun {
+    const run: OutputRun = {
+      data: this.#out.data,
+      offset: this.#out.offset,
+      pts: this.filler.times(),
+      frameIndex: frameIndices(p, this.filler.framePts()),
+    };
     if (this.error !== undefined) run.error = this.error;
     return run;
   }

@@ -44,6 +44,8 @@ import { settle } from "../settle.ts";
 import { LEADING_LOOKAHEAD } from "./packet_run.ts";
 import { ScreenTime, type StreamFacts, StreamReader } from "./stream_reader.ts";
 import { decodeSeconds, positionFor, readThrough, windowEnd } from "./window_seek.ts";
+import { firstFrameIndex, type PrefixStats } from "./frame_index.ts";
+import { keyframeTable } from "./keyframe_table.ts";
 
 export { REORDER_MARGIN } from "./window_seek.ts";
 
@@ -65,6 +67,13 @@ export interface DemuxOptions {
    * "always" (slower, takes FFmpeg's codec lock; for comparisons); "never".
    */
   streamInfo?: "auto" | "always" | "never";
+  /**
+   * Give the packets their `firstFrameIndex` (default true), from which decoders tell each frame's index in the
+   * stream's presentation order. A window reached by a seek needs the stream's keyframe table: one read of every
+   * packet of the stream, kept per thread for the inputs seen last (`keyframe_table.ts`); false skips it (those
+   * windows' packets then have no `firstFrameIndex`).
+   */
+  frameIndex?: boolean;
 }
 
 function validateWindow(w: unknown, label: string, facts: StreamFacts): TimeWindow {
@@ -126,7 +135,14 @@ export function demuxEachSync(src: MediaInput, opts: DemuxOptions = {}): (VideoP
       throw new MediaError(common.source, "demux", `stream ${facts.index} has no packets`);
     }
     const endSec = new ScreenTime(reader, facts, common.frameRate).streamEnd();
-    return [new VideoPackets({ ...common, window: null, endSec, ...reader.run.slice(0, reader.run.length) })];
+    const whole = new VideoPackets({
+      ...common,
+      window: null,
+      endSec,
+      ...reader.run.slice(0, reader.run.length),
+    });
+    if (reader.prefix !== null) setFirstFrameIndex(whole, reader.prefix);
+    return [whole];
   }
   const { groups, failures } = cutGroups(stream, wanted, () => false);
   const results: (VideoPackets | SluiceError)[] = failures.map((f) => f!);
@@ -181,6 +197,11 @@ type CommonFields = Omit<
 
 /** An opened input, its chosen video stream and a reader over it. */
 interface OpenStream extends Disposable {
+  /** The input, and whether its runs of packets get their `firstFrameIndex` (`DemuxOptions.frameIndex`). */
+  src: MediaInput;
+  frameIndex: boolean;
+  /** Whether stream info was probed (the keyframe scan opens the input the same way). */
+  probed: boolean;
   reader: StreamReader;
   facts: StreamFacts;
   common: CommonFields;
@@ -224,6 +245,9 @@ function openStream(src: MediaInput, opts: DemuxOptions): OpenStream {
     const reader = new StreamReader(source, index, tb, bsf);
     const owned = bsf;
     return {
+      src,
+      frameIndex: opts.frameIndex ?? true,
+      probed: source.probed,
       reader,
       facts,
       common,
@@ -252,10 +276,11 @@ interface OpenGroup {
  * group before it when its start keyframe lies inside that group's packets and `join` allows it.
  */
 function cutGroups(
-  { reader, facts, common }: OpenStream,
+  stream: OpenStream,
   wanted: TimeWindow[],
   join: (members: readonly number[], next: number) => boolean,
 ): DemuxedGroups {
+  const { reader, facts, common } = stream;
   const label = common.source;
   const windows = wanted.map((w) => {
     try {
@@ -298,11 +323,32 @@ function cutGroups(
     }
     close();
     // Later windows start no earlier, so they never need packets before k.
-    reader.run.dropBefore(k);
+    reader.dropBefore(k);
     open = { start: 0, end: end - k, members: [{ window: wi, k: 0, end: end - k }] };
   }
   close();
+  indexGroups(groups.map((g) => g.packets), stream);
   return { groups, failures };
+}
+
+/**
+ * Gives each run of packets reached by a seek (no `firstFrameIndex` yet: the packets before it were not read) its
+ * `firstFrameIndex` from the stream's keyframe table, when asked for.
+ */
+function indexGroups(runs: VideoPackets[], { src, facts, frameIndex, probed }: OpenStream): void {
+  const pending = runs.filter((p) => p.firstFrameIndex === undefined && p.numPackets > 0);
+  if (!frameIndex || pending.length === 0) return;
+  const table = keyframeTable(src, facts.index, probed);
+  for (const p of pending) {
+    const before = table.before(p.pts[0], p.dts[0]);
+    if (before !== null) setFirstFrameIndex(p, before);
+  }
+}
+
+/** Sets `p.firstFrameIndex` from the stats of the packets before it, when they tell. */
+function setFirstFrameIndex(p: VideoPackets, before: PrefixStats): void {
+  const first = firstFrameIndex(before, p);
+  if (first !== undefined) p.firstFrameIndex = first;
 }
 
 function joinable(g: OpenGroup, next: number, join: (m: readonly number[], n: number) => boolean): boolean {
@@ -346,6 +392,8 @@ function sliceGroup(
     endSec: screen.shownUntil(g.start, e),
     ...screen.reader.run.slice(g.start, g.end),
   });
+  // Read from the stream's start: the packets before these are known (else `indexGroups` looks them up).
+  if (g.start === 0 && screen.reader.prefix !== null) setFirstFrameIndex(packets, screen.reader.prefix);
   return {
     packets,
     members: g.members.map((m) => ({ window: m.window, range: [m.k - g.start, m.end - g.start] })),

@@ -37,6 +37,7 @@
  * @module
  */
 import { inWindow, NOPTS, ptsToSeconds, type VideoPackets } from "./packets.ts";
+import { rankOf } from "./frame_index.ts";
 
 /**
  * How a clip's frames are chosen from the frames presented in its window; see the module docs for the exact
@@ -425,14 +426,7 @@ export class ShownFrames {
 
   /** The rank of the frame presented at `pts`, or -1 when no packet has it. */
   rank(pts: bigint): number {
-    const a = this.#sortedPts;
-    let lo = 0, hi = a.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (a[mid] < pts) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo < a.length && a[lo] === pts ? lo : -1;
+    return rankOf(this.#sortedPts, pts);
   }
 
   /** True when the frame presented at `pts` fills no slot (false for a pts no packet has: nothing is known). */

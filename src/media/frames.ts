@@ -41,6 +41,12 @@ export interface VideoFrames {
   shape: number[];
   /** Presentation time of each frame in seconds on the stream's absolute timeline (`pts × timeBase`). */
   pts: Float64Array;
+  /**
+   * Index of each frame in the stream's presentation order (ffprobe's frame order: 0 is the stream's first frame),
+   * however far into the stream the packets start; null when the packets cannot tell (see
+   * `VideoPackets.firstFrameIndex`). Resampled slots give the index of the frame they show.
+   */
+  frameIndex: Int32Array | null;
   /** Layout of `data` (see the module docs). */
   pixelFormat: PixelFormat;
   /** Output frame width and height in pixels. */

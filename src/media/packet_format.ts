@@ -6,7 +6,8 @@
  * offset size  field
  *  0     4     magic "SLVP"
  *  4     4     u32 version (= 1)
- *  8     4     u32 header size H (160; 152 before `endSec`, still read; the variable sections start at H)
+ *  8     4     u32 header size H (168; 152 before `endSec`, 160 before `firstFrameIndex`, both still read; the
+ *              variable sections start at H)
  * 12     4     u32 numPackets N
  * 16     4     u32 source length (UTF-8 bytes)
  * 20     4     u32 codec name length (UTF-8 bytes)
@@ -18,10 +19,12 @@
  * 80     4     i32 colorTrc           84  i32 colorSpace       88  i32 chromaLocation  92  i32 rotation
  * 96     4     i32 sar num           100  i32 sar den         104  i32 timeBase num   108  i32 timeBase den
  * 112    8     f64 frameRate
- * 120    4     u32 flags (bit 0: window present, bit 1: endSec present)   124  u32 reserved (0)
+ * 120    4     u32 flags (bit 0: window present, bit 1: endSec present, bit 2: firstFrameIndex present)
+ * 124    4     u32 reserved (0)
  * 128    8     f64 startTimeSec
  * 136    16    f64 window start, f64 window end (0 when absent)
  * 152    8     f64 endSec (0 when absent; only when H >= 160)
+ * 160    8     f64 firstFrameIndex (0 when absent; only when H >= 168)
  * H            strings: source, codec, then extradata, zero-padded to a multiple of 8
  *              packet table: i64 pts[N], i64 dts[N], i64 duration[N], u32 flags[N], u32 offset[N],
  *              u32 size[N], zero-padded to a multiple of 8
@@ -42,7 +45,9 @@ export const PACKETS_MAGIC = 0x50564c53;
 /** The layout version {@link encodePackets} writes and {@link decodePackets} reads. */
 export const PACKETS_FORMAT_VERSION = 1;
 /** Size of the fixed header this build writes. */
-export const PACKETS_HEADER_SIZE = 160;
+export const PACKETS_HEADER_SIZE = 168;
+/** The smallest header with `endSec`. */
+const END_HEADER_SIZE = 160;
 /** The smallest header a reader accepts (written before `endSec` existed). */
 const MIN_HEADER_SIZE = 152;
 /** Per-packet bytes in the packet table. */
@@ -103,13 +108,14 @@ export function encodePackets(p: VideoPacketsInit): Uint8Array<ArrayBuffer> {
   ];
   ints.forEach((v, i) => i === 2 ? u32(32 + 4 * i, v) : i32(32 + 4 * i, v));
   dv.setFloat64(112, p.frameRate, true);
-  const hasEnd = p.endSec !== undefined;
-  u32(120, (p.window ? 1 : 0) | (hasEnd ? 2 : 0));
+  const hasEnd = p.endSec !== undefined, hasIndex = p.firstFrameIndex !== undefined;
+  u32(120, (p.window ? 1 : 0) | (hasEnd ? 2 : 0) | (hasIndex ? 4 : 0));
   u32(124, 0);
   dv.setFloat64(128, p.startTimeSec, true);
   dv.setFloat64(136, p.window ? p.window[0] : 0, true);
   dv.setFloat64(144, p.window ? p.window[1] : 0, true);
   dv.setFloat64(152, hasEnd ? p.endSec! : 0, true);
+  dv.setFloat64(160, hasIndex ? p.firstFrameIndex! : 0, true);
   out.set(source, varStart);
   out.set(codec, varStart + source.length);
   out.set(p.extradata, varStart + source.length + codec.length);
@@ -158,7 +164,10 @@ export function decodePackets(bytes: Uint8Array): VideoPacketsInit {
     );
   }
   const flagsWord = u32(120);
-  if (flagsWord > 3 || (flagsWord & 2 && headerSize < PACKETS_HEADER_SIZE)) {
+  if (
+    flagsWord > 7 || (flagsWord & 2 && headerSize < END_HEADER_SIZE) ||
+    (flagsWord & 4 && headerSize < PACKETS_HEADER_SIZE)
+  ) {
     throw new ProtocolError(`unknown header flags 0x${flagsWord.toString(16)}`, 120);
   }
   if (u32(124) !== 0) throw new ProtocolError("reserved header word is not 0", 124);
@@ -227,6 +236,7 @@ export function decodePackets(bytes: Uint8Array): VideoPacketsInit {
     data: bytes.slice(payloadStart, payloadStart + payloadLen),
   };
   if (flagsWord & 2) init.endSec = dv.getFloat64(152, true);
+  if (flagsWord & 4) init.firstFrameIndex = dv.getFloat64(160, true);
   checkFields(init);
   for (let i = 0; i < n; i++) {
     if ((flags[i] & ~PACKET_FLAGS) !== 0) {
@@ -288,5 +298,9 @@ function checkFields(p: VideoPacketsInit): void {
   }
   if (p.endSec !== undefined && !Number.isFinite(p.endSec)) {
     throw new ProtocolError(`end time ${p.endSec} is not a finite number`, 152);
+  }
+  const first = p.firstFrameIndex;
+  if (first !== undefined && !(Number.isInteger(first) && first >= 0 && first < 2 ** 31)) {
+    throw new ProtocolError(`first frame index ${first} is not an integer in [0, 2^31)`, 160);
   }
 }

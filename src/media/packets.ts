@@ -87,6 +87,12 @@ export interface VideoPacketsInit extends CodecInfo {
    * (packets built by hand): the latest `pts + duration` among the packets.
    */
   endSec?: number;
+  /**
+   * The index, in the stream's presentation order, of the earliest-presented frame among these packets (0 for a
+   * whole stream): with the packets' own order, the stream-wide `frameIndex` of each frame (`frame_index.ts`).
+   * Absent when it is not known exactly (packets built by hand, a container whose timestamps cannot tell).
+   */
+  firstFrameIndex?: number;
   /** Packet table: one entry per packet, in decode order. Timestamps in `timeBase` units; NOPTS = INT64_MIN. */
   pts: BigInt64Array;
   /** Decode timestamps (NOPTS when unknown). */
@@ -155,6 +161,8 @@ export class VideoPackets implements VideoPacketsInit {
   window!: [number, number] | null;
   /** See {@link VideoPacketsInit.endSec}. */
   endSec?: number;
+  /** See {@link VideoPacketsInit.firstFrameIndex}. */
+  firstFrameIndex?: number;
   /** See {@link VideoPacketsInit.pts}. */
   pts!: BigInt64Array;
   /** See {@link VideoPacketsInit.dts}. */

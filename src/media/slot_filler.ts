@@ -4,11 +4,13 @@
  * (`src/nvdec/session.ts`). A decoder hands each frame it outputs (in presentation order) to
  * {@link SlotFiller.offer}, and the time of each frame it left out to {@link SlotFiller.offerSkipped}; the filler
  * asks the selector what the frame does and tells the decoder's {@link FrameTarget} what to write where: this
- * frame into slots, the frame kept back (held for later slots) into slots, this frame kept back. Anything a left-out frame would have had to do (fill a slot, directly or as
+ * frame into slots, the frame kept back (held for later slots) into slots, this frame kept back. It records which
+ * frame (its pts) each slot shows, for the slots' `frameIndex` (`frame_index.ts`). Anything a left-out frame would have had to do (fill a slot, directly or as
  * the frame kept back) throws `StartOver`.
  * @module
  */
 import { FrameSelector, type SlotPlan, StartOver } from "./frame_select.ts";
+import { NOPTS } from "./packets.ts";
 
 /** Where one output's frames go: the decoder's side of a {@link SlotFiller} (`F`: its frame handle). */
 export interface FrameTarget<F> {
@@ -32,6 +34,9 @@ export class SlotFiller<F> {
   readonly #target: FrameTarget<F>;
   readonly #keeps: ((pts: bigint) => boolean) | null;
   #kept: Kept = "none";
+  #keptPts: bigint = NOPTS;
+  /** The pts of the frame each filled slot shows. */
+  #framePts: bigint[] = [];
 
   /**
    * @param plan the output's slots
@@ -66,7 +71,10 @@ export class SlotFiller<F> {
     const before = this.#sel.filled;
     const d = this.#sel.offer(t);
     this.#writeKept(before, d.held);
-    if (d.current > 0) this.#target.write(frame, before + d.held, d.current);
+    if (d.current > 0) {
+      this.#target.write(frame, before + d.held, d.current);
+      this.#record(pts, d.current);
+    }
     if (!d.hold) return;
     if (this.#keeps !== null && !this.#keeps(pts)) {
       this.#leaveOut();
@@ -74,6 +82,7 @@ export class SlotFiller<F> {
     }
     this.#target.keep(frame);
     this.#kept = "frame";
+    this.#keptPts = pts;
   }
 
   /** A frame left out (not decoded) presented at `t` would have come out here: it must fill no slot. */
@@ -95,6 +104,7 @@ export class SlotFiller<F> {
   reset(): void {
     this.release();
     this.#sel = new FrameSelector(this.plan);
+    this.#framePts = [];
   }
 
   /** Lets go of the frame kept back. */
@@ -110,10 +120,20 @@ export class SlotFiller<F> {
     return out;
   }
 
+  /** The pts of the frame each filled slot shows (NOPTS for a frame without one). */
+  framePts(): BigInt64Array {
+    return BigInt64Array.from(this.#framePts);
+  }
+
   #writeKept(first: number, count: number): void {
     if (count === 0) return;
     if (this.#kept !== "frame") throw new StartOver("a frame that was not kept fills a slot");
     this.#target.writeKept(first, count);
+    this.#record(this.#keptPts, count);
+  }
+
+  #record(pts: bigint, count: number): void {
+    for (let k = 0; k < count; k++) this.#framePts.push(pts);
   }
 
   #leaveOut(): void {

@@ -10,6 +10,7 @@ import { type BsfContext, Packet } from "./av_objects.ts";
 import { check, ffmpeg } from "./ffmpeg.ts";
 import { ptsToSeconds } from "./packets.ts";
 import { PacketRun } from "./packet_run.ts";
+import { addToPrefix, emptyPrefix, type PrefixStats } from "./frame_index.ts";
 import type { MediaSource } from "./source.ts";
 import { AVDISCARD_ALL, formatContext, packet, type Rational, stream } from "./structs.ts";
 
@@ -36,6 +37,11 @@ export class StreamReader implements Disposable {
   eof = false;
   /** True when the run starts at the beginning of the stream (fresh open, or a seek to the start). */
   fromStart = true;
+  /**
+   * The packets before the run's first, as read from a fresh open (nothing skipped: the run's first packet is
+   * preceded by exactly these); null once a seek skipped packets unseen.
+   */
+  prefix: PrefixStats | null = emptyPrefix();
   readonly #src: MediaSource;
   readonly #index: number;
   readonly #tb: Rational;
@@ -160,7 +166,19 @@ export class StreamReader implements Disposable {
     return end;
   }
 
+  /** Drops packets `[0, k)` of the run, counting them into {@link prefix}. */
+  dropBefore(k: number): void {
+    const p = this.prefix;
+    if (p !== null) {
+      for (let i = 0; i < Math.min(k, this.run.length); i++) {
+        addToPrefix(p, this.run.pts[i], this.run.flags[i]);
+      }
+    }
+    this.run.dropBefore(k);
+  }
+
   #reset(fromStart: boolean): void {
+    this.prefix = null;
     if (this.#bsf) ffmpeg().avcodec.av_bsf_flush(this.#bsf.ptr);
     this.run.clear();
     this.eof = false;

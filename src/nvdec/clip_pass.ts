@@ -15,7 +15,8 @@ import type {
 import { packetRange } from "../media/decode_pass.ts";
 import { frameLayout } from "../media/frames.ts";
 import type { VideoPackets } from "../media/packets.ts";
-import { decodeVideoNvdecSync } from "./decoder.ts";
+import { decodeNvdec } from "./decoder.ts";
+import { frameIndices } from "../media/frame_index.ts";
 
 /** Decodes each output of a pass with NVDEC; see the module docs. */
 function decodeNvdecPass(p: VideoPackets, o: ResolvedOptions, outputs: readonly PassOutput[]): PassRun {
@@ -32,7 +33,7 @@ function decodeNvdecPass(p: VideoPackets, o: ResolvedOptions, outputs: readonly 
       const w = out.writer;
       w.init(own.width, own.height);
       const [cw, ch] = w.codedSize;
-      using frames = decodeVideoNvdecSync(own, {
+      const decoded = decodeNvdec(own, {
         width: cw,
         height: ch,
         crop: w.codedRegion ?? undefined,
@@ -40,7 +41,8 @@ function decodeNvdecPass(p: VideoPackets, o: ResolvedOptions, outputs: readonly 
         sampling: o.sampling,
         numFrames: o.numFrames,
         skipUnshown: o.skipUnshown,
-      });
+      }, null);
+      using frames = decoded.frames;
       const host = frames.toHostSync();
       const n = frames.pts.length;
       const dest = out.dest ?? {
@@ -54,9 +56,17 @@ function decodeNvdecPass(p: VideoPackets, o: ResolvedOptions, outputs: readonly 
       }
       run.decodedFrames += frames.decodedFrames;
       run.skippedFrames += frames.skippedFrames;
-      run.outputs.push({ data: dest.data, offset: dest.offset, pts: frames.pts });
+      // Indexed by the pass's packets: its own are a part of them, without the frames before.
+      const frameIndex = frameIndices(p, decoded.framePts);
+      run.outputs.push({ data: dest.data, offset: dest.offset, pts: frames.pts, frameIndex });
     } catch (e) {
-      const failed: OutputRun = { data: new Uint8Array(0), offset: 0, pts: new Float64Array(0), error: e };
+      const failed: OutputRun = {
+        data: new Uint8Array(0),
+        offset: 0,
+        pts: new Float64Array(0),
+        frameIndex: null,
+        error: e,
+      };
       run.outputs.push(failed);
     }
   }

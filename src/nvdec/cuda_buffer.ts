@@ -121,6 +121,8 @@ export class CudaFrames {
   readonly shape: [number, number, number, number] | [number, number, number];
   /** Presentation time of each frame in seconds (`pts × timeBase`), like the CPU decoder's. */
   readonly pts: Float64Array;
+  /** Index of each frame in the stream's presentation order, or null, like the CPU's `VideoFrames.frameIndex`. */
+  readonly frameIndex: Int32Array | null;
   /** CUDA device ordinal. */
   readonly device: number;
   /** Layout of each frame. */
@@ -146,6 +148,7 @@ export class CudaFrames {
     width: number;
     height: number;
     pts: Float64Array;
+    frameIndex?: Int32Array | null;
     decodedFrames?: number;
     skippedFrames?: number;
   }) {
@@ -155,6 +158,7 @@ export class CudaFrames {
     this.width = init.width;
     this.height = init.height;
     this.pts = init.pts;
+    this.frameIndex = init.frameIndex ?? null;
     this.decodedFrames = init.decodedFrames ?? init.pts.length;
     this.skippedFrames = init.skippedFrames ?? 0;
     this.device = init.buffer.device;

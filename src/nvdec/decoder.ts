@@ -66,6 +66,7 @@ import { StructBuffer } from "./struct_buffer.ts";
 import { settle } from "../settle.ts";
 import { NvdecSession } from "./session.ts";
 import { releaseDecoderNvdec } from "./decoder_cache.ts";
+import { frameIndices } from "../media/frame_index.ts";
 
 export { releaseDecoderNvdec };
 
@@ -155,16 +156,28 @@ export function decodeVideoNvdec(packets: VideoPackets, opts: NvdecOptions = {})
 /** The synchronous core of {@link decodeVideoNvdec} (the parser's callbacks need the calling thread). */
 export function decodeVideoNvdecSync(packets: VideoPackets, opts: NvdecOptions = {}): CudaFrames {
   const given = VideoPackets.fromStructured(packets);
+  return decodeNvdec(given, opts, given).frames;
+}
+
+/**
+ * {@link decodeVideoNvdecSync}, with the pts of the frame each slot shows, and the frames' `frameIndex` taken from
+ * `indexBy` (the packets these are, or contain), none when null (the NVDEC clip pass indexes by the pass's).
+ */
+export function decodeNvdec(
+  given: VideoPackets,
+  opts: NvdecOptions,
+  indexBy: VideoPackets | null,
+): { frames: CudaFrames; framePts: BigInt64Array } {
   const codec = validate(given, opts);
   const p = toAnnexB(given);
   const dc = acquireContext(opts.device ?? 0);
   try {
     // First leaving out what no slot shows; when the stream is not what that assumes, every picture decoded and
     // every held frame converted.
+    const mode = (leaveOut: boolean) => ({ leaveOut, skip: leaveOut && (opts.skipUnshown ?? true) });
     return decodeOrStartOver(
       true,
-      (leaveOut, before) =>
-        decodeSession(p, opts, codec, dc, { leaveOut, skip: leaveOut && (opts.skipUnshown ?? true) }, before),
+      (leaveOut, before) => decodeSession(p, opts, codec, dc, mode(leaveOut), before, indexBy),
     );
   } finally {
     releaseContext(dc);
@@ -178,7 +191,8 @@ function decodeSession(
   dc: DeviceContext,
   mode: { leaveOut: boolean; skip: boolean },
   decodedBefore: number,
-): CudaFrames {
+  indexBy: VideoPackets | null,
+): { frames: CudaFrames; framePts: BigInt64Array } {
   const plan = slotPlan(p, resolveSampling(opts, (w) => new InvalidArgumentError(w)));
   const s = new NvdecSession(p, plan, opts, dc, mode);
   try {
@@ -190,7 +204,8 @@ function decodeSession(
     if (s.error !== undefined) throw s.error;
     if (!s.buffer) s.outWidth = s.outHeight = 0;
     const buffer = s.buffer ?? CudaBuffer.alloc(1, dc.device);
-    return new CudaFrames({
+    const framePts = s.filler.framePts();
+    const frames = new CudaFrames({
       buffer,
       owned: s.buffer ? s.owned : true,
       pixelFormat: opts.pixelFormat ?? "rgb24-planar",
@@ -199,7 +214,9 @@ function decodeSession(
       pts: s.filler.times(),
       decodedFrames: decodedBefore + s.decodedPictures,
       skippedFrames: s.skippedPictures,
+      frameIndex: indexBy === null ? null : frameIndices(indexBy, framePts),
     });
+    return { frames, framePts };
   } catch (e) {
     if (e instanceof StartOver) {
       // The decoder is sound (only the plan was wrong): keep it; let the copies queued so far finish first.

@@ -31,6 +31,11 @@ export interface Executor {
    * and whenever its concurrency changes; an executor with a bounded capacity (a `WorkerPool`) grows to fit.
    */
   reserve?(stage: string, n: number): void;
+  /**
+   * Milliseconds the tasks of stage `stage` have spent waiting for this executor's capacity while other work held
+   * it (a `WorkerPool`'s queue), waits under way included: the stage does not count them as work.
+   */
+  waitMs?(stage: string): number;
   /** Releases resources (e.g. terminates Workers). The executor may start again lazily on the next `run`. */
   close(): void | Promise<void>;
 }

@@ -394,9 +394,14 @@ export class Stage implements StageControl {
 
   // ---- read by stats and the controller --------------------------------------------------------------------
 
-  /** Time spent working, integrated over concurrent tasks, including work under way, ms. */
+  /**
+   * Time spent working, integrated over concurrent tasks, including work under way, ms: from each task's start to
+   * its end, less the time its tasks waited for capacity their executor's other work held (`Executor.waitMs`:
+   * queued for a Worker of a pool another stage shares), which is waiting, not work.
+   */
   busyMs(now: number): number {
-    return this.#workMs + this.#working * (now - this.#workT);
+    const waited = this.spec.kind === "pipe" ? this.spec.executor.waitMs?.(this.name) ?? 0 : 0;
+    return Math.max(0, this.#workMs + this.#working * (now - this.#workT) - waited);
   }
 
   /** Concurrency integrated over the time the stage ran, slot·ms (utilization = busyMs / slotMs). */

@@ -26,7 +26,9 @@ export type FromWorker =
   | { type: "error"; id: number; error: SerializedError }
   /** The worker is about to die (or must be replaced): `error` is the uncaught error, if that is why. */
   | { type: "dying"; reason: string; error?: SerializedError }
-  | { type: "released"; error?: string };
+  | { type: "released"; error?: string }
+  /** The module has loaded (or failed to): calls run from now on (the pool counts the wait before as waiting). */
+  | { type: "ready" };
 
 /**
  * The Worker's global scope, typed by hand: a `/// <reference lib="deno.worker" />` directive would do it, but
@@ -109,7 +111,7 @@ scope.onmessage = (e: MessageEvent<ToWorker>) => {
   if (msg.type === "init") {
     url = msg.url;
     mod = import(msg.url);
-    mod.catch(() => {}); // reported per call
+    mod.then(() => post({ type: "ready" }), () => post({ type: "ready" })); // a failed import is reported per call
     return;
   }
   if (msg.type === "release") return void release();

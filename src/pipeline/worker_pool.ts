@@ -8,6 +8,10 @@
  * The pool's size may change while it runs: {@link WorkerPool.resize} sets it, and each pipeline stage running
  * on the pool claims its concurrency ({@link WorkerPool.reserve}); the pool runs up to the larger of the two.
  * Workers start lazily when calls wait; shrinking retires idle Workers at once and busy ones after their task.
+ *
+ * A stage's task that finds every Worker busy (or one still starting) waits; the pool counts that time per stage
+ * ({@link WorkerPool.waits}, {@link WorkerPool.waitMs}), and the stage does not count it as work (see
+ * `wait_ledger.ts`): stages sharing a pool are judged by the Worker time they use, not by how long they queued.
  * @module
  */
 
@@ -20,6 +24,7 @@ import {
 } from "../errors.ts";
 import type { Executor, PipeFn, TaskContext } from "./executor.ts";
 import { collectTransferables } from "./transfer.ts";
+import { WaitLedger } from "./wait_ledger.ts";
 import type { FromWorker, ToWorker } from "./worker_entry.ts";
 
 /** Options of a {@link WorkerPool}. */
@@ -43,9 +48,13 @@ interface Call {
   transfer: Transferable[];
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
+  /** Ends the call's wait in {@link WorkerPool.waits} (idempotent), when made for a stage. */
+  waited?: () => void;
 }
 
 interface Slot {
+  /** The Worker has loaded its module (said `ready`): a call it is given runs at once. */
+  ready: boolean;
   worker: Worker;
   index: number;
   current: Call | undefined;
@@ -59,6 +68,11 @@ const ENTRY = new URL("./worker_entry.ts", import.meta.url);
 export class WorkerPool implements Executor {
   /** The module each Worker imports. */
   readonly moduleUrl: string;
+  /**
+   * Time the tasks of each stage waited for a free Worker (calls made through {@link run}, by its context's stage
+   * name); a stage's steps may record other waits for this pool's capacity here too (thread tokens).
+   */
+  readonly waits: WaitLedger = new WaitLedger();
   readonly #releaseTimeoutMs: number;
   readonly #slots: Slot[] = [];
   readonly #pending: Call[] = [];
@@ -143,17 +157,30 @@ export class WorkerPool implements Executor {
    * to move rather than copy (default: none). Results come back with their buffers transferred.
    */
   call<R = unknown>(name: string, args: unknown[] = [], transfer: Transferable[] = []): Promise<R> {
+    return this.#call(name, args, transfer, undefined);
+  }
+
+  /** {@link call}, counting the time it waits for a Worker (a free one, and started) as `stage`'s (when given). */
+  #call<R>(name: string, args: unknown[], transfer: Transferable[], stage: string | undefined): Promise<R> {
     return new Promise<R>((resolve, reject) => {
+      const waited = stage === undefined ? undefined : this.waits.begin(stage);
       this.#pending.push({
         id: this.#nextId++,
         name,
         args,
         transfer,
-        resolve: resolve as (v: unknown) => void,
-        reject,
+        // settling ends the wait too (a call rejected before any Worker ran it)
+        resolve: (v) => (waited?.(), resolve(v as R)),
+        reject: (e) => (waited?.(), reject(e)),
+        waited,
       });
       this.#pump();
     });
+  }
+
+  /** Milliseconds the tasks of `stage` have waited for a free Worker (or other capacity of this pool). */
+  waitMs(stage: string): number {
+    return this.waits.ms(stage);
   }
 
   /**
@@ -183,7 +210,7 @@ export class WorkerPool implements Executor {
         `stage "${ctx.stage}": a WorkerPool runs exports of ${this.moduleUrl}; pass the export name, not a function`,
       );
     }
-    return this.call(task, [item], collectTransferables(item));
+    return this.#call(task, [item], collectTransferables(item), ctx.stage);
   }
 
   /**
@@ -244,6 +271,7 @@ export class WorkerPool implements Executor {
   }
 
   #dispatch(slot: Slot, c: Call): void {
+    if (slot.ready) c.waited?.(); // else the wait goes on until the Worker has started (`ready`)
     slot.current = c;
     const msg: ToWorker = { type: "call", id: c.id, name: c.name, args: c.args };
     try {
@@ -257,7 +285,7 @@ export class WorkerPool implements Executor {
   #spawn(): Slot | undefined {
     if (this.#slots.length >= this.#size) return undefined;
     const worker = new Worker(ENTRY, { type: "module", name: `sluice-pool-${this.#nextIndex}` });
-    const slot: Slot = { worker, index: this.#nextIndex++, current: undefined, pinned: [] };
+    const slot: Slot = { ready: false, worker, index: this.#nextIndex++, current: undefined, pinned: [] };
     worker.onmessage = (e: MessageEvent<FromWorker>) => this.#onMessage(slot, e.data);
     worker.onerror = (e: ErrorEvent) => {
       e.preventDefault();
@@ -273,6 +301,10 @@ export class WorkerPool implements Executor {
   #onMessage(slot: Slot, msg: FromWorker): void {
     if (msg.type === "dying") return this.#crash(slot, msg.reason, msg.error);
     if (msg.type === "released") return; // answered while retiring (see #retire), which installs its own handler
+    if (msg.type === "ready") {
+      slot.ready = true;
+      return void slot.current?.waited?.();
+    }
     const c = slot.current;
     if (c === undefined || c.id !== msg.id) return;
     slot.current = undefined;

@@ -11,6 +11,7 @@
 
 import { ServeError, SluiceError } from "../errors.ts";
 import type { MemoryDescriptor } from "../memory/descriptor.ts";
+import type { FrameKind } from "../loader/clip_spec.ts";
 
 /** Version of the serve protocol this module speaks. */
 export const SERVE_PROTOCOL_VERSION = 1;
@@ -165,6 +166,11 @@ export interface ServeClipMeta {
   start: number;
   end: number;
   pts: number[];
+  /** Each slot's frame's index in the stream's presentation order, or null (`ClipOutcome.frameIndex`). */
+  frameIndex: number[] | null;
+  /** What each slot is (`ClipOutcome.frameKind`). */
+  frameKind: FrameKind[];
+  held: number;
   padded: number;
   [key: string]: unknown;
 }

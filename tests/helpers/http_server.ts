@@ -1,7 +1,8 @@
 /**
  * A real HTTP server on 127.0.0.1 (port chosen by the OS) for data tests: serves files from a directory with
  * `Range` support, and has misbehaving routes: `/flaky/N/...` answers 503 the first N times per path,
- * `/status/CODE` answers CODE; and a second, raw TCP server (`dropBase`) whose first path segment picks how it
+ * `/status/CODE` answers CODE, `/slow/MS/...` answers a whole-file request (no `Range`) only after MS ms (a
+ * throttled link; ranged reads, such as indexing's, come at once); and a second, raw TCP server (`dropBase`) whose first path segment picks how it
  * misbehaves with the file named by the rest:
  * - `/drop/F` (or just `/F`): announces F's full length, sends half of it, closes (a Content-Length lie);
  * - `/hang/F`: announces the full length, sends half, then holds the connection open, sending nothing;
@@ -31,7 +32,9 @@ export function serveDir(dir: string): TestServer {
     if (status) return new Response("nope", { status: Number(status[1]) });
     const flaky = path.match(/^\/flaky\/(\d+)(\/.*)$/);
     if (flaky && hits.get(path)! <= Number(flaky[1])) return new Response("busy", { status: 503 });
-    const file = flaky ? flaky[2] : path;
+    const slow = path.match(/^\/slow\/(\d+)(\/.*)$/);
+    if (slow && !req.headers.has("range")) await new Promise((r) => setTimeout(r, Number(slow[1])));
+    const file = flaky ? flaky[2] : slow ? slow[2] : path;
     let bytes: Uint8Array;
     try {
       bytes = await Deno.readFile(`${dir}${file}`);

@@ -14,6 +14,8 @@ function clip(position: number, padded = 0, replaces?: ClipFailure, passClips = 
     height: 1,
     outcome: {
       pts: [0, 0.04, 0.08, 0.12],
+      frameIndex: [0, 1, 2, 3],
+      frameKind: ["sampled", "sampled", "sampled", "sampled"],
       held,
       padded,
       span: [0, 1],

@@ -312,6 +312,8 @@ Deno.test({
       worstNvdec: Infinity,
       padded: 0,
       held: 0,
+      indexed: 0,
+      unindexed: new Set<string>(),
       kinds: new Map<string, number>(),
     };
     try {
@@ -344,6 +346,14 @@ Deno.test({
           const meta = cpu.outcome!;
           const want = expectedFrames(times, window, spec);
           assert.equal(spec.numFrames - meta.padded - meta.held, want.length, `${what}: frames filled`);
+          // Each slot's frameIndex is the frame's index in ffprobe's list (presentation order), repeats included.
+          if (meta.frameIndex === null) stats.unindexed.add(src.name);
+          else {
+            const last = want[want.length - 1];
+            const full = [...want, ...Array(spec.numFrames - want.length).fill(last)];
+            assert.deepEqual(meta.frameIndex, full, `${what}: frameIndex`);
+            stats.indexed++;
+          }
           assert.equal(meta.rotated, spec.rotate && rotation !== 0, `${what}: rotated`);
           assertRegion(spec, meta.crop, orientedSize(coded[0], coded[1], meta.rotated ? rotation : 0), what);
           stats.cpu++;
@@ -354,8 +364,8 @@ Deno.test({
           if (gpu) {
             const gm = gpu.outcome!;
             assert.deepEqual(
-              [gm.pts, gm.held, gm.padded, gm.crop],
-              [meta.pts, meta.held, meta.padded, meta.crop],
+              [gm.pts, gm.frameIndex, gm.frameKind, gm.held, gm.padded, gm.crop],
+              [meta.pts, meta.frameIndex, meta.frameKind, meta.held, meta.padded, meta.crop],
               `${what}: NVDEC slots`,
             );
             codedSizes.set(gpu, coded);
@@ -408,9 +418,12 @@ Deno.test({
     }
     console.log(
       `clip truth: ${stats.cpu} CPU clips, ${stats.identical} byte-identical to the CLI (float32: exact after ` +
-        `normalisation), ${stats.padded} frames of padding, ${stats.held} held; ${stats.nvdec} NVDEC clips, same slots, worst ` +
+        `normalisation), ${stats.padded} frames of padding, ${stats.held} held; ${stats.indexed} with frameIndex (none: ${[
+          ...stats.unindexed,
+        ]}); ${stats.nvdec} NVDEC clips, same slots, worst ` +
         `${stats.worstNvdec.toFixed(1)} dB; sampling ${JSON.stringify(Object.fromEntries(stats.kinds))}`,
     );
     assert.equal(stats.cpu, 200);
+    assert.deepEqual([...stats.unindexed], [], "every container here has the timestamps frameIndex needs");
   },
 });

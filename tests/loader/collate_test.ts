@@ -31,6 +31,8 @@ function clip(id: number, frames: number, planar: boolean, float = false): Fille
     height: H,
     outcome: {
       pts,
+      frameIndex: pts.map((_, t) => 10 * id + t),
+      frameKind: pts.map((_, t) => t < frames - id ? "sampled" : "padded"),
       held: 0,
       padded: id,
       span: [id, id + frames / 10],
@@ -69,6 +71,8 @@ Deno.test("BTHWC: frames back to back per clip, labels, metadata with the clip's
     position: 1,
     seed: 7,
     pts: [1, 1.1, 1.2],
+    frameIndex: [10, 11, 12],
+    frameKind: ["sampled", "sampled", "padded"],
     held: 0,
     padded: 1,
     span: [1, 1.3],

@@ -98,7 +98,7 @@ function digest(batches: Batch[]): string[] {
   return batches.map((b) =>
     JSON.stringify({
       l: [...b.labels],
-      c: b.clips.map((c) => [c.label, c.start, c.end, c.pts]),
+      c: b.clips.map((c) => [c.label, c.start, c.end, c.pts, c.frameIndex, c.frameKind]),
       s: sum(b.data as Uint8Array),
     })
   );
@@ -729,13 +729,17 @@ Deno.test({
             const r = readPattern(b.data as Uint8Array, W, H, (i * T + t) * W * H * 3);
             assert.equal(r?.label, n, `${c.path} slot ${t}`);
             // frameRate: the latest frame at x with round((x − start)·8) <= t; consecutive: the pts the clip says.
-            const at = (x: number) => shown[times[n].findIndex((y) => Math.abs(y - x) < 1e-6)];
-            const want = "frameRate" in clip
-              ? at(
+            // The frame's index in ffprobe's presentation order: the one the clip's metadata gives.
+            const index = (x: number) => times[n].findIndex((y) => Math.abs(y - x) < 1e-6);
+            const presented = "frameRate" in clip
+              ? index(
                 times[n].filter((x) => Math.floor((x - c.start) * 8 + 0.5 + 1e-9) <= t).at(-1) ?? times[n][0],
               )
-              : at(c.pts[t]);
-            assert.equal(r!.frameIndex, want, `${c.path} [${c.start}, ${c.end}) slot ${t}`);
+              : index(c.pts[t]);
+            assert.equal(r!.frameIndex, shown[presented], `${c.path} [${c.start}, ${c.end}) slot ${t}`);
+            assert.equal(c.frameIndex?.[t], presented, `${what}: frameIndex of slot ${t}`);
+            const kind = t < T - c.held - c.padded ? "sampled" : t < T - c.padded ? "held" : "padded";
+            assert.equal(c.frameKind[t], kind, `${what}: slot ${t}`);
           }
           if (!("frameRate" in clip)) {
             const onScreen = times[n].filter((x) => x <= c.start).at(-1);

@@ -100,10 +100,11 @@ Deno.test({
         const [x, y] = frameAt(r, t);
         const frame = b.data.subarray((i * T + t) * H * W * 3, (i * T + t + 1) * H * W * 3) as Uint8Array;
         assertBytes(block(sheet.rgb, width, x, y, W, H), frame, `clip ${r} frame ${t}`);
-        // under each frame, its time
+        // under each frame, its index in the video (these files' timestamps tell it)
+        assert.ok(c.frameIndex !== null);
         assertBytes(
           block(sheet.rgb, width, x, y + H, W, LINE),
-          rendered([[fitText(c.pts[t].toFixed(2), 6), [230, 230, 230]]], W, LINE),
+          rendered([[fitText(`#${c.frameIndex[t]}`, 6), [230, 230, 230]]], W, LINE),
           `clip ${r} frame ${t}: its label`,
         );
       }
@@ -172,7 +173,7 @@ Deno.test({
       .map((m) => ({ frames: JSON.parse(unescape(m[1])) as string[], labels: JSON.parse(unescape(m[2])) }));
     assert.equal(clips.length, B);
     for (const [i, c] of clips.entries()) {
-      assert.deepEqual(c.labels, want.clips[i].pts.map((t) => t.toFixed(2)));
+      assert.deepEqual(c.labels, want.clips[i].frameIndex!.map((f) => `#${f}`));
       assert.equal(c.frames.length, T);
       for (const [t, uri] of c.frames.entries()) {
         const png = Uint8Array.from(
@@ -202,6 +203,8 @@ Deno.test("frame labels: per-frame indices once clips carry them, else times; pa
     position: 0,
     seed: 1,
     pts: [0.5, 0.54, 0.54],
+    frameIndex: null as number[] | null,
+    frameKind: ["sampled", "sampled", "padded"] as ("sampled" | "held" | "padded")[],
     held: 0,
     padded: 1,
     span: [0.5, 0.58] as [number, number],
@@ -214,7 +217,7 @@ Deno.test("frame labels: per-frame indices once clips carry them, else times; pa
     passClips: 1,
   };
   assert.deepEqual(frameLabels(meta), ["0.50", "0.54", "0.54"]);
-  assert.deepEqual(frameLabels({ ...meta, frameIndex: [12, 13, 13] } as typeof meta), ["#12", "#13", "#13"]);
+  assert.deepEqual(frameLabels({ ...meta, frameIndex: [12, 13, 13] }), ["#12", "#13", "#13"]);
   const data = new Uint8Array(3 * 2 * 36 * 3).fill(200);
   const batch = {
     data,

@@ -38,6 +38,7 @@ function sample(): VideoPackets {
     rotation: -90,
     startTimeSec: 0,
     window: [0.5, 1.25],
+    firstFrameIndex: 37,
     pts: new BigInt64Array([6400n, NOPTS, 7424n]),
     dts: new BigInt64Array([5376n, 5888n, 6400n]),
     duration: new BigInt64Array([512n, 512n, 512n]),
@@ -75,8 +76,11 @@ Deno.test("serialize/deserialize round-trips every field (version 1 layout, docu
   const back = VideoPackets.deserialize(bytes);
   assert.ok(back instanceof VideoPackets);
   assert.deepEqual({ ...back }, { ...p });
-  const whole = new VideoPackets({ ...p, window: null });
-  assert.equal(VideoPackets.deserialize(whole.serialize()).window, null);
+  const whole = new VideoPackets({ ...p, window: null, firstFrameIndex: undefined });
+  const wholeBack = VideoPackets.deserialize(whole.serialize());
+  assert.equal(wholeBack.window, null);
+  assert.equal(wholeBack.firstFrameIndex, undefined);
+  assert.equal(back.firstFrameIndex, 37);
   // Works from an unaligned view inside a bigger buffer.
   const padded = new Uint8Array(bytes.length + 3);
   padded.set(bytes, 3);
@@ -91,6 +95,24 @@ Deno.test({
     const back = VideoPackets.deserialize(p.serialize());
     assert.deepEqual({ ...back }, { ...p });
   },
+});
+
+Deno.test("deserialize reads the older headers (152 bytes: no endSec; 160: no firstFrameIndex)", () => {
+  const p = new VideoPackets({ ...sample(), endSec: 1.5 });
+  const bytes = p.serialize();
+  for (const size of [152, 160]) {
+    // The same object written with the older header: its fixed part cut at `size`, the flags it could say.
+    const old = new Uint8Array(bytes.length - (PACKETS_HEADER_SIZE - size));
+    old.set(bytes.subarray(0, size));
+    old.set(bytes.subarray(PACKETS_HEADER_SIZE), size);
+    const dv = new DataView(old.buffer);
+    dv.setUint32(8, size, true);
+    dv.setUint32(120, size === 152 ? 1 : 3, true);
+    const back = VideoPackets.deserialize(old);
+    assert.equal(back.endSec, size === 152 ? undefined : 1.5);
+    assert.equal(back.firstFrameIndex, undefined);
+    assert.deepEqual([...back.pts], [...p.pts]);
+  }
 });
 
 Deno.test("deserialize rejects every truncation with ProtocolError", () => {
@@ -121,7 +143,16 @@ Deno.test("deserialize rejects bad magic, version, lengths and packet offsets wi
     ["packet offset", mutate(tableStart + 28 * 3 + 4 * 2, 4), /packet 2 .*outside/],
     ["packet size", mutate(tableStart + 32 * 3, 0xffffffff), /packet 0 .*outside/],
     ["time base", mutate(108, 0), /time base/],
-    ["flags", mutate(120, 6), /flags/],
+    ["flags", mutate(120, 8), /flags/],
+    [
+      "first frame index",
+      (() => {
+        const b = good.slice();
+        new DataView(b.buffer).setFloat64(160, 1.5, true);
+        return b;
+      })(),
+      /first frame index 1\.5/,
+    ],
     ["reserved", mutate(124, 1), /reserved/],
     ["stream index", mutate(32, 0x80000000), /stream index/],
     ["rotation", mutate(92, 720), /rotation/],

@@ -73,6 +73,7 @@ async function bothDecoders(
     const [c, g] = [cpu[i].outcome!, gpu[i].outcome!];
     assert.deepEqual(g.pts, c.pts, `clip ${i} [${clips[i].start}, ${clips[i].end}): slots`);
     assert.deepEqual([g.held, g.padded], [c.held, c.padded]);
+    assert.deepEqual([g.frameIndex, g.frameKind], [c.frameIndex, c.frameKind], `clip ${i}: frame identity`);
     worst = Math.min(worst, psnr(gpu[i].data as Uint8Array, cpu[i].data as Uint8Array));
   }
   return worst;
@@ -170,9 +171,17 @@ Deno.test({
               const want = framesOnScreen(times, [s, e]).slice(0, 8).map((j) => times[j].toFixed(4));
               assert.deepEqual(c.pts.slice(0, want.length).map((t) => t.toFixed(4)), want, what);
               assert.deepEqual([c.held, c.padded], [8 - want.length, 0], what);
+              const shown = framesOnScreen(times, [s, e]).slice(0, 8);
+              assert.deepEqual(c.frameIndex?.slice(0, shown.length), shown, `${what}: ffprobe's indices`);
             }
             assert.deepEqual(g.pts, c.pts, `${what}: NVDEC slots`);
             assert.deepEqual([g.held, g.padded], [c.held, c.padded], what);
+            assert.ok(c.frameIndex !== null, `${what}: frameIndex`);
+            assert.deepEqual(
+              [g.frameIndex, g.frameKind],
+              [c.frameIndex, c.frameKind],
+              `${what}: frame identity`,
+            );
             const db = psnr(gpu[i].data as Uint8Array, cpu[i].data as Uint8Array);
             assert.ok(db >= NATIVE_PSNR_DB, `${what}: PSNR ${db}`);
           }

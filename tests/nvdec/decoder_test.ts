@@ -119,3 +119,45 @@ Deno.test({ name: "nvdec: windows and pts agree with the CPU decoder", ignore },
   releaseDecoderNvdec();
   assert.deepEqual(unbalanced(dbl.log()), {});
 });
+
+Deno.test(
+  {
+    name:
+      "nvdec: frameIndex = the CPU's for windows read from the start and reached by seeks (H.264 B-frames MP4, HEVC MKV, VP9)",
+    ignore,
+  },
+  async () => {
+    const dbl = await useDouble();
+    dbl.configure();
+    try {
+      const sources = [
+        { width: 64, height: 48, bframes: 2, gop: 12, durationSec: 4 },
+        { width: 64, height: 48, bframes: 2, gop: 12, durationSec: 4, codec: "libx265", container: "mkv" },
+        { width: 64, height: 48, gop: 12, durationSec: 4, codec: "libvpx-vp9", container: "webm" },
+      ];
+      let checked = 0;
+      for (const spec of sources) {
+        const clip = await generateClip(spec);
+        const windows: [number, number][] = [[0, 0.6], [1.1, 1.7], [3.02, 3.9]];
+        const parts = await demuxVideo(clip, { windows });
+        for (const [i, p] of parts.entries()) {
+          for (const frameRate of [undefined, 9]) {
+            const opts = { width: 16, height: 16, ...(frameRate ? { frameRate } : {}) };
+            const cpu = await decodeVideo(p, opts);
+            using gpu = await decodeVideoNvdec(p, opts);
+            assert.ok(cpu.frameIndex !== null, `${clip} ${windows[i]}: the CPU indexes the frames`);
+            assert.deepEqual(
+              gpu.frameIndex,
+              cpu.frameIndex,
+              `${spec.codec ?? "h264"} ${windows[i]} ${frameRate}`,
+            );
+            checked += cpu.frameIndex.length;
+          }
+        }
+      }
+      assert.ok(checked > 60, `${checked} frames compared`);
+    } finally {
+      releaseDecoderNvdec();
+    }
+  },
+);
