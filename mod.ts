@@ -44,6 +44,16 @@ export {
   VideoClassificationLoader,
   videoClassificationLoader,
 } from "./src/loader/loader.ts";
+export type { BatchingOptions, LoaderState } from "./src/loader/loader_state.ts";
+export {
+  type ContactSheet,
+  contactSheet,
+  type Preview,
+  previewHtml,
+  type PreviewOptions,
+  type SheetOptions,
+} from "./src/loader/preview.ts";
+export type { RgbImage } from "./src/media/png.ts";
 export {
   checkLoaderOptions,
   type ClipOptions,

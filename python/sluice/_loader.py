@@ -158,6 +158,10 @@ class Loader:
             hello["device"] = device
         self._next_epoch = 0
         self._iterating = False
+        # The consumer's place, for state_dict(): ("at", epoch, batches) or ("after", epoch, position of the first
+        # clip of the last batch taken); and a loaded state's (epoch, batches) until that epoch starts.
+        self._place: tuple = ("at", 0, 0)
+        self._resume: Optional[tuple] = None
         try:  # a failure or Ctrl-C anywhere from here on stops the server this loader started
             if socket is None:
                 self._server = ServerProcess(self._server_config(dataset, options))
@@ -175,6 +179,7 @@ class Loader:
         self.world_size: int = w["worldSize"]
         self.decoder: str = w["decoder"]
         self._next_epoch = w["nextEpoch"]
+        self._place = ("at", self._next_epoch, 0)
 
     @staticmethod
     def _server_config(dataset: Any, options: Dict[str, Any]) -> Dict[str, Any]:
@@ -211,6 +216,7 @@ class Loader:
         if not isinstance(epoch, int) or epoch < 0:
             raise ValueError(f"epoch must be an integer >= 0, got {epoch!r}")
         self._next_epoch = epoch
+        self._place, self._resume = ("at", epoch, 0), None
 
     def __iter__(self) -> Iterator[Batch]:
         session = self._open()
@@ -218,15 +224,56 @@ class Loader:
             raise SluiceError("this loader is already being iterated (one epoch at a time)")
         epoch = self._next_epoch
         self._next_epoch = epoch + 1
-        session.start_epoch(epoch)
+        first = self._resume[1] if self._resume is not None and self._resume[0] == epoch else 0
+        self._resume = None
+        session.start_epoch(epoch, first)
+        self._place = ("at", epoch, first)
         self._iterating = True
         return self._epoch(session, epoch)
+
+    def state_dict(self) -> Dict[str, Any]:
+        """Where this loader's consumer is, as plain JSON-able data (save it with a checkpoint, e.g. in the dict
+        given to ``torch.save``): the epoch and the batches of it the loop took, with the seed, shard, dataset
+        fingerprint and batch-shaping options they hold for. Like ``torchdata``'s ``StatefulDataLoader``: after
+        the epoch's last batch and its end, the state is the next epoch's start. Each rank has its own."""
+        kind, epoch, n = self._place
+        want = {"after": {"epoch": epoch, "position": n}} if kind == "after" else {"epoch": epoch, "batches": n}
+        return self._open().request({"type": "state", **want}, self.timeout)["state"]
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Continues where ``state`` (from :meth:`state_dict` of a loader with the same dataset and options, in
+        this process or another) left off: the next iteration runs the rest of its epoch, and the batches are
+        the uninterrupted run's, byte for byte (failed clips' substitutes included); the clips before are never
+        decoded. A state of another dataset, seed, shard or batch-shaping option raises
+        :class:`~sluice.errors.InvalidArgumentError` naming the difference (and changes nothing)."""
+        session = self._open()
+        if self._iterating:
+            raise SluiceError("load_state_dict() while an epoch is being iterated: finish or leave the loop first")
+        if not isinstance(state, dict):
+            raise TypeError(f"load_state_dict() takes the dict state_dict() returns, got {type(state).__name__}")
+        m = session.resume(state, self.timeout)
+        self._next_epoch = m["epoch"]
+        self._resume = (m["epoch"], m["batches"])
+        self._place = ("at", m["epoch"], m["batches"])
+
+    def preview(self, path: Optional[str] = None, *, batches: int = 1, html: bool = False) -> Dict[str, Any]:
+        """Writes a contact sheet of the first ``batches`` batches of the epoch the next iteration runs (from its
+        start) to ``path`` (default ``preview.png``, or ``preview.html`` with ``html=True``: one page, each clip
+        playable): a row per clip, its frames as the batch holds them, labelled with class, file, window and each
+        frame's time; substitutes and padded frames marked. The server draws them with a loader of its own, so
+        this loader's epochs are left as they are. Returns ``{"path", "clips", "width", "height"}``."""
+        if not isinstance(batches, int) or isinstance(batches, bool) or batches < 1:
+            raise ValueError(f"batches must be an integer >= 1, got {batches!r}")
+        path = os.path.abspath(path if path is not None else ("preview.html" if html else "preview.png"))
+        m = self._open().request({"type": "preview", "epoch": self._next_epoch, "batches": batches, "path": path,
+                                  "html": bool(html)}, None)
+        return {k: m[k] for k in ("path", "clips", "width", "height")}
 
     def stats(self) -> Stats:
         """The server's statistics: ``session`` (clips/s, batches, slot ring) and ``loader`` (pipeline stats
         with ``bottleneck``, per-stage failures, backend child); ``print(loader.stats())`` shows them as
         ``sluice load`` does (see :class:`Stats`)."""
-        m = self._open().stats(self.timeout)
+        m = self._open().request({"type": "stats"}, self.timeout)
         return Stats(m["stats"], m.get("text"))
 
     def close(self) -> None:
@@ -264,11 +311,14 @@ class Loader:
                         continue
                     batch = self._batch(session, m)
                     session.took()
+                    self._place = ("after", epoch, batch.clips[0]["position"]) if batch.clips else self._place
                     yield batch
                     batch = None  # this frame's reference: the slot goes when the trainer's go
                 elif t == "epoch-end":
                     if m["epoch"] == epoch:
                         session.ended()
+                        if not m["cancelled"]:
+                            self._place = ("at", epoch + 1, 0)
                         return
         finally:
             self._iterating = False

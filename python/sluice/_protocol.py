@@ -161,6 +161,16 @@ def check_message(m: Any) -> Dict[str, Any]:
     elif t == "stats":
         if "stats" not in m:
             raise _bad(t, 'no "stats"')
+    elif t == "state":
+        if not isinstance(m.get("state"), dict):
+            raise _bad(t, '"state" must be an object')
+    elif t == "resumed":
+        _int(m, "epoch")
+        _int(m, "batches")
+    elif t == "preview":
+        _str(m, "path")
+        for k in ("clips", "width", "height"):
+            _int(m, k)
     elif t == "error":
         _str(m, "code")
         _str(m, "message")

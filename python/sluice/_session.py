@@ -28,6 +28,8 @@ CLIENT_NAME = "sluice-python/0.1.0"
 _POLL_S = 0.25
 #: How long the next batch waits, once the trainer holds every slot, for another thread to let one go, seconds.
 _HELD_WAIT_S = 1.0
+#: Messages that answer a request rather than belong to the stream.
+_REPLIES = ("stats", "state", "resumed", "preview")
 
 
 class Session:
@@ -46,7 +48,7 @@ class Session:
         self._sock = s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         self._frames = proto.FrameReader()
         self._pending: Deque[Dict[str, Any]] = collections.deque()  # the stream, in order
-        self._stats: Deque[Dict[str, Any]] = collections.deque()  # replies to stats requests
+        self._replies: Deque[Dict[str, Any]] = collections.deque()  # replies to requests (stats, state, …)
         # Slots of batches gone, (generation, slot, seq), appended by finalizers (see the module docs).
         self._released: Deque[Tuple[int, int, int]] = collections.deque()
         self._live: Dict[int, int] = {}  # seq → generation, of batches out and not yet released
@@ -57,6 +59,7 @@ class Session:
         # with it its ring), whether its stream has started, and its batches handed out.
         self._open_epoch: Optional[int] = None
         self._jumped = False
+        self._rebuilt = False  # a resume may have replaced the server's loader, and with it its ring
         self._stream_started = False
         self._taken = 0
         try:
@@ -93,15 +96,16 @@ class Session:
 
     # ---- the epoch stream -------------------------------------------------------------------------------
 
-    def start_epoch(self, epoch: int) -> None:
-        """Asks for ``epoch`` (cancelling one still streaming)."""
+    def start_epoch(self, epoch: int, first: int = 0) -> None:
+        """Asks for ``epoch`` (cancelling one still streaming), whose first batch is ``first`` (a resumed one's)."""
         self.send({"type": "epoch", "epoch": epoch})
         # A jump rebuilds the server's loader, and with it the ring its batches are in: until this epoch's
         # stream starts, batches held now may turn out not to hold any slot of it.
-        self._jumped = epoch != self._server_next
+        self._jumped = epoch != self._server_next or self._rebuilt
+        self._rebuilt = False
         self._server_next = epoch + 1
         self._stream_started = False
-        self._taken = 0
+        self._taken = first
         self._open_epoch = epoch
 
     def next(self, timeout: Optional[float]) -> Dict[str, Any]:
@@ -116,10 +120,28 @@ class Session:
         """The open epoch's end arrived."""
         self._open_epoch = None
 
-    def stats(self, timeout: Optional[float]) -> Dict[str, Any]:
-        """The server's ``stats`` reply."""
-        self.send({"type": "stats"})
-        return self._recv(timeout, want_stats=True)
+    def request(self, message: Dict[str, Any], timeout: Optional[float]) -> Dict[str, Any]:
+        """Sends ``message`` (``stats``, ``state``, ``resume``, ``preview``) and returns the server's reply."""
+        self.send(message)
+        return self._recv(timeout, reply=True)
+
+    def resume(self, state: Dict[str, Any], timeout: Optional[float]) -> Dict[str, Any]:
+        """Resumes the server's loader from ``state`` (its ``resumed`` reply; a refused state raises). The stream
+        of an epoch left before is over by then: its batches are given back unused, its end dropped."""
+        try:
+            m = self.request({"type": "resume", "state": state}, timeout)
+        finally:  # refused or not, the server ended that stream before it answered: all of it has arrived
+            self._open_epoch = None
+            left = list(self._pending)
+            self._pending.clear()
+            for old in left:
+                if old["type"] == "batch":
+                    self.release_unused(old["slot"], old["seq"])
+                elif old["type"] != "epoch-end":
+                    self._pending.append(old)  # memory: mapped in order
+        self._rebuilt = True
+        self._server_next = m["epoch"]
+        return m
 
     # ---- credits ----------------------------------------------------------------------------------------
 
@@ -212,13 +234,13 @@ class Session:
         if self.welcome is not None:
             self.slots.drop()
 
-    def _recv(self, timeout: Optional[float], want_stats: bool = False, stream: bool = False) -> Dict[str, Any]:
+    def _recv(self, timeout: Optional[float], reply: bool = False, stream: bool = False) -> Dict[str, Any]:
         """The next message of the stream (welcome, batches, epoch ends; ``memory`` is mapped on the way, in
-        order), or with ``want_stats`` the next stats reply. Raises on server death, protocol damage, an error
+        order), or with ``reply`` the next reply to a request. Raises on server death, protocol damage, an error
         message, when ``timeout`` passes without a message, or (``stream``: waiting for a batch) when this
         process holds every slot."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        queue = self._stats if want_stats else self._pending
+        queue = self._replies if reply else self._pending
         while True:
             self._flush_releases()
             while queue:
@@ -271,7 +293,7 @@ class Session:
                         raise server_error(m["code"], m["message"], m.get("name"))
                     if t == "memory" or (t == "batch" and m["epoch"] == self._open_epoch):
                         self._stream_started = True
-                    (self._stats if t == "stats" else self._pending).append(m)
+                    (self._replies if t in _REPLIES else self._pending).append(m)
                 return
             if self._server is not None and not self._server.alive():
                 raise self.died("the server stopped")

@@ -57,6 +57,15 @@ class IterableDataset(torch.utils.data.IterableDataset):
             yield item
             del item
 
+    def state_dict(self) -> Dict[str, Any]:
+        """The loader's :meth:`sluice.Loader.state_dict` (what ``torchdata``'s ``StatefulDataLoader`` saves)."""
+        return self.loader.state_dict()
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """The loader's :meth:`sluice.Loader.load_state_dict`: the next iteration continues where ``state`` left
+        off."""
+        self.loader.load_state_dict(state)
+
     def close(self) -> None:
         """Stops the loader (and the server it started)."""
         if self._loader is not None:

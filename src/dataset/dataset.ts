@@ -87,6 +87,21 @@ function isVideoName(name: string): boolean {
 }
 
 /**
+ * `path` relative to the dataset `root` it belongs to (a directory tree's root, or the directory of a manifest or
+ * shard index), so it reads the same wherever the dataset is; as it is when it lies elsewhere.
+ */
+export function datasetRelative(path: string, root: string): string {
+  const absolute = (p: string) =>
+    isUrl(p) || p.startsWith("/") ? p : `${Deno.cwd()}/${p.replace(/^\.\//, "")}`;
+  [path, root] = [absolute(path), absolute(root)];
+  for (const dir of [root, root.slice(0, root.lastIndexOf("/"))]) {
+    const base = dir.endsWith("/") ? dir : `${dir}/`;
+    if (base !== "/" && path.startsWith(base)) return path.slice(base.length);
+  }
+  return path;
+}
+
+/**
  * Opens a dataset: a directory tree, a `.csv` / `.jsonl` manifest (local or URL), or packed shards (a directory
  * with `shards.json`, that file, an `.idx.json` or a `.tar`, local or URL; see `src/dataset/shards/`).
  */

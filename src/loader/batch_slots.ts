@@ -10,8 +10,8 @@
  *   (`epochOrder`): output index `j` is clip `j mod B` of batch `⌊j / B⌋`. The decode step asks
  *   {@link BatchSlots.place} for a clip's place before it decodes it; the first clip of a batch acquires the
  *   batch's slot, waiting for the ring's credit (the backpressure that bounds memory). Slots are acquired in
- *   batch order, so the batch the consumer waits for never waits behind a later one. A substitute clip keeps
- *   the failed clip's position, hence its place.
+ *   batch order (a resumed epoch's from its resume batch), so the batch the consumer waits for never waits
+ *   behind a later one. A substitute clip keeps the failed clip's position, hence its place.
  * - A clip decoded in another clip's pass (decode once) is written into its place when its batch already has a
  *   slot or can get one without waiting; otherwise into its own buffer, copied into its place when it comes
  *   (counted in {@link BatchSlots.copiedBytes}, like the within-slot moves that close the gaps of skipped clips
@@ -100,6 +100,8 @@ export class BatchSlots implements Disposable {
   readonly #state = new Map<number, { state: SlotState; batch: object | null }>();
   /** The next batch to get a slot: slots are acquired in batch order. */
   #next = { epoch: -1, batch: 0 };
+  /** A resumed epoch's first batch (its earlier ones are never made). */
+  #resume = { epoch: -1, batch: 0 };
   #acquiring: Promise<unknown> = Promise.resolve();
   #pending = 0;
   #copied = 0;
@@ -251,6 +253,11 @@ export class BatchSlots implements Disposable {
     if (s?.batch === batch) s.state = "held";
   }
 
+  /** `epoch` resumes at `batch`: its first slot goes to that batch (the earlier ones are never made). */
+  resume(epoch: number, batch: number): void {
+    this.#resume = { epoch, batch };
+  }
+
   /** The epoch ended (or was abandoned): slots of batches not handed to the consumer are given back. */
   endEpoch(): void {
     for (const [slot, s] of [...this.#state]) if (s.state !== "held") this.#give(slot);
@@ -289,7 +296,9 @@ export class BatchSlots implements Disposable {
    * behind the next one (its slot was given back already: a bug).
    */
   #advance(where: { epoch: number; batch: number }): boolean {
-    if (where.epoch > this.#next.epoch) this.#next = { epoch: where.epoch, batch: 0 };
+    if (where.epoch > this.#next.epoch) {
+      this.#next = { epoch: where.epoch, batch: where.epoch === this.#resume.epoch ? this.#resume.batch : 0 };
+    }
     return where.epoch === this.#next.epoch && where.batch >= this.#next.batch;
   }
 

@@ -1,8 +1,9 @@
 /**
  * The loader's accounting in clips, the one unit a training run cares about. Every position of a rank's epoch
- * plan ends in exactly one of three states: delivered (its own clip is in a batch), failed (its clip could not
- * be loaded; the cause is listed), or dropped (its batch was a short last one and `dropLast` is set). So, once
- * an epoch has run to its end, `planned = delivered + failed + dropped`. Of the failed positions, `replaced`
+ * plan ends in exactly one of four states: delivered (its own clip is in a batch), failed (its clip could not
+ * be loaded; the cause is listed), dropped (its batch was a short last one and `dropLast` is set), or skipped
+ * (a loader resumed mid-epoch leaves out the clips of the batches delivered before: `loader_state.ts`). So, once
+ * an epoch has run to its end, `planned = delivered + failed + dropped + skipped`. Of the failed positions, `replaced`
  * ones were filled with a substitute clip (`onClipError: "replace"`), which is why batches stay full:
  * clips in batches = `delivered + replaced`. Padded frames (slots beyond the end of the stream) and held frames
  * (slots repeating a frame still on screen, see `ClipOutcome.held`) are counted too.
@@ -44,6 +45,8 @@ export interface ClipCounts {
   replaced: number;
   /** Positions left out with a short last batch (`dropLast`). */
   dropped: number;
+  /** Positions before the resume point of a resumed epoch (delivered before the loader's state was saved). */
+  skipped: number;
   /** Planned positions not accounted for yet: in flight, or not reached when an epoch was stopped early. */
   pending: number;
   /** Substitutes that failed too (listed in `failures` with their attempt number). */
@@ -116,6 +119,7 @@ function zero(planned: number): ClipCounts {
     failed: 0,
     replaced: 0,
     dropped: 0,
+    skipped: 0,
     pending: planned,
     substitutesFailed: 0,
     paddedFrames: 0,
@@ -189,6 +193,13 @@ export class ClipAccounting {
   /** Starts counting `epoch` (so an epoch that yields nothing still shows). */
   begin(epoch: number): void {
     this.#epoch(epoch);
+  }
+
+  /** The first `count` positions (in output order) of `epoch` are skipped: the loader resumed after them. */
+  skipped(epoch: number, count: number): void {
+    const e = this.#epoch(epoch);
+    e.skipped += count;
+    e.pending -= count;
   }
 
   /** Marks `epoch` as run to its end. */

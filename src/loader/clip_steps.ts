@@ -324,6 +324,11 @@ export class ClipDecodeStep {
     }
   }
 
+  /** `count` clips of `epoch` will never come (a resumed epoch's skipped ones): they are not still ahead. */
+  skipped(epoch: number, count: number): void {
+    this.#come.set(epoch, (this.#come.get(epoch) ?? 0) + count);
+  }
+
   /** Counts a clip come, and drops results of earlier epochs nobody came for (an epoch stopped early). */
   #arrive(epoch: number): void {
     this.#come.set(epoch, (this.#come.get(epoch) ?? 0) + 1);

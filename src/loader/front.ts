@@ -28,6 +28,11 @@
  * clip into its own destination and with its own failure; the others carry no packets, only `servedBy`, and the
  * decode stage hands them the leader's results when they come (`ClipDecodeStep`). The batches are the same as
  * with every clip decoded on its own: the order of the items does not change, only who decodes which.
+ *
+ * Resume mid-epoch (`resume`, see `loader_state.ts`): in the resumed epoch, the sample stage leaves out the clips
+ * whose output index is below the resume point, so they are never fetched, demuxed or decoded, and the shuffle
+ * stage puts a hole in each one's place of the plan: the buffer draws as in the whole epoch and the holes come
+ * out where those clips would have, so every other clip leaves at its own output index, as in the whole epoch.
  * @module
  */
 
@@ -77,6 +82,11 @@ export interface FrontArgs {
   shareHorizon?: number;
   /** Time each demux task's phases (the loader's `profile`). */
   profile?: boolean;
+  /**
+   * Resume mid-epoch: in `epoch`, the clips whose output index is below `from` are skipped (see the module
+   * docs). Read when an epoch starts, so the loader may set it until its first epoch starts.
+   */
+  resume?: { epoch: number; from: number };
 }
 
 /** The worker module for the demux and decode pools. */
@@ -108,17 +118,28 @@ export function clipBase(
   return meta;
 }
 
-/** A continuous source: each iteration yields the video tasks of the next epoch. */
+/** The resume point's `from` in `epoch`, 0 when `epoch` is not the resumed one. */
+function resumeFrom(args: FrontArgs, epoch: number): number {
+  return args.resume?.epoch === epoch ? args.resume.from : 0;
+}
+
+/**
+ * A continuous source: each iteration yields the video tasks of the next epoch (the first: `args.firstEpoch`, as
+ * it is when that epoch starts).
+ */
 export function epochSource(args: FrontArgs): Iterable<VideoTask> {
   const sampler = new ClipSampler(args.ranges, args.sampler);
   const horizon = (args.ordered ?? true) ? args.shareHorizon ?? 0 : 0;
-  let epoch = args.firstEpoch;
+  let epoch: number | undefined;
   return {
     *[Symbol.iterator]() {
-      const e = epoch++;
-      const order = horizon > 0 ? epochOrder(sampler, e) : null;
+      const e = epoch ?? args.firstEpoch;
+      epoch = e + 1;
+      const from = resumeFrom(args, e);
+      const order = horizon > 0 || from > 0 ? epochOrder(sampler, e) : null;
       let task: VideoTask | undefined, current = -1;
       for (const c of sampler.epoch(e)) {
+        if (from > 0 && order![c.position] < from) continue; // before the resume point: never loaded
         if (task !== undefined && c.video === current) {
           task.clips.push(clipBase(args, e, c));
           task.share?.order.push(order![c.position]);
@@ -134,7 +155,7 @@ export function epochSource(args: FrontArgs): Iterable<VideoTask> {
           clips: [clipBase(args, e, c)],
           spec: args.spec,
         };
-        if (order !== null) task.share = { order: [order[c.position]], horizon };
+        if (horizon > 0) task.share = { order: [order![c.position]], horizon };
         if (args.profile) task.profile = true;
       }
       if (task !== undefined) yield task;
@@ -152,9 +173,17 @@ export function buildFront(
   budget: ThreadBudget | null = null,
 ): PipelineBuilder<ClipItem> {
   const ordered = args.ordered ?? true;
-  const perEpoch = new ClipSampler(args.ranges, args.sampler).length;
-  const shuffle = new ShuffleBuffer<ClipItem>(args.sampler.shuffleBuffer, args.sampler.seed, perEpoch);
-  const epochOf = (x: ClipItem) => "failed" in x ? x.failed.epoch : x.meta.epoch;
+  const sampler = new ClipSampler(args.ranges, args.sampler);
+  const shuffle = new ShuffleBuffer<ClipItem | null>(
+    args.sampler.shuffleBuffer,
+    args.sampler.seed,
+    sampler.length,
+  );
+  const holes = new ResumeHoles(args, sampler);
+  const shuffled = (clips: ClipItem[]) => {
+    const epoch = placeOf(clips[0]).epoch;
+    return shuffle.push(epoch, holes.fill(epoch, clips)).filter((x) => x !== null);
+  };
   return new PipelineBuilder()
     .addSource(epochSource(args), { name: "sample", continuous: true })
     .pipe((task: VideoTask, ctx) => fetchVideo(task, args.fetch, ctx.signal), {
@@ -168,8 +197,52 @@ export function buildFront(
       concurrency: args.concurrency.demux,
       ordered,
     })
-    .pipe((clips: ClipItem[]) => clips.length === 0 ? clips : shuffle.push(epochOf(clips[0]), clips), {
-      name: "shuffle",
-    })
+    .pipe((clips: ClipItem[]) => clips.length === 0 ? clips : shuffled(clips), { name: "shuffle" })
     .disaggregate({ name: "disaggregate" });
+}
+
+/** A clip item's epoch and plan position. */
+function placeOf(x: ClipItem): { epoch: number; position: number } {
+  return "failed" in x ? x.failed : x.meta;
+}
+
+/**
+ * The holes of a resumed epoch's skipped clips (see the module docs): each skipped position goes into the
+ * shuffle buffer as `null` in its own place of the plan (the stages before keep the plan's order): before the
+ * first clip that comes, and after each clip up to the next one loaded.
+ */
+class ResumeHoles {
+  readonly #args: FrontArgs;
+  readonly #sampler: ClipSampler;
+  #epoch = -1;
+  /** Per position of the resumed epoch: 1 when skipped. */
+  #skipped: Uint8Array | null = null;
+  /** The positions before it are in the buffer (as clips or holes). */
+  #cursor = 0;
+
+  constructor(args: FrontArgs, sampler: ClipSampler) {
+    this.#args = args;
+    this.#sampler = sampler;
+  }
+
+  /** `clips` (of `epoch`, in the plan's order) with the holes around them. */
+  fill(epoch: number, clips: ClipItem[]): (ClipItem | null)[] {
+    if (epoch !== this.#epoch) {
+      this.#epoch = epoch;
+      this.#cursor = 0;
+      const from = resumeFrom(this.#args, epoch);
+      const order = from > 0 ? epochOrder(this.#sampler, epoch) : null;
+      this.#skipped = order && Uint8Array.from(order, (j) => j < from ? 1 : 0);
+    }
+    const skipped = this.#skipped;
+    if (skipped === null) return clips;
+    const out: (ClipItem | null)[] = [];
+    for (const x of clips) {
+      const p = placeOf(x).position;
+      for (; this.#cursor < p; this.#cursor++) if (skipped[this.#cursor]) out.push(null);
+      out.push(x);
+      for (this.#cursor = p + 1; skipped[this.#cursor] === 1; this.#cursor++) out.push(null);
+    }
+    return out;
+  }
 }

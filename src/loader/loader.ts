@@ -40,6 +40,10 @@
  *   `memoryReport()` shows where the memory is (V8 heaps of the main thread and each Worker, external memory,
  *   live FFmpeg objects).
  *
+ * - Resume mid-epoch, exactly (`loader_state.ts`): `loadStateDict(stateDict())` on a new loader with the same
+ *   options continues with the next batch, as the uninterrupted run, without loading the clips before it.
+ *   `preview()` draws batches as a contact sheet (`preview.ts`).
+ *
  * Iterate the loader (`for await (using batch of loader)`) once per epoch; `close()` it (or `await using`) at the
  * end to stop Workers and the backend child.
  * @module
@@ -52,7 +56,7 @@ import type { StageControl } from "../pipeline/stage.ts";
 import type { PipelineStats } from "../pipeline/stats.ts";
 import { WorkerPool } from "../pipeline/worker_pool.ts";
 import type { BackendStats } from "../backend/backend_stats.ts";
-import { type BackendSource, spawnBackend } from "../backend/spawn.ts";
+import { BackendFront } from "./backend_front.ts";
 import type { WorkerMemory } from "./clip_worker.ts";
 import { nativeObjectCounts } from "../media/av_objects.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
@@ -79,11 +83,14 @@ import {
   startSize,
 } from "./loader_options.ts";
 import { withDefaults } from "../options.ts";
+import { type LoaderState, LoaderStates, stateIdentity } from "./loader_state.ts";
+import { type Preview, previewLoader, type PreviewOptions } from "./preview.ts";
 import { Replacer } from "./replace.ts";
 import { ClipSampler, type SampledVideo } from "../dataset/sampler.ts";
 import { indexDataset, type IndexFailure } from "../dataset/video_index.ts";
 import { nvdecAvailable, nvdecConcurrency, selectDecoder } from "../nvdec/available.ts";
 
+export type { LoaderState } from "./loader_state.ts";
 export type {
   ClipOptions,
   DecodeLessOptions,
@@ -221,11 +228,14 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   /** Videos that could not be indexed (left out of every epoch). */
   readonly indexFailures: IndexFailure[];
   readonly #pipeline: Pipeline<Batch>;
-  readonly #backendSource: BackendSource | null;
+  readonly #backend: BackendFront | null;
   readonly #decodePool: WorkerPool;
+  readonly #decodeStep: ClipDecodeStep;
   readonly #accounting: ClipAccounting;
   readonly #slots: BatchSlots | null;
   readonly #profile: ClipProfile | null;
+  readonly #args: FrontArgs;
+  readonly #states: LoaderStates;
   #epoch = 0;
 
   /** Use {@link videoClassificationLoader}. */
@@ -238,11 +248,13 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
       backend: "inprocess" | "subprocess";
       onClipError: OnClipError;
       pipeline: Pipeline<Batch>;
-      backendSource: BackendSource | null;
+      backendFront: BackendFront | null;
       decodePool: WorkerPool;
+      decodeStep: ClipDecodeStep;
       accounting: ClipAccounting;
       slots: BatchSlots | null;
       profile: ClipProfile | null;
+      states: LoaderStates;
     },
   ) {
     this.dataset = init.plan.dataset;
@@ -251,19 +263,20 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     this.clipsPerEpoch = init.plan.sampler.length;
     this.batchSize = init.batchSize;
     this.#epoch = init.plan.front.firstEpoch;
-    this.batchesPerEpoch = init.dropLast
-      ? Math.floor(this.clipsPerEpoch / init.batchSize)
-      : Math.ceil(this.clipsPerEpoch / init.batchSize);
+    this.batchesPerEpoch = init.states.batchesPerEpoch;
     this.decoder = init.decoder;
     this.backend = init.backend;
     this.onClipError = init.onClipError;
     this.indexFailures = init.plan.indexFailures;
     this.#pipeline = init.pipeline;
-    this.#backendSource = init.backendSource;
+    this.#backend = init.backendFront;
     this.#decodePool = init.decodePool;
+    this.#decodeStep = init.decodeStep;
     this.#accounting = init.accounting;
     this.#slots = init.slots;
     this.#profile = init.profile;
+    this.#args = init.plan.front;
+    this.#states = init.states;
   }
 
   /** The next epoch to run (0 before the first). */
@@ -271,14 +284,20 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     return this.#epoch;
   }
 
-  /** Runs one epoch. */
+  /** Runs one epoch (a resumed one from its resume point). */
   [Symbol.asyncIterator](): AsyncIterator<Batch> {
     const epoch = this.#epoch++;
-    this.#accounting.begin(epoch);
-    const it = this.#pipeline[Symbol.asyncIterator]();
     const slots = this.#slots;
+    const resume = this.#states.begin(epoch);
+    this.#accounting.begin(epoch);
+    if (resume !== null) {
+      this.#accounting.skipped(epoch, resume.from);
+      this.#decodeStep.skipped(epoch, resume.from);
+      slots?.resume(epoch, resume.batch);
+    }
+    const it = this.#pipeline[Symbol.asyncIterator]();
     let stopped = false; // return() was called: a next() still pending ends early, not at the epoch's end
-    let yielded = 0;
+    let yielded = resume?.batch ?? 0;
     return {
       next: async () => {
         // After the epoch's last batch only its end can come, which needs no slot.
@@ -286,11 +305,15 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
         try {
           const r = await it.next();
           if (r.done) {
-            if (!stopped) this.#accounting.complete(epoch);
+            if (!stopped) {
+              this.#accounting.complete(epoch);
+              this.#states.completed(epoch);
+            }
             slots?.endEpoch();
           } else {
             yielded++;
             this.#accounting.delivered(r.value.clips);
+            this.#states.delivered(r.value.clips);
             slots?.delivered(r.value);
           }
           return r;
@@ -319,6 +342,30 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
    */
   undelivered(clips: Batch["clips"]): void {
     this.#accounting.delivered(clips, -1);
+    this.#states.undelivered(clips);
+  }
+
+  /**
+   * The consumer's place, plain JSON to save with a checkpoint: the epoch it is in and the batches of it
+   * delivered (the next epoch, 0, once an epoch ran to its end), with the seed, rank, dataset fingerprint and
+   * batch-shaping options they hold for (see `LoaderState`). With `after` (a batch of this loader, or its
+   * clips; the first clip's `epoch` and `position` are what count): the place just after that batch, for a relay
+   * whose consumer is behind the batches handed to it.
+   */
+  stateDict(after?: Batch | readonly { epoch: number; position: number }[]): LoaderState {
+    return this.#states.state(after === undefined || !("clips" in after) ? after : after.clips);
+  }
+
+  /**
+   * Continues where `state` (from `stateDict()` of a loader with the same options) left off: the next
+   * iteration runs the rest of its epoch, starting with the batch after the last one delivered, and the batches
+   * are those of the uninterrupted run; the clips before are not loaded (counted as `skipped` in
+   * `stats().clips`). Only before the first epoch starts. Throws `InvalidArgumentError` naming the difference
+   * for a state of another dataset, seed, rank or batch-shaping option.
+   */
+  loadStateDict(state: LoaderState): void {
+    this.#epoch = this.#states.load(state).epoch;
+    this.#backend?.restart(this.#args); // the child planned from the old arguments
   }
 
   /** The stages of its pipeline in this process, source first (with the subprocess backend: from `backend` on). */
@@ -343,12 +390,20 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     }
   }
 
+  /**
+   * A contact sheet of the next `batches` batches (default 1; with `html`, also a page with each clip playable):
+   * see `preview.ts`. It runs the next epoch for them and leaves it, as a loop that breaks does.
+   */
+  preview(opts?: PreviewOptions): Promise<Preview> {
+    return previewLoader(this, opts);
+  }
+
   /** Current statistics. */
   stats(): LoaderStats {
     return {
       clips: this.#accounting.stats(),
       pipeline: this.#pipeline.stats(),
-      backend: this.#backendSource?.stats() ?? null,
+      backend: this.#backend?.stats() ?? null,
       profile: this.#profile?.stats() ?? null,
       indexFailures: this.indexFailures,
     };
@@ -370,7 +425,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   async close(): Promise<void> {
     await this.#pipeline.stop();
     await this.#decodePool.close();
-    await this.#backendSource?.close();
+    await this.#backend?.close();
     this.#slots?.[Symbol.dispose](); // after the Workers: none writes into the mapping any more
   }
 
@@ -416,25 +471,15 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     profile,
   });
   const accounting = new ClipAccounting(plan.sampler.length, o.maxFailures, log);
+  const identity = stateIdentity(args, plan.dataset.root, { batchSize, dropLast, layout, onClipError });
+  const states = new LoaderStates(args, identity, plan.sampler);
+  if (opts.resume !== undefined) states.load(opts.resume, opts.firstEpoch); // before the child gets `args`
   let front: PipelineBuilder<ClipItem>;
-  let backendSource: BackendSource | null = null;
+  let backendFront: BackendFront | null = null;
   if (backend === "subprocess") {
-    backendSource = spawnBackend({
-      module: new URL("./backend_module.ts", import.meta.url),
-      export: "default",
-      args,
-      bufferSize: Math.max(
-        o.bufferSize,
-        2 * (decodeConcurrency === "auto" ? cores : decodeConcurrency),
-      ),
-      permissions: ["--allow-read", "--allow-env", "--allow-ffi", "--allow-net"],
-      isolated: true, // the loader's module imports only sluice's own files
-      log,
-    });
-    front = new PipelineBuilder().addSource(backendSource as AsyncIterable<ClipItem>, {
-      name: "backend",
-      continuous: true,
-    });
+    const bufferSize = Math.max(o.bufferSize, 2 * (decodeConcurrency === "auto" ? cores : decodeConcurrency));
+    backendFront = new BackendFront(args, bufferSize, log);
+    front = new PipelineBuilder().addSource(backendFront, { name: "backend", continuous: true });
   } else {
     front = buildFront(args, decodePool, budget);
   }
@@ -507,7 +552,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
       hooks: opts.hooks,
       reportInterval: opts.reportInterval,
       log,
-      signal: backendSource?.failure,
+      signal: backendFront?.failure,
     });
   return new VideoClassificationLoader({
     plan,
@@ -517,11 +562,13 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     backend,
     onClipError,
     pipeline,
-    backendSource,
+    backendFront,
     decodePool,
+    decodeStep,
     accounting,
     slots,
     profile,
+    states,
   });
 }
 

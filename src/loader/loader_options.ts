@@ -22,6 +22,7 @@ import { AUTO_CONCURRENCY_OPTIONS, type AutoConcurrencyOptions } from "../pipeli
 import type { ClipDtype, ClipSpec, FrameSampling, Interpolation, ResizeMode } from "./clip_spec.ts";
 import type { BatchLayout } from "./collate.ts";
 import type { VideoDataset } from "../dataset/dataset.ts";
+import type { LoaderState } from "./loader_state.ts";
 import { FETCH_OPTIONS, type FetchOptions } from "../dataset/fetch.ts";
 import { resolveSamplerOptions, SAMPLER_OPTIONS, type SamplerOptions } from "../dataset/sampler.ts";
 
@@ -163,6 +164,12 @@ export interface LoaderOptions {
   slots?: number;
   /** The epoch the first iteration runs, e.g. to resume a job where it stopped. */
   firstEpoch?: number;
+  /**
+   * Resume mid-epoch from a state `loader.stateDict()` saved (the same as calling `loadStateDict(state)` before
+   * the first epoch): the first iteration runs the rest of the state's epoch, from the batch after the last one
+   * delivered. Refused when the state was saved for another dataset or other batch-shaping options.
+   */
+  resume?: LoaderState;
   /**
    * A clip that cannot be loaded (fetch, demux or decode fails, no frame in its window, too much padding):
    * `"replace"` fills its place with another clip of this rank's epoch plan, chosen deterministically, so
@@ -419,6 +426,13 @@ export const LOADER_TABLE = {
     min: 0,
     default: 0,
     doc: "the epoch the first iteration runs",
+    python: false,
+  },
+  resume: {
+    kind: "custom",
+    what: "a loader state (what loader.stateDict() returns)",
+    test: isPlainObject,
+    doc: "continue mid-epoch from a state saved by stateDict() (needs ordered)",
     python: false,
   },
   onClipError: {

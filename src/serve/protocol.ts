@@ -25,6 +25,16 @@ export const MAX_SERVER_MESSAGE = 16 * 1024 * 1024;
 /** Sample types of batch pixels. */
 export type ServeDtype = "uint8" | "float32";
 
+/** The {@link ServeDtype} of a batch's pixels (`batch.data`). */
+export function serveDtype(data: unknown): ServeDtype {
+  if (data instanceof Float32Array) return "float32";
+  if (data instanceof Uint8Array) return "uint8";
+  throw new ServeError(
+    "internal",
+    `batch pixels of an unsupported type ${Object.prototype.toString.call(data)}`,
+  );
+}
+
 /** Bytes per sample of each {@link ServeDtype}. */
 export const DTYPE_BYTES: Record<ServeDtype, number> = { uint8: 1, float32: 4 };
 
@@ -72,8 +82,50 @@ export interface ByeMessage {
   type: "bye";
 }
 
+/**
+ * Asks for the loader's state (`loader.stateDict()`) at the client's place: just after the batch whose first
+ * clip is `after` (the last batch the client's code took), or else at batch `batches` of `epoch`.
+ */
+export interface StateRequest {
+  type: "state";
+  /** The first clip of the last batch the client's code took (its `epoch` and `position`). */
+  after?: { epoch: number; position: number };
+  /** Without `after`: the epoch the client is in... */
+  epoch?: number;
+  /** ...and the batches of it it had. */
+  batches?: number;
+}
+
+/** Resumes the session's loader from a state (`loader.loadStateDict()`); answered by `resumed`. */
+export interface ResumeRequest {
+  type: "resume";
+  /** A `loader.stateDict()` (a `state` reply's), checked by the loader. */
+  state: unknown;
+}
+
+/** Asks the server to write a contact sheet of the client's next epoch's first batches; answered by `preview`. */
+export interface PreviewRequest {
+  type: "preview";
+  /** The epoch to draw. */
+  epoch: number;
+  /** Its first batches to draw (≥ 1). */
+  batches: number;
+  /** Absolute path of the file the server writes. */
+  path: string;
+  /** Write the HTML page (each clip playable) instead of the PNG sheet. */
+  html: boolean;
+}
+
 /** Any message a client may send. */
-export type ClientMessage = HelloMessage | EpochMessage | ReleaseMessage | StatsRequest | ByeMessage;
+export type ClientMessage =
+  | HelloMessage
+  | EpochMessage
+  | ReleaseMessage
+  | StatsRequest
+  | StateRequest
+  | ResumeRequest
+  | PreviewRequest
+  | ByeMessage;
 
 // ---------------------------------------------------------------------------------------- server → client
 
@@ -164,6 +216,30 @@ export interface StatsMessage {
   text?: string;
 }
 
+/** Reply to a `state` request: the loader's state, plain JSON. */
+export interface StateMessage {
+  type: "state";
+  state: unknown;
+}
+
+/** Reply to a `resume` request: the loader's next epoch is `epoch`, starting with its batch `batches`. */
+export interface ResumedMessage {
+  type: "resumed";
+  epoch: number;
+  batches: number;
+}
+
+/** Reply to a `preview` request: the file written, and what it shows. */
+export interface PreviewMessage {
+  type: "preview";
+  path: string;
+  /** Clips (rows) drawn. */
+  clips: number;
+  /** The sheet's size in pixels (the PNG's, also with `html`). */
+  width: number;
+  height: number;
+}
+
 /** Something failed; the server closes the connection after sending it when `fatal`. */
 export interface ErrorMessage {
   type: "error";
@@ -192,6 +268,9 @@ export type ServerMessage =
   | BatchMessage
   | EpochEndMessage
   | StatsMessage
+  | StateMessage
+  | ResumedMessage
+  | PreviewMessage
   | ErrorMessage;
 
 // ---------------------------------------------------------------------------------------- framing
@@ -326,6 +405,37 @@ export function parseClientMessage(value: unknown): ClientMessage {
     }
     case "stats":
       return { type: "stats" };
+    case "state": {
+      const msg: StateRequest = { type: "state" };
+      if (value.after !== undefined) {
+        if (!isObject(value.after)) throw bad(`state message: "after" must be an object { epoch, position }`);
+        msg.after = {
+          epoch: int({ ...value.after, type: "state" }, "epoch", 0, MAX_INT),
+          position: int({ ...value.after, type: "state" }, "position", 0, MAX_INT),
+        };
+      } else {
+        msg.epoch = int(value, "epoch", 0, MAX_INT);
+        msg.batches = int(value, "batches", 0, MAX_INT);
+      }
+      return msg;
+    }
+    case "resume":
+      if (!isObject(value.state)) throw bad(`resume message: "state" must be an object (a loader state)`);
+      return { type: "resume", state: value.state };
+    case "preview": {
+      const path = value.path;
+      if (typeof path !== "string" || !path.startsWith("/") || path.length > 4096) {
+        throw bad(`preview message: "path" must be an absolute path`);
+      }
+      if (typeof value.html !== "boolean") throw bad(`preview message: "html" must be a boolean`);
+      return {
+        type: "preview",
+        epoch: int(value, "epoch", 0, MAX_INT),
+        batches: int(value, "batches", 1, 1 << 16),
+        path,
+        html: value.html,
+      };
+    }
     case "bye":
       return { type: "bye" };
     default:

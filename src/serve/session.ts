@@ -1,7 +1,7 @@
 /**
  * One client connection of a batch server (`server.ts`): the session reads the client's messages in order
- * (`hello`, `epoch`, `release`, `stats`, `bye`; each validated first, `protocol.ts`), streams the epochs it asks
- * for and hands each batch's slot out until the client releases it.
+ * (`hello`, `epoch`, `release`, `stats`, `state`, `resume`, `preview`, `bye`; each validated first,
+ * `protocol.ts`), streams the epochs it asks for and hands each batch's slot out until the client releases it.
  *
  * - Credit: each batch waits for a free slot, so at most `slots` batches are in flight and a stalled trainer
  *   holds exactly `slots` batches of memory. A slot is reused only after the client releases it.
@@ -10,12 +10,16 @@
  *   the loader); any other batch (a loader without slots, or decoding on the GPU) is copied into a ring from
  *   the {@link SessionHost}, counted in `copiedBytes`.
  * - A client that asks for another epoch than the loader's next gets a loader rebuilt there (factory loaders).
+ * - Resuming (`state`, `resume`): the loader's state at the client's place, and a state applied to the session's
+ *   loader (`loadStateDict` before its first epoch, else on a loader rebuilt for it); a refused state is a
+ *   non-fatal error, the session goes on with its loader as it was. `preview` writes a contact sheet of an
+ *   epoch drawn by a loader of its own (factory loaders).
  * - When the client goes away (closed, crashed, killed), the session cancels the running epoch, frees its slots
  *   and ends; a broken message or another protocol version ends it with an `error` message that says why.
  * @module
  */
 
-import { errorText, ServeError } from "../errors.ts";
+import { errorText, InvalidArgumentError, ServeError } from "../errors.ts";
 import type { VideoClassificationLoader } from "../loader/loader.ts";
 import type { Batch } from "../loader/collate.ts";
 import { type BatchSlots, slotOf } from "../loader/batch_slots.ts";
@@ -32,11 +36,13 @@ import {
   parseClientMessage,
   SERVE_PROTOCOL_VERSION,
   type ServeDtype,
+  serveDtype,
   type ServerMessage,
-  type StatsMessage,
 } from "./protocol.ts";
+import type { LoaderState } from "../loader/loader_state.ts";
 import type { LoaderRequest, SessionHost } from "./session_host.ts";
-import { type SessionStats, statsText } from "./session_stats.ts";
+import { stateAt, writePreview } from "./session_replies.ts";
+import { type SessionStats, statsReply } from "./session_stats.ts";
 
 /** What a session needs of its server's options. */
 export interface SessionOptions {
@@ -75,6 +81,10 @@ export class Session {
   #hello: HelloMessage | null = null;
   #loader: VideoClassificationLoader | null = null;
   #ownsLoader = false;
+  /** Whether the loader has run an epoch for this session (a resume then needs a loader of its own). */
+  #loaderStarted = false;
+  /** The resumed epoch and its first batch, until that epoch starts (its batches' `index` count from there). */
+  #resumed: { epoch: number; batch: number } | null = null;
   #ring: SlotRing | null = null;
   /**
    * slot → the batch in it, for slots this session has out: its seq, its clips and the loader that made them
@@ -224,7 +234,14 @@ export class Session {
       case "release":
         return this.#onRelease(msg.slot, msg.seq, msg.unused === true);
       case "stats":
-        return await this.#send(this.#statsMessage());
+        return await this.#send(statsReply(this.stats(), this.#loader?.stats() ?? null));
+      case "state":
+        return await this.#send({ type: "state", state: stateAt(this.#loader!, msg) });
+      case "resume":
+        return await this.#onResume(msg.state);
+      case "preview":
+        if (!this.#ownsLoader) throw new ServeError("preview", "a fixed loader's server draws no preview");
+        return await this.#send(await writePreview(await this.#buildLoader(msg.epoch), msg));
       case "bye":
         await this.close();
         return;
@@ -287,35 +304,76 @@ export class Session {
             `loader's epochs run in order; serve a loader factory to start anywhere)`,
         );
       }
-      const old = this.#loader!;
-      const o = old.sampler.options;
-      this.#loader = null;
-      if (this.#loaderRing) {
-        // Its ring closes with it: batches the client still holds there are no longer slots of this session
-        // (the client keeps reading them; the server never writes there again), and their releases are moot.
-        this.#disposeOut();
-        this.#memorySeq = this.#seq;
-      }
-      await old.close();
-      this.#loader = (await this.#host.loaderFor(this, {
-        rank: o.rank,
-        worldSize: o.worldSize,
-        firstEpoch: epoch,
-      })).loader;
-      if (this.#loader.epoch !== epoch) {
-        throw new ServeError(
-          "epoch",
-          `the loader factory built a loader at epoch ${this.#loader.epoch}, not ${epoch}`,
-        );
-      }
+      await this.#replaceLoader(await this.#buildLoader(epoch));
     }
+    const first = this.#resumed?.epoch === epoch ? this.#resumed.batch : 0;
+    this.#resumed = null;
+    this.#loaderStarted = true;
     const abort = new AbortController();
     const iterator = this.#loader![Symbol.asyncIterator]();
     const run: EpochRun = { epoch, iterator, abort, done: Promise.resolve() };
     // Not awaiting #fail: it closes the session, and closing awaits run.done.
-    run.done = this.#stream(run).catch((e) => void this.#fail(e));
+    run.done = this.#stream(run, first).catch((e) => void this.#fail(e));
     this.#run = run;
     if (this.#t0 === 0) this.#t0 = performance.now();
+  }
+
+  /** A loader of the factory for the session's shard, at `epoch`. */
+  async #buildLoader(epoch: number): Promise<VideoClassificationLoader> {
+    const { rank, worldSize } = this.#loader!.sampler.options;
+    const { loader } = await this.#host.loaderFor(this, { rank, worldSize, firstEpoch: epoch });
+    if (loader.epoch === epoch) return loader;
+    await loader.close();
+    throw new ServeError("epoch", `the loader factory built a loader at epoch ${loader.epoch}, not ${epoch}`);
+  }
+
+  /** Closes the session's (owned) loader and serves `loader` instead. */
+  async #replaceLoader(loader: VideoClassificationLoader): Promise<void> {
+    const old = this.#loader!;
+    this.#loader = null;
+    if (this.#loaderRing) {
+      // Its ring closes with it: batches the client still holds there are no longer slots of this session
+      // (the client keeps reading them; the server never writes there again), and their releases are moot.
+      this.#disposeOut();
+      this.#memorySeq = this.#seq;
+    }
+    try {
+      await old.close();
+    } finally {
+      this.#loader = loader;
+      this.#loaderStarted = false;
+      this.#resumed = null;
+    }
+  }
+
+  /**
+   * Resumes from `state`: the session's loader loads it before its first epoch; one that ran an epoch already is
+   * replaced by a factory loader that loaded it (a fixed loader cannot be). A refused state (another dataset,
+   * shard or batch-shaping option) is answered by a non-fatal error and changes nothing.
+   */
+  async #onResume(state: unknown): Promise<void> {
+    await this.#cancelRun();
+    const s = state as LoaderState;
+    try {
+      // (A fixed loader whose epochs ran refuses it.)
+      if (!this.#loaderStarted || !this.#ownsLoader) this.#loader!.loadStateDict(s);
+      else {
+        const fresh = await this.#buildLoader(Number.isSafeInteger(s.epoch) ? s.epoch : 0);
+        try {
+          fresh.loadStateDict(s);
+        } catch (e) {
+          await fresh.close();
+          throw e;
+        }
+        await this.#replaceLoader(fresh);
+      }
+    } catch (e) {
+      if (!(e instanceof InvalidArgumentError)) throw e;
+      await this.#send(errorMessage(e, false));
+      return;
+    }
+    this.#resumed = { epoch: s.epoch, batch: s.batches };
+    await this.#send({ type: "resumed", epoch: s.epoch, batches: s.batches });
   }
 
   #onRelease(slot: number, seq: number, unused: boolean): void {
@@ -356,9 +414,10 @@ export class Session {
 
   // ---- streaming ----------------------------------------------------------------------------------------
 
-  async #stream(run: EpochRun): Promise<void> {
+  /** Streams `run`'s epoch, whose first batch is its batch `first` (a resumed epoch's). */
+  async #stream(run: EpochRun, first: number): Promise<void> {
     const { iterator, abort, epoch } = run;
-    let index = 0, clips = 0, finished = false;
+    let index = first, clips = 0, finished = false;
     try {
       while (!abort.signal.aborted) {
         // After the epoch's last batch only its end can come: it needs no credit (a client may keep every batch).
@@ -387,13 +446,13 @@ export class Session {
       if (!finished) await iterator.return?.();
     }
     if (this.#run === run) this.#run = null;
-    await this.#send({ type: "epoch-end", epoch, batches: index, clips, cancelled: !finished });
+    await this.#send({ type: "epoch-end", epoch, batches: index - first, clips, cancelled: !finished });
   }
 
   /** Sends `batch` to the client; true when the session keeps it until the client releases its slot (zero copy). */
   async #publish(batch: Batch, epoch: number, index: number, signal: AbortSignal): Promise<boolean> {
     const B = batch.shape[0];
-    const dtype = dtypeOf(batch);
+    const dtype = serveDtype(batch.data);
     const nbytes = batch.data.byteLength;
     const own = this.#loader!.decoder === "cpu" ? slotOf(batch) : undefined;
     if (own !== undefined) {
@@ -536,13 +595,6 @@ export class Session {
     }
     await this.close();
   }
-
-  /** The `stats` reply: the counters, and their text (the session's line, then the loader's as `sluice load`). */
-  #statsMessage(): StatsMessage {
-    const session = this.stats();
-    const loader = this.#loader?.stats() ?? null;
-    return { type: "stats", stats: { session, loader }, text: statsText(session, loader) };
-  }
 }
 
 /** A batch a session has out: see `Session.#out`. */
@@ -560,18 +612,7 @@ function isPeerGone(e: unknown): boolean {
     e instanceof Deno.errors.Interrupted;
 }
 
-/** The sample type of a batch's pixels. */
 /** Where a slot's audio starts: after a full batch's pixels (`nbytes` of `B` clips, `batchSize` a batch), 8-aligned. */
 function audioAt(nbytes: number, B: number, batchSize: number): number {
   return Math.ceil(((nbytes / B) * batchSize) / 8) * 8;
-}
-
-function dtypeOf(batch: Batch): ServeDtype {
-  const d = batch.data as unknown;
-  if (d instanceof Float32Array) return "float32";
-  if (d instanceof Uint8Array) return "uint8";
-  throw new ServeError(
-    "internal",
-    `batch pixels of an unsupported type ${Object.prototype.toString.call(d)}`,
-  );
 }

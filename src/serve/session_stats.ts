@@ -7,6 +7,7 @@
 import type { LoaderStats } from "../loader/loader.ts";
 import { formatLoaderStats, loaderStatsParts } from "../loader/stats_text.ts";
 import type { SlotRingStats } from "../memory/slot_ring.ts";
+import type { StatsMessage } from "./protocol.ts";
 
 /** Counters of one session. */
 export interface SessionStats {
@@ -43,6 +44,11 @@ export interface SessionStats {
 export function statsText(session: SessionStats, loader: LoaderStats | null): string {
   return formatSessionStats(session) +
     (loader === null ? "\n(no loader yet)" : `\n${formatLoaderStats(loaderStatsParts(loader))}`);
+}
+
+/** The `stats` reply: the counters, and their text ({@link statsText}). */
+export function statsReply(session: SessionStats, loader: LoaderStats | null): StatsMessage {
+  return { type: "stats", stats: { session, loader }, text: statsText(session, loader) };
 }
 
 /** One line of a session's counters (the first line of a `stats` message's text). */

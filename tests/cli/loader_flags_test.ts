@@ -21,6 +21,7 @@ import { InvalidArgumentError } from "../../src/errors.ts";
 const SHAPE = ["--batch-size", "2", "--frames", "4", "--width", "32", "--height", "32"];
 const TABLES: Record<string, OptionTable> = {
   load: LOADER_OPTIONS,
+  preview: LOADER_OPTIONS,
   serve: { ...SERVER_OPTIONS, ...LOADER_OPTIONS },
 };
 const base = (name: string) => name === "serve" ? ["d", "--socket", "/tmp/s", ...SHAPE] : ["d", ...SHAPE];
@@ -51,7 +52,7 @@ function edges(spec: OptionSpec): { valid: string[]; invalid: string[] } {
   return { valid: [], invalid: [] };
 }
 
-for (const name of ["load", "serve"]) {
+for (const name of ["load", "preview", "serve"]) {
   const command = COMMANDS.find((c) => c.name === name)!;
   const flagged = optionEntries(TABLES[name]).filter(({ spec }) => spec.flag !== undefined);
 

@@ -1,9 +1,10 @@
 /**
  * Oracles for the decoder tests: the ffmpeg CLI's raw decode in the coded orientation (`-noautorotate`, since
- * sluice reports rotation instead of applying it), ffprobe's frame times, and PSNR.
+ * sluice reports rotation instead of applying it), ffprobe's frame times, PSNR, and a PNG file as ffprobe and
+ * ffmpeg's own PNG decoder read it.
  * @module
  */
-import { ffprobeFrames, runCli } from "./media.ts";
+import { ffprobeFrames, ffprobeInfo, runCli } from "./media.ts";
 
 /**
  * Raw frames from `ffmpeg -noautorotate -threads 1 -i F -map 0:<stream> [-vf filter] -pix_fmt fmt -f rawvideo`,
@@ -20,6 +21,25 @@ export async function cliRaw(
   const r = await runCli("ffmpeg", args);
   if (r.code !== 0) throw new Error(`ffmpeg ${args.join(" ")} failed: ${r.stderr.slice(-1000)}`);
   return r.stdout;
+}
+
+/** A PNG file (bytes, or a path) as ffprobe sizes it and the ffmpeg CLI decodes it: packed RGB bytes. */
+export async function decodePngCli(
+  png: Uint8Array | string,
+): Promise<{ width: number; height: number; rgb: Uint8Array }> {
+  let path = png as string;
+  if (typeof png !== "string") {
+    path = await Deno.makeTempFile({ suffix: ".png" });
+    await Deno.writeFile(path, png);
+  }
+  try {
+    const { streams } = await ffprobeInfo(path);
+    const [{ width, height, codec_name }] = streams;
+    if (codec_name !== "png") throw new Error(`${path}: ffprobe reads ${codec_name}, not png`);
+    return { width: width!, height: height!, rgb: await cliRaw(path, { pixFmt: "rgb24" }) };
+  } finally {
+    if (typeof png !== "string") await Deno.remove(path);
+  }
 }
 
 /** ffprobe's time of each decoded frame (pts_time, or best_effort_timestamp_time when pts is N/A). */

@@ -5,8 +5,8 @@ import type { Batch } from "../../src/loader/collate.ts";
 
 /**
  * The accounting invariant, asserted by every loader test: each epoch ran to its end and every planned clip is
- * delivered, failed or dropped; the batches hold exactly the delivered clips plus the substitutes; failures are
- * listed with their cause; padded and held frames are the batches' own.
+ * delivered, failed, dropped or skipped (before a resume point); the batches hold exactly the delivered clips plus
+ * the substitutes; failures are listed with their cause; padded and held frames are the batches' own.
  */
 export function assertAccounted(
   clips: ClipStats,
@@ -22,8 +22,8 @@ export function assertAccounted(
     assert.equal(e.pending, 0);
     assert.equal(
       e.planned,
-      e.delivered + e.failed + e.dropped,
-      `epoch ${e.epoch}: planned = delivered + failed + dropped`,
+      e.delivered + e.failed + e.dropped + e.skipped,
+      `epoch ${e.epoch}: planned = delivered + failed + dropped + skipped`,
     );
     assert.ok(e.replaced <= e.failed);
     if (!dropLast) assert.equal(e.dropped, 0);

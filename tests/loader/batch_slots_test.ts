@@ -11,7 +11,7 @@ import { slotOf } from "../../src/loader/batch_slots.ts";
 import { cacheLoader } from "../../src/loader/cache_loader.ts";
 import { type ClipPackets, demuxClips, type VideoTask } from "../../src/loader/clip_worker.ts";
 import { CLIP_WORKER } from "../../src/loader/front.ts";
-import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
+import { mixedDataset } from "./mixed_dataset.ts";
 import { WorkerPool } from "../../src/pipeline/worker_pool.ts";
 import { SharedMemory } from "../../src/memory/shm.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
@@ -20,27 +20,7 @@ import { clipBase, testSpec } from "../helpers/clip_spec.ts";
 let datasetDir: Promise<{ dir: string; manifest: string }> | undefined;
 /** 5 synthetic videos, plus a manifest that adds a missing and a truncated file (clips that fail). */
 function dataset(): Promise<{ dir: string; manifest: string }> {
-  datasetDir ??= (async () => {
-    const dir = await Deno.makeTempDir({ prefix: "sluice-slots-" });
-    makeSyntheticDataset(dir, { videos: 5, classes: 2, durationSec: 2, fps: 25, width: 96, height: 64 });
-    globalThis.addEventListener("unload", () => Deno.removeSync(dir, { recursive: true }));
-    const files = [0, 1].flatMap((c) =>
-      [...Deno.readDirSync(`${dir}/class_0${c}`)].map((e) => `${dir}/class_0${c}/${e.name}`)
-    ).sort();
-    const full = Deno.readFileSync(files[0]);
-    Deno.writeFileSync(`${dir}/trunc.mp4`, full.subarray(0, full.length >> 2));
-    const manifest = `${dir}/mixed.csv`;
-    Deno.writeTextFileSync(
-      manifest,
-      [
-        "path,label,start,end",
-        ...files.map((f) => `${f},${f.includes("class_01") ? 1 : 0},,`),
-        `${dir}/missing.mp4,0,0,2`,
-        `${dir}/trunc.mp4,1,0,2`,
-      ].join("\n"),
-    );
-    return { dir, manifest };
-  })();
+  datasetDir ??= mixedDataset("sluice-slots-");
   return datasetDir;
 }
 

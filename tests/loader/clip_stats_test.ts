@@ -84,6 +84,7 @@ Deno.test("counts: planned = delivered + failed + dropped; replaced apart; paddi
       failed: 3,
       replaced: 1,
       dropped: 1,
+      skipped: 0,
       pending: 0,
       substitutesFailed: 1,
       paddedFrames: 2,
@@ -112,6 +113,20 @@ Deno.test("counts: planned = delivered + failed + dropped; replaced apart; paddi
     lines[1],
     /^sluice loader: epoch 0: demux failed on bad2\.mp4: MediaError: no frame \(substitute 1 for position 2, clip \[0\.000, 1\.000\)\)$/,
   );
+});
+
+Deno.test("a resumed epoch: its skipped positions are accounted for, planned = delivered + failed + dropped + skipped", () => {
+  const acc = new ClipAccounting(8, 10, () => {});
+  acc.begin(0);
+  acc.skipped(0, 3);
+  let e = acc.stats().epochs[0];
+  assert.deepEqual([e.skipped, e.pending], [3, 5]);
+  batch(acc, 0, [ok(3), ok(4), { clip: null, failures: [failure(5)] }]);
+  batch(acc, 0, [ok(6), ok(7)]);
+  acc.complete(0);
+  e = acc.stats().epochs[0];
+  assert.deepEqual([e.delivered, e.failed, e.dropped, e.skipped, e.pending], [4, 1, 0, 3, 0]);
+  assert.equal(acc.stats().total.skipped, 3);
 });
 
 Deno.test("totals add epochs; failure lists and log lines are bounded", () => {

@@ -41,6 +41,19 @@ Deno.test("client messages: every field is checked, with the field named", () =>
       worldSize: 2,
     },
   );
+  assert.deepEqual(parseClientMessage({ type: "state", after: { epoch: 2, position: 7, x: 1 } }), {
+    type: "state",
+    after: { epoch: 2, position: 7 },
+  });
+  assert.deepEqual(parseClientMessage({ type: "state", epoch: 2, batches: 3 }), {
+    type: "state",
+    epoch: 2,
+    batches: 3,
+  });
+  assert.deepEqual(parseClientMessage({ type: "resume", state: { epoch: 1 } }), {
+    type: "resume",
+    state: { epoch: 1 },
+  });
   const bad: [unknown, RegExp][] = [
     [null, /JSON object/],
     [[1], /JSON object/],
@@ -54,6 +67,15 @@ Deno.test("client messages: every field is checked, with the field named", () =>
     [{ type: "epoch", epoch: "1" }, /"epoch"/],
     [{ type: "release", slot: 0 }, /"seq"/],
     [{ type: "release", slot: 2 ** 60, seq: 0 }, /"slot"/],
+    [{ type: "state" }, /"epoch"/],
+    [{ type: "state", epoch: 1 }, /"batches"/],
+    [{ type: "state", after: 3 }, /"after"/],
+    [{ type: "state", after: { epoch: 0 } }, /"position"/],
+    [{ type: "resume" }, /"state"/],
+    [{ type: "resume", state: [1] }, /"state"/],
+    [{ type: "preview", epoch: 0, batches: 1, path: "rel.png", html: false }, /absolute/],
+    [{ type: "preview", epoch: 0, batches: 0, path: "/a.png", html: false }, /"batches"/],
+    [{ type: "preview", epoch: 0, batches: 1, path: "/a.png" }, /"html"/],
   ];
   for (const [v, re] of bad) {
     assert.throws(

@@ -205,6 +205,52 @@ Deno.test("a fixed loader: one client at a time, in-order epochs, the ring reuse
   assert.ok(logs.some((l) => l.includes("disconnected")));
 });
 
+Deno.test("a fixed loader resumes from a client's state before its first epoch; later states are refused, the session goes on", async () => {
+  const [want] = await referenceEpochs(1);
+  await using loader = await videoClassificationLoader(await loaderOptions());
+  const path = socketPath();
+  await using server = await serveLoader(loader, { socket: path, slots: 2, log: () => {} });
+  const a = await Client.connect(path);
+  await a.hello();
+  await a.send({ type: "state", epoch: 0, batches: 1 });
+  const { type, state } = await a.next();
+  assert.equal(type, "state");
+  assert.deepEqual([state.epoch, state.batches, state.seed, state.batching.batchSize], [0, 1, 1, 2]);
+  await a.send({ type: "resume", state: { ...state, seed: 9 } }); // refused (non-fatal), nothing changes
+  const other = await a.next();
+  assert.deepEqual([other.type, other.code, other.fatal], ["error", "InvalidArgumentError", false]);
+  assert.match(other.message, /seed: the state's 9, this loader's 1/);
+  await a.send({ type: "resume", state });
+  assert.deepEqual(await a.next(), { type: "resumed", epoch: 0, batches: 1 });
+  await a.send({ type: "epoch", epoch: 0 });
+  const mem = await a.next();
+  const got: [number, string][] = [];
+  let m: Msg, last: Msg;
+  for (m = await a.next(); m.type === "batch"; m = await a.next()) {
+    last = m.clips[0];
+    got.push([m.index, await sha(readMemfd(mem.memory.fd, m.slot * mem.slotBytes, m.nbytes))]);
+    await a.send({ type: "release", slot: m.slot, seq: m.seq });
+  }
+  assert.deepEqual(got, [[1, want[1]], [2, want[2]]], "the batches after the first, with their own index");
+  assert.deepEqual([m.type, m.batches, m.clips, m.cancelled], ["epoch-end", 2, 4, false]);
+  // the client's place: after the batch whose first clip is `after` (the last one)
+  await a.send({ type: "state", after: { epoch: last.epoch, position: last.position } });
+  const after = (await a.next()).state;
+  assert.deepEqual([after.epoch, after.batches], [0, 3]);
+  // a fixed loader whose epoch ran cannot resume: a non-fatal error, and the session goes on
+  await a.send({ type: "resume", state });
+  const refused = await a.next();
+  assert.deepEqual([refused.type, refused.code, refused.fatal], ["error", "InvalidArgumentError", false]);
+  assert.match(refused.message, /before the first epoch starts/);
+  await a.send({ type: "stats" });
+  assert.equal((await a.next()).type, "stats");
+  await a.send({ type: "preview", epoch: 1, batches: 1, path: "/nonexistent/p.png", html: false });
+  const preview = await a.next();
+  assert.deepEqual([preview.code, preview.fatal], ["preview", true]);
+  a.close();
+  await server.close();
+});
+
 Deno.test("socket paths: a stale socket file is replaced, a live one is refused, long paths are refused", async () => {
   const path = socketPath();
   const stale = Deno.listen({ transport: "unix", path });

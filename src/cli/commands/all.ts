@@ -3,6 +3,7 @@
 import type { Command } from "../args.ts";
 import { benchDecodeCommand } from "./bench_decode.ts";
 import { loadCommand } from "./load.ts";
+import { previewCommand } from "./preview.ts";
 import { makeDatasetCommand } from "./make_dataset.ts";
 import { probeCommand } from "./probe.ts";
 import { serveCommand } from "./serve.ts";
@@ -18,6 +19,7 @@ export const COMMANDS: readonly Command[] = [
   probeCommand,
   makeDatasetCommand,
   loadCommand,
+  previewCommand,
   serveCommand,
   benchDecodeCommand,
   transcodeCommand,
