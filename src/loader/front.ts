@@ -27,7 +27,8 @@
  * first. The leader carries the packets of all and decodes them in one forward pass (`decodeClipGroup`), each
  * clip into its own destination and with its own failure; the others carry no packets, only `servedBy`, and the
  * decode stage hands them the leader's results when they come (`ClipDecodeStep`). The batches are the same as
- * with every clip decoded on its own: the order of the items does not change, only who decodes which.
+ * with every clip decoded on its own: the order of the items does not change, only who decodes which. Clips of
+ * other tasks of the same file (rows of a manifest) are offered to a task's passes too (`row_share.ts`).
  * @module
  */
 
@@ -48,6 +49,7 @@ import {
 import { ShuffleBuffer } from "../dataset/shuffle_buffer.ts";
 import { epochOrder } from "../dataset/epoch_order.ts";
 import type { ThreadBudget } from "./decode_threads.ts";
+import { RowShares } from "./row_share.ts";
 
 /** Everything the front half needs; JSON-compatible so it can cross into a backend child. */
 export interface FrontArgs {
@@ -108,15 +110,24 @@ export function clipBase(
   return meta;
 }
 
-/** A continuous source: each iteration yields the video tasks of the next epoch. */
-export function epochSource(args: FrontArgs): Iterable<VideoTask> {
+/** The front's decode-once horizon: `args.shareHorizon` when the order is kept, else 0. */
+function horizonOf(args: FrontArgs): number {
+  return (args.ordered ?? true) ? args.shareHorizon ?? 0 : 0;
+}
+
+/**
+ * A continuous source: each iteration yields the video tasks of the next epoch. With `shares` (and a horizon),
+ * the epoch's clips are offered to earlier tasks of their file first (decode once across rows).
+ */
+export function epochSource(args: FrontArgs, shares: RowShares | null = null): Iterable<VideoTask> {
   const sampler = new ClipSampler(args.ranges, args.sampler);
-  const horizon = (args.ordered ?? true) ? args.shareHorizon ?? 0 : 0;
+  const horizon = horizonOf(args);
   let epoch = args.firstEpoch;
   return {
     *[Symbol.iterator]() {
       const e = epoch++;
       const order = horizon > 0 ? epochOrder(sampler, e) : null;
+      const tasks: VideoTask[] = [];
       let task: VideoTask | undefined, current = -1;
       for (const c of sampler.epoch(e)) {
         if (task !== undefined && c.video === current) {
@@ -124,7 +135,6 @@ export function epochSource(args: FrontArgs): Iterable<VideoTask> {
           task.share?.order.push(order![c.position]);
           continue;
         }
-        if (task !== undefined) yield task;
         current = c.video;
         task = {
           epoch: e,
@@ -136,8 +146,10 @@ export function epochSource(args: FrontArgs): Iterable<VideoTask> {
         };
         if (order !== null) task.share = { order: [order[c.position]], horizon };
         if (args.profile) task.profile = true;
+        tasks.push(task);
       }
-      if (task !== undefined) yield task;
+      if (order !== null) shares?.plan(tasks);
+      yield* tasks;
     },
   };
 }
@@ -155,14 +167,30 @@ export function buildFront(
   const perEpoch = new ClipSampler(args.ranges, args.sampler).length;
   const shuffle = new ShuffleBuffer<ClipItem>(args.sampler.shuffleBuffer, args.sampler.seed, perEpoch);
   const epochOf = (x: ClipItem) => "failed" in x ? x.failed.epoch : x.meta.epoch;
+  const shares = horizonOf(args) > 0 ? new RowShares(horizonOf(args)) : null;
+  const fetch = async (task: VideoTask, signal: AbortSignal) => {
+    if (shares === null) return await fetchVideo(task, args.fetch, signal);
+    const t = await shares.take(task, signal);
+    return Array.isArray(t) ? t : shares.fetched(t, await fetchVideo(t, args.fetch, signal));
+  };
+  const demux = async (task: VideoTask | ClipItem[], signal: AbortSignal) => {
+    if (shares === null || Array.isArray(task)) return await demuxVideo(pool, task, signal, 0, budget);
+    let items: ClipItem[] | null = null;
+    try {
+      items = await demuxVideo(pool, task, signal, 0, budget);
+    } finally {
+      items = shares.demuxed(task, items); // settles its offers even when it threw
+    }
+    return items;
+  };
   return new PipelineBuilder()
-    .addSource(epochSource(args), { name: "sample", continuous: true })
-    .pipe((task: VideoTask, ctx) => fetchVideo(task, args.fetch, ctx.signal), {
+    .addSource(epochSource(args, shares), { name: "sample", continuous: true })
+    .pipe((task: VideoTask, ctx) => fetch(task, ctx.signal), {
       name: "fetch",
       concurrency: args.concurrency.fetch,
       ordered,
     })
-    .pipe((task, ctx) => demuxVideo(pool, task, ctx.signal, 0, budget), {
+    .pipe((task, ctx) => demux(task, ctx.signal), {
       name: "demux",
       executor: callingPool(pool),
       concurrency: args.concurrency.demux,

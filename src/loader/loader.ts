@@ -411,6 +411,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     perEpoch: plan.sampler.length,
     slots,
     profile,
+    reload: (meta, signal) => replacer.load(meta, signal),
   });
   const accounting = new ClipAccounting(plan.sampler.length, o.maxFailures, log);
   let front: PipelineBuilder<ClipItem>;
