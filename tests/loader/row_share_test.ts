@@ -5,14 +5,13 @@
  * is accounted for. A clip whose shared pass failed it gets a pass of its own (`ClipDecodeStep`'s `reload`).
  */
 import assert from "node:assert/strict";
-import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
-import type { Batch, ClipMeta, DecodedClip } from "../../src/loader/collate.ts";
-import type { ClipCounts } from "../../src/loader/clip_stats.ts";
+import type { LoaderOptions } from "../../src/loader/loader.ts";
+import type { DecodedClip } from "../../src/loader/collate.ts";
 import { ClipDecodeStep, decodeClipItem } from "../../src/loader/clip_steps.ts";
 import { type ClipPackets, demuxClips, type VideoTask } from "../../src/loader/clip_worker.ts";
 import { CLIP_WORKER } from "../../src/loader/front.ts";
 import { WorkerPool } from "../../src/pipeline/worker_pool.ts";
-import { assertAccounted } from "./accounting.ts";
+import { assertSameBatches, gopVideos, runEpochs } from "./same_batches.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
 import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
 import { sameBytes } from "../helpers/decode_oracles.ts";
@@ -28,21 +27,9 @@ function manifest(): Promise<string> {
     const dir = await Deno.makeTempDir({ prefix: "sluice-rows-" });
     globalThis.addEventListener("unload", () => Deno.removeSync(dir, { recursive: true }));
     const rows = ["path,label,start,end"];
-    for (const [i, source] of ["testsrc2", "mandelbrot", "smptebars"].entries()) {
-      const path = await generateClip({
-        width: 96,
-        height: 64,
-        fps: 25,
-        durationSec: 6,
-        gop: 100,
-        bframes: 3,
-        source,
-        extraArgs: ["-x264-params", "b-pyramid=normal"],
-      });
-      await Deno.copyFile(path, `${dir}/v${i}.mp4`);
-      for (const [s, e] of [[0, 1], [0.5, 1.5], [1.5, 2.5], [2.5, 3.5]]) {
-        rows.push(`${dir}/v${i}.mp4,${i},${s},${e}`);
-      }
+    const videos = await gopVideos(dir, ["testsrc2", "mandelbrot", "smptebars"]);
+    for (const [i, v] of videos.entries()) {
+      for (const [s, e] of [[0, 1], [0.5, 1.5], [1.5, 2.5], [2.5, 3.5]]) rows.push(`${v},${i},${s},${e}`);
     }
     Deno.writeTextFileSync(`${dir}/rows.csv`, rows.join("\n"));
     return `${dir}/rows.csv`;
@@ -50,51 +37,25 @@ function manifest(): Promise<string> {
   return manifestFile;
 }
 
-function options(file: string, o: Partial<LoaderOptions> = {}): LoaderOptions {
-  return {
-    dataset: file,
-    batchSize: B,
-    clip: { numFrames: 6, width: 32, height: 24 },
-    sampler: { seed: 3 },
-    concurrency: { decode: 2 },
-    log: () => {},
-    ...o,
-  };
-}
-
-async function run(opts: LoaderOptions, epochs = 2): Promise<{ batches: Batch[]; total: ClipCounts }> {
-  await using loader = await videoClassificationLoader(opts);
-  const batches: Batch[] = [];
-  for (let e = 0; e < epochs; e++) for await (const b of loader) batches.push(b);
-  const clips = loader.stats().clips;
-  assertAccounted(clips, batches, loader.clipsPerEpoch, epochs, false);
-  return { batches, total: clips.total };
-}
-
-/** A clip's metadata without the decode counts (which sharing changes by design). */
-function plain(c: ClipMeta) {
-  const { decodedFrames: _d, skippedFrames: _s, passClips: _p, ...rest } = c;
-  return rest;
-}
-
-function assertSameBatches(a: Batch[], b: Batch[], what: string): void {
-  assert.equal(a.length, b.length, `${what}: batches`);
-  for (const [i, x] of a.entries()) {
-    assert.deepEqual(x.clips.map(plain), b[i].clips.map(plain), `${what}: batch ${i} clips`);
-    assert.ok(sameBytes(x.data as Uint8Array, b[i].data as Uint8Array), `${what}: batch ${i} pixels`);
-  }
-}
-
 Deno.test({
   name: "rows of one file share decode passes: same batches on and off, in-process and subprocess",
   ignore: !CLI,
   async fn() {
-    const file = await manifest();
-    const on = await run(options(file));
-    const off = await run(options(file, { decodeLess: { once: false } }));
-    const sub = await run(options(file, { backend: "subprocess" }));
-    assertSameBatches(on.batches, off.batches, "on vs off");
-    assertSameBatches(on.batches, sub.batches, "in-process vs subprocess");
+    const opts: LoaderOptions = {
+      dataset: await manifest(),
+      batchSize: B,
+      clip: { numFrames: 6, width: 32, height: 24 },
+      sampler: { seed: 3 },
+      concurrency: { decode: 2 },
+      log: () => {},
+    };
+    const [on, off, sub] = [
+      await runEpochs(opts, 2),
+      await runEpochs({ ...opts, decodeLess: { once: false } }, 2),
+      await runEpochs({ ...opts, backend: "subprocess" }, 2),
+    ];
+    assertSameBatches(on.batches, off.batches, "rows shared vs not");
+    assertSameBatches(on.batches, sub.batches, "rows shared in-process vs subprocess");
     assert.deepEqual(on.total, sub.total);
     // One clip per row: every pass that serves several clips serves rows of one file.
     assert.ok(
