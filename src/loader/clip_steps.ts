@@ -89,7 +89,7 @@ export async function fetchVideo(
  */
 export async function demuxVideo(
   pool: WorkerPool,
-  task: VideoTask | FailedClip[],
+  task: VideoTask | ClipItem[],
   signal: AbortSignal,
   attempt = 0,
   budget: ThreadBudget | null = null,
@@ -199,6 +199,11 @@ export interface ClipDecodeOptions {
   slots?: BatchSlots | null;
   /** Add each task's phase times here (`clip_profile.ts`); null: no spans (default). */
   profile?: ClipProfile | null;
+  /**
+   * Loads a planned clip on its own (fetch, demux, decode): what a clip another clip's pass was to serve gets
+   * when that pass failed it or did not run. Null: it fails with the pass (default).
+   */
+  reload?: ((meta: ClipBase, signal: AbortSignal) => Promise<FilledClip | FailedClip>) | null;
 }
 
 /** A pass's result for a clip that comes later: settled when the pass ends. */
@@ -219,6 +224,7 @@ export class ClipDecodeStep {
   readonly #perEpoch: number;
   readonly #slots: BatchSlots | null;
   readonly #profile: ClipProfile | null;
+  readonly #reload: ClipDecodeOptions["reload"];
   /** Results of passes for clips still to come, by `epoch/position`. */
   readonly #waiting = new Map<string, Waiting>();
   /** Per epoch: clips come to this step so far. */
@@ -237,6 +243,7 @@ export class ClipDecodeStep {
     this.#perEpoch = opts.perEpoch ?? 0;
     this.#slots = opts.slots ?? null;
     this.#profile = opts.profile ?? null;
+    this.#reload = opts.reload ?? null;
   }
 
   /** Results waiting for their clip's item (bounded by the front's horizon). */
@@ -264,7 +271,20 @@ export class ClipDecodeStep {
     if (item.servedBy !== undefined) {
       if (slots !== null) await slots.place(meta, signal);
       const w = this.#waiting.get(key(meta));
-      if (w === undefined) {
+      let r: FilledClip | FailedClip | undefined;
+      if (w !== undefined) {
+        w.taken = true;
+        try {
+          r = await w.result;
+        } finally {
+          this.#waiting.delete(key(meta));
+        }
+      }
+      // A failed (or lost) pass does not take the clip with it: it gets a pass of its own.
+      if ((r === undefined || isFailedClip(r)) && this.#reload != null) {
+        return await this.#reload(meta, signal);
+      }
+      if (r === undefined) {
         const why = `its decode pass (the clip at position ${item.servedBy}) did not run`;
         return {
           failed: clipFailure(
@@ -274,12 +294,7 @@ export class ClipDecodeStep {
           ),
         };
       }
-      w.taken = true;
-      try {
-        return await this.#adopt(await w.result, signal);
-      } finally {
-        this.#waiting.delete(key(meta));
-      }
+      return await this.#adopt(r, signal);
     }
     const shared = item.shared ?? [];
     // Registered before the first await: the clips this pass serves may come while it runs.

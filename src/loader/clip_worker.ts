@@ -40,7 +40,6 @@ export type {
 } from "./clip_pass.ts";
 
 /** One video with the clips to cut from it, after fetching. */
-/** One video with the clips to cut from it, after fetching. */
 export interface VideoTask {
   epoch: number;
   video: number;
@@ -57,8 +56,16 @@ export interface VideoTask {
    * Decode once for several clips (set by the loader's front): clips whose packets overlap are served by one
    * decode pass when their places in the epoch's output (`order[i]` for `clips[i]`: the index at which the clip
    * leaves the shuffle buffer) are at most `horizon` apart. Absent: every clip is decoded on its own.
+   * `order[clips.length + j]` is `extras[j]`'s place.
    */
   share?: { order: number[]; horizon: number };
+  /**
+   * Decode once across rows (set by the loader's front): clips of other tasks of the same file that leave the
+   * shuffle buffer after every clip of this one, offered to this task's passes. An extra is cut only into a
+   * group one of `clips` opens (never on its own: `optionalFrom`) and gets no item here: the pass that serves
+   * it lists it in `shared`, and its own task emits it with `servedBy`.
+   */
+  extras?: ClipBase[];
   /** Time the demux's phases (`clip_profile.ts`): they come back as the first clip's `phases`. */
   profile?: boolean;
 }
@@ -71,15 +78,22 @@ export interface VideoTask {
 export function demuxClips(task: VideoTask): Transferring<ClipPackets[]> {
   if (task.profile) startSpans();
   const src = task.src ?? task.path;
-  const windows = task.clips.map((c): [number, number] => [c.start, c.end]);
+  const all = [...task.clips, ...task.extras ?? []];
+  const windows = all.map((c): [number, number] => [c.start, c.end]);
   const share = task.share;
   const join = (members: readonly number[], next: number): boolean => {
     if (share === undefined) return false;
     const places = [...members, next].map((i) => share.order[i]);
     return Math.max(...places) - Math.min(...places) <= share.horizon;
   };
+  const own = task.clips.length;
   const audioSpec = task.spec.audio;
-  const { groups, failures, audio } = demuxGroupsSync(src, { windows, join, audio: audioSpec });
+  const { groups, failures, audio } = demuxGroupsSync(src, {
+    windows,
+    join,
+    optionalFrom: own,
+    audio: audioSpec,
+  });
   const buffers: ArrayBuffer[] = [];
   const out: ClipPackets[] = task.clips.map((meta, i) => {
     const f = failures[i];
@@ -99,6 +113,7 @@ export function demuxClips(task: VideoTask): Transferring<ClipPackets[]> {
     buffers.push(...g.packets.transferables());
     const members = g.members.map((m) => ({ i: m.window, range: m.range }));
     const place = (m: { i: number }) => share?.order[m.i] ?? m.i;
+    // extras leave the shuffle buffer after every clip of the task: the lead is one of its own clips
     const lead = members.reduce((a, b) => (place(b) < place(a) ? b : a));
     const item: ClipPackets = {
       meta: task.clips[lead.i],
@@ -109,12 +124,14 @@ export function demuxClips(task: VideoTask): Transferring<ClipPackets[]> {
     if (members.length > 1) {
       item.range = lead.range;
       item.shared = members.filter((m) => m !== lead).map((m) => ({
-        meta: task.clips[m.i],
+        meta: all[m.i],
         range: m.range,
         ...audioOf(m.i),
       }));
       for (const m of members) {
-        if (m !== lead) out[m.i] = { meta: task.clips[m.i], spec: task.spec, servedBy: item.meta.position };
+        if (m !== lead && m.i < own) {
+          out[m.i] = { meta: all[m.i], spec: task.spec, servedBy: item.meta.position };
+        }
       }
     }
     out[lead.i] = item;

@@ -27,7 +27,8 @@
  * first. The leader carries the packets of all and decodes them in one forward pass (`decodeClipGroup`), each
  * clip into its own destination and with its own failure; the others carry no packets, only `servedBy`, and the
  * decode stage hands them the leader's results when they come (`ClipDecodeStep`). The batches are the same as
- * with every clip decoded on its own: the order of the items does not change, only who decodes which.
+ * with every clip decoded on its own: the order of the items does not change, only who decodes which. Clips of
+ * other tasks of the same file (rows of a manifest) are offered to a task's passes too (`row_share.ts`).
  *
  * Resume mid-epoch (`resume`, see `loader_state.ts`): in the resumed epoch, the sample stage leaves out the clips
  * whose output index is below the resume point, so they are never fetched, demuxed or decoded, and the shuffle
@@ -53,6 +54,7 @@ import {
 import { ShuffleBuffer } from "../dataset/shuffle_buffer.ts";
 import { epochOrder } from "../dataset/epoch_order.ts";
 import type { ThreadBudget } from "./decode_threads.ts";
+import { RowShares } from "./row_share.ts";
 
 /** Everything the front half needs; JSON-compatible so it can cross into a backend child. */
 export interface FrontArgs {
@@ -123,13 +125,19 @@ function resumeFrom(args: FrontArgs, epoch: number): number {
   return args.resume?.epoch === epoch ? args.resume.from : 0;
 }
 
+/** The front's decode-once horizon: `args.shareHorizon` when the order is kept, else 0. */
+function horizonOf(args: FrontArgs): number {
+  return (args.ordered ?? true) ? args.shareHorizon ?? 0 : 0;
+}
+
 /**
  * A continuous source: each iteration yields the video tasks of the next epoch (the first: `args.firstEpoch`, as
- * it is when that epoch starts).
+ * it is when that epoch starts). With `shares` (and a horizon), the epoch's clips are offered to earlier tasks of
+ * their file first (decode once across rows).
  */
-export function epochSource(args: FrontArgs): Iterable<VideoTask> {
+export function epochSource(args: FrontArgs, shares: RowShares | null = null): Iterable<VideoTask> {
   const sampler = new ClipSampler(args.ranges, args.sampler);
-  const horizon = (args.ordered ?? true) ? args.shareHorizon ?? 0 : 0;
+  const horizon = horizonOf(args);
   let epoch: number | undefined;
   return {
     *[Symbol.iterator]() {
@@ -137,6 +145,7 @@ export function epochSource(args: FrontArgs): Iterable<VideoTask> {
       epoch = e + 1;
       const from = resumeFrom(args, e);
       const order = horizon > 0 || from > 0 ? epochOrder(sampler, e) : null;
+      const tasks: VideoTask[] = [];
       let task: VideoTask | undefined, current = -1;
       for (const c of sampler.epoch(e)) {
         if (from > 0 && order![c.position] < from) continue; // before the resume point: never loaded
@@ -145,7 +154,6 @@ export function epochSource(args: FrontArgs): Iterable<VideoTask> {
           task.share?.order.push(order![c.position]);
           continue;
         }
-        if (task !== undefined) yield task;
         current = c.video;
         task = {
           epoch: e,
@@ -157,8 +165,10 @@ export function epochSource(args: FrontArgs): Iterable<VideoTask> {
         };
         if (horizon > 0) task.share = { order: [order![c.position]], horizon };
         if (args.profile) task.profile = true;
+        tasks.push(task);
       }
-      if (task !== undefined) yield task;
+      if (horizon > 0) shares?.plan(tasks);
+      yield* tasks;
     },
   };
 }
@@ -184,14 +194,30 @@ export function buildFront(
     const epoch = placeOf(clips[0]).epoch;
     return shuffle.push(epoch, holes.fill(epoch, clips)).filter((x) => x !== null);
   };
+  const shares = horizonOf(args) > 0 ? new RowShares(horizonOf(args)) : null;
+  const fetch = async (task: VideoTask, signal: AbortSignal) => {
+    if (shares === null) return await fetchVideo(task, args.fetch, signal);
+    const t = await shares.take(task, signal);
+    return Array.isArray(t) ? t : shares.fetched(t, await fetchVideo(t, args.fetch, signal));
+  };
+  const demux = async (task: VideoTask | ClipItem[], signal: AbortSignal) => {
+    if (shares === null || Array.isArray(task)) return await demuxVideo(pool, task, signal, 0, budget);
+    let items: ClipItem[] | null = null;
+    try {
+      items = await demuxVideo(pool, task, signal, 0, budget);
+    } finally {
+      items = shares.demuxed(task, items); // settles its offers even when it threw
+    }
+    return items;
+  };
   return new PipelineBuilder()
-    .addSource(epochSource(args), { name: "sample", continuous: true })
-    .pipe((task: VideoTask, ctx) => fetchVideo(task, args.fetch, ctx.signal), {
+    .addSource(epochSource(args, shares), { name: "sample", continuous: true })
+    .pipe((task: VideoTask, ctx) => fetch(task, ctx.signal), {
       name: "fetch",
       concurrency: args.concurrency.fetch,
       ordered,
     })
-    .pipe((task, ctx) => demuxVideo(pool, task, ctx.signal, 0, budget), {
+    .pipe((task, ctx) => demux(task, ctx.signal), {
       name: "demux",
       executor: callingPool(pool),
       concurrency: args.concurrency.demux,

@@ -469,6 +469,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     perEpoch: plan.sampler.length,
     slots,
     profile,
+    reload: (meta, signal) => replacer.load(meta, signal),
   });
   const accounting = new ClipAccounting(plan.sampler.length, o.maxFailures, log);
   const identity = stateIdentity(args, plan.dataset.root, { batchSize, dropLast, layout, onClipError });

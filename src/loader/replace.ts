@@ -16,7 +16,9 @@ import type { WorkerPool } from "../pipeline/worker_pool.ts";
 import type { ClipFailure } from "./clip_failure.ts";
 import type { PlacedClip } from "./clip_stats.ts";
 import { decodeClipItem, type DecodeExport, demuxVideo, fetchVideo } from "./clip_steps.ts";
-import type { VideoTask } from "./clip_worker.ts";
+import type { ClipBase, VideoTask } from "./clip_worker.ts";
+import type { FailedClip } from "./clip_failure.ts";
+import type { FilledClip } from "./collate.ts";
 import { clipBase, type FrontArgs } from "./front.ts";
 import type { BatchSlots } from "./batch_slots.ts";
 import { type ClipRequest, ClipSampler, clipSeed } from "../dataset/sampler.ts";
@@ -94,20 +96,38 @@ export class Replacer {
         clipSeed(this.#args.sampler.seed, epoch, position, attempt),
       );
       meta.replaces = failed;
-      const task: VideoTask = {
-        epoch,
-        video: meta.video,
-        path: meta.path,
-        member: this.#args.items[plan[p].video].member,
-        clips: [meta],
-        spec: this.#args.spec,
-      };
-      const fetched = await fetchVideo(task, this.#args.fetch, signal, attempt);
-      const [packets] = await demuxVideo(this.#pool, fetched, signal, attempt);
-      const clip = await decodeClipItem(this.#pool, this.#decode, packets, signal, attempt, this.#slots);
+      const clip = await this.#load(meta, plan[p], attempt, signal);
       if (!("failed" in clip)) return { clip, failures };
       failures.push(clip.failed);
     }
     return { clip: null, failures };
+  }
+
+  /**
+   * Loads the planned clip `meta` on its own, as if nothing were shared: for a clip whose shared decode pass
+   * failed it (decode once's fallback, `ClipDecodeStep`).
+   */
+  async load(meta: ClipBase, signal: AbortSignal): Promise<FilledClip | FailedClip> {
+    return await this.#load(meta, this.#planOf(meta.epoch)[meta.position], 0, signal);
+  }
+
+  /** Fetches, demuxes and decodes clip `meta` of `planned`'s video (into its batch slot, with slots). */
+  async #load(
+    meta: ClipBase,
+    planned: ClipRequest,
+    attempt: number,
+    signal: AbortSignal,
+  ): Promise<FilledClip | FailedClip> {
+    const task: VideoTask = {
+      epoch: meta.epoch,
+      video: meta.video,
+      path: meta.path,
+      member: this.#args.items[planned.video].member,
+      clips: [meta],
+      spec: this.#args.spec,
+    };
+    const fetched = await fetchVideo(task, this.#args.fetch, signal, attempt);
+    const [packets] = await demuxVideo(this.#pool, fetched, signal, attempt);
+    return await decodeClipItem(this.#pool, this.#decode, packets, signal, attempt, this.#slots);
   }
 }

@@ -184,6 +184,10 @@ export interface DemuxedGroups {
  * (the same GOP, or one window's packets reaching into the next one's) come back as one group: one run of packets
  * from which one forward decode serves them all. `join(members, next)` may refuse to add window `next` to the
  * group of `members` (window indices); a refused window starts a group of its own.
+ *
+ * Windows from index `optionalFrom` on are optional: one is served only inside a group a window before that
+ * index opens (it joins it, or it starts in the GOP that window starts in), never on its own: it never seeks,
+ * and when no group takes it, it is in no group (its `failures` entry null, or why it could not be served).
  */
 export function demuxGroupsSync(
   src: MediaInput,
@@ -192,14 +196,18 @@ export function demuxGroupsSync(
     join: (members: readonly number[], next: number) => boolean;
     /** Also decode each served window's audio (see `audio.ts`), after its video packets are cut. */
     audio?: AudioSpec;
+    /** Windows from this index on are optional: cut only into a group an earlier window opens (default: none). */
+    optionalFrom?: number;
   },
 ): DemuxedGroups {
   const groups = (() => {
     using stream = openStream(src, opts);
     lap("open");
-    const cut = cutGroups(stream, opts.windows, opts.join);
+    const cut = cutGroups(stream, opts.windows, opts.join, opts.optionalFrom ?? opts.windows.length);
     if (opts.audio === undefined) return cut;
-    const served = opts.windows.map((w, i) => cut.failures[i] === null ? w : null);
+    // the audio of the windows a group serves (an optional window no group took has none to read)
+    const inGroup = new Set(cut.groups.flatMap((g) => g.members.map((m) => m.window)));
+    const served = opts.windows.map((w, i) => inGroup.has(i) ? w : null);
     const audio = clipAudioWindows(stream.source, stream.facts.index, served, opts.audio);
     lap("audio");
     return { ...cut, audio };
@@ -295,12 +303,14 @@ interface OpenGroup {
 
 /**
  * Cuts `wanted` in start order, reading on from where the reader stands (see the module docs); a window joins the
- * group before it when its start keyframe lies inside that group's packets and `join` allows it.
+ * group before it when its start keyframe lies inside that group's packets and `join` allows it. Windows from
+ * `optionalFrom` on only join groups (see {@link demuxGroupsSync}).
  */
 function cutGroups(
   stream: OpenStream,
   wanted: TimeWindow[],
   join: (members: readonly number[], next: number) => boolean,
+  optionalFrom = wanted.length,
 ): DemuxedGroups {
   const { reader, facts, common } = stream;
   const label = common.source;
@@ -324,11 +334,32 @@ function cutGroups(
     if (open !== null) groups.push(sliceGroup(screen, open, windows as TimeWindow[], common));
     open = null;
   };
+  // Optional windows no open group could take: the next group may still start in their GOP.
+  let pending: number[] = [];
+  const tryJoin = (g: OpenGroup, wi: number): boolean => {
+    let k: number, end: number;
+    try {
+      [k, end] = locateWindow(screen, windows[wi] as TimeWindow, common, false);
+    } catch (e) {
+      if (!(e instanceof SluiceError)) throw e;
+      failures[wi] = e;
+      return false;
+    }
+    if (!(k >= g.start && k < g.end && joinable(g, wi, join))) return false;
+    g.members.push({ window: wi, k, end });
+    g.end = Math.max(g.end, end);
+    return true;
+  };
   for (const wi of order) {
     const w = windows[wi] as TimeWindow;
-    // A window whose start keyframe is not among the open group's packets cannot share them: cut that group.
-    if (open !== null && !(joinable(open, wi, join) && startsInside(reader, open, w[0], facts.tb))) close();
+    const inside = open !== null && joinable(open, wi, join) && startsInside(reader, open, w[0], facts.tb);
     lap("read");
+    if (wi >= optionalFrom) {
+      if (!inside || !tryJoin(open!, wi)) pending.push(wi);
+      continue;
+    }
+    // A window whose start keyframe is not among the open group's packets cannot share them: cut that group.
+    if (open !== null && !inside) close();
     let k: number, end: number;
     try {
       // Joining: the start keyframe is in the run, read on from it (a seek would lose the group's packets).
@@ -342,12 +373,22 @@ function cutGroups(
     if (g !== null && k >= g.start && k < g.end && joinable(g, wi, join)) {
       g.members.push({ window: wi, k, end });
       g.end = Math.max(g.end, end);
+      pending = [];
       continue;
     }
     close();
     // Later windows start no earlier, so they never need packets before k.
     reader.dropBefore(k);
-    open = { start: 0, end: end - k, members: [{ window: wi, k: 0, end: end - k }] };
+    const opened: OpenGroup = { start: 0, end: end - k, members: [{ window: wi, k: 0, end: end - k }] };
+    open = opened;
+    // Optional windows before this one that start in its GOP (at or after its keyframe) are served by it too.
+    const run = reader.run;
+    for (const p of pending) {
+      if (run.isKey(0) && run.keyframeSeconds(0, facts.tb) <= (windows[p] as TimeWindow)[0]) {
+        tryJoin(opened, p);
+      }
+    }
+    pending = [];
   }
   close();
   indexGroups(groups.map((g) => g.packets), stream);
@@ -420,7 +461,14 @@ function sliceGroup(
   if (g.start === 0 && screen.reader.prefix !== null) setFirstFrameIndex(packets, screen.reader.prefix);
   return {
     packets,
-    members: g.members.map((m) => ({ window: m.window, range: [m.k - g.start, m.end - g.start] })),
+    // in start order (optional windows of the group's GOP join it after the window that opened it)
+    members: g.members.map((m) => ({
+      window: m.window,
+      range: [m.k - g.start, m.end - g.start] as [number, number],
+    }))
+      .sort((a, b) =>
+        windows[a.window][0] - windows[b.window][0] || windows[a.window][1] - windows[b.window][1]
+      ),
   };
 }
 

@@ -7,11 +7,9 @@
 import assert from "node:assert/strict";
 import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
 import { epochOrder } from "../../src/dataset/epoch_order.ts";
-import type { Batch, ClipMeta } from "../../src/loader/collate.ts";
-import type { ClipCounts } from "../../src/loader/clip_stats.ts";
-import { assertAccounted } from "./accounting.ts";
-import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
-import { sameBytes } from "../helpers/decode_oracles.ts";
+import type { Batch } from "../../src/loader/collate.ts";
+import { assertSameBatches, gopVideos, runEpochs } from "./same_batches.ts";
+import { hasFfmpegCliSync } from "../helpers/media.ts";
 
 const CLI = hasFfmpegCliSync();
 
@@ -23,20 +21,7 @@ function dataset(): Promise<string> {
   datasetDir ??= (async () => {
     const dir = await Deno.makeTempDir({ prefix: "sluice-decodeless-" });
     await Deno.mkdir(`${dir}/a`);
-    const sources = ["testsrc2", "mandelbrot", "testsrc", "smptebars"];
-    for (const [i, source] of sources.entries()) {
-      const path = await generateClip({
-        width: 96,
-        height: 64,
-        fps: 25,
-        durationSec: 6,
-        gop: 100,
-        bframes: 3,
-        source,
-        extraArgs: ["-x264-params", "b-pyramid=normal"],
-      });
-      await Deno.copyFile(path, `${dir}/a/v${i}.mp4`);
-    }
+    await gopVideos(`${dir}/a`, ["testsrc2", "mandelbrot", "testsrc", "smptebars"]);
     globalThis.addEventListener("unload", () => Deno.removeSync(dir, { recursive: true }));
     return dir;
   })();
@@ -55,37 +40,17 @@ function options(dir: string, o: Partial<LoaderOptions> = {}): LoaderOptions {
   };
 }
 
-async function run(opts: LoaderOptions, epochs = 1): Promise<{ batches: Batch[]; total: ClipCounts }> {
-  await using loader = await videoClassificationLoader(opts);
-  const batches: Batch[] = [];
-  for (let e = 0; e < epochs; e++) for await (const b of loader) batches.push(b);
-  const clips = loader.stats().clips;
-  assertAccounted(clips, batches, loader.clipsPerEpoch, epochs, false);
-  return { batches, total: clips.total };
-}
-
-/** A clip's metadata without the decode counts (which the switches change by design). */
-function plain(c: ClipMeta) {
-  const { decodedFrames: _d, skippedFrames: _s, passClips: _p, ...rest } = c;
-  return rest;
-}
-
-function assertSameBatches(a: Batch[], b: Batch[], what: string): void {
-  assert.equal(a.length, b.length, `${what}: batches`);
-  for (const [i, x] of a.entries()) {
-    assert.deepEqual(x.clips.map(plain), b[i].clips.map(plain), `${what}: batch ${i} clips`);
-    assert.ok(sameBytes(x.data as Uint8Array, b[i].data as Uint8Array), `${what}: batch ${i} pixels`);
-  }
-}
-
 Deno.test({
   name: "decodeLess: same seed, same batches with every switch on and off, in-process and subprocess",
   ignore: !CLI,
   async fn() {
     const dir = await dataset();
-    const on = await run(options(dir), 2);
-    const off = await run(options(dir, { decodeLess: { skip: false, once: false, threads: false } }), 2);
-    const sub = await run(options(dir, { backend: "subprocess" }), 2);
+    const on = await runEpochs(options(dir), 2);
+    const off = await runEpochs(
+      options(dir, { decodeLess: { skip: false, once: false, threads: false } }),
+      2,
+    );
+    const sub = await runEpochs(options(dir, { backend: "subprocess" }), 2);
     assertSameBatches(on.batches, off.batches, "on vs off");
     assertSameBatches(on.batches, sub.batches, "in-process vs subprocess");
     assert.deepEqual(on.total, sub.total);
@@ -133,7 +98,7 @@ Deno.test({
   ignore: !CLI,
   async fn() {
     const dir = await dataset();
-    const whole = await run(options(dir, { firstEpoch: 1 }));
+    const whole = await runEpochs(options(dir, { firstEpoch: 1 }));
     await using loader = await videoClassificationLoader(options(dir));
     for await (const _ of loader) break;
     const next: Batch[] = [];

@@ -93,3 +93,38 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "demuxGroupsSync: optional windows only join groups other windows open (in their GOP), never seek alone",
+  ignore: !CLI,
+  async fn() {
+    const path = await generateClip(MEDIA);
+    // own: 0.9–1.3 s; optional: 0.2–0.6 (same GOP, before it), 2.5–2.9 (next GOP: its keyframe at 1.6 s is past
+    // the group's packets), 3.5–3.9 (no group near it)
+    const windows: TimeWindow[] = [[0.9, 1.3], [0.2, 0.6], [2.5, 2.9], [3.5, 3.9]];
+    const alone = demuxEachSync(path, { windows });
+    const { groups, failures } = demuxGroupsSync(path, { windows, join: () => true, optionalFrom: 1 });
+    assert.deepEqual(groups.map((g) => g.members.map((m) => m.window)), [[1, 0]]);
+    assert.deepEqual(failures, [null, null, null, null]);
+    for (const m of groups[0].members) {
+      assertSame(groups[0].packets, m.range, alone[m.window] as VideoPackets, `window ${m.window}`);
+    }
+    // An own window reaching past the keyframe at 1.6 s brings the next GOP's optional window in; `join` still
+    // decides.
+    const more: TimeWindow[] = [[0.9, 1.3], [1.5, 1.8], [0.2, 0.6], [2.5, 2.9], [3.5, 3.9]];
+    const aloneMore = demuxEachSync(path, { windows: more });
+    const joined = demuxGroupsSync(path, { windows: more, join: () => true, optionalFrom: 2 });
+    assert.deepEqual(joined.groups.map((g) => g.members.map((m) => m.window)), [[2, 0, 1, 3]]);
+    for (const m of joined.groups[0].members) {
+      assertSame(
+        joined.groups[0].packets,
+        m.range,
+        aloneMore[m.window] as VideoPackets,
+        `window ${m.window}`,
+      );
+    }
+    const refused = demuxGroupsSync(path, { windows: more, join: (_m, next) => next !== 2, optionalFrom: 2 });
+    assert.deepEqual(refused.groups.map((g) => g.members.map((m) => m.window)), [[0, 1, 3]]);
+  },
+});
