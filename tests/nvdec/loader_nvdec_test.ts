@@ -11,6 +11,7 @@ import type { Batch } from "../../src/loader/collate.ts";
 import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
 import { psnr, useDouble } from "./nvdec_helpers.ts";
+import { unbalanced } from "./double/build.ts";
 
 /**
  * Measured 42.6 dB (worst batch): ~93% of bytes within ±2, none beyond 32. The synthetic dataset draws hard
@@ -132,5 +133,33 @@ Deno.test({
     assert.deepEqual(await digests(2), want);
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test({
+  name: "nvdec: a process that ran NVDEC epochs exits holding no primary context and no device memory",
+  ignore: !hasFfmpegCliSync(),
+}, async () => {
+  const dbl = await useDouble();
+  const dir = await Deno.makeTempDir({ prefix: "sluice-nvdec-exit-" });
+  const log = await Deno.makeTempFile({ suffix: ".nvdouble.log" });
+  try {
+    makeSyntheticDataset(dir, { videos: 2, classes: 2, durationSec: 1, fps: 25, width: 96, height: 64 });
+    const child = new URL("./fixtures/nvdec_epochs.ts", import.meta.url).pathname;
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", child, dir, "2"],
+      env: { SLUICE_LIBCUDA: dbl.path, SLUICE_LIBNVCUVID: dbl.path, NVDOUBLE_LOG: log },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    const lines = Deno.readTextFileSync(log).split("\n");
+    const exit = lines.filter((l) => l.startsWith("exit "));
+    assert.equal(exit.length, 1, "the double reports once, at exit");
+    assert.match(exit[0], /^exit violations=0 primary-retains=0 device-allocations=0 /);
+    assert.deepEqual(unbalanced(lines), {});
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+    await Deno.remove(log);
   }
 });
