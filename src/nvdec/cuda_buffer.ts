@@ -182,6 +182,11 @@ export class CudaFrames {
     return out;
   }
 
+  /** The device context the frames live in (for kernels run on them). */
+  get context(): DeviceContext {
+    return this.#buffer.context;
+  }
+
   /** Frees the device memory (when this object allocated it). */
   [Symbol.dispose](): void {
     if (this.#owned) this.#buffer[Symbol.dispose]();
