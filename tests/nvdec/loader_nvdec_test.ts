@@ -163,3 +163,57 @@ Deno.test({
     await Deno.remove(log);
   }
 });
+
+Deno.test({
+  name:
+    "nvdec: loader batches match the CPU's for BTHWC/BCTHW x uint8/float32; each pixel leaves the GPU once",
+  ignore: !hasFfmpegCliSync(),
+}, async () => {
+  const dbl = await useDouble();
+  const dir = await Deno.makeTempDir({ prefix: "sluice-nvdec-matrix-" });
+  try {
+    makeSyntheticDataset(dir, { videos: 2, classes: 2, durationSec: 1, fps: 25, width: 96, height: 64 });
+    const std = [0.5, 0.5, 0.5] as [number, number, number];
+    for (const layout of ["BTHWC", "BCTHW"] as const) {
+      for (const dtype of ["uint8", "float32"] as const) {
+        const base: LoaderOptions = {
+          dataset: dir,
+          batchSize: 2,
+          sampler: { seed: 9, clipsPerVideo: 1, rank: 0, worldSize: 1 },
+          clip: {
+            numFrames: 4,
+            width: 96,
+            height: 64,
+            flipProbability: 0.5,
+            ...(dtype === "float32" ? { dtype, std, mean: [0, 0, 0] as [number, number, number] } : {}),
+          },
+          layout,
+          concurrency: { decode: 1 },
+        };
+        const cpu = await load({ ...base, decode: "cpu" });
+        dbl.configure();
+        const gpu = await load({ ...base, decode: "nvdec" });
+        const copied = dbl.copiedBytes();
+        const bytes = (b: Batch) =>
+          b.data instanceof Float32Array ? Uint8Array.from(b.data, (v) => Math.round(v * 0.5 * 255)) : b.data;
+        assert.equal(gpu.length, cpu.length);
+        let total = 0;
+        for (const [i, g] of gpu.entries()) {
+          assert.deepEqual(g.shape, cpu[i].shape, `${layout} ${dtype}`);
+          assert.equal(g.dtype, dtype);
+          const db = psnr(bytes(g) as Uint8Array, bytes(cpu[i]) as Uint8Array);
+          assert.ok(db >= LOADER_PSNR_DB, `${layout} ${dtype}: PSNR ${db.toFixed(2)} dB`);
+          total += g.data.byteLength;
+        }
+        // Decoded frames reach the host once, finished (held and padded copies are made on the host).
+        assert.ok(
+          copied.dtoh > 0 && copied.dtoh <= total,
+          `${layout} ${dtype}: ${copied.dtoh} > ${total} bytes`,
+        );
+        assert.equal(copied.htod, 0, "no pixel goes back to the GPU");
+      }
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
