@@ -21,8 +21,9 @@
  *   decode pass (`front.ts`, `clip_steps.ts`); when fewer clips are left than cores, a decode task gets the idle
  *   cores as FFmpeg threads (`decode_threads.ts`). `stats().clips` counts frames decoded, skipped and emitted.
  * - `decode: "auto"` uses NVDEC when `src/nvdec` says it is available, the CPU otherwise (logging one line);
- *   `"nvdec"` fails when it is not available. NVDEC clips are resized on the GPU and copied to host memory, so
- *   batches look the same whichever decoder made them (default decode concurrency: the GPU's NVDEC engines).
+ *   `"nvdec"` fails when it is not available. NVDEC clips are resized, turned, flipped, laid out and converted
+ *   on the GPU and copied to host memory once, so batches look the same whichever decoder made them (default
+ *   decode concurrency: the GPU's NVDEC engines).
  * - Full batches: a clip that cannot be loaded (missing file, HTTP 404, undecodable, no frame in its window, too
  *   much padding) is a value, not a pipeline failure, so it never takes other clips with it. With
  *   `onClipError: "replace"` (default) its position is filled with a deterministic substitute from the same
