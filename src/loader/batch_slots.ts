@@ -16,6 +16,10 @@
  *   slot or can get one without waiting; otherwise into its own buffer, copied into its place when it comes
  *   (counted in {@link BatchSlots.copiedBytes}, like the within-slot moves that close the gaps of skipped clips
  *   and the regrouping of a `"BCTHW"` batch, whose clips are decoded apart and regrouped plane by plane).
+ * - Device slots (`decode: "nvdec"`): the ring is one CUDA allocation (`CudaSlots`, exported by CUDA IPC), the
+ *   places are device addresses the NVDEC Workers write into on the GPU, in the batch's layout (`"BCTHW"`
+ *   included: a clip's part of such a batch is its `[3, T, H, W]` block), so nothing is regrouped, and gaps are
+ *   closed device to device. Such a batch has `device` and no host `data` (`toHost()` copies).
  * - A batch views its slot and gives it back when disposed (`using`); after that its `data` reads as empty.
  *   At most `slots` batches exist: asking for the next batch while the consumer holds all of them is an error
  *   that says so (it could never come), never a reuse of memory still in use.
@@ -24,6 +28,8 @@
 
 import { InvalidArgumentError } from "../errors.ts";
 import { HostSlots, SlotRing } from "../memory/slot_ring.ts";
+import { CudaSlots } from "../memory/cuda_slots.ts";
+import { copyOnDevice } from "../nvdec/cuda_buffer.ts";
 import { viewAt } from "../memory/shm.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
 import type { ClipSampler } from "../dataset/sampler.ts";
@@ -58,7 +64,8 @@ export function slotOf(batch: unknown): SlotUse | undefined {
  */
 export function ownedBatch(batch: Batch): Batch {
   if (slotOf(batch) === undefined) return batch;
-  const data = batch.data.slice(), labels = batch.labels.slice();
+  const data = batch.device === undefined ? batch.data.slice() : batch.toHost(),
+    labels = batch.labels.slice();
   const clips = structuredClone(batch.clips);
   const { dtype, layout } = batch, shape = [...batch.shape];
   batch[Symbol.dispose]();
@@ -69,6 +76,9 @@ export function ownedBatch(batch: Batch): Batch {
     layout,
     labels,
     clips,
+    toHost() {
+      return this.data;
+    },
     [Symbol.dispose]() {
       releaseBuffers([this.data, this.labels]);
     },
@@ -81,8 +91,10 @@ export class BatchSlots implements Disposable {
   readonly batchSize: number;
   /** Bytes of one clip. */
   readonly clipBytes: number;
-  /** Decode Workers write into the places (layout `"BTHWC"`); false: collate regroups into the slot. */
+  /** Decode Workers write into the places (layout `"BTHWC"`, or device slots); false: collate regroups. */
   readonly direct: boolean;
+  /** The CUDA device of device slots; null: host slots. */
+  readonly device: number | null;
   readonly #float: boolean;
   readonly #numFrames: number;
   readonly #layout: BatchLayout;
@@ -104,21 +116,32 @@ export class BatchSlots implements Disposable {
    * @param batchSize clips per batch
    * @param layout the batches' layout
    * @param sampler the loader's sampler (each epoch's output order)
+   * @param device the CUDA device of device slots (NVDEC); null: host slots
    */
-  constructor(slots: number, spec: ClipSpec, batchSize: number, layout: BatchLayout, sampler: ClipSampler) {
+  constructor(
+    slots: number,
+    spec: ClipSpec,
+    batchSize: number,
+    layout: BatchLayout,
+    sampler: ClipSampler,
+    device: number | null = null,
+  ) {
     this.#float = spec.dtype === "float32";
     this.clipBytes = spec.numFrames * 3 * spec.width * spec.height * (this.#float ? 4 : 1);
     this.batchSize = batchSize;
-    this.direct = layout === "BTHWC";
+    this.direct = layout === "BTHWC" || device !== null;
+    this.device = device;
     this.#numFrames = spec.numFrames;
     this.#layout = layout;
     this.#sampler = sampler;
     this.ring = new SlotRing(
       slots,
       batchSize * this.clipBytes,
-      (size) => new HostSlots(`sluice-batches-${Deno.pid}`, size),
+      (size) =>
+        device === null ? new HostSlots(`sluice-batches-${Deno.pid}`, size) : new CudaSlots(size, device),
     );
-    this.#address = (this.ring.memory as HostSlots).shm.address;
+    const m = this.ring.memory;
+    this.#address = m instanceof CudaSlots ? m.buffer.devicePtr : (m as HostSlots).shm.address;
   }
 
   /** Pixel bytes copied into slots (see the module docs); 0 when every clip was decoded into its place. */
@@ -164,6 +187,17 @@ export class BatchSlots implements Disposable {
    */
   async adopt(clip: FilledClip, signal?: AbortSignal): Promise<FilledClip> {
     const dest = await this.place(clip.meta, signal);
+    if (this.device !== null) {
+      if (clip.data.length !== 0) {
+        const d = clip.data;
+        const at = Number(dest.address - this.#address);
+        this.ring.memory.write(at, new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
+        this.#copied += dest.length;
+        releaseBuffers(clip.data);
+        clip.data = clip.data instanceof Float32Array ? new Float32Array(0) : new Uint8Array(0);
+      }
+      return clip;
+    }
     const view = this.#view(dest.address, dest.length);
     if (clip.data.length !== 0) {
       view.set(clip.data as Uint8Array);
@@ -189,23 +223,23 @@ export class BatchSlots implements Disposable {
       return undefined;
     }
     const base = this.ring.offset(slot);
-    const bytes = this.ring.memory as HostSlots;
     if (this.direct) {
       // close the gaps of skipped clips (their places stay empty otherwise)
       for (const [i, c] of clips.entries()) {
         const k = this.#where(c.meta).index;
         if (k === i) continue;
-        bytes.shm.bytes.copyWithin(
-          base + i * this.clipBytes,
-          base + k * this.clipBytes,
-          base + (k + 1) * this.clipBytes,
-        );
+        this.#move(base + k * this.clipBytes, base + i * this.clipBytes);
         this.#copied += this.clipBytes;
       }
     }
     const n = clips.length * this.clipBytes;
-    const view = this.#view(this.#address + BigInt(base), n);
-    const batch = collate(clips, this.#numFrames, this.#layout, { data: view, placed: this.direct });
+    const at = this.#address + BigInt(base);
+    const batch = this.device !== null
+      ? collate(clips, this.#numFrames, this.#layout, {
+        device: { device: this.device, pointer: at, byteLength: n },
+        toHost: () => this.ring.memory.read(base, n),
+      })
+      : collate(clips, this.#numFrames, this.#layout, { data: this.#view(at, n), placed: this.direct });
     if (!this.direct) this.#copied += n;
     const own = batch[Symbol.dispose].bind(batch);
     this.#state.set(slot, { state: "ready", batch });
@@ -305,7 +339,22 @@ export class BatchSlots implements Disposable {
 
   #dest(slot: number, index: number): AddressedDestination {
     const offset = this.ring.clipOffset(slot, index, this.clipBytes);
-    return { address: this.#address + BigInt(offset), length: this.clipBytes };
+    const place = { address: this.#address + BigInt(offset), length: this.clipBytes };
+    return this.device === null
+      ? place
+      : { ...place, device: this.device, planesFirst: this.#layout === "BCTHW" };
+  }
+
+  /** Copies one clip's bytes from ring offset `from` to `to` (device slots: device to device). */
+  #move(from: number, to: number): void {
+    const n = this.clipBytes;
+    if (this.device === null) {
+      (this.ring.memory as HostSlots).shm.bytes.copyWithin(to, from, from + n);
+      return;
+    }
+    const a = this.#address;
+    const c = { src: a + BigInt(from), dst: a + BigInt(to), rowBytes: n, rows: 1, srcPitch: n, dstPitch: n };
+    copyOnDevice(this.device, c);
   }
 
   /** A view with its own ArrayBuffer object: disposing (detaching) it leaves the mapping and other views alone. */

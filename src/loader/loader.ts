@@ -22,8 +22,9 @@
  *   cores as FFmpeg threads (`decode_threads.ts`). `stats().clips` counts frames decoded, skipped and emitted.
  * - `decode: "auto"` uses NVDEC when `src/nvdec` says it is available, the CPU otherwise (logging one line);
  *   `"nvdec"` fails when it is not available. NVDEC clips are resized, turned, flipped, laid out and converted
- *   on the GPU and copied to host memory once, so batches look the same whichever decoder made them (default
- *   decode concurrency: the GPU's NVDEC engines).
+ *   on the GPU, so batches look the same whichever decoder made them (default decode concurrency: the GPU's
+ *   NVDEC engines). With `slots`, the batches stay in GPU memory (`batch.device`, `batch.toHost()`); without,
+ *   each clip is copied to host memory once.
  * - Full batches: a clip that cannot be loaded (missing file, HTTP 404, undecodable, no frame in its window, too
  *   much padding) is a value, not a pipeline failure, so it never takes other clips with it. With
  *   `onClipError: "replace"` (default) its position is filled with a deterministic substitute from the same
@@ -395,7 +396,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
   const budget = decoder === "cpu" && dl.threads ? new ThreadBudget(() => decodePool.size) : null;
   const slots = opts.slots === undefined
     ? null
-    : new BatchSlots(opts.slots, spec, batchSize, layout, plan.sampler);
+    : new BatchSlots(opts.slots, spec, batchSize, layout, plan.sampler, decoder === "nvdec" ? 0 : null);
   const decodeStep = new ClipDecodeStep(decodePool, decodeExport, {
     skipUnshown: dl.skip,
     threads: budget,

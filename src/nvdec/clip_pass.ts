@@ -15,9 +15,10 @@ import type {
 } from "../media/decode_pass.ts";
 import { packetRange } from "../media/decode_pass.ts";
 import type { VideoPackets } from "../media/packets.ts";
-import type { FrameDestination, FrameWriter } from "../media/frame_writer.ts";
+import type { DeviceFrames, FrameDestination, FrameWriter } from "../media/frame_writer.ts";
+import { InvalidArgumentError } from "../errors.ts";
 import { decodeVideoNvdecSync } from "./decoder.ts";
-import { CudaBuffer, type CudaFrames } from "./cuda_buffer.ts";
+import { copyOnDevice, CudaBuffer, type CudaFrames } from "./cuda_buffer.ts";
 import { placeFrames } from "./convert.ts";
 
 /** Decodes each output of a pass with NVDEC; see the module docs. */
@@ -36,6 +37,7 @@ function decodeNvdecPass(p: VideoPackets, o: ResolvedOptions, outputs: readonly 
       w.init(own.width, own.height);
       const [cw, ch] = w.codedSize;
       using frames = decodeVideoNvdecSync(own, {
+        device: out.dest?.device?.device ?? 0,
         width: cw,
         height: ch,
         crop: w.codedRegion ?? undefined,
@@ -49,7 +51,7 @@ function decodeNvdecPass(p: VideoPackets, o: ResolvedOptions, outputs: readonly 
         data: w.spec.norm === null ? new Uint8Array(n * w.frameSize) : new Float32Array(n * w.frameSize),
         offset: 0,
       };
-      placeOnDevice(frames, w, dest);
+      placeOnDevice(frames, w, dest, o.numFrames);
       run.decodedFrames += frames.decodedFrames;
       run.skippedFrames += frames.skippedFrames;
       run.outputs.push({ data: dest.data, offset: dest.offset, pts: frames.pts });
@@ -65,28 +67,70 @@ function decodeNvdecPass(p: VideoPackets, o: ResolvedOptions, outputs: readonly 
 export const nvdecPassDecoder: ClipPassDecoder = { decode: decodeNvdecPass };
 
 /**
- * The writer's frames made from `frames` on the GPU (`placeFrames`: its orientation, layout and sample type) in a
- * device buffer, then copied into `dest` as they are.
+ * The writer's frames made from `frames` on the GPU (`placeFrames`: its orientation, layout and sample type):
+ * straight into a device destination (a batch slot's place; `planesFirst`: `[3, T, H, W]`, as a `"BCTHW"` batch
+ * holds it), else in a device buffer copied into `dest` once.
  */
-function placeOnDevice(frames: CudaFrames, w: FrameWriter, dest: FrameDestination): void {
+function placeOnDevice(frames: CudaFrames, w: FrameWriter, dest: FrameDestination, numFrames: number): void {
   const n = frames.pts.length;
   if (n === 0) return;
   const size = w.spec.norm === null ? 1 : 4;
   const bytes = n * w.frameSize * size;
-  const p = w.planes;
+  const p = w.planes, plane = w.frameSize / 3;
+  const onDevice = dest.device;
   const strides = p.length === 1
     ? { x: 3, y: p[0].stride, c: 1, t: w.frameSize }
+    : onDevice?.planesFirst
+    ? { x: 1, y: p[0].stride, c: numFrames * plane, t: plane }
     : { x: 1, y: p[0].stride, c: p[1].offset, t: w.frameSize };
+  const place = (dst: bigint) =>
+    placeFrames(frames, dst, {
+      width: w.width,
+      height: w.height,
+      strides,
+      rotation: w.spec.rotation,
+      mirror: w.spec.mirror,
+      norm: w.spec.norm,
+    });
+  if (onDevice !== undefined) {
+    if (onDevice.device !== frames.device) {
+      throw new InvalidArgumentError(
+        `NVDEC clip: decoded on device ${frames.device}, its place is on ${onDevice.device}`,
+      );
+    }
+    return place(onDevice.address + BigInt(dest.offset * size));
+  }
   using placed = CudaBuffer.alloc(bytes, frames.device);
-  placeFrames(frames, placed.devicePtr, {
-    width: w.width,
-    height: w.height,
-    strides,
-    rotation: w.spec.rotation,
-    mirror: w.spec.mirror,
-    norm: w.spec.norm,
-  });
+  place(placed.devicePtr);
   const d = dest.data;
   const out = new Uint8Array(d.buffer, d.byteOffset + dest.offset * size, bytes);
   placed.copyToHost(0, bytes, bytes, 1, out);
+}
+
+/**
+ * Fills frames `filled .. numFrames - 1` of a clip in device memory with copies of its last frame (held or
+ * padded frames), device to device; `frameBytes`: one frame's bytes.
+ */
+export function repeatLastFrameOnDevice(
+  where: DeviceFrames,
+  filled: number,
+  numFrames: number,
+  frameBytes: number,
+): void {
+  const a = where.address;
+  // [3, T, H, W]: a frame is three planes T planes apart; [T, ...]: one block
+  const [rowBytes, rows, pitch] = where.planesFirst
+    ? [frameBytes / 3, 3, numFrames * frameBytes / 3]
+    : [frameBytes, 1, frameBytes];
+  const last = BigInt((filled - 1) * rowBytes);
+  for (let k = filled; k < numFrames; k++) {
+    copyOnDevice(where.device, {
+      src: a + last,
+      dst: a + BigInt(k * rowBytes),
+      rowBytes,
+      rows,
+      srcPitch: pitch,
+      dstPitch: pitch,
+    });
+  }
 }

@@ -22,10 +22,16 @@ import { unbalanced } from "./double/build.ts";
  */
 const LOADER_PSNR_DB = 40;
 
+/** Every batch of one epoch; a device batch (slots) as its host copy (`toHost()`), made before its slot goes back. */
 async function load(opts: LoaderOptions): Promise<Batch[]> {
   await using loader = await videoClassificationLoader({ log: () => {}, ...opts });
   const batches: Batch[] = [];
-  for await (const b of loader) batches.push(b);
+  for await (using b of loader) {
+    const data = b.toHost().slice();
+    if (opts.slots !== undefined) assert.ok(b.device !== undefined, "an NVDEC loader's slots are on the GPU");
+    const { dtype, shape, layout, clips } = b, labels = b.labels.slice();
+    batches.push({ data, dtype, shape, layout, labels, clips, toHost: () => data, [Symbol.dispose]() {} });
+  }
   for (const s of loader.stats().pipeline.stages) assert.equal(s.failed, 0, `${s.name} failures`);
   const clips = loader.stats().clips.total;
   assert.equal(clips.planned, clips.delivered, "every planned clip delivered");
@@ -124,7 +130,9 @@ Deno.test({
       const out: string[] = [];
       for await (using b of loader) {
         assert.equal(slotOf(b) !== undefined, slots !== undefined);
-        out.push(JSON.stringify([b.shape, [...b.labels], Array.from(b.data as Uint8Array)]));
+        assert.equal(b.device !== undefined, slots !== undefined, "slots of an NVDEC loader are on the GPU");
+        if (b.device !== undefined) assert.throws(() => b.data, /GPU memory.*toHost/);
+        out.push(JSON.stringify([b.shape, [...b.labels], Array.from(b.toHost() as Uint8Array)]));
       }
       return out;
     };
@@ -211,6 +219,20 @@ Deno.test({
           `${layout} ${dtype}: ${copied.dtoh} > ${total} bytes`,
         );
         assert.equal(copied.htod, 0, "no pixel goes back to the GPU");
+        // Device batch slots: batches stay on the GPU; only toHost() copies, exactly the batch's bytes.
+        dbl.configure();
+        const onGpu = await load({ ...base, decode: "nvdec", slots: 2 });
+        const after = dbl.copiedBytes();
+        assert.equal(onGpu.length, cpu.length);
+        let hostBytes = 0;
+        for (const [i, g] of onGpu.entries()) {
+          assert.deepEqual(g.shape, cpu[i].shape, `${layout} ${dtype} slots`);
+          const db = psnr(bytes(g) as Uint8Array, bytes(cpu[i]) as Uint8Array);
+          assert.ok(db >= LOADER_PSNR_DB, `${layout} ${dtype} slots: PSNR ${db.toFixed(2)} dB`);
+          hostBytes += g.data.byteLength;
+        }
+        assert.equal(after.dtoh, hostBytes, `${layout} ${dtype}: device to host only in toHost()`);
+        assert.equal(after.htod, 0);
       }
     }
   } finally {
