@@ -239,3 +239,66 @@ Deno.test({
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test({
+  name:
+    "nvdec: device slots pad short clips and close the gaps of skipped clips on the GPU, as the host path does",
+  ignore: !hasFfmpegCliSync(),
+}, async () => {
+  const dbl = await useDouble();
+  const dir = await Deno.makeTempDir({ prefix: "sluice-nvdec-pad-" });
+  try {
+    makeSyntheticDataset(dir, { videos: 1, classes: 1, durationSec: 1, fps: 25, width: 96, height: 64 });
+    const [video] = [...Deno.readDirSync(`${dir}/class_00`)].map((e) => `${dir}/class_00/${e.name}`);
+    // A missing file first (its clip fails at demux), then the video: its clip (place 1) moves to place 0.
+    const manifest = `${dir}/gap.csv`;
+    Deno.writeTextFileSync(
+      manifest,
+      ["path,label,start,end", `${dir}/missing.mp4,0,0,1`, `${video},0,,`].join("\n"),
+    );
+    for (const layout of ["BTHWC", "BCTHW"] as const) {
+      const base: LoaderOptions = {
+        dataset: manifest,
+        batchSize: 2,
+        sampler: { seed: 1, clipsPerVideo: 1, clipDurationSec: 1, shuffle: false, rank: 0, worldSize: 1 },
+        // at most 25 frames in the 1 s window, 32 asked: the last one repeated
+        clip: { numFrames: 32, width: 48, height: 32, maxPadFraction: 0.5 },
+        layout,
+        decode: "nvdec",
+        onClipError: "skip",
+        concurrency: { decode: 1 },
+        log: () => {},
+      };
+      const run = async (slots?: number) => {
+        await using loader = await videoClassificationLoader({ ...base, ...(slots ? { slots } : {}) });
+        const out: { data: Uint8Array; padded: number; video: number }[] = [];
+        for await (using b of loader) {
+          assert.equal(b.device !== undefined, slots !== undefined);
+          assert.equal(b.clips.length, 1);
+          out.push({
+            data: (b.toHost() as Uint8Array).slice(),
+            padded: b.clips[0].padded + b.clips[0].held,
+            video: b.clips[0].video,
+          });
+        }
+        return out;
+      };
+      const host = await run();
+      dbl.configure();
+      const gpu = await run(2);
+      const copied = dbl.copiedBytes();
+      assert.equal(host.length, 1);
+      assert.equal(host[0].padded, 7, "the clip repeats its last frame 7 times (held or padded)");
+      assert.equal(gpu[0].video, host[0].video);
+      assert.equal(gpu[0].padded, 7);
+      const differ = gpu[0].data.findIndex((v, k) => v !== host[0].data[k]);
+      assert.equal(differ, -1, `${layout}: padded and moved on the GPU (first differing byte ${differ})`);
+      const clipBytes = 32 * 3 * 48 * 32, frameBytes = 3 * 48 * 32;
+      assert.equal(copied.dtoh, clipBytes, "toHost() only");
+      assert.equal(copied.htod, 0);
+      assert.equal(copied.dtod, 7 * frameBytes + clipBytes, "7 frames repeated, one clip moved");
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
