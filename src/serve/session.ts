@@ -5,10 +5,11 @@
  *
  * - Credit: each batch waits for a free slot, so at most `slots` batches are in flight and a stalled trainer
  *   holds exactly `slots` batches of memory. A slot is reused only after the client releases it.
- * - Zero copy: a batch the loader assembled in its own ring of memfd slots (`batch_slots.ts`) is sent in its
- *   slot as it is, the session keeping it until the client releases it (disposing it then gives the slot back to
- *   the loader); any other batch (a loader without slots, or decoding on the GPU) is copied into a ring from
- *   the {@link SessionHost}, counted in `copiedBytes`.
+ * - Zero copy: a batch the loader assembled in its own ring of slots (`batch_slots.ts`: memfd slots, or with
+ *   `decode: "nvdec"` one CUDA allocation exported by CUDA IPC, which the decode Workers fill on the GPU) is sent
+ *   in its slot as it is, the session keeping it until the client releases it (disposing it then gives the slot
+ *   back to the loader); any other batch (a loader without slots) is copied into a ring from the
+ *   {@link SessionHost}, counted in `copiedBytes`.
  * - A client that asks for another epoch than the loader's next gets a loader rebuilt there (factory loaders).
  * - When the client goes away (closed, crashed, killed), the session cancels the running epoch, frees its slots
  *   and ends; a broken message or another protocol version ends it with an `error` message that says why.
@@ -394,8 +395,9 @@ export class Session {
   async #publish(batch: Batch, epoch: number, index: number, signal: AbortSignal): Promise<boolean> {
     const B = batch.shape[0];
     const dtype = dtypeOf(batch);
-    const nbytes = batch.data.byteLength;
-    const own = this.#loader!.decoder === "cpu" ? slotOf(batch) : undefined;
+    const nbytes = batchBytes(batch);
+    // The loader's own slots (memfd, or CUDA IPC for NVDEC): its Workers decoded into them, nothing is copied.
+    const own = slotOf(batch);
     if (own !== undefined) {
       if (this.#ring !== own.slots.ring) {
         this.#copiedBytes += this.#batchSlots?.copiedBytes ?? 0; // a rebuilt loader's new slots count from 0
@@ -455,7 +457,7 @@ export class Session {
     dtype: ServeDtype,
     keep: Batch | null,
   ): Promise<boolean> {
-    const B = batch.shape[0], nbytes = batch.data.byteLength;
+    const B = batch.shape[0], nbytes = batchBytes(batch);
     const seq = this.#seq++;
     this.#out.set(slot, { seq, batch: keep, clips: batch.clips, loader: this.#loader! });
     const msg: BatchMessage = {
@@ -545,8 +547,14 @@ function isPeerGone(e: unknown): boolean {
     e instanceof Deno.errors.Interrupted;
 }
 
+/** Bytes of a batch's pixels, wherever they are. */
+function batchBytes(batch: Batch): number {
+  return batch.device?.byteLength ?? batch.data.byteLength;
+}
+
 /** The sample type of a batch's pixels. */
 function dtypeOf(batch: Batch): ServeDtype {
+  if (batch.device !== undefined) return batch.dtype;
   const d = batch.data as unknown;
   if (d instanceof Float32Array) return "float32";
   if (d instanceof Uint8Array) return "uint8";
