@@ -147,3 +147,17 @@ def test_a_served_nvdec_epoch_never_leaves_the_gpu(dataset, double_env, monkeypa
             assert exits[0].startswith("exit violations=0 primary-retains=0 device-allocations=0 "), exits[0]
             counts = dict(kv.split("=") for kv in exits[0].split()[1:])
             assert (counts["htod"], counts["dtoh"]) == ("0", "0"), exits[0]
+
+
+def test_the_clients_device_picks_the_servers_gpu(dataset, double_env, monkeypatch):
+    """Under torchrun each local rank's server decodes on its own GPU: the client sends its device (LOCAL_RANK's
+    by default, tests/test_distributed.py) in its hello and the server's NVDEC loader decodes there and keeps its
+    slots there (not the server's own default, device 0 without LOCAL_RANK)."""
+    monkeypatch.setenv("NVDOUBLE_DEVICES", "2")
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    with sluice.Loader(dataset, batch_size=4, num_frames=8, width=64, height=48, decode="nvdec", device=1) as l:
+        b = next(iter(l))
+        assert l._session.slots.mem.device == 1
+        assert b.video.__cuda_array_interface__["data"][0] == \
+            l._session.slots.mem.base + b.slot * l._session.slots.slot_bytes
+        del b

@@ -32,7 +32,7 @@ import {
   serializeError,
 } from "../errors.ts";
 import { releaseBuffers, transferable, type Transferring } from "../pipeline/transfer.ts";
-import { nvdecPassDecoder, repeatLastFrameOnDevice } from "../nvdec/clip_pass.ts";
+import { isNvdecPass, repeatLastFrameOnDevice } from "../nvdec/clip_pass.ts";
 import { mulberry32 } from "../dataset/random.ts";
 import type { ClipBase, DecodedClip } from "./collate.ts";
 import type { ClipOutcome, ClipSpec } from "./clip_spec.ts";
@@ -244,7 +244,7 @@ function prepare(
   const writer = new FrameWriter(writerSpec(spec, own, choice), threadScaler(o.flags));
   const plan = checkFillable(spec, member.meta, own, o);
   const dest = member.dest === undefined ? newDestination(spec) : destination(spec, member.dest);
-  if (dest.device !== undefined && decoder !== nvdecPassDecoder) {
+  if (dest.device !== undefined && !isNvdecPass(decoder)) {
     throw new InvalidArgumentError("a clip place in device memory needs the NVDEC decoder");
   }
   if (member.dest === undefined && dest.data.buffer instanceof ArrayBuffer) {

@@ -120,7 +120,7 @@ export function decodeClipGroup(item: ClipPackets): Transferring<ClipResult[]> {
  * size), then rotation, flip, layout and `float32` (the clip kernel) on the GPU, then one copy to host memory.
  */
 export function decodeClipNvdec(item: ClipPackets): Promise<Transferring<DecodedClip>> {
-  return Promise.resolve().then(() => decodeOne(item, nvdecPassDecoder));
+  return Promise.resolve().then(() => decodeOne(item, nvdecPassDecoder(item.spec.device)));
 }
 
 /**
@@ -128,7 +128,7 @@ export function decodeClipNvdec(item: ClipPackets): Promise<Transferring<Decoded
  * so each clip is decoded from its own packets within the pass's (`src/nvdec/clip_pass.ts`).
  */
 export function decodeClipGroupNvdec(item: ClipPackets): Promise<Transferring<ClipResult[]>> {
-  return Promise.resolve().then(() => decodeGroup(item, nvdecPassDecoder));
+  return Promise.resolve().then(() => decodeGroup(item, nvdecPassDecoder(item.spec.device)));
 }
 
 // ------------------------------------------------------------------------------------------ worker upkeep

@@ -77,9 +77,9 @@ import {
   resolveClipSpec,
   startSize,
 } from "./loader_options.ts";
-import { withDefaults } from "../options.ts";
+import { checkOption, tsVocabulary, withDefaults } from "../options.ts";
 import { Replacer } from "./replace.ts";
-import { ClipSampler, type SampledVideo } from "../dataset/sampler.ts";
+import { ClipSampler, envInt, type SampledVideo } from "../dataset/sampler.ts";
 import { indexDataset, type IndexFailure } from "../dataset/video_index.ts";
 import { nvdecAvailable, nvdecConcurrency, selectDecoder } from "../nvdec/available.ts";
 
@@ -380,12 +380,16 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
   fixMmapThreshold();
   const { front: args, spec } = plan;
   const o = withDefaults(LOADER_TABLE, opts);
-  const decoder = resolveDecoder(o.decode, log);
+  const device = opts.device ?? envInt("LOCAL_RANK", "loader") ?? 0;
+  checkOption(LOADER_TABLE.device, device, tsVocabulary("loader: "), "device");
+  const decoder = resolveDecoder(o.decode, device, log);
+  spec.device = device; // the decode Workers' NVDEC device (set before the spec travels to the backend child)
   const decodeExport: DecodeExport = decoder === "nvdec" ? "decodeClipNvdec" : "decodeClip";
   const cores = navigator.hardwareConcurrency ?? 1;
   const ordered = args.ordered ?? true;
   const { backend, onClipError, batchSize, dropLast, layout } = o;
-  const decodeConcurrency = opts.concurrency?.decode ?? (decoder === "nvdec" ? nvdecConcurrency() : cores);
+  const decodeConcurrency = opts.concurrency?.decode ??
+    (decoder === "nvdec" ? nvdecConcurrency(device) : cores);
   const decodeSize = startSize(decodeConcurrency); // an "auto" stage's pool grows as it claims more
   const decodePool = new WorkerPool(CLIP_WORKER, {
     size: backend === "subprocess" ? decodeSize : Math.max(decodeSize, startSize(args.concurrency.demux)),
@@ -396,7 +400,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
   const budget = decoder === "cpu" && dl.threads ? new ThreadBudget(() => decodePool.size) : null;
   const slots = opts.slots === undefined
     ? null
-    : new BatchSlots(opts.slots, spec, batchSize, layout, plan.sampler, decoder === "nvdec" ? 0 : null);
+    : new BatchSlots(opts.slots, spec, batchSize, layout, plan.sampler, decoder === "nvdec" ? device : null);
   const decodeStep = new ClipDecodeStep(decodePool, decodeExport, {
     skipUnshown: dl.skip,
     threads: budget,
@@ -528,9 +532,13 @@ function warnUncovered(spec: ClipSpec, windowSec: number, rates: number[], log: 
 }
 
 /** "auto" → NVDEC when available (else CPU, one log line); "nvdec" fails when it is not available. */
-function resolveDecoder(want: "cpu" | "nvdec" | "auto", log: (m: string) => void): "cpu" | "nvdec" {
+function resolveDecoder(
+  want: "cpu" | "nvdec" | "auto",
+  device: number,
+  log: (m: string) => void,
+): "cpu" | "nvdec" {
   if (want === "nvdec") {
-    const a = nvdecAvailable();
+    const a = nvdecAvailable(device);
     if (!a.ok) {
       throw new InvalidArgumentError(
         `loader: decode "nvdec" requested but NVDEC is not available: ${a.reason}`,
@@ -538,5 +546,5 @@ function resolveDecoder(want: "cpu" | "nvdec" | "auto", log: (m: string) => void
     }
     return "nvdec";
   }
-  return selectDecoder(want, log);
+  return selectDecoder(want, log, device);
 }

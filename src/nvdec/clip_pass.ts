@@ -21,8 +21,13 @@ import { decodeVideoNvdecSync } from "./decoder.ts";
 import { copyOnDevice, CudaBuffer, type CudaFrames } from "./cuda_buffer.ts";
 import { placeFrames } from "./convert.ts";
 
-/** Decodes each output of a pass with NVDEC; see the module docs. */
-function decodeNvdecPass(p: VideoPackets, o: ResolvedOptions, outputs: readonly PassOutput[]): PassRun {
+/** Decodes each output of a pass with NVDEC on `device`; see the module docs. */
+function decodeNvdecPass(
+  p: VideoPackets,
+  o: ResolvedOptions,
+  outputs: readonly PassOutput[],
+  device: number,
+): PassRun {
   const run: PassRun = {
     outputs: [],
     decodedFrames: 0,
@@ -37,7 +42,7 @@ function decodeNvdecPass(p: VideoPackets, o: ResolvedOptions, outputs: readonly 
       w.init(own.width, own.height);
       const [cw, ch] = w.codedSize;
       using frames = decodeVideoNvdecSync(own, {
-        device: out.dest?.device?.device ?? 0,
+        device,
         width: cw,
         height: ch,
         crop: w.codedRegion ?? undefined,
@@ -63,8 +68,22 @@ function decodeNvdecPass(p: VideoPackets, o: ResolvedOptions, outputs: readonly 
   return run;
 }
 
-/** NVDEC's {@link ClipPassDecoder}. */
-export const nvdecPassDecoder: ClipPassDecoder = { decode: decodeNvdecPass };
+const PASSES = new Map<number, ClipPassDecoder>();
+
+/** NVDEC's {@link ClipPassDecoder} on CUDA device `device` (made once per device). */
+export function nvdecPassDecoder(device = 0): ClipPassDecoder {
+  let d = PASSES.get(device);
+  if (d === undefined) {
+    d = { decode: (p, o, outputs) => decodeNvdecPass(p, o, outputs, device) };
+    PASSES.set(device, d);
+  }
+  return d;
+}
+
+/** Whether `decoder` is NVDEC's (it alone writes into device memory, {@link FrameDestination}`.device`). */
+export function isNvdecPass(decoder: ClipPassDecoder): boolean {
+  return [...PASSES.values()].includes(decoder);
+}
 
 /**
  * The writer's frames made from `frames` on the GPU (`placeFrames`: its orientation, layout and sample type):

@@ -244,6 +244,7 @@ export class Session {
     }
     this.#hello = msg;
     const request: LoaderRequest = { firstEpoch: msg.epoch ?? 0 };
+    if (msg.device !== undefined) request.device = msg.device;
     if (msg.rank !== undefined) {
       request.rank = msg.rank;
       request.worldSize = msg.worldSize;
@@ -302,6 +303,7 @@ export class Session {
         rank: o.rank,
         worldSize: o.worldSize,
         firstEpoch: epoch,
+        ...(this.#hello?.device !== undefined ? { device: this.#hello.device } : {}),
       })).loader;
       if (this.#loader.epoch !== epoch) {
         throw new ServeError(

@@ -302,3 +302,50 @@ Deno.test({
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test({
+  name:
+    "nvdec: LOCAL_RANK picks the loader's GPU: Workers decode there, slots live there, concurrency = its NVDECs",
+  ignore: !hasFfmpegCliSync(),
+}, async () => {
+  const dbl = await useDouble();
+  const dir = await Deno.makeTempDir({ prefix: "sluice-nvdec-device-" });
+  Deno.env.set("NVDOUBLE_DEVICES", "2"); // the Workers' double (configured from the environment)
+  Deno.env.set("NVDOUBLE_LOG", dbl.logPath);
+  Deno.env.set("LOCAL_RANK", "1");
+  try {
+    dbl.configure({ devices: 2, nvdecs: 5 });
+    makeSyntheticDataset(dir, { videos: 2, classes: 2, durationSec: 1, fps: 25, width: 96, height: 64 });
+    const opts: LoaderOptions = {
+      dataset: dir,
+      batchSize: 2,
+      sampler: { seed: 3, clipsPerVideo: 1 },
+      clip: { numFrames: 4, width: 48, height: 32 },
+      decode: "nvdec",
+      slots: 2,
+      log: () => {},
+    };
+    {
+      await using loader = await videoClassificationLoader(opts);
+      const decode = loader.stats().pipeline.stages.find((s) => s.name === "decode");
+      assert.equal(decode?.concurrency, 5, "decode concurrency: device 1's NVDEC engines");
+      for await (using b of loader) assert.equal(b.device?.device, 1);
+    }
+    const retains = Deno.readTextFileSync(dbl.logPath).split("\n").filter((l) =>
+      l.startsWith("cuDevicePrimaryCtxRetain rc=0")
+    );
+    assert.ok(retains.length > 0);
+    assert.deepEqual(
+      retains.filter((l) => !l.endsWith("h=dev1")),
+      [],
+      "every context retained is device 1's",
+    );
+    // the option wins over LOCAL_RANK, and a bad one is refused naming it
+    await assert.rejects(() => videoClassificationLoader({ ...opts, device: -1 }), /device/);
+  } finally {
+    Deno.env.delete("LOCAL_RANK");
+    Deno.env.delete("NVDOUBLE_LOG");
+    Deno.env.delete("NVDOUBLE_DEVICES");
+    await Deno.remove(dir, { recursive: true });
+  }
+});
