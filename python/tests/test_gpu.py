@@ -149,15 +149,22 @@ def test_a_served_nvdec_epoch_never_leaves_the_gpu(dataset, double_env, monkeypa
             assert (counts["htod"], counts["dtoh"]) == ("0", "0"), exits[0]
 
 
-def test_the_clients_device_picks_the_servers_gpu(dataset, double_env, monkeypatch):
+def test_the_clients_device_picks_the_servers_gpu(dataset, double_env, nvdouble, monkeypatch):
     """Under torchrun each local rank's server decodes on its own GPU: the client sends its device (LOCAL_RANK's
     by default, tests/test_distributed.py) in its hello and the server's NVDEC loader decodes there and keeps its
     slots there (not the server's own default, device 0 without LOCAL_RANK)."""
-    monkeypatch.setenv("NVDOUBLE_DEVICES", "2")
+    monkeypatch.setenv("NVDOUBLE_DEVICES", "2")  # the server's double
     monkeypatch.delenv("LOCAL_RANK", raising=False)
-    with sluice.Loader(dataset, batch_size=4, num_frames=8, width=64, height=48, decode="nvdec", device=1) as l:
-        b = next(iter(l))
-        assert l._session.slots.mem.device == 1
-        assert b.video.__cuda_array_interface__["data"][0] == \
-            l._session.slots.mem.base + b.slot * l._session.slots.slot_bytes
-        del b
+    lib = ctypes.CDLL(nvdouble)  # this process's double (the client's), configured once already: 2 GPUs now
+    lib.nvdouble_configure(None, None, 2, 4096, 4096, 3)
+    try:
+        with sluice.Loader(dataset, batch_size=4, num_frames=8, width=64, height=48, decode="nvdec",
+                           device=1) as l:
+            b = next(iter(l))
+            assert l._session.slots.mem.device == 1
+            assert b.video.__cuda_array_interface__["data"][0] == \
+                l._session.slots.mem.base + b.slot * l._session.slots.slot_bytes
+            del b
+    finally:
+        gc.collect()
+        lib.nvdouble_configure(None, None, 1, 4096, 4096, 3)

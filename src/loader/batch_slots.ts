@@ -36,7 +36,7 @@ import type { ClipSampler } from "../dataset/sampler.ts";
 import type { AddressedDestination, ClipBase } from "./clip_worker.ts";
 import type { ClipSpec } from "./clip_spec.ts";
 import type { PlacedClip } from "./clip_stats.ts";
-import { type Batch, type BatchLayout, collate, type FilledClip } from "./collate.ts";
+import { type Batch, type BatchLayout, collate, type FilledClip, hostBatch } from "./collate.ts";
 import { epochOrder } from "../dataset/epoch_order.ts";
 
 /** A clip's place in its epoch's plan (a planned clip's, or a failed one's). */
@@ -59,7 +59,7 @@ export function slotOf(batch: unknown): SlotUse | undefined {
 }
 
 /**
- * A batch with its own memory: `batch` itself when it has it, else a copy of a slot-backed batch (whose slot
+ * A batch with its own memory: `batch` itself when it has it, else a host copy of a slot-backed batch (whose slot
  * is given back at once): for keeping a batch beyond its step (`cacheLoader`).
  */
 export function ownedBatch(batch: Batch): Batch {
@@ -69,20 +69,7 @@ export function ownedBatch(batch: Batch): Batch {
   const clips = structuredClone(batch.clips);
   const { dtype, layout } = batch, shape = [...batch.shape];
   batch[Symbol.dispose]();
-  return {
-    data,
-    dtype,
-    shape,
-    layout,
-    labels,
-    clips,
-    toHost() {
-      return this.data;
-    },
-    [Symbol.dispose]() {
-      releaseBuffers([this.data, this.labels]);
-    },
-  };
+  return hostBatch(data, { dtype, shape, layout, labels, clips });
 }
 
 /** The loader's batch slots; see the module docs. */

@@ -101,8 +101,11 @@ export interface Batch extends Disposable {
  * as `shape` says, tight. Valid until the batch is disposed.
  */
 export interface BatchDevice {
+  /** CUDA device ordinal. */
   device: number;
+  /** Device address of sample 0 (never dereference it on the host). */
   pointer: bigint;
+  /** Bytes of the batch's samples. */
   byteLength: number;
 }
 
@@ -176,23 +179,25 @@ export function collate(
   }
   const shape = layout === "BTHWC" ? [B, T, H, W, 3] : [B, 3, T, H, W];
   const dtype = float ? "float32" : "uint8";
-  if (data !== null) {
-    return {
-      data,
-      dtype,
-      shape,
-      layout,
-      labels,
-      clips: metas,
-      toHost() {
-        return this.data;
-      },
-      [Symbol.dispose]() {
-        releaseBuffers([this.data, this.labels]);
-      },
-    };
-  }
-  return deviceBatch(onDevice!, { dtype, shape, layout, labels, clips: metas });
+  const b = { dtype, shape, layout, labels, clips: metas } as const;
+  return data !== null ? hostBatch(data, b) : deviceBatch(onDevice!, b);
+}
+
+/** A batch in host memory: `data` and the rest of `b`; disposing it frees its pixels and labels. */
+export function hostBatch(
+  data: Uint8Array | Float32Array,
+  b: Pick<Batch, "dtype" | "shape" | "layout" | "labels" | "clips">,
+): Batch {
+  return {
+    ...b,
+    data,
+    toHost() {
+      return this.data;
+    },
+    [Symbol.dispose]() {
+      releaseBuffers([this.data, this.labels]);
+    },
+  };
 }
 
 /** A batch whose samples stay in device memory; see {@link Batch.data}. */

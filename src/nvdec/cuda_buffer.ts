@@ -210,7 +210,10 @@ export class CudaFrames {
     return out;
   }
 
-  /** The device context the frames live in (for kernels run on them). */
+  /**
+   * The device context the frames live in (for sluice's kernels run on them).
+   * @ignore
+   */
   get context(): DeviceContext {
     return this.#buffer.context;
   }
