@@ -96,7 +96,7 @@ export type { NativeObjectCounts } from "./src/media/av_objects.ts";
 export type { FrontArgs } from "./src/loader/front.ts";
 export type { ClipCounts, ClipEpochStats, ClipStats } from "./src/loader/clip_stats.ts";
 export type { PhaseStats, ProfileStats } from "./src/loader/clip_profile.ts";
-export type { Batch, BatchLayout, ClipMeta } from "./src/loader/collate.ts";
+export type { Batch, BatchDevice, BatchLayout, ClipMeta } from "./src/loader/collate.ts";
 export { cacheLoader, type CacheLoaderOptions } from "./src/loader/cache_loader.ts";
 
 // Datasets and sampling

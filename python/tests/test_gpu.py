@@ -110,3 +110,61 @@ def test_a_cuda_failure_here_and_one_on_the_server_are_one_class(double_env):
     remote = server_error("CudaError", "cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory",
                           "CudaError")
     assert type(remote) is CudaError and isinstance(remote, ServeError) and remote.call is None
+
+
+@pytest.mark.parametrize("backend", ["inprocess", "subprocess"])
+def test_a_served_nvdec_epoch_never_leaves_the_gpu(dataset, double_env, monkeypatch, tmp_path, backend):
+    """The server's slots are its loader's device batch slots: decode Workers write each clip there on the GPU, so
+    2 served epochs copy no pixel device-to-host or host-to-device (the server's double reports its byte counters
+    and what it still holds when the server exits), copiedBytes is 0, and the batches are the in-process NVDEC
+    loader's for BTHWC/BCTHW x uint8/float32 (that loader's match with the CPU's: tests/nvdec/loader_nvdec_test.ts)."""
+    for layout in ("BTHWC", "BCTHW"):
+        for dtype in ("uint8", "float32"):
+            log = tmp_path / f"{backend}-{layout}-{dtype}.log"
+            monkeypatch.setenv("NVDOUBLE_LOG", str(log))
+            clip = {**CLIP, "dtype": dtype, **({"mean": [0.5, 0.5, 0.5]} if dtype == "float32" else {})}
+            opts = {"dataset": dataset, "batchSize": 4, "clip": clip, "sampler": {"seed": 7}, "decode": "nvdec",
+                    "layout": layout}
+            want = reference(opts, 2, env={**double_env, "NVDOUBLE_LOG": str(tmp_path / "reference.log")})
+            got = []
+            py_clip = {"dtype": dtype, **({"mean": [0.5, 0.5, 0.5]} if dtype == "float32" else {})}
+            with sluice.Loader(dataset, batch_size=4, num_frames=CLIP["numFrames"], width=CLIP["width"],
+                               height=CLIP["height"], clip=py_clip, seed=7, decode="nvdec", layout=layout,
+                               backend=backend) as l:
+                for _ in range(2):
+                    for b in l:
+                        cai = b.video.__cuda_array_interface__
+                        ptr = cai["data"][0]
+                        # the tensor's address is its slot's offset in the server's IPC allocation
+                        assert ptr == l._session.slots.mem.base + b.slot * l._session.slots.slot_bytes
+                        assert cai["typestr"] == ("<f4" if dtype == "float32" else "|u1")
+                        got.append(hashlib.sha256(b.video.to_bytes()).hexdigest())
+                        del b, cai
+                assert l.stats()["session"]["copiedBytes"] == 0
+            assert got == [w["sha"] for w in want], f"{layout} {dtype}"
+            exits = [line for line in log.read_text().splitlines() if line.startswith("exit ")]
+            assert len(exits) == 1, exits  # the server's (this process's double reports when pytest exits)
+            assert exits[0].startswith("exit violations=0 primary-retains=0 device-allocations=0 "), exits[0]
+            counts = dict(kv.split("=") for kv in exits[0].split()[1:])
+            assert (counts["htod"], counts["dtoh"]) == ("0", "0"), exits[0]
+
+
+def test_the_clients_device_picks_the_servers_gpu(dataset, double_env, nvdouble, monkeypatch):
+    """Under torchrun each local rank's server decodes on its own GPU: the client sends its device (LOCAL_RANK's
+    by default, tests/test_distributed.py) in its hello and the server's NVDEC loader decodes there and keeps its
+    slots there (not the server's own default, device 0 without LOCAL_RANK)."""
+    monkeypatch.setenv("NVDOUBLE_DEVICES", "2")  # the server's double
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    lib = ctypes.CDLL(nvdouble)  # this process's double (the client's), configured once already: 2 GPUs now
+    lib.nvdouble_configure(None, None, 2, 4096, 4096, 3)
+    try:
+        with sluice.Loader(dataset, batch_size=4, num_frames=8, width=64, height=48, decode="nvdec",
+                           device=1) as l:
+            b = next(iter(l))
+            assert l._session.slots.mem.device == 1
+            assert b.video.__cuda_array_interface__["data"][0] == \
+                l._session.slots.mem.base + b.slot * l._session.slots.slot_bytes
+            del b
+    finally:
+        gc.collect()
+        lib.nvdouble_configure(None, None, 1, 4096, 4096, 3)

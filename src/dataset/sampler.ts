@@ -368,8 +368,11 @@ export function resolveSamplerOptions(
   return o;
 }
 
-/** Reads an integer environment variable (RANK, WORLD_SIZE); undefined when unset or not permitted. */
-function envInt(name: string): number | undefined {
+/**
+ * Reads an integer environment variable (RANK, WORLD_SIZE, LOCAL_RANK) for `what`; undefined when unset or not
+ * permitted.
+ */
+export function envInt(name: string, what = "sampler"): number | undefined {
   let v: string | undefined;
   try {
     v = Deno.env.get(name);
@@ -379,7 +382,7 @@ function envInt(name: string): number | undefined {
   if (v === undefined || v.trim() === "") return undefined;
   const n = Number(v);
   if (!Number.isInteger(n)) {
-    throw new InvalidArgumentError(`sampler: environment ${name}="${v}" is not an integer`);
+    throw new InvalidArgumentError(`${what}: environment ${name}="${v}" is not an integer`);
   }
   return n;
 }

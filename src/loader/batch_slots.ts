@@ -16,6 +16,10 @@
  *   slot or can get one without waiting; otherwise into its own buffer, copied into its place when it comes
  *   (counted in {@link BatchSlots.copiedBytes}, like the within-slot moves that close the gaps of skipped clips
  *   and the regrouping of a `"BCTHW"` batch, whose clips are decoded apart and regrouped plane by plane).
+ * - Device slots (`decode: "nvdec"`): the ring is one CUDA allocation (`CudaSlots`, exported by CUDA IPC), the
+ *   places are device addresses the NVDEC Workers write into on the GPU, in the batch's layout (`"BCTHW"`
+ *   included: a clip's part of such a batch is its `[3, T, H, W]` block), so nothing is regrouped, and gaps are
+ *   closed device to device. Such a batch has `device` and no host `data` (`toHost()` copies).
  * - A batch views its slot and gives it back when disposed (`using`); after that its `data` reads as empty.
  *   At most `slots` batches exist: asking for the next batch while the consumer holds all of them is an error
  *   that says so (it could never come), never a reuse of memory still in use.
@@ -24,13 +28,15 @@
 
 import { InvalidArgumentError } from "../errors.ts";
 import { HostSlots, SlotRing } from "../memory/slot_ring.ts";
+import { CudaSlots } from "../memory/cuda_slots.ts";
+import { copyOnDevice } from "../nvdec/cuda_buffer.ts";
 import { viewAt } from "../memory/shm.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
 import type { ClipSampler } from "../dataset/sampler.ts";
 import type { AddressedDestination, ClipBase } from "./clip_worker.ts";
 import type { ClipSpec } from "./clip_spec.ts";
 import type { PlacedClip } from "./clip_stats.ts";
-import { type Batch, type BatchLayout, collate, type CollateInto, type FilledClip } from "./collate.ts";
+import { type Batch, type BatchLayout, collate, type FilledClip, hostBatch } from "./collate.ts";
 import { epochOrder } from "../dataset/epoch_order.ts";
 
 /** A clip's place in its epoch's plan (a planned clip's, or a failed one's). */
@@ -53,27 +59,20 @@ export function slotOf(batch: unknown): SlotUse | undefined {
 }
 
 /**
- * A batch with its own memory: `batch` itself when it has it, else a copy of a slot-backed batch (whose slot
+ * A batch with its own memory: `batch` itself when it has it, else a host copy of a slot-backed batch (whose slot
  * is given back at once): for keeping a batch beyond its step (`cacheLoader`).
  */
 export function ownedBatch(batch: Batch): Batch {
   if (slotOf(batch) === undefined) return batch;
-  const data = batch.data.slice(), labels = batch.labels.slice(), audio = batch.audio?.slice();
+  const data = batch.device === undefined ? batch.data.slice() : batch.toHost(),
+    labels = batch.labels.slice(),
+    audio = batch.audio?.slice();
   const clips = structuredClone(batch.clips);
   const { dtype, layout } = batch, shape = [...batch.shape];
-  const owned: Batch = {
-    data,
-    dtype,
-    shape,
-    layout,
-    labels,
-    clips,
-    [Symbol.dispose]() {
-      releaseBuffers([this.data, this.labels, ...(this.audio ? [this.audio] : [])]);
-    },
-  };
-  if (audio !== undefined) [owned.audio, owned.audioShape] = [audio, [...batch.audioShape!]];
+  const audioShape = batch.audioShape === undefined ? undefined : [...batch.audioShape];
   batch[Symbol.dispose]();
+  const owned = hostBatch(data, { dtype, shape, layout, labels, clips });
+  if (audio !== undefined) [owned.audio, owned.audioShape] = [audio, audioShape];
   return owned;
 }
 
@@ -87,8 +86,10 @@ export class BatchSlots implements Disposable {
   readonly audioBytes: number;
   /** Offset of the audio region in a slot (8-aligned, after `batchSize` clips' pixels). */
   readonly audioOffset: number;
-  /** Decode Workers write into the places (layout `"BTHWC"`); false: collate regroups into the slot. */
+  /** Decode Workers write into the places (layout `"BTHWC"`, or device slots); false: collate regroups. */
   readonly direct: boolean;
+  /** The CUDA device of device slots; null: host slots. */
+  readonly device: number | null;
   readonly #float: boolean;
   readonly #numFrames: number;
   readonly #layout: BatchLayout;
@@ -112,23 +113,41 @@ export class BatchSlots implements Disposable {
    * @param batchSize clips per batch
    * @param layout the batches' layout
    * @param sampler the loader's sampler (each epoch's output order)
+   * @param device the CUDA device of device slots (NVDEC); null: host slots
    */
-  constructor(slots: number, spec: ClipSpec, batchSize: number, layout: BatchLayout, sampler: ClipSampler) {
+  constructor(
+    slots: number,
+    spec: ClipSpec,
+    batchSize: number,
+    layout: BatchLayout,
+    sampler: ClipSampler,
+    device: number | null = null,
+  ) {
     this.#float = spec.dtype === "float32";
     this.clipBytes = spec.numFrames * 3 * spec.width * spec.height * (this.#float ? 4 : 1);
     this.batchSize = batchSize;
+    if (device !== null && spec.audio !== undefined) {
+      // the audio region of a slot is host memory; device slots hold pixels only
+      throw new InvalidArgumentError(
+        'audio with GPU batches (decode: "nvdec" with batch slots) is not supported yet: decode on the CPU, ' +
+          "or leave audio out",
+      );
+    }
     this.audioBytes = spec.audio === undefined ? 0 : spec.audio.channels * spec.audio.samples * 4;
     this.audioOffset = Math.ceil((batchSize * this.clipBytes) / 8) * 8;
-    this.direct = layout === "BTHWC";
+    this.direct = layout === "BTHWC" || device !== null;
+    this.device = device;
     this.#numFrames = spec.numFrames;
     this.#layout = layout;
     this.#sampler = sampler;
     this.ring = new SlotRing(
       slots,
       this.audioOffset + batchSize * this.audioBytes,
-      (size) => new HostSlots(`sluice-batches-${Deno.pid}`, size),
+      (size) =>
+        device === null ? new HostSlots(`sluice-batches-${Deno.pid}`, size) : new CudaSlots(size, device),
     );
-    this.#address = (this.ring.memory as HostSlots).shm.address;
+    const m = this.ring.memory;
+    this.#address = m instanceof CudaSlots ? m.buffer.devicePtr : (m as HostSlots).shm.address;
   }
 
   /** Pixel bytes copied into slots (see the module docs); 0 when every clip was decoded into its place. */
@@ -174,6 +193,17 @@ export class BatchSlots implements Disposable {
    */
   async adopt(clip: FilledClip, signal?: AbortSignal): Promise<FilledClip> {
     const dest = await this.place(clip.meta, signal);
+    if (this.device !== null) {
+      if (clip.data.length !== 0) {
+        const d = clip.data;
+        const at = Number(dest.address - this.#address);
+        this.ring.memory.write(at, new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
+        this.#copied += dest.length;
+        releaseBuffers(clip.data);
+        clip.data = clip.data instanceof Float32Array ? new Float32Array(0) : new Uint8Array(0);
+      }
+      return clip;
+    }
     const view = this.#view(dest.address, dest.length);
     if (clip.data.length !== 0) {
       view.set(clip.data as Uint8Array);
@@ -199,28 +229,33 @@ export class BatchSlots implements Disposable {
       return undefined;
     }
     const base = this.ring.offset(slot);
-    const bytes = this.ring.memory as HostSlots;
     if (this.direct) {
       // close the gaps of skipped clips (their places stay empty otherwise)
       for (const [i, c] of clips.entries()) {
         const k = this.#where(c.meta).index;
         if (k === i) continue;
-        bytes.shm.bytes.copyWithin(
-          base + i * this.clipBytes,
-          base + k * this.clipBytes,
-          base + (k + 1) * this.clipBytes,
-        );
+        this.#move(base + k * this.clipBytes, base + i * this.clipBytes);
         this.#copied += this.clipBytes;
       }
     }
     const n = clips.length * this.clipBytes;
-    const view = this.#view(this.#address + BigInt(base), n);
-    const into: CollateInto = { data: view, placed: this.direct };
-    if (this.audioBytes > 0) {
-      const bytes = viewAt(this.#address + BigInt(base + this.audioOffset), clips.length * this.audioBytes);
-      into.audio = new Float32Array(bytes.buffer);
+    const at = this.#address + BigInt(base);
+    let batch: Batch;
+    if (this.device !== null) {
+      batch = collate(clips, this.#numFrames, this.#layout, {
+        device: { device: this.device, pointer: at, byteLength: n },
+        toHost: () => this.ring.memory.read(base, n),
+      });
+    } else {
+      const audio = this.audioBytes > 0
+        ? new Float32Array(viewAt(at + BigInt(this.audioOffset), clips.length * this.audioBytes).buffer)
+        : undefined;
+      batch = collate(clips, this.#numFrames, this.#layout, {
+        data: this.#view(at, n),
+        placed: this.direct,
+        audio,
+      });
     }
-    const batch = collate(clips, this.#numFrames, this.#layout, into);
     if (!this.direct) this.#copied += n;
     const own = batch[Symbol.dispose].bind(batch);
     this.#state.set(slot, { state: "ready", batch });
@@ -327,7 +362,22 @@ export class BatchSlots implements Disposable {
 
   #dest(slot: number, index: number): AddressedDestination {
     const offset = this.ring.clipOffset(slot, index, this.clipBytes);
-    return { address: this.#address + BigInt(offset), length: this.clipBytes };
+    const place = { address: this.#address + BigInt(offset), length: this.clipBytes };
+    return this.device === null
+      ? place
+      : { ...place, device: this.device, planesFirst: this.#layout === "BCTHW" };
+  }
+
+  /** Copies one clip's bytes from ring offset `from` to `to` (device slots: device to device). */
+  #move(from: number, to: number): void {
+    const n = this.clipBytes;
+    if (this.device === null) {
+      (this.ring.memory as HostSlots).shm.bytes.copyWithin(to, from, from + n);
+      return;
+    }
+    const a = this.#address;
+    const c = { src: a + BigInt(from), dst: a + BigInt(to), rowBytes: n, rows: 1, srcPitch: n, dstPitch: n };
+    copyOnDevice(this.device, c);
   }
 
   /** A view with its own ArrayBuffer object: disposing (detaching) it leaves the mapping and other views alone. */

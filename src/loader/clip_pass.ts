@@ -37,6 +37,7 @@ import {
   serializeError,
 } from "../errors.ts";
 import { releaseBuffers, transferable, type Transferring } from "../pipeline/transfer.ts";
+import { isNvdecPass, repeatLastFrameOnDevice } from "../nvdec/clip_pass.ts";
 import { mulberry32 } from "../dataset/random.ts";
 import { lap, type PhaseTimes, startSpans, takeSpans } from "../media/spans.ts";
 import type { ClipBase, DecodedClip } from "./collate.ts";
@@ -62,6 +63,13 @@ export interface AddressedDestination {
   address: bigint;
   /** Bytes; must be exactly the clip's size (`numFrames × 3 × width × height × bytes per sample`). */
   length: number;
+  /**
+   * `address` is in the memory of this CUDA device (NVDEC only; a device batch slot), not of the process: the
+   * clip is written there on the GPU.
+   */
+  device?: number;
+  /** With `device`: the clip is laid out `[3, T, H, W]` (its part of a `"BCTHW"` batch). */
+  planesFirst?: boolean;
 }
 
 /** Where a clip's frames go: a buffer (with an element offset) or an address. */
@@ -158,7 +166,7 @@ export function decodeGroup(item: ClipPackets, decoder: ClipPassDecoder): Transf
 
 /** The pass over `item`'s packets for `shared` (this clip first): open, decode, finish. */
 function runPass(item: ClipPackets, shared: SharedClip[], decoder: ClipPassDecoder): Member[] {
-  const pass = openPass(item, shared);
+  const pass = openPass(item, shared, decoder);
   lap("setup");
   if (pass.ready.length === 0) return pass.members;
   const { p, o, ready } = pass;
@@ -235,7 +243,7 @@ function fail(m: Member, e: unknown): void {
  * Checks each clip of the pass (a clip its own packets cannot fill fails before decoding and allocating) and
  * prepares the others. Null when the item has no packets (every member failed with its demux failure).
  */
-function openPass(item: ClipPackets, shared: SharedClip[]): Pass {
+function openPass(item: ClipPackets, shared: SharedClip[], decoder: ClipPassDecoder): Pass {
   const members: Member[] = shared.map((s) => ({ ...s, transfer: [] }));
   let p: VideoPackets;
   try {
@@ -248,7 +256,7 @@ function openPass(item: ClipPackets, shared: SharedClip[]): Pass {
   const ready: Prepared[] = [];
   for (const m of members) {
     try {
-      ready.push(prepare(item.spec, p, o, m));
+      ready.push(prepare(item.spec, p, o, m, decoder));
     } catch (e) {
       fail(m, e);
     }
@@ -256,13 +264,22 @@ function openPass(item: ClipPackets, shared: SharedClip[]): Pass {
   return { spec: item.spec, members, p, o, ready };
 }
 
-function prepare(spec: ClipSpec, p: VideoPackets, o: ResolvedOptions, member: Member): Prepared {
+function prepare(
+  spec: ClipSpec,
+  p: VideoPackets,
+  o: ResolvedOptions,
+  member: Member,
+  decoder: ClipPassDecoder,
+): Prepared {
   member.range = [member.range[0], Math.min(member.range[1], p.numPackets)];
   const own = packetRange(p, member.range, [member.meta.start, member.meta.end]);
   const choice = clipChoice(spec, member.meta.seed);
   const writer = new FrameWriter(writerSpec(spec, own, choice), threadScaler(o.flags));
   const plan = checkFillable(spec, member.meta, own, o);
   const dest = member.dest === undefined ? newDestination(spec) : destination(spec, member.dest);
+  if (dest.device !== undefined && !isNvdecPass(decoder)) {
+    throw new InvalidArgumentError("a clip place in device memory needs the NVDEC decoder");
+  }
   if (member.dest === undefined && dest.data.buffer instanceof ArrayBuffer) {
     member.transfer = [dest.data.buffer];
   }
@@ -430,6 +447,10 @@ function destination(spec: ClipSpec, dest: ClipDestination): FrameDestination {
         (float ? " at a 4-byte aligned address" : ""),
     );
   }
+  if (dest.device !== undefined) {
+    const device = { device: dest.device, address: dest.address, planesFirst: dest.planesFirst ?? false };
+    return { data: float ? new Float32Array(0) : new Uint8Array(0), offset: 0, device };
+  }
   const view = viewAt(dest.address, bytes);
   return { data: float ? new Float32Array(view.buffer) : view, offset: 0 };
 }
@@ -456,8 +477,11 @@ function finishClip(
   }
   const size = writer.frameSize, last = dest.offset + (filled - 1) * size;
   const frameKind: FrameKind[] = Array(filled).fill("sampled");
+  if (dest.device !== undefined) {
+    repeatLastFrameOnDevice(dest.device, filled, spec.numFrames, size * dest.data.BYTES_PER_ELEMENT);
+  }
   for (let k = filled; k < spec.numFrames; k++) {
-    dest.data.copyWithin(dest.offset + k * size, last, last + size);
+    if (dest.device === undefined) dest.data.copyWithin(dest.offset + k * size, last, last + size);
     pts.push(pts[filled - 1]);
     frameIndex?.push(frameIndex[filled - 1]);
     frameKind.push(k < filled + held ? "held" : "padded");

@@ -25,6 +25,8 @@ export type Interpolation = "bilinear" | "bicubic" | "area";
 export interface ClipSpec {
   /** Frames per clip: every clip has exactly this many (padding counted), or fails. */
   numFrames: number;
+  /** NVDEC: the CUDA device that decodes (the loader's `device`; default 0). */
+  device?: number;
   /** Which frames of the window fill the clip (see `frame_select.ts`). Default `{ kind: "consecutive" }`. */
   sampling: FrameSampling;
   /** Output size of each frame, as displayed. */

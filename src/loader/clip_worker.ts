@@ -3,7 +3,7 @@
  * clips (one open of the file for all of them), `decodeClip` decodes one clip into exactly what its
  * {@link ClipSpec} asks (frames chosen by `src/media/frame_select.ts`, rotated, cropped, resized, flipped and
  * converted in one pass by `src/media/frame_writer.ts`), `decodeClipNvdec` does the same on an NVIDIA GPU
- * (frame choice, crop and resize on the GPU; rotation, flip and `float32` after the copy to host). Both are the
+ * (frame choice, crop, resize, rotation, flip, layout and `float32` on the GPU, then one copy to host). Both are the
  * one clip pass (`clip_pass.ts`) over a different `ClipPassDecoder`.
  *
  * Every clip comes back with exactly `numFrames` frames (a short clip repeats its last frame: `held` while it is
@@ -157,10 +157,10 @@ export function decodeClipGroup(item: ClipPackets): Transferring<ClipResult[]> {
 
 /**
  * Decodes one clip with NVDEC (`src/nvdec`): the frame choice, the region (display area) and the resize (target
- * size) on the GPU, then a copy to host memory, then rotation, flip, layout and `float32` in one pass.
+ * size), then rotation, flip, layout and `float32` (the clip kernel) on the GPU, then one copy to host memory.
  */
 export function decodeClipNvdec(item: ClipPackets): Promise<Transferring<DecodedClip>> {
-  return Promise.resolve().then(() => decodeOne(item, nvdecPassDecoder));
+  return Promise.resolve().then(() => decodeOne(item, nvdecPassDecoder(item.spec.device)));
 }
 
 /**
@@ -168,7 +168,7 @@ export function decodeClipNvdec(item: ClipPackets): Promise<Transferring<Decoded
  * so each clip is decoded from its own packets within the pass's (`src/nvdec/clip_pass.ts`).
  */
 export function decodeClipGroupNvdec(item: ClipPackets): Promise<Transferring<ClipResult[]>> {
-  return Promise.resolve().then(() => decodeGroup(item, nvdecPassDecoder));
+  return Promise.resolve().then(() => decodeGroup(item, nvdecPassDecoder(item.spec.device)));
 }
 
 // ------------------------------------------------------------------------------------------ worker upkeep

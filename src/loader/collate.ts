@@ -81,8 +81,15 @@ export type FilledClip = DecodedClip & { outcome: ClipOutcome };
  * the batches it replays alive through their consumers' `using`.
  */
 export interface Batch extends Disposable {
-  /** Samples: bytes for `dtype` `"uint8"`, normalised floats for `"float32"`; see `shape`. */
+  /**
+   * Samples: bytes for `dtype` `"uint8"`, normalised floats for `"float32"`; see `shape`. A batch in device
+   * memory (`device` set) has no host samples: reading `data` throws, {@link Batch.toHost} copies them.
+   */
   data: Uint8Array | Float32Array;
+  /** Set when the samples live in GPU memory (`decode: "nvdec"` with batch slots); absent: host memory. */
+  device?: BatchDevice;
+  /** The samples in host memory: `data` itself, or (a device batch) a copy made now, device to host. */
+  toHost(): Uint8Array | Float32Array;
   /** The sample type of `data`. */
   dtype: ClipDtype;
   /** `[B, T, H, W, 3]` or `[B, 3, T, H, W]`. */
@@ -94,8 +101,8 @@ export interface Batch extends Disposable {
   /** `clips[b]` says what clip `b` is. */
   clips: ClipMeta[];
   /**
-   * With the loader's `audio` option: each clip's audio, `float32` `[B, channels, samples]` (`audioShape`);
-   * `clips[b].audio` says whether clip `b`'s is the track's or zeros (see docs/clips.md).
+   * With the loader's `audio` option: each clip's audio, `float32` `[B, channels, samples]` (`audioShape`), in
+   * host memory; `clips[b].audio` says whether clip `b`'s is the track's or zeros (see docs/clips.md).
    */
   audio?: Float32Array;
   /** `[B, channels, samples]`, with `audio`. */
@@ -103,15 +110,33 @@ export interface Batch extends Disposable {
 }
 
 /**
- * Where {@link collate} puts the pixels: `data` (exactly the batch's samples, e.g. a batch slot); with `placed`,
- * the clips' pixels are already there, in order (decoded into their places), and are not copied.
+ * Where a device batch's samples are: `byteLength` bytes at `pointer` (a CUDA device address, valid in every
+ * thread of this process that makes the device's primary context current) on CUDA device `device`, laid out
+ * as `shape` says, tight. Valid until the batch is disposed.
  */
-export interface CollateInto {
+export interface BatchDevice {
+  /** CUDA device ordinal. */
+  device: number;
+  /** Device address of sample 0 (never dereference it on the host). */
+  pointer: bigint;
+  /** Bytes of the batch's samples. */
+  byteLength: number;
+}
+
+/**
+ * Where {@link collate} puts the pixels: `data` (exactly the batch's samples, e.g. a batch slot); with `placed`,
+ * the clips' pixels are already there, in order (decoded into their places), and are not copied. Or `device`:
+ * the clips were decoded into their places in device memory (in the batch's layout); `toHost` copies them.
+ */
+export type CollateInto = {
   data: Uint8Array | Float32Array;
   placed: boolean;
   /** Where the clips' audio goes (exactly the batch's), when they have audio. */
   audio?: Float32Array;
-}
+} | {
+  device: BatchDevice;
+  toHost: () => Uint8Array;
+};
 
 /** Collates clips of `numFrames` frames each into a batch (a new buffer, or `into`); see the module docs. */
 export function collate(
@@ -124,15 +149,26 @@ export function collate(
   const { width: W, height: H } = clips[0];
   const float = clips[0].data instanceof Float32Array;
   const T = numFrames, B = clips.length, frameSize = W * H * 3, plane = W * H;
-  const data = into?.data ??
-    (float ? new Float32Array(B * T * frameSize) : new Uint8Array(B * T * frameSize));
-  if (data.length !== B * T * frameSize || (data instanceof Float32Array) !== float) {
+  const onDevice = into !== undefined && "device" in into ? into : null;
+  const host = into !== undefined && "data" in into ? into : null;
+  const data = host?.data ??
+    (onDevice !== null
+      ? null
+      : float
+      ? new Float32Array(B * T * frameSize)
+      : new Uint8Array(B * T * frameSize));
+  const bytes = B * T * frameSize * (float ? 4 : 1);
+  if (
+    data !== null
+      ? data.length !== B * T * frameSize || (data instanceof Float32Array) !== float
+      : onDevice!.device.byteLength !== bytes
+  ) {
     throw new InvalidArgumentError(`collate: the destination does not hold ${B} clips of ${T} frames`);
   }
   const labels = new Int32Array(B);
   const metas: ClipMeta[] = [];
   const audioLen = clips[0].audio?.length;
-  const audio = audioLen === undefined ? undefined : into?.audio ?? new Float32Array(B * audioLen);
+  const audio = audioLen === undefined ? undefined : host?.audio ?? new Float32Array(B * audioLen);
   if (audio !== undefined && audio.length !== B * audioLen!) {
     throw new InvalidArgumentError(`collate: the audio destination does not hold ${B} clips' audio`);
   }
@@ -144,10 +180,10 @@ export function collate(
     if ((c.data instanceof Float32Array) !== float) {
       throw new InvalidArgumentError(`${what}: sample type differs from the batch's first clip`);
     }
-    if (c.data.length !== T * frameSize) {
+    if (data !== null && c.data.length !== T * frameSize) {
       throw new InvalidArgumentError(`${what} has ${c.data.length / frameSize} frames, the batch ${T}`);
     }
-    if (into?.placed) {
+    if (data === null || host?.placed) {
       // already in place
     } else if (layout === "BTHWC") {
       (data as Uint8Array).set(c.data as Uint8Array, b * T * frameSize);
@@ -172,21 +208,59 @@ export function collate(
     metas.push({ ...c.meta, ...c.outcome });
   }
   const shape = layout === "BTHWC" ? [B, T, H, W, 3] : [B, 3, T, H, W];
-  const batch: Batch = {
-    data,
-    dtype: float ? "float32" : "uint8",
-    shape,
-    layout,
-    labels,
-    clips: metas,
-    [Symbol.dispose]() {
-      releaseBuffers([this.data, this.labels, ...(this.audio ? [this.audio] : [])]);
-    },
-  };
+  const dtype = float ? "float32" : "uint8";
+  const b = { dtype, shape, layout, labels, clips: metas } as const;
+  const batch = data !== null ? hostBatch(data, b) : deviceBatch(onDevice!, b);
   if (audio !== undefined) {
     batch.audio = audio;
     const channels = clips[0].audioChannels ?? 1;
     batch.audioShape = [B, channels, audioLen! / channels];
   }
   return batch;
+}
+
+/** A batch in host memory: `data` and the rest of `b`; disposing it frees its pixels, labels and audio. */
+export function hostBatch(
+  data: Uint8Array | Float32Array,
+  b: Pick<Batch, "dtype" | "shape" | "layout" | "labels" | "clips">,
+): Batch {
+  return {
+    ...b,
+    data,
+    toHost() {
+      return this.data;
+    },
+    [Symbol.dispose]() {
+      releaseBuffers([this.data, this.labels, ...(this.audio ? [this.audio] : [])]);
+    },
+  };
+}
+
+/** A batch whose samples stay in device memory; see {@link Batch.data}. */
+function deviceBatch(
+  into: { device: BatchDevice; toHost: () => Uint8Array },
+  b: Pick<Batch, "dtype" | "shape" | "layout" | "labels" | "clips">,
+): Batch {
+  let live = true;
+  const where = `a batch in GPU memory (device ${into.device.device})`;
+  return {
+    ...b,
+    get data(): Uint8Array | Float32Array {
+      throw new InvalidArgumentError(
+        `${where} has no host samples: hand on \`batch.device.pointer\`, or copy them with \`batch.toHost()\``,
+      );
+    },
+    device: into.device,
+    toHost() {
+      if (!live) throw new InvalidArgumentError(`${where} was disposed: its slot holds another batch now`);
+      const bytes = into.toHost();
+      return b.dtype === "float32"
+        ? new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4)
+        : bytes;
+    },
+    [Symbol.dispose]() {
+      live = false;
+      releaseBuffers([this.labels, ...(this.audio ? [this.audio] : [])]);
+    },
+  };
 }

@@ -21,8 +21,10 @@
  *   decode pass (`front.ts`, `clip_steps.ts`); when fewer clips are left than cores, a decode task gets the idle
  *   cores as FFmpeg threads (`decode_threads.ts`). `stats().clips` counts frames decoded, skipped and emitted.
  * - `decode: "auto"` uses NVDEC when `src/nvdec` says it is available, the CPU otherwise (logging one line);
- *   `"nvdec"` fails when it is not available. NVDEC clips are resized on the GPU and copied to host memory, so
- *   batches look the same whichever decoder made them (default decode concurrency: the GPU's NVDEC engines).
+ *   `"nvdec"` fails when it is not available. NVDEC clips are resized, turned, flipped, laid out and converted
+ *   on the GPU, so batches look the same whichever decoder made them (default decode concurrency: the GPU's
+ *   NVDEC engines). With `slots`, the batches stay in GPU memory (`batch.device`, `batch.toHost()`); without,
+ *   each clip is copied to host memory once.
  * - Full batches: a clip that cannot be loaded (missing file, HTTP 404, undecodable, no frame in its window, too
  *   much padding) is a value, not a pipeline failure, so it never takes other clips with it. With
  *   `onClipError: "replace"` (default) its position is filled with a deterministic substitute from the same
@@ -82,11 +84,11 @@ import {
   resolveClipSpec,
   startSize,
 } from "./loader_options.ts";
-import { withDefaults } from "../options.ts";
+import { checkOption, tsVocabulary, withDefaults } from "../options.ts";
 import { type LoaderState, LoaderStates, stateIdentity } from "./loader_state.ts";
 import { type Preview, previewLoader, type PreviewOptions } from "./preview.ts";
 import { Replacer } from "./replace.ts";
-import { ClipSampler, type SampledVideo } from "../dataset/sampler.ts";
+import { ClipSampler, envInt, type SampledVideo } from "../dataset/sampler.ts";
 import { indexDataset, type IndexFailure } from "../dataset/video_index.ts";
 import { nvdecAvailable, nvdecConcurrency, selectDecoder } from "../nvdec/available.ts";
 
@@ -445,12 +447,16 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
   fixMmapThreshold();
   const { front: args, spec } = plan;
   const o = withDefaults(LOADER_TABLE, opts);
-  const decoder = resolveDecoder(o.decode, log);
+  const device = opts.device ?? envInt("LOCAL_RANK", "loader") ?? 0;
+  checkOption(LOADER_TABLE.device, device, tsVocabulary("loader: "), "device");
+  const decoder = resolveDecoder(o.decode, device, log);
+  spec.device = device; // the decode Workers' NVDEC device (set before the spec travels to the backend child)
   const decodeExport: DecodeExport = decoder === "nvdec" ? "decodeClipNvdec" : "decodeClip";
   const cores = navigator.hardwareConcurrency ?? 1;
   const ordered = args.ordered ?? true;
   const { backend, onClipError, batchSize, dropLast, layout } = o;
-  const decodeConcurrency = opts.concurrency?.decode ?? (decoder === "nvdec" ? nvdecConcurrency() : cores);
+  const decodeConcurrency = opts.concurrency?.decode ??
+    (decoder === "nvdec" ? nvdecConcurrency(device) : cores);
   const decodeSize = startSize(decodeConcurrency); // an "auto" stage's pool grows as it claims more
   const decodePool = new WorkerPool(CLIP_WORKER, {
     size: backend === "subprocess" ? decodeSize : Math.max(decodeSize, startSize(args.concurrency.demux)),
@@ -461,7 +467,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
   const budget = decoder === "cpu" && dl.threads ? new ThreadBudget(() => decodePool.size) : null;
   const slots = opts.slots === undefined
     ? null
-    : new BatchSlots(opts.slots, spec, batchSize, layout, plan.sampler);
+    : new BatchSlots(opts.slots, spec, batchSize, layout, plan.sampler, decoder === "nvdec" ? device : null);
   const profile = o.profile ? new ClipProfile() : null;
   const decodeStep = new ClipDecodeStep(decodePool, decodeExport, {
     skipUnshown: dl.skip,
@@ -598,9 +604,13 @@ function warnUncovered(spec: ClipSpec, windowSec: number, rates: number[], log: 
 }
 
 /** "auto" → NVDEC when available (else CPU, one log line); "nvdec" fails when it is not available. */
-function resolveDecoder(want: "cpu" | "nvdec" | "auto", log: (m: string) => void): "cpu" | "nvdec" {
+function resolveDecoder(
+  want: "cpu" | "nvdec" | "auto",
+  device: number,
+  log: (m: string) => void,
+): "cpu" | "nvdec" {
   if (want === "nvdec") {
-    const a = nvdecAvailable();
+    const a = nvdecAvailable(device);
     if (!a.ok) {
       throw new InvalidArgumentError(
         `loader: decode "nvdec" requested but NVDEC is not available: ${a.reason}`,
@@ -608,5 +618,5 @@ function resolveDecoder(want: "cpu" | "nvdec" | "auto", log: (m: string) => void
     }
     return "nvdec";
   }
-  return selectDecoder(want, log);
+  return selectDecoder(want, log, device);
 }

@@ -129,6 +129,12 @@ export interface LoaderOptions {
   layout?: BatchLayout;
   /** Decoder: "cpu", "nvdec", or "auto". */
   decode?: "cpu" | "nvdec" | "auto";
+  /**
+   * The CUDA device NVDEC decodes on and its batch slots live on (default `$LOCAL_RANK`, else 0: under
+   * `torchrun`, each local rank's loader uses its own GPU). The default decode concurrency is that device's
+   * NVDEC engine count. The Python client's `device=` keyword (default `LOCAL_RANK`) sets it for its server.
+   */
+  device?: number;
   /** Where sample → fetch → demux run. */
   backend?: "inprocess" | "subprocess";
   /**
@@ -413,6 +419,15 @@ export const LOADER_TABLE = {
   bufferSize: { kind: "integer", min: 1, max: 1024, default: 3, doc: "batches buffered for the consumer" },
   ordered: { kind: "boolean", default: true, doc: "keep the sampler's order (same seed, same batches)" },
   dropLast: { kind: "boolean", default: false, doc: "drop a last short batch of an epoch" },
+  device: {
+    kind: "integer",
+    min: 0,
+    max: 1023,
+    defaultText: "$LOCAL_RANK, else 0",
+    doc: "CUDA device of NVDEC decode and its batch slots (one loader, or server, per GPU)",
+    flag: "device",
+    python: false,
+  },
   slots: {
     kind: "integer",
     min: 1,

@@ -27,6 +27,21 @@ export interface FrameDestination {
   data: Uint8Array | Float32Array;
   /** Element offset (bytes for a `Uint8Array`) of the first frame. */
   offset: number;
+  /**
+   * The frames go to GPU memory instead (NVDEC's pass only; `data` is then empty and unused): a batch slot's
+   * clip place on a CUDA device.
+   */
+  device?: DeviceFrames;
+}
+
+/**
+ * A clip's place in device memory: `address` on CUDA device `device`; `planesFirst`: the clip is laid out
+ * `[3, T, H, W]` (its part of a `"BCTHW"` batch) instead of frame after frame.
+ */
+export interface DeviceFrames {
+  device: number;
+  address: bigint;
+  planesFirst: boolean;
 }
 
 /** What a {@link FrameWriter} produces. */

@@ -82,6 +82,34 @@ export function codedRect(
 }
 
 /**
+ * Where each pixel of an image coded `width`×`height`, turned counter-clockwise by `degrees` (then mirrored
+ * left–right), comes from: destination pixel (x, y) is source pixel (sx0 + x·dxX + y·dxY, sy0 + x·dyX + y·dyY).
+ * Returns `[sx0, sy0, dxX, dxY, dyX, dyY]` ({@link orientPlane} on the CPU, the clip kernel on the GPU).
+ */
+export function orientMap(
+  width: number,
+  height: number,
+  degrees: number,
+  mirror: boolean,
+): [number, number, number, number, number, number] {
+  const d = quarterTurns(degrees);
+  const [w] = orientedSize(width, height, d);
+  const W = width - 1, H = height - 1;
+  let sx0 = 0, sy0 = 0, dxX = 1, dxY = 0, dyX = 0, dyY = 1;
+  if (d === 90) [sx0, sy0, dxX, dxY, dyX, dyY] = [W, 0, 0, -1, 1, 0];
+  else if (d === 180) [sx0, sy0, dxX, dxY, dyX, dyY] = [W, H, -1, 0, 0, -1];
+  else if (d === 270) [sx0, sy0, dxX, dxY, dyX, dyY] = [0, H, 0, 1, -1, 0];
+  if (mirror) {
+    // Mirroring the output: destination x reads what x' = w-1-x would have read.
+    sx0 += (w - 1) * dxX;
+    sy0 += (w - 1) * dyX;
+    dxX = -dxX;
+    dyX = -dyX;
+  }
+  return [sx0, sy0, dxX, dxY, dyX, dyY];
+}
+
+/**
  * Writes `src` turned counter-clockwise by `degrees` (then mirrored left–right when `mirror`) into `dst`, whose
  * size must be {@link orientedSize} of `src`'s. `src` and `dst` must not overlap. With `norm` (and a
  * `Float32Array` destination), sample `b` of a pixel with value `v` is written as
@@ -105,19 +133,7 @@ export function orientPlane<T extends Uint8Array | Float32Array>(
   if ((norm !== undefined) !== (dst.data instanceof Float32Array) || (norm && norm.scale.length < bpp)) {
     throw new InvalidArgumentError("orient: a float32 destination needs a normalisation for each sample");
   }
-  // For each destination pixel (x, y), the source pixel is sx0 + x·dxX + y·dxY, sy0 + x·dyX + y·dyY.
-  const W = src.width - 1, H = src.height - 1;
-  let sx0 = 0, sy0 = 0, dxX = 1, dxY = 0, dyX = 0, dyY = 1;
-  if (d === 90) [sx0, sy0, dxX, dxY, dyX, dyY] = [W, 0, 0, -1, 1, 0];
-  else if (d === 180) [sx0, sy0, dxX, dxY, dyX, dyY] = [W, H, -1, 0, 0, -1];
-  else if (d === 270) [sx0, sy0, dxX, dxY, dyX, dyY] = [0, H, 0, 1, -1, 0];
-  if (mirror) {
-    // Mirroring the output: destination x reads what x' = w-1-x would have read.
-    sx0 += (w - 1) * dxX;
-    sy0 += (w - 1) * dyX;
-    dxX = -dxX;
-    dyX = -dyX;
-  }
+  const [sx0, sy0, dxX, dxY, dyX, dyY] = orientMap(src.width, src.height, d, mirror);
   const sp = src.pixelStride ?? bpp, dp = dst.pixelStride ?? bpp;
   const stepX = dxX * sp + dyX * src.stride; // source element step per destination pixel along a row
   const rowX = dxY * sp + dyY * src.stride; // source element step per destination row

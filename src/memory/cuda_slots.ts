@@ -4,8 +4,9 @@
  * (`__cuda_array_interface__`), so a batch never passes through host memory on its way to the trainer.
  * {@link CudaSlots.buffer}`.view(offset, length)` is a slot's place for the NVDEC decoder to write into.
  *
- * CUDA contexts are per thread: the allocation is made and written from the thread that created it (the
- * server's main thread).
+ * The allocation lives in its device's primary context, one per device and process: a device address made on
+ * one thread is valid in another (a loader's decode Worker) that makes the same context current, so the Workers
+ * write batches straight into the exported memory (`batch_slots.ts`).
  * @module
  */
 

@@ -63,14 +63,15 @@ export function nvdecConcurrency(device = 0): number {
 
 /**
  * Which decoder a pipeline should use for `decode: "cpu" | "nvdec" | "auto"`. `"auto"` picks NVDEC when
- * {@link nvdecAvailable} says so, else the CPU, logging one line (via `log`) with the reason.
+ * {@link nvdecAvailable} says so (for `device`), else the CPU, logging one line (via `log`) with the reason.
  */
 export function selectDecoder(
   kind: "cpu" | "nvdec" | "auto",
   log: (line: string) => void = (l) => console.error(l),
+  device = 0,
 ): "cpu" | "nvdec" {
   if (kind !== "auto") return kind;
-  const a = nvdecAvailable();
+  const a = nvdecAvailable(device);
   if (a.ok) return "nvdec";
   log(`sluice: decode "auto" falls back to the CPU: ${a.reason}`);
   return "cpu";

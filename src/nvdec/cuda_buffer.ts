@@ -108,6 +108,34 @@ export class CudaBuffer {
   }
 }
 
+/** One device-to-device copy: `rows` rows of `rowBytes`, from `src` (rows `srcPitch` apart) to `dst` (`dstPitch`). */
+export interface DeviceCopy {
+  dst: bigint;
+  src: bigint;
+  rowBytes: number;
+  rows: number;
+  srcPitch: number;
+  dstPitch: number;
+}
+
+/**
+ * Copies within device memory of `device` (`cuMemcpy2D_v2`, device to device: no byte crosses PCIe), in that
+ * device's primary context, which every thread of the process shares.
+ */
+export function copyOnDevice(device: number, c: DeviceCopy): void {
+  if (c.rows === 0 || c.rowBytes === 0) return;
+  const dc = acquireContext(device);
+  try {
+    const m = new StructBuffer(CUDA_MEMCPY2D)
+      .u32("srcMemoryType", CU_MEMORYTYPE.DEVICE).u64("srcDevice", c.src).u64("srcPitch", c.srcPitch)
+      .u32("dstMemoryType", CU_MEMORYTYPE.DEVICE).u64("dstDevice", c.dst).u64("dstPitch", c.dstPitch)
+      .u64("WidthInBytes", c.rowBytes).u64("Height", c.rows);
+    withContext(dc, () => checkCu(cuda().cuMemcpy2D_v2(m.bytes), "device to device", "cuMemcpy2D_v2"));
+  } finally {
+    releaseContext(dc);
+  }
+}
+
 /** Output layout of a GPU decode. */
 export type NvdecPixelFormat = "rgb24-planar" | "bgr24-planar" | "nv12";
 
@@ -184,6 +212,14 @@ export class CudaFrames {
     const out = new Uint8Array(this.frameSize * this.pts.length);
     if (rows > 0) this.#buffer.copyToHost(0, this.pitch, this.width, rows, out);
     return out;
+  }
+
+  /**
+   * The device context the frames live in (for sluice's kernels run on them).
+   * @ignore
+   */
+  get context(): DeviceContext {
+    return this.#buffer.context;
   }
 
   /** Frees the device memory (when this object allocated it). */

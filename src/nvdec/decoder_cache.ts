@@ -1,7 +1,9 @@
 /**
  * This thread's NVDEC decoder (`cuvidCreateDecoder`), kept between decodes: creating one costs ~300 ms, so a
- * stream that fits the cached decoder (same device and codec, coded size and surface count within its limits)
- * reconfigures it (`cuvidReconfigureDecoder`: new coded size, target size and display area) instead.
+ * stream that fits the cached decoder (same device, codec, chroma format and bit depth; coded size and surface count
+ * within its limits) reconfigures it instead (`cuvidReconfigureDecoder`): every field that changes the output
+ * (coded size, display area, target size) is sent again on every reuse, so a video with the coded size of the
+ * last one but another display area is not cropped as the last one was (torchcodec #1704).
  * {@link releaseDecoderNvdec} destroys it; a failed decode does too (its state is unknown).
  * @module
  */
@@ -36,6 +38,8 @@ interface CachedDecoder {
   handle: Deno.PointerObject;
   dc: DeviceContext;
   codec: number;
+  chroma: number;
+  bitDepth: number;
   maxWidth: number;
   maxHeight: number;
   surfaces: number;
@@ -75,7 +79,8 @@ export function configureDecoder(
   const surfaces = Math.min(32, Math.max(f.minSurfaces, 1) + 4);
   const c = cached;
   if (
-    c && c.dc === dc && c.codec === f.codec && f.codedWidth <= c.maxWidth &&
+    c && c.dc === dc && c.codec === f.codec && c.chroma === f.chroma && c.bitDepth === f.bitDepth &&
+    f.codedWidth <= c.maxWidth &&
     f.codedHeight <= c.maxHeight && surfaces <= c.surfaces
   ) {
     const r = new StructBuffer(CUVIDRECONFIGUREDECODERINFO)
@@ -107,6 +112,8 @@ export function configureDecoder(
     handle: h.pointer as Deno.PointerObject,
     dc,
     codec: f.codec,
+    chroma: f.chroma,
+    bitDepth: f.bitDepth,
     maxWidth: f.codedWidth,
     maxHeight: f.codedHeight,
     surfaces,

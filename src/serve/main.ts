@@ -47,7 +47,8 @@ export interface ServerConfig {
 export const CLOSE_TIMEOUT_MS = 1500;
 
 /**
- * A factory building a loader per session from `options`, with the client's shard and first epoch, and `slots`
+ * A factory building a loader per session from `options`, with the client's shard, first epoch and CUDA device
+ * (`device`: an NVDEC loader decodes there and its slots live there: one server per GPU under torchrun), and `slots`
  * batch slots (the loader's own unless `options` sets them): its decode Workers write into the memory the
  * client maps, so no pixel is copied after decode (not with `ordered: false`: places are planned, so such a
  * loader's batches are copied into the session's slots).
@@ -66,6 +67,7 @@ export function loaderFactory(
         ...(req.rank !== undefined ? { rank: req.rank, worldSize: req.worldSize } : {}),
       },
       firstEpoch: req.firstEpoch,
+      ...(req.device !== undefined ? { device: req.device } : {}),
       ...(log ? { log } : {}),
     });
 }

@@ -5,10 +5,11 @@
  *
  * - Credit: each batch waits for a free slot, so at most `slots` batches are in flight and a stalled trainer
  *   holds exactly `slots` batches of memory. A slot is reused only after the client releases it.
- * - Zero copy: a batch the loader assembled in its own ring of memfd slots (`batch_slots.ts`) is sent in its
- *   slot as it is, the session keeping it until the client releases it (disposing it then gives the slot back to
- *   the loader); any other batch (a loader without slots, or decoding on the GPU) is copied into a ring from
- *   the {@link SessionHost}, counted in `copiedBytes`.
+ * - Zero copy: a batch the loader assembled in its own ring of slots (`batch_slots.ts`: memfd slots, or with
+ *   `decode: "nvdec"` one CUDA allocation exported by CUDA IPC, which the decode Workers fill on the GPU) is sent
+ *   in its slot as it is, the session keeping it until the client releases it (disposing it then gives the slot
+ *   back to the loader); any other batch (a loader without slots) is copied into a ring from the
+ *   {@link SessionHost}, counted in `copiedBytes`.
  * - A client that asks for another epoch than the loader's next gets a loader rebuilt there (factory loaders).
  * - Resuming (`state`, `resume`): the loader's state at the client's place, and a state applied to the session's
  *   loader (`loadStateDict` before its first epoch, else on a loader rebuilt for it); a refused state is a
@@ -260,6 +261,7 @@ export class Session {
     }
     this.#hello = msg;
     const request: LoaderRequest = { firstEpoch: msg.epoch ?? 0 };
+    if (msg.device !== undefined) request.device = msg.device;
     if (msg.rank !== undefined) {
       request.rank = msg.rank;
       request.worldSize = msg.worldSize;
@@ -321,7 +323,13 @@ export class Session {
   /** A loader of the factory for the session's shard, at `epoch`. */
   async #buildLoader(epoch: number): Promise<VideoClassificationLoader> {
     const { rank, worldSize } = this.#loader!.sampler.options;
-    const { loader } = await this.#host.loaderFor(this, { rank, worldSize, firstEpoch: epoch });
+    const device = this.#hello?.device;
+    const { loader } = await this.#host.loaderFor(this, {
+      rank,
+      worldSize,
+      firstEpoch: epoch,
+      ...(device !== undefined ? { device } : {}),
+    });
     if (loader.epoch === epoch) return loader;
     await loader.close();
     throw new ServeError("epoch", `the loader factory built a loader at epoch ${loader.epoch}, not ${epoch}`);
@@ -452,9 +460,10 @@ export class Session {
   /** Sends `batch` to the client; true when the session keeps it until the client releases its slot (zero copy). */
   async #publish(batch: Batch, epoch: number, index: number, signal: AbortSignal): Promise<boolean> {
     const B = batch.shape[0];
-    const dtype = serveDtype(batch.data);
-    const nbytes = batch.data.byteLength;
-    const own = this.#loader!.decoder === "cpu" ? slotOf(batch) : undefined;
+    const dtype = batch.device !== undefined ? batch.dtype : serveDtype(batch.data);
+    const nbytes = batchBytes(batch);
+    // The loader's own slots (memfd, or CUDA IPC for NVDEC): its Workers decoded into them, nothing is copied.
+    const own = slotOf(batch);
     if (own !== undefined) {
       if (this.#ring !== own.slots.ring) {
         this.#copiedBytes += this.#batchSlots?.copiedBytes ?? 0; // a rebuilt loader's new slots count from 0
@@ -526,7 +535,7 @@ export class Session {
     keep: Batch | null,
     audioOffset: number,
   ): Promise<boolean> {
-    const B = batch.shape[0], nbytes = batch.data.byteLength;
+    const B = batch.shape[0], nbytes = batchBytes(batch);
     const seq = this.#seq++;
     this.#out.set(slot, { seq, batch: keep, clips: batch.clips, loader: this.#loader! });
     const msg: BatchMessage = {
@@ -615,4 +624,9 @@ function isPeerGone(e: unknown): boolean {
 /** Where a slot's audio starts: after a full batch's pixels (`nbytes` of `B` clips, `batchSize` a batch), 8-aligned. */
 function audioAt(nbytes: number, B: number, batchSize: number): number {
   return Math.ceil(((nbytes / B) * batchSize) / 8) * 8;
+}
+
+/** Bytes of a batch's pixels, wherever they are. */
+function batchBytes(batch: Batch): number {
+  return batch.device?.byteLength ?? batch.data.byteLength;
 }

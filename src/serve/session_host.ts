@@ -19,6 +19,8 @@ export interface LoaderRequest {
   worldSize?: number;
   /** The epoch the loader must run first. */
   firstEpoch: number;
+  /** The CUDA device the client wants its batches on (NVDEC: the loader decodes there; its slots live there). */
+  device?: number;
 }
 
 /** Builds a loader for one session; the server closes it when the session ends. */

@@ -194,7 +194,7 @@ Deno.test({
 });
 
 Deno.test({
-  name: "nvdec clips: rotation, short-side crop, flip and float32 after the copy = the CPU's (native size)",
+  name: "nvdec clips: rotation, short-side crop, flip and float32 on the GPU = the CPU's (native size)",
   ignore,
   fn: async () => {
     const dbl = await useDouble();

@@ -30,3 +30,34 @@ extern "C" __global__ void nv12_to_rgb_planar(const unsigned char *luma, const u
   dst[o + planeStride] = (unsigned char)fminf(fmaxf(g + 0.5f, 0.f), 255.f);
   dst[o + (bgr ? 0 : 2) * planeStride] = (unsigned char)fminf(fmaxf(b + 0.5f, 0.f), 255.f);
 }
+
+// Planar RGB frames (as nv12_to_rgb_planar wrote them, coded orientation) -> a clip's frames in their final place:
+// turned and mirrored, in the batch's layout, as bytes or normalised float32, one thread per output pixel of one
+// frame (blockIdx.z = frame). Output pixel (x, y) of frame t reads source pixel (sx0 + x*dxX + y*dxY,
+// sy0 + x*dyX + y*dyY) of source frame t (src + t*srcFrame, plane c at c*srcPlane, rows of srcPitch bytes), and
+// writes channel c at element t*tStride + c*cStride + y*yStride + x*xStride of dst (bytes, or floats when
+// flags bit 0: v*scale[c] + offset[c]). The C reference in tests/nvdec/double/cuda_double.c does the same.
+extern "C" __global__ void rgb_planar_to_clip(const unsigned char *src, unsigned int srcPitch,
+                                              unsigned long long srcPlane, unsigned long long srcFrame,
+                                              unsigned char *dst, unsigned int width, unsigned int height,
+                                              unsigned long long xStride, unsigned long long yStride,
+                                              unsigned long long cStride, unsigned long long tStride, int sx0,
+                                              int sy0, int dxX, int dxY, int dyX, int dyY, int flags,
+                                              float scale0, float scale1, float scale2, float offset0,
+                                              float offset1, float offset2) {
+  unsigned int x = blockIdx.x * blockDim.x + threadIdx.x;
+  unsigned int y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x >= width || y >= height) return;
+  unsigned int t = blockIdx.z;
+  int sx = sx0 + (int)x * dxX + (int)y * dxY;
+  int sy = sy0 + (int)x * dyX + (int)y * dyY;
+  const unsigned char *s = src + t * srcFrame + (size_t)sy * srcPitch + sx;
+  unsigned long long o = t * tStride + y * yStride + x * xStride;
+  float scale[3] = {scale0, scale1, scale2};
+  float offset[3] = {offset0, offset1, offset2};
+  for (int c = 0; c < 3; c++) {
+    unsigned char v = s[c * srcPlane];
+    if (flags & 1) ((float *)dst)[o + c * cStride] = v * scale[c] + offset[c];
+    else dst[o + c * cStride] = v;
+  }
+}

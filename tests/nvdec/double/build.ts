@@ -62,7 +62,16 @@ export function probeLayouts(): Record<string, Record<string, number>> {
 const CONTROL = {
   nvdouble_configure: { parameters: ["buffer", "buffer", "i32", "u32", "u32", "u32"], result: "i32" },
   nvdouble_live_allocations: { parameters: [], result: "i32" },
+  nvdouble_copied_bytes: { parameters: ["i32"], result: "u64" },
+  nvdouble_primary_retains: { parameters: [], result: "i32" },
 } as const;
+
+/** Bytes the double copied, per direction (process-wide, since the last `configure`). */
+export interface CopiedBytes {
+  htod: number;
+  dtoh: number;
+  dtod: number;
+}
 
 /** Settings of one test's double. */
 export interface DoubleConfig {
@@ -84,7 +93,7 @@ export class NvDouble {
     this.logPath = Deno.makeTempFileSync({ suffix: ".nvdouble.log" });
     this.#lib = Deno.dlopen(path, CONTROL);
   }
-  /** Resets this thread's double state, truncates the log. */
+  /** Resets this thread's double state (its allocations, the byte counters), truncates the log. */
   configure(c: DoubleConfig = {}): void {
     this.#lib.symbols.nvdouble_configure(
       cstr(c.fail ?? ""),
@@ -97,6 +106,15 @@ export class NvDouble {
   }
   liveAllocations(): number {
     return this.#lib.symbols.nvdouble_live_allocations();
+  }
+  /** Bytes copied per direction since the last {@link configure}, in every thread. */
+  copiedBytes(): CopiedBytes {
+    const n = (d: number) => Number(this.#lib.symbols.nvdouble_copied_bytes(d));
+    return { htod: n(0), dtoh: n(1), dtod: n(2) };
+  }
+  /** Primary-context retains held now, over every thread (the primary context is one per device and process). */
+  primaryRetains(): number {
+    return this.#lib.symbols.nvdouble_primary_retains();
   }
   log(): string[] {
     return Deno.readTextFileSync(this.logPath).split("\n").filter((l) => l !== "");

@@ -1,14 +1,20 @@
 /*
  * Test double of the CUDA driver API (the subset sluice calls), exported under the real versioned names.
  * "Device memory" lives at non-canonical addresses (0xDEAD...) that fault if the host ever dereferences them;
- * a table maps them to host allocations and every copy is bounds-checked. Per-thread state (contexts are
- * per-thread in CUDA too; Deno runs test modules on separate threads). Fault injection: "name:N[=code],..."
+ * a table maps them to host allocations and every copy is bounds-checked. As in CUDA, a device's primary context
+ * is one per process: its retain count and its memory are shared by all threads (a device address made on one
+ * thread is valid on any thread that makes the context current), while the current-context stack is per thread.
+ * Each allocation remembers the thread that made it, so a test (Deno runs test modules on separate threads)
+ * resets and counts only its own. Bytes copied are counted per direction (host→device, device→host,
+ * device→device), process-wide; at exit (or unload) the double logs "exit violations=N" with the primary-context
+ * retains and device allocations still held. Fault injection: "name:N[=code],..."
  * (the Nth call of `name` fails) from NVDOUBLE_FAIL or nvdouble_configure(); call log to NVDOUBLE_LOG.
  * CUDA IPC: an exported allocation moves into a memfd, and its handle names (pid, fd, size); another process
  * opens /proc/<pid>/fd/<fd> and maps the same pages under a device address of its own.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,23 +30,35 @@
 #define DEV_BASE 0xDEAD000000000000ULL
 
 /* host: calloc'd, or mmap'd from a memfd (shm_fd = fd + 1, exported) or from another process (imported). */
-typedef struct { CUdeviceptr base; size_t size; unsigned char *host; int shm_fd; int imported; } Alloc;
+typedef struct { CUdeviceptr base; size_t size; unsigned char *host; int shm_fd; int imported; int owner; } Alloc;
 typedef struct { char name[64]; int nth; int code; int seen; } Fault;
 
-static __thread Alloc allocs[MAX_ALLOCS];
-static __thread CUdeviceptr next_base = DEV_BASE;
+static Alloc allocs[MAX_ALLOCS]; /* process-wide, under `mem_lock` */
+static CUdeviceptr next_base = DEV_BASE;
+static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static int next_thread_id = 1;
+static __thread int thread_id; /* this thread's tag on the allocations it makes */
+/* Bytes copied: [0] host→device, [1] device→host, [2] device→device (process-wide). */
+static unsigned long long copied[3];
 static __thread Fault faults[MAX_FAULTS];
 static __thread int nfaults;
 static __thread FILE *logf_;
 static __thread int initialized, configured;
 static __thread int device_count = 1;
 static __thread int driver_version = 12040;
-static __thread int retains[8];
+static int retains[8]; /* the primary contexts: one per device, per process (atomic) */
 static __thread CUcontext stack[MAX_STACK];
 static __thread int depth;
 static __thread uintptr_t next_handle = 0x5000;
 static __thread uintptr_t streams[256];
 __thread unsigned dbl_max_width = 4096, dbl_max_height = 4096, dbl_num_nvdecs = 3;
+
+static int my_id(void) {
+  if (!thread_id) thread_id = __atomic_fetch_add(&next_thread_id, 1, __ATOMIC_SEQ_CST);
+  return thread_id;
+}
+
+static void count_copy(int direction, size_t n) { __atomic_add_fetch(&copied[direction], n, __ATOMIC_SEQ_CST); }
 
 /* ------------------------------------------------------------------ control */
 
@@ -74,9 +92,10 @@ static void release_host(Alloc *a) {
 }
 
 static void reset_all(void) {
-  for (int i = 0; i < MAX_ALLOCS; i++) release_host(&allocs[i]);
-  next_base = DEV_BASE;
-  memset(retains, 0, sizeof retains);
+  pthread_mutex_lock(&mem_lock);
+  for (int i = 0; i < MAX_ALLOCS; i++) if (allocs[i].host && allocs[i].owner == my_id()) release_host(&allocs[i]);
+  pthread_mutex_unlock(&mem_lock);
+  for (int i = 0; i < 3; i++) __atomic_store_n(&copied[i], 0, __ATOMIC_SEQ_CST);
   memset(streams, 0, sizeof streams);
   depth = 0; /* cuInit state survives: a process initialises the driver once */
   dbl_nvcuvid_reset();
@@ -106,11 +125,39 @@ int nvdouble_configure(const char *fail_spec, const char *log_path, int devices,
   return 0;
 }
 
-/** Test control: number of live device allocations (mapped frames included). */
+/** Test control: number of live device allocations this thread made (mapped frames included). */
 int nvdouble_live_allocations(void) {
   int n = 0;
-  for (int i = 0; i < MAX_ALLOCS; i++) n += allocs[i].host != NULL;
+  pthread_mutex_lock(&mem_lock);
+  for (int i = 0; i < MAX_ALLOCS; i++) n += allocs[i].host != NULL && allocs[i].owner == my_id();
+  pthread_mutex_unlock(&mem_lock);
   return n;
+}
+
+/** Test control: bytes copied since the last configure, `direction` 0 host→device, 1 device→host, 2 device→device. */
+unsigned long long nvdouble_copied_bytes(int direction) {
+  return direction >= 0 && direction < 3 ? __atomic_load_n(&copied[direction], __ATOMIC_SEQ_CST) : 0;
+}
+
+/** Test control: primary-context retains held now, over all devices and threads. */
+int nvdouble_primary_retains(void) {
+  int n = 0;
+  for (int d = 0; d < 8; d++) n += __atomic_load_n(&retains[d], __ATOMIC_SEQ_CST);
+  return n;
+}
+
+/* At exit (or unload): what is still held. A process that released everything logs violations=0. */
+__attribute__((destructor)) static void report_at_exit(void) {
+  const char *path = getenv("NVDOUBLE_LOG");
+  if (!path || !*path) return;
+  int live = 0;
+  for (int i = 0; i < MAX_ALLOCS; i++) live += allocs[i].host != NULL && !allocs[i].imported;
+  int held = nvdouble_primary_retains();
+  FILE *f = fopen(path, "a");
+  if (!f) return;
+  fprintf(f, "exit violations=%d primary-retains=%d device-allocations=%d htod=%llu dtoh=%llu dtod=%llu\n", held + live,
+          held, live, copied[0], copied[1], copied[2]);
+  fclose(f);
 }
 
 void dbl_log(const char *fmt, ...) {
@@ -145,16 +192,21 @@ int dbl_has_context(void) { return depth > 0 && stack[depth - 1] != NULL; }
 /* ------------------------------------------------------------------ device memory */
 
 static CUresult add_alloc(unsigned char *host, size_t size, int imported, CUdeviceptr *out) {
+  int owner = my_id();
+  pthread_mutex_lock(&mem_lock);
   for (int i = 0; i < MAX_ALLOCS; i++) {
     if (allocs[i].host) continue;
     allocs[i].host = host;
     allocs[i].imported = imported;
     allocs[i].size = size;
+    allocs[i].owner = owner;
     allocs[i].base = next_base;
     next_base += ((size + 0xFFFFF) & ~(CUdeviceptr)0xFFFFF) + 0x100000; /* 1 MiB guard gap */
     *out = allocs[i].base;
+    pthread_mutex_unlock(&mem_lock);
     return DBL_SUCCESS;
   }
+  pthread_mutex_unlock(&mem_lock);
   return DBL_OUT_OF_MEMORY;
 }
 
@@ -167,23 +219,29 @@ CUresult dbl_dev_alloc(size_t size, CUdeviceptr *out) {
 }
 
 CUresult dbl_dev_free(CUdeviceptr p) {
+  pthread_mutex_lock(&mem_lock);
   for (int i = 0; i < MAX_ALLOCS; i++) {
     if (allocs[i].host && !allocs[i].imported && allocs[i].base == p) {
       release_host(&allocs[i]);
+      pthread_mutex_unlock(&mem_lock);
       return DBL_SUCCESS;
     }
   }
+  pthread_mutex_unlock(&mem_lock);
   return DBL_INVALID_VALUE;
 }
 
 unsigned char *dbl_dev_resolve(CUdeviceptr p, size_t len) {
+  unsigned char *out = NULL;
+  pthread_mutex_lock(&mem_lock);
   for (int i = 0; i < MAX_ALLOCS; i++) {
     Alloc *a = &allocs[i];
     if (!a->host || p < a->base || p >= a->base + a->size) continue;
-    if (p + len > a->base + a->size) return NULL;
-    return a->host + (p - a->base);
+    if (p + len <= a->base + a->size) out = a->host + (p - a->base);
+    break;
   }
-  return NULL;
+  pthread_mutex_unlock(&mem_lock);
+  return out;
 }
 
 int dbl_stream_valid(CUstream s) {
@@ -236,15 +294,16 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice d) {
   FAULT("cuDevicePrimaryCtxRetain");
   if (!initialized) return DBL_NOT_INITIALIZED;
   if (d < 0 || d >= device_count) return DBL_INVALID_DEVICE;
-  retains[d]++;
+  __atomic_add_fetch(&retains[d], 1, __ATOMIC_SEQ_CST);
   *pctx = primary_of(d);
   dbl_log("cuDevicePrimaryCtxRetain rc=0 h=dev%d", d);
   return DBL_SUCCESS;
 }
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
-  if (d < 0 || d >= device_count || retains[d] == 0) { dbl_log("cuDevicePrimaryCtxRelease_v2 rc=1 h=dev%d unbalanced", d); return DBL_INVALID_VALUE; }
-  retains[d]--;
+  int held = d < 0 || d >= 8 ? 0 : __atomic_load_n(&retains[d], __ATOMIC_SEQ_CST);
+  while (held > 0 && !__atomic_compare_exchange_n(&retains[d], &held, held - 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
+  if (d < 0 || d >= device_count || held == 0) { dbl_log("cuDevicePrimaryCtxRelease_v2 rc=1 h=dev%d unbalanced", d); return DBL_INVALID_VALUE; }
   dbl_log("cuDevicePrimaryCtxRelease_v2 rc=0 h=dev%d", d);
   return DBL_SUCCESS;
 }
@@ -265,7 +324,7 @@ CUresult cuCtxPushCurrent_v2(CUcontext c) {
   FAULT("cuCtxPushCurrent_v2");
   if (!initialized) return DBL_NOT_INITIALIZED;
   int d = device_of(c);
-  if (c == NULL || d < 0 || d >= device_count || retains[d] == 0 || depth == MAX_STACK) {
+  if (c == NULL || d < 0 || d >= device_count || __atomic_load_n(&retains[d], __ATOMIC_SEQ_CST) == 0 || depth == MAX_STACK) {
     dbl_log("cuCtxPushCurrent_v2 rc=201 bad-context");
     return DBL_INVALID_CONTEXT;
   }
@@ -387,6 +446,8 @@ static CUresult copy2d(const DblMemcpy2D *c, const char *name) {
     memcpy(dst + (c->dstY + y) * c->dstPitch + c->dstXInBytes, src + (c->srcY + y) * c->srcPitch + c->srcXInBytes,
            c->WidthInBytes);
   }
+  int h2d = c->srcMemoryType == 1, d2h = c->dstMemoryType == 1;
+  if (h2d != d2h || !h2d) count_copy(h2d ? 0 : d2h ? 1 : 2, c->WidthInBytes * c->Height);
   return DBL_SUCCESS;
 }
 
@@ -409,6 +470,7 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
   unsigned char *d = dbl_dev_resolve(dst, n);
   if (!d || !src) { dbl_log("cuMemcpyHtoD_v2 rc=1 out-of-bounds"); return DBL_INVALID_VALUE; }
   memcpy(d, src, n);
+  count_copy(0, n);
   return DBL_SUCCESS;
 }
 
@@ -423,6 +485,7 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
   unsigned char *s = dbl_dev_resolve(src, n);
   if (!s || !dst) { dbl_log("cuMemcpyDtoH_v2 rc=1 out-of-bounds"); return DBL_INVALID_VALUE; }
   memcpy(dst, s, n);
+  count_copy(1, n);
   return DBL_SUCCESS;
 }
 
@@ -505,7 +568,7 @@ CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
 
 /* ------------------------------------------------------------------ modules and kernels */
 
-#define MAX_PARAMS 16
+#define MAX_PARAMS 32
 typedef struct { char name[64]; int nparams; int sizes[MAX_PARAMS]; } Kernel;
 static __thread Kernel kernels[8];
 static __thread int nkernels;
@@ -541,6 +604,7 @@ CUresult cuModuleLoadData(CUmodule *m, const void *image) {
   }
   nkernels = 0;
   if (parse_entry(ptx, "nv12_to_rgb_planar", &kernels[nkernels])) nkernels++;
+  if (parse_entry(ptx, "rgb_planar_to_clip", &kernels[nkernels])) nkernels++;
   if (nkernels == 0) { dbl_log("cuModuleLoadData rc=218 no-known-entry"); return DBL_INVALID_PTX; }
   for (int i = 0; i < 16; i++) {
     if (modules[i]) continue;
@@ -597,15 +661,68 @@ static void nv12_to_rgb_ref(const unsigned char *luma, const unsigned char *chro
   }
 }
 
+/* C reference of rgb_planar_to_clip (src/nvdec/kernels/nv12_to_rgb.cu): one frame, every output pixel. */
+static void rgb_planar_to_clip_ref(const unsigned char *src, unsigned srcPitch, unsigned long long srcPlane,
+                                   unsigned char *dst, unsigned w, unsigned h, const unsigned long long *st,
+                                   const int *map, int flags, const float *scale, const float *offset) {
+  for (unsigned y = 0; y < h; y++) {
+    for (unsigned x = 0; x < w; x++) {
+      int sx = map[0] + (int)x * map[2] + (int)y * map[3], sy = map[1] + (int)x * map[4] + (int)y * map[5];
+      const unsigned char *s = src + (size_t)sy * srcPitch + sx;
+      unsigned long long o = y * st[1] + x * st[0];
+      for (int c = 0; c < 3; c++) {
+        unsigned char v = s[c * srcPlane];
+        if (flags & 1) {
+          float f = v * scale[c] + offset[c];
+          memcpy(dst + 4 * (o + c * st[2]), &f, 4);
+        } else dst[o + c * st[2]] = v;
+      }
+    }
+  }
+}
+
+/* Bounds-checks and runs rgb_planar_to_clip for `frames` frames (grid z). */
+static CUresult launch_clip(Kernel *k, void **params, unsigned gx, unsigned gy, unsigned frames, unsigned bx, unsigned by) {
+  unsigned long long v[MAX_PARAMS];
+  float fl[6];
+  int map[6];
+  for (int i = 0; i < k->nparams; i++) { v[i] = 0; memcpy(&v[i], params[i], k->sizes[i]); }
+  for (int i = 0; i < 6; i++) { memcpy(&map[i], params[11 + i], 4); memcpy(&fl[i], params[18 + i], 4); }
+  unsigned srcPitch = v[1], w = v[5], h = v[6];
+  unsigned long long srcPlane = v[2], srcFrame = v[3], st[4] = { v[7], v[8], v[9], v[10] };
+  int flags = (int)v[17], esize = flags & 1 ? 4 : 1;
+  if (w == 0 || h == 0 || frames == 0 || gx * bx < w || gy * by < h) { dbl_log("cuLaunchKernel rc=1 bad-grid"); return DBL_INVALID_VALUE; }
+  /* The source pixels read: the map's corners, inside the source frame. */
+  long long srcW = srcPitch, lastX = 0, lastY = 0;
+  for (int cy = 0; cy < 2; cy++) for (int cx = 0; cx < 2; cx++) {
+    long long sx = map[0] + (long long)cx * (w - 1) * map[2] + (long long)cy * (h - 1) * map[3];
+    long long sy = map[1] + (long long)cx * (w - 1) * map[4] + (long long)cy * (h - 1) * map[5];
+    if (sx < 0 || sy < 0 || sx >= srcW) { dbl_log("cuLaunchKernel rc=719 map-outside-source"); return 719; }
+    if (sx > lastX) lastX = sx;
+    if (sy > lastY) lastY = sy;
+  }
+  unsigned long long last = (w - 1) * st[0] + (h - 1) * st[1] + 2 * st[2];
+  for (unsigned t = 0; t < frames; t++) {
+    const unsigned char *src = dbl_dev_resolve(v[0] + t * srcFrame, 2 * srcPlane + (size_t)lastY * srcPitch + lastX + 1);
+    unsigned char *dst = dbl_dev_resolve(v[4] + esize * t * st[3], esize * (last + 1));
+    if (!src || !dst) { dbl_log("cuLaunchKernel rc=719 out-of-bounds frame=%u", t); return 719; }
+    rgb_planar_to_clip_ref(src, srcPitch, srcPlane, dst, w, h, st, map, flags, fl, fl + 3);
+  }
+  dbl_log("cuLaunchKernel rc=0 kernel=%s grid=%ux%ux%u w=%u h=%u flags=%d", k->name, gx, gy, frames, w, h, flags);
+  return DBL_SUCCESS;
+}
+
 CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shared, CUstream s, void **params, void **extra) {
   FAULT("cuLaunchKernel");
   NEED_CTX("cuLaunchKernel");
   Kernel *k = f;
-  if (!dbl_stream_valid(s) || !params || extra || gz != 1 || bz != 1 || shared != 0 || bx * by > 1024) {
+  int clip = strcmp(k->name, "rgb_planar_to_clip") == 0;
+  if (!dbl_stream_valid(s) || !params || extra || (gz != 1 && !clip) || gz > 65535 || bz != 1 || shared != 0 || bx * by > 1024) {
     dbl_log("cuLaunchKernel rc=1 bad-launch");
     return DBL_INVALID_VALUE;
   }
+  if (clip) return k->nparams == 24 ? launch_clip(k, params, gx, gy, gz, bx, by) : DBL_INVALID_VALUE;
   unsigned long long v[MAX_PARAMS];
   for (int i = 0; i < k->nparams; i++) {
     v[i] = 0;

@@ -254,9 +254,13 @@ CUresult cuvidDecodePicture(CUvideodecoder h, DblPicParams *pic) {
 /* Copies (or crops / scales) a decoded frame into an NV12 device surface at `pitch`. */
 static int to_nv12(Decoder *d, AVFrame *f, unsigned char *dst, unsigned pitch, unsigned tw, unsigned th, unsigned ah) {
   DblShortRect a = d->ci.display_area;
-  int left = a.left, top = a.top, right = a.right ? a.right : f->width, bottom = a.bottom ? a.bottom : f->height;
-  if (right > f->width) right = f->width;
-  if (bottom > f->height) bottom = f->height;
+  /* A real surface is the coded size: an unset display area shows all of it, the padding rows included. libavcodec
+     hands over only the picture, so an area beyond it (a stale or missing display area) fails loudly instead. */
+  int left = a.left, top = a.top, right = a.right ? a.right : (int)d->ci.ulWidth, bottom = a.bottom ? a.bottom : (int)d->ci.ulHeight;
+  if (right > f->width || bottom > f->height) {
+    dbl_log("cuvidMapVideoFrame64 display-area %dx%d beyond the picture %dx%d", right, bottom, f->width, f->height);
+    return -1;
+  }
   int cw = right - left, ch = bottom - top;
   unsigned char *luma = dst, *uv = dst + (size_t)pitch * ah;
   if (f->format != AV_PIX_FMT_YUV420P && f->format != AV_PIX_FMT_YUVJ420P) return -1;
