@@ -54,9 +54,9 @@ export {
   type SheetOptions,
 } from "./src/loader/preview.ts";
 export type { RgbImage } from "./src/media/png.ts";
+export { type ClipOptions } from "./src/loader/clip_options.ts";
 export {
   checkLoaderOptions,
-  type ClipOptions,
   type DecodeLessOptions,
   LOADER_OPTIONS,
   type LoaderOptions,

@@ -1,7 +1,7 @@
 /**
  * What one training clip is: how its frames are chosen inside its time window and how its pixels are
  * transformed on their way into a batch. The loader builds a {@link ClipSpec} once from its options
- * (`resolveClipSpec` in `loader_options.ts`: defaults and validation); the decode Workers (`clip_worker.ts`, CPU
+ * (`resolveClipSpec` in `clip_options.ts`: defaults and validation); the decode Workers (`clip_worker.ts`, CPU
  * and NVDEC alike) follow it for every clip; a clip's {@link ClipOutcome} says exactly what it holds.
  *
  * Frame choice is `src/media/frame_select.ts` (the one rule both decoders follow); the region each resize mode

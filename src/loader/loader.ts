@@ -51,7 +51,7 @@
  * @module
  */
 
-import { errorText, fmtSec, InvalidArgumentError, PipelineFailure } from "../errors.ts";
+import { InvalidArgumentError, PipelineFailure } from "../errors.ts";
 import { PipelineBuilder } from "../pipeline/builder.ts";
 import type { Pipeline } from "../pipeline/pipeline.ts";
 import type { StageControl } from "../pipeline/stage.ts";
@@ -72,34 +72,22 @@ import { callingPool, ClipDecodeStep, type ClipItem, type DecodeExport } from ".
 import { ThreadBudget } from "./decode_threads.ts";
 import { type Batch, collate, type FilledClip } from "./collate.ts";
 import { BatchSlots } from "./batch_slots.ts";
-import { openDataset, type VideoDataset } from "../dataset/dataset.ts";
+import type { VideoDataset } from "../dataset/dataset.ts";
 import { buildFront, CLIP_WORKER, type FrontArgs } from "./front.ts";
-import {
-  audioSpec,
-  checkLoaderOptions,
-  defaultClipDuration,
-  LOADER_TABLE,
-  type LoaderOptions,
-  type OnClipError,
-  resolveClipSpec,
-  startSize,
-} from "./loader_options.ts";
+import { type LoaderPlan, planLoader } from "./plan.ts";
+import { LOADER_TABLE, type LoaderOptions, type OnClipError, startSize } from "./loader_options.ts";
 import { checkOption, tsVocabulary, withDefaults } from "../options.ts";
 import { type LoaderState, LoaderStates, stateIdentity } from "./loader_state.ts";
 import { type Preview, previewLoader, type PreviewOptions } from "./preview.ts";
 import { Replacer } from "./replace.ts";
-import { ClipSampler, envInt, type SampledVideo } from "../dataset/sampler.ts";
-import { indexDataset, type IndexFailure } from "../dataset/video_index.ts";
+import { type ClipSampler, envInt } from "../dataset/sampler.ts";
+import type { IndexFailure } from "../dataset/video_index.ts";
 import { nvdecAvailable, nvdecConcurrency, selectDecoder } from "../nvdec/available.ts";
 
 export type { LoaderState } from "./loader_state.ts";
-export type {
-  ClipOptions,
-  DecodeLessOptions,
-  LoaderOptions,
-  OnClipError,
-  StageConcurrency,
-} from "./loader_options.ts";
+export { type LoaderPlan, planLoader } from "./plan.ts";
+export type { ClipOptions } from "./clip_options.ts";
+export type { DecodeLessOptions, LoaderOptions, OnClipError, StageConcurrency } from "./loader_options.ts";
 
 /** Loader statistics: in clips, the pipeline's per stage, the backend child's (subprocess), indexing failures. */
 export interface LoaderStats {
@@ -123,88 +111,6 @@ export interface LoaderMemory {
   main: WorkerMemory;
   /** One entry per decode Worker running now. */
   workers: WorkerMemory[];
-}
-
-/**
- * What the loader decides before it builds its pipeline: the dataset, the videos left out, the sampler, the clip
- * spec and the front half's arguments. {@link planLoader} makes it; the loader and hand-built pipelines (see
- * `examples/video_classification.ts`) start from it.
- */
-export interface LoaderPlan {
-  /** The dataset, opened. */
-  dataset: VideoDataset;
-  /** Videos that could not be indexed (left out of every epoch). */
-  indexFailures: IndexFailure[];
-  /** The sampler planning the epochs over the indexed videos. */
-  sampler: ClipSampler;
-  /** What each clip becomes, defaults applied. */
-  spec: ClipSpec;
-  /** The front half's arguments (in this process, or for the backend child). */
-  front: FrontArgs;
-}
-
-/**
- * Checks the options, opens and indexes the dataset (logging skipped files and videos left out) and plans the
- * loader; see {@link LoaderPlan}. Throws `InvalidArgumentError` for an option out of range, `DatasetError` for a
- * dataset that cannot be read, and `InvalidArgumentError` when no video could be indexed.
- */
-export async function planLoader(opts: LoaderOptions): Promise<LoaderPlan> {
-  const log = opts.log ?? ((m: string) => console.error(m));
-  checkLoaderOptions(opts);
-  const o = withDefaults(LOADER_TABLE, opts);
-  const spec = resolveClipSpec(opts.clip, o.layout);
-  const dataset = typeof opts.dataset === "string" ? await openDataset(opts.dataset) : opts.dataset;
-  const skipped = dataset.skipped ?? [];
-  for (const s of skipped.slice(0, 10)) log(`sluice: dataset: skipped ${s.path}: ${s.reason}`);
-  if (skipped.length > 10) {
-    log(`sluice: dataset: ${skipped.length - 10} more files skipped (dataset.skipped)`);
-  }
-  const keyframes = withDefaults(LOADER_TABLE.sampler.options, opts.sampler ?? {}).keyframeAligned;
-  const index = await indexDataset(dataset, { keyframes, fetch: opts.fetch });
-  for (const f of index.failures) log(`sluice: skipping ${f.path}: ${errorText(f.error, f.path)}`);
-  const kept = index.videos.flatMap((v, i) => v === null ? [] : [i]);
-  if (kept.length === 0) {
-    throw new InvalidArgumentError(`${dataset.root}: no video of the dataset could be indexed`);
-  }
-  const ranges: SampledVideo[] = kept.map((i) => {
-    const v = index.videos[i]!;
-    return v.keyframes
-      ? { start: v.start, end: v.end, keyframes: v.keyframes }
-      : { start: v.start, end: v.end };
-  });
-  const rates = kept.map((i) => index.videos[i]!.frameRate);
-  const clipDurationSec = opts.sampler?.clipDurationSec ?? defaultClipDuration(spec, rates);
-  if (opts.audio !== undefined) spec.audio = audioSpec(opts.audio, clipDurationSec);
-  const sampler = new ClipSampler(ranges, { ...opts.sampler, clipDurationSec });
-  warnUncovered(spec, clipDurationSec, rates, log);
-  const front: FrontArgs = {
-    items: kept.map((i) => dataset.items[i]),
-    ranges,
-    datasetIndex: kept,
-    sampler: { ...sampler.options },
-    firstEpoch: o.firstEpoch,
-    spec,
-    concurrency: (({ fetch, demux }) => ({ fetch, demux }))(
-      withDefaults(LOADER_TABLE.concurrency.options, opts.concurrency ?? {}),
-    ),
-    fetch: opts.fetch ?? {},
-    ordered: o.ordered,
-    shareHorizon: shareHorizon(spec, opts),
-    profile: o.profile,
-  };
-  return { dataset, indexFailures: index.failures, sampler, spec, front };
-}
-
-/**
- * How far apart (in the epoch's output) two clips decoded in one pass may be: as many clips as
- * `decodeLess.onceMemory` holds (0 when `decodeLess.once` is off, or the order is not kept).
- */
-function shareHorizon(spec: ClipSpec, opts: LoaderOptions): number {
-  const dl = withDefaults(LOADER_TABLE.decodeLess.options, opts.decodeLess ?? {});
-  if (!dl.once || !withDefaults(LOADER_TABLE, opts).ordered) return 0;
-  const clipBytes = spec.numFrames * 3 * spec.width * spec.height * (spec.dtype === "float32" ? 4 : 1) +
-    (spec.audio === undefined ? 0 : spec.audio.channels * spec.audio.samples * 4);
-  return Math.floor(dl.onceMemory / clipBytes);
 }
 
 /** A running loader; see the module docs. */
@@ -582,25 +488,6 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
 function clipError(e: unknown): unknown {
   if (e !== null && typeof e === "object") CLIP_ERRORS.add(e);
   return e;
-}
-
-/**
- * Logs one line when consecutive or strided frames cover much less of the window than it spans (e.g. 8 frames
- * at 25 fps in 4 s windows hold 0.32 s of video): the clip's `span` says what they cover.
- */
-function warnUncovered(spec: ClipSpec, windowSec: number, rates: number[], log: (m: string) => void): void {
-  const s = spec.sampling;
-  if (s.kind !== "consecutive" && s.kind !== "stride") return;
-  const known = rates.filter((r) => r > 0);
-  if (known.length === 0 || !Number.isFinite(windowSec)) return;
-  const fps = Math.max(...known);
-  const covered = spec.numFrames * (s.kind === "stride" ? s.stride : 1) / fps;
-  if (covered >= windowSec / 2) return;
-  const [window, rate] = [fmtSec(windowSec), fmtSec(fps)];
-  log(
-    `sluice: ${spec.numFrames} ${s.kind} frames cover ${covered.toFixed(2)} s of each ${window} s window ` +
-      `(at ${rate} fps): use sampling "uniform" or "rate" to spread them over the window`,
-  );
 }
 
 /** "auto" → NVDEC when available (else CPU, one log line); "nvdec" fails when it is not available. */

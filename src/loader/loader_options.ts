@@ -3,75 +3,22 @@
  * a line of docs, the command-line flag and the Python keyword): {@link checkLoaderOptions} rejects an option
  * nobody declared or one out of range with one line naming it in the caller's words, `sluice load`/`sluice serve`
  * make their flags and `--help` from the table, and the Python client's keywords are read against it by the
- * server. {@link resolveClipSpec} turns the `clip` options into the one `ClipSpec` every decode Worker follows.
+ * server. The `clip` options are declared in `clip_options.ts`.
  * @module
  */
 
 import { InvalidArgumentError } from "../errors.ts";
-import {
-  checkOptions,
-  isPlainObject,
-  type OptionTable,
-  tsVocabulary,
-  type Vocabulary,
-  withDefaults,
-} from "../options.ts";
+import { checkOptions, isPlainObject, type OptionTable, type Vocabulary, withDefaults } from "../options.ts";
 import { MAX_FAILURES_OPTION, type MaxFailures } from "../pipeline/stage.ts";
 import { type PipelineHook, REPORT_INTERVAL_OPTION } from "../pipeline/hooks.ts";
 import { AUTO_CONCURRENCY_OPTIONS, type AutoConcurrencyOptions } from "../pipeline/auto_policy.ts";
-import type { ClipDtype, ClipSpec, FrameSampling, Interpolation, ResizeMode } from "./clip_spec.ts";
+import type { ClipSpec } from "./clip_spec.ts";
 import type { BatchLayout } from "./collate.ts";
 import type { VideoDataset } from "../dataset/dataset.ts";
 import type { LoaderState } from "./loader_state.ts";
 import { FETCH_OPTIONS, type FetchOptions } from "../dataset/fetch.ts";
+import { CLIP_OPTIONS, type ClipOptions, LOADER_VOCABULARY, resolveClipSpec } from "./clip_options.ts";
 import { resolveSamplerOptions, SAMPLER_OPTIONS, type SamplerOptions } from "../dataset/sampler.ts";
-
-/**
- * What one clip becomes; see docs/clips.md for exactly which frames a clip holds. Ranges and
- * defaults: {@link CLIP_OPTIONS}.
- */
-export interface ClipOptions {
-  /** Frames per clip. */
-  numFrames: number;
-  /** Output width in pixels. */
-  width: number;
-  /** Output height in pixels. */
-  height: number;
-  /**
-   * How the frames are chosen inside the clip's window: `"consecutive"` (the video's own frames, one after
-   * another), `"rate"` (resampled to `frameRate`), `"uniform"` (spread evenly over the window), `"stride"`
-   * (every `stride`-th frame). By default `"rate"` with `frameRate`, `"stride"` with `stride`, else
-   * `"consecutive"`.
-   */
-  sampling?: FrameSampling["kind"];
-  /** `"rate"` only: frames per second. */
-  frameRate?: number;
-  /** `"stride"` only: take every `stride`-th frame. */
-  stride?: number;
-  /** How a frame becomes `width`×`height` (see `ResizeMode`). */
-  resize?: ResizeMode;
-  /** `"random-resized-crop"`: fraction of the frame's area, `[min, max]`. */
-  scale?: [number, number];
-  /** `"random-resized-crop"`: aspect ratio range, `[min, max]`. */
-  ratio?: [number, number];
-  /** Probability of mirroring a clip. */
-  flipProbability?: number;
-  /** The resize filter. */
-  interpolation?: Interpolation;
-  /** Sample type: bytes, or floats normalised with `mean` and `std`. */
-  dtype?: ClipDtype;
-  /**
-   * `"float32"` only: per-channel (R, G, B) mean and standard deviation on the `[0, 1]` scale; samples are
-   * `(x / 255 - mean) / std`. The defaults leave samples in `[0, 1]`: pass your model's values to normalise.
-   */
-  mean?: [number, number, number];
-  /** See `mean`. */
-  std?: [number, number, number];
-  /** Apply the video's display rotation. */
-  rotate?: boolean;
-  /** A clip whose padding would exceed this fraction of `numFrames` fails. */
-  maxPadFraction?: number;
-}
 
 /**
  * How the loader avoids decode work (docs/decoding-less.md). Every switch is on by default and changes no
@@ -206,105 +153,6 @@ export interface LoaderOptions {
   /** Decoding less: skipping unshown frames, one pass for several clips, idle cores as threads (all on). */
   decodeLess?: DecodeLessOptions;
 }
-
-/** {@link ClipOptions}, declared once. */
-export const CLIP_OPTIONS = {
-  numFrames: {
-    kind: "integer",
-    min: 1,
-    max: 10_000,
-    required: true,
-    doc: "frames per clip",
-    flag: "frames",
-    python: "num_frames",
-  },
-  width: {
-    kind: "integer",
-    min: 1,
-    max: 16384,
-    required: true,
-    doc: "clip frame width",
-    flag: "width",
-    python: "width",
-  },
-  height: {
-    kind: "integer",
-    min: 1,
-    max: 16384,
-    required: true,
-    doc: "clip frame height",
-    flag: "height",
-    python: "height",
-  },
-  sampling: {
-    kind: "enum",
-    values: ["consecutive", "rate", "uniform", "stride"],
-    defaultText: "rate with a frame rate, stride with a stride, else consecutive",
-    doc: "how a clip's frames are chosen in its window",
-  },
-  frameRate: {
-    kind: "number",
-    above: 0,
-    max: 1000,
-    defaultText: "each video's own rate",
-    doc: "resample clips to this many frames per second (sampling rate)",
-    flag: "frame-rate",
-    python: "frame_rate",
-  },
-  stride: { kind: "integer", min: 1, max: 1000, doc: "take every stride-th frame (sampling stride)" },
-  resize: {
-    kind: "enum",
-    values: ["stretch", "short-side", "random-crop", "random-resized-crop"],
-    default: "stretch",
-    doc: "how a frame becomes width × height",
-  },
-  scale: {
-    kind: "numbers",
-    length: 2,
-    above: 0,
-    max: 1,
-    range: true,
-    default: [0.08, 1],
-    doc: "random-resized-crop: fraction of the frame's area",
-  },
-  ratio: {
-    kind: "numbers",
-    length: 2,
-    above: 0,
-    range: true,
-    default: [3 / 4, 4 / 3],
-    doc: "random-resized-crop: aspect ratio range",
-  },
-  flipProbability: { kind: "number", min: 0, max: 1, default: 0, doc: "probability of mirroring a clip" },
-  interpolation: {
-    kind: "enum",
-    values: ["bilinear", "bicubic", "area"],
-    default: "bilinear",
-    doc: "resize filter",
-  },
-  dtype: {
-    kind: "enum",
-    values: ["uint8", "float32"],
-    default: "uint8",
-    doc: "sample type: bytes, or floats (x / 255 - mean) / std",
-  },
-  mean: { kind: "numbers", length: 3, default: [0, 0, 0], doc: "float32: per-channel (R, G, B) mean" },
-  std: {
-    kind: "numbers",
-    length: 3,
-    above: 0,
-    default: [1, 1, 1],
-    doc: "float32: per-channel standard deviation",
-  },
-  rotate: { kind: "boolean", default: true, doc: "apply the video's display rotation" },
-  maxPadFraction: {
-    kind: "number",
-    min: 0,
-    max: 1,
-    default: 0.5,
-    doc: "a clip whose padding would exceed this fraction of its frames fails",
-  },
-} as const satisfies OptionTable;
 
 const concurrency = <const D extends { default: number } | { defaultText: string }>(
   stage: string,
@@ -515,16 +363,13 @@ export const LOADER_TABLE = {
  */
 export const LOADER_OPTIONS: OptionTable = LOADER_TABLE;
 
-/** TypeScript's names, as `videoClassificationLoader`'s messages use them. */
-const LOADER: Vocabulary = tsVocabulary("loader: ");
-
 /**
  * Throws `InvalidArgumentError` for the first thing wrong with `opts` (see {@link LOADER_OPTIONS}): an option no
  * one declared (named with the closest that is), a required one missing, one of the wrong kind or out of range,
  * or options that contradict each other. `vocabulary` names options as the caller wrote them (TypeScript's
  * `clip.numFrames` by default; Python's `num_frames`, the command line's `--frames`).
  */
-export function checkLoaderOptions(opts: LoaderOptions, vocabulary: Vocabulary = LOADER): void {
+export function checkLoaderOptions(opts: LoaderOptions, vocabulary: Vocabulary = LOADER_VOCABULARY): void {
   checkOptions(LOADER_OPTIONS, opts, vocabulary);
   resolveClipSpec(opts.clip, opts.layout, vocabulary);
   resolveSamplerOptions(opts.sampler ?? {}, vocabulary, "sampler");
@@ -541,64 +386,6 @@ export function checkLoaderOptions(opts: LoaderOptions, vocabulary: Vocabulary =
 }
 
 /**
- * The `ClipSpec` of the `clip` options and the batch layout, defaults applied; throws `InvalidArgumentError` on
- * an option out of range or options that contradict each other, named in `vocabulary`'s words.
- */
-export function resolveClipSpec(
-  clip: ClipOptions,
-  layout: BatchLayout = "BTHWC",
-  vocabulary: Vocabulary = LOADER,
-): ClipSpec {
-  const v = vocabulary, name = (k: string) => v.name(`clip.${k}`);
-  checkOptions(CLIP_OPTIONS, clip, v, "clip");
-  const c = withDefaults(CLIP_OPTIONS, clip);
-  const kind = c.sampling ??
-    (c.frameRate !== undefined ? "rate" : c.stride !== undefined ? "stride" : "consecutive");
-  const only = (k: string, want: string) =>
-    new InvalidArgumentError(
-      `${v.prefix}${name(k)} applies to ${name("sampling")} "${want}" only (sampling is "${kind}")`,
-    );
-  if (c.frameRate !== undefined && kind !== "rate") throw only("frameRate", "rate");
-  if (c.stride !== undefined && kind !== "stride") throw only("stride", "stride");
-  let sampling: FrameSampling;
-  if (kind === "rate") {
-    if (c.frameRate === undefined) {
-      throw new InvalidArgumentError(`${v.prefix}${name("sampling")} "rate" needs ${name("frameRate")}`);
-    }
-    sampling = { kind, frameRate: c.frameRate };
-  } else if (kind === "stride") {
-    if (c.stride === undefined) {
-      throw new InvalidArgumentError(`${v.prefix}${name("sampling")} "stride" needs ${name("stride")}`);
-    }
-    sampling = { kind, stride: c.stride };
-  } else {
-    sampling = { kind };
-  }
-  if (c.dtype !== "float32" && (clip.mean !== undefined || clip.std !== undefined)) {
-    throw new InvalidArgumentError(
-      `${v.prefix}${name("mean")} and ${name("std")} apply to ${name("dtype")} "float32" only`,
-    );
-  }
-  return {
-    numFrames: c.numFrames,
-    sampling,
-    width: c.width,
-    height: c.height,
-    resize: c.resize,
-    scale: [c.scale[0], c.scale[1]],
-    ratio: [c.ratio[0], c.ratio[1]],
-    flipProbability: c.flipProbability,
-    interpolation: c.interpolation,
-    planar: layout === "BCTHW",
-    dtype: c.dtype,
-    mean: [c.mean[0], c.mean[1], c.mean[2]],
-    std: [c.std[0], c.std[1], c.std[2]],
-    rotate: c.rotate,
-    maxPadFraction: c.maxPadFraction,
-  };
-}
-
-/**
  * The `ClipSpec.audio` of the `audio` option (checked with the others): every clip gets
  * `round(clipDurationSec · sampleRate)` samples, so the clips of a batch stack. Throws `InvalidArgumentError` when
  * clips have no fixed duration (`"uniform"` sampling of whole videos).
@@ -606,7 +393,7 @@ export function resolveClipSpec(
 export function audioSpec(
   audio: NonNullable<LoaderOptions["audio"]>,
   clipDurationSec: number,
-  vocabulary: Vocabulary = LOADER,
+  vocabulary: Vocabulary = LOADER_VOCABULARY,
 ): NonNullable<ClipSpec["audio"]> {
   if (!Number.isFinite(clipDurationSec)) {
     throw new InvalidArgumentError(
@@ -621,17 +408,4 @@ export function audioSpec(
     channels: a.channels,
     samples: Math.round(clipDurationSec * a.sampleRate),
   };
-}
-
-/**
- * The default clip window: the time `numFrames` frames take at the slowest indexed video's rate (25 fps when
- * none is known), `× stride`, or at `frameRate`; `Infinity` (the whole video) for `"uniform"` sampling.
- */
-export function defaultClipDuration(spec: ClipSpec, videoRates: readonly number[]): number {
-  const s = spec.sampling;
-  if (s.kind === "uniform") return Infinity;
-  if (s.kind === "rate") return spec.numFrames / s.frameRate;
-  const known = videoRates.filter((r) => r > 0);
-  const rate = known.length > 0 ? Math.min(...known) : 25;
-  return spec.numFrames * (s.kind === "stride" ? s.stride : 1) / rate;
 }

@@ -26,7 +26,6 @@ import type { Batch } from "../loader/collate.ts";
 import { type BatchSlots, slotOf } from "../loader/batch_slots.ts";
 import type { SlotRing } from "../memory/slot_ring.ts";
 import {
-  type BatchMessage,
   type ClientMessage,
   encodeMessage,
   type ErrorMessage,
@@ -36,11 +35,10 @@ import {
   MAX_CLIENT_MESSAGE,
   parseClientMessage,
   SERVE_PROTOCOL_VERSION,
-  type ServeDtype,
-  serveDtype,
   type ServerMessage,
 } from "./protocol.ts";
 import type { LoaderState } from "../loader/loader_state.ts";
+import { audioAt, batchMessage, bytesInSlot, copyIntoSlot, slotBytesFor } from "./batch_copy.ts";
 import type { LoaderRequest, SessionHost } from "./session_host.ts";
 import { stateAt, writePreview } from "./session_replies.ts";
 import { type SessionStats, statsReply } from "./session_stats.ts";
@@ -459,9 +457,6 @@ export class Session {
 
   /** Sends `batch` to the client; true when the session keeps it until the client releases its slot (zero copy). */
   async #publish(batch: Batch, epoch: number, index: number, signal: AbortSignal): Promise<boolean> {
-    const B = batch.shape[0];
-    const dtype = batch.device !== undefined ? batch.dtype : serveDtype(batch.data);
-    const nbytes = batchBytes(batch);
     // The loader's own slots (memfd, or CUDA IPC for NVDEC): its Workers decoded into them, nothing is copied.
     const own = slotOf(batch);
     if (own !== undefined) {
@@ -472,21 +467,16 @@ export class Session {
         this.#loaderRing = true;
         await this.#sendMemory();
       }
-      return this.#sendBatch(batch, own.slot, epoch, index, dtype, batch, own.slots.audioOffset);
+      return this.#sendBatch(batch, own.slot, epoch, index, batch, own.slots.audioOffset);
     }
+    const batchSize = this.#loader!.batchSize;
     if (this.#ring === null || this.#loaderRing) {
       this.#loaderRing = false;
-      const audioBytes = ((batch.audio?.byteLength ?? 0) / B) * this.#loader!.batchSize;
-      this.#ring = this.#host.ringFor(
-        this.#loader!,
-        audioAt(nbytes, B, this.#loader!.batchSize) + audioBytes,
-        this.#hello?.device ?? this.#host.defaultDevice,
-      );
+      const device = this.#hello?.device ?? this.#host.defaultDevice;
+      this.#ring = this.#host.ringFor(this.#loader!, slotBytesFor(batch, batchSize), device);
       await this.#sendMemory();
     }
-    // The audio goes after the pixels of a full batch (8-aligned), where the loader's own slots put it.
-    const at = audioAt(nbytes, B, this.#loader!.batchSize);
-    const total = batch.audio === undefined ? nbytes : at + batch.audio.byteLength;
+    const total = bytesInSlot(batch, batchSize);
     if (total > this.#ring.slotBytes) {
       throw new ServeError(
         "batch-too-big",
@@ -500,18 +490,8 @@ export class Session {
       if (signal.aborted) return false;
       throw e;
     }
-    const d = batch.data as ArrayBufferView;
-    this.#ring.memory.write(this.#ring.offset(slot), new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
-    this.#copiedBytes += nbytes;
-    const a = batch.audio;
-    if (a !== undefined) {
-      this.#ring.memory.write(
-        this.#ring.offset(slot) + at,
-        new Uint8Array(a.buffer, a.byteOffset, a.byteLength),
-      );
-      this.#copiedBytes += a.byteLength;
-    }
-    await this.#sendBatch(batch, slot, epoch, index, dtype, null, at);
+    this.#copiedBytes += copyIntoSlot(this.#ring.memory, this.#ring.offset(slot), batch, batchSize);
+    await this.#sendBatch(batch, slot, epoch, index, null, audioAt(batch, batchSize));
     return false;
   }
 
@@ -531,34 +511,15 @@ export class Session {
     slot: number,
     epoch: number,
     index: number,
-    dtype: ServeDtype,
     keep: Batch | null,
     audioOffset: number,
   ): Promise<boolean> {
-    const B = batch.shape[0], nbytes = batchBytes(batch);
     const seq = this.#seq++;
     this.#out.set(slot, { seq, batch: keep, clips: batch.clips, loader: this.#loader! });
-    const msg: BatchMessage = {
-      type: "batch",
-      seq,
-      epoch,
-      index,
-      slot,
-      offset: 0,
-      nbytes,
-      shape: [...batch.shape],
-      dtype,
-      layout: batch.layout,
-      labels: Array.from(batch.labels),
-      clips: batch.clips.map((c) => ({ ...c })),
-    };
-    if (batch.audio !== undefined) {
-      msg.audio = { offset: audioOffset, nbytes: batch.audio.byteLength, shape: [...batch.audioShape!] };
-    }
     this.#sent++;
     this.#batches++;
-    this.#clips += B;
-    await this.#send(msg);
+    this.#clips += batch.shape[0];
+    await this.#send(batchMessage(batch, { seq, epoch, index, slot, audioOffset }));
     return keep !== null;
   }
 
@@ -619,14 +580,4 @@ function isPeerGone(e: unknown): boolean {
   return e instanceof Deno.errors.BrokenPipe || e instanceof Deno.errors.ConnectionReset ||
     e instanceof Deno.errors.NotConnected || e instanceof Deno.errors.BadResource ||
     e instanceof Deno.errors.Interrupted;
-}
-
-/** Where a slot's audio starts: after a full batch's pixels (`nbytes` of `B` clips, `batchSize` a batch), 8-aligned. */
-function audioAt(nbytes: number, B: number, batchSize: number): number {
-  return Math.ceil(((nbytes / B) * batchSize) / 8) * 8;
-}
-
-/** Bytes of a batch's pixels, wherever they are. */
-function batchBytes(batch: Batch): number {
-  return batch.device?.byteLength ?? batch.data.byteLength;
 }

@@ -5,14 +5,8 @@
  * (TypeScript's `clip.numFrames`, Python's `num_frames` / `clip["dtype"]`, the command line's `--frames`).
  */
 import assert from "node:assert/strict";
-import {
-  checkLoaderOptions,
-  CLIP_OPTIONS,
-  defaultClipDuration,
-  LOADER_OPTIONS,
-  type LoaderOptions,
-  resolveClipSpec,
-} from "../../src/loader/loader_options.ts";
+import { checkLoaderOptions, LOADER_OPTIONS, type LoaderOptions } from "../../src/loader/loader_options.ts";
+import { CLIP_OPTIONS, defaultClipDuration, resolveClipSpec } from "../../src/loader/clip_options.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
 import { describe, flagVocabulary, optionEntries, type OptionSpec } from "../../src/options.ts";
 import { fromPython } from "../../src/python_options.ts";
