@@ -109,6 +109,8 @@ def test_every_option_of_the_table_is_taken_from_python_with_no_list_in_the_clie
             keywords["clip"]["dtype"] = "float32"  # normalisation applies to float samples
         if row["path"] == "sampler.rank":
             keywords["world_size"] = value + 1
+        if row["path"] == "audio.channels":
+            keywords["audio"]["sample_rate"] = 16000  # a channel count goes with the rate it is resampled to
         if row["keyword"].startswith("max_failures["):
             keywords["max_failures"] = {"rate": 0.5, "after": 3, **keywords["max_failures"]}
         with pytest.raises(Captured):

@@ -244,6 +244,9 @@ export class FrameSelector {
     }
     if (!this.#held || this.#next === undefined) return 0;
     const n = Math.max(0, Math.min(g.end, this.#next + this.#limit - this.filled) - this.#next);
+    // A whole stream whose end is unknown, with no frame limit: how long its last frame lasts is unknown too, so
+    // it fills no more slots (not infinitely many).
+    if (!Number.isFinite(n)) return 0;
     this.#next += n;
     this.filled += n;
     return n;

@@ -168,6 +168,17 @@ Deno.test("frame select: uniform shows the frame on screen at each of numFrames 
   assert.deepEqual(select(plan({ kind: "uniform" }, [0.1, 0.5], 2), [0, 0.3, 0.6]).frames, [0, 1]);
 });
 
+Deno.test("frame select: a whole stream of unknown end, resampled with no frame limit, ends at its last frame", () => {
+  // Found by the fuzzer (seed 16, case 320: a TS file with a duplicated chunk, frameRate 60): the held last frame
+  // was given Infinity slots, and decoding ran until memory gave out.
+  const sel = new FrameSelector(plan({ kind: "rate", frameRate: 60 }, null));
+  for (const t of grid(25, 10)) sel.offer(t);
+  const before = sel.filled;
+  assert.equal(sel.finish(), 0);
+  assert.equal(sel.filled, before);
+  assert.ok(Number.isFinite(before) && before > 0);
+});
+
 Deno.test("frame select: grid slots stop at the end of the last frame, not at the window's end", () => {
   const sel = new FrameSelector(plan({ kind: "rate", frameRate: 30 }, [2, 1e5], Infinity, 6));
   assert.equal(sel.capacity(0), 120);
