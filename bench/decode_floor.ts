@@ -53,11 +53,25 @@ export async function clipFloor(c: Clip, numFrames: number, ss: string): Promise
 /** The floor of `clips` (two measured at a time); see the module docs. */
 export async function decodeFloor(clips: Clip[], numFrames: number, jobs = 2): Promise<DecodeFloor> {
   const timing = await probeAll(clips.map((c) => c.path));
+  return await sumConcurrently(
+    clips,
+    (c) => clipFloor(c, numFrames, seekTime(c.start, timing.get(c.path)!)),
+    jobs,
+  );
+}
+
+/** `measure` of every clip, `jobs` at a time, summed (each clip's seconds counted once, whatever the order). */
+export async function sumConcurrently(
+  clips: Clip[],
+  measure: (c: Clip) => Promise<number>,
+  jobs: number,
+): Promise<DecodeFloor> {
   let next = 0, cpuSec = 0;
   const one = async () => {
     while (next < clips.length) {
-      const c = clips[next++];
-      cpuSec += await clipFloor(c, numFrames, seekTime(c.start, timing.get(c.path)!));
+      // Awaited before it is added: `cpuSec += await …` would read cpuSec first and lose the other job's sums.
+      const sec = await measure(clips[next++]);
+      cpuSec += sec;
     }
   };
   await Promise.all(Array.from({ length: jobs }, one));

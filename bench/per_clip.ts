@@ -96,7 +96,7 @@ if (!values["no-breakdown"]) {
     profile: true,
     log,
   } as unknown as LoaderOptions);
-  for await (using _ of loader) { /* the batches: every pass, in one epoch over the manifest */ }
+  for await (using _ of loader) { /* one epoch: the batches of pass 0 */ }
   const s = loader.stats();
   console.log(formatProfile(s.profile!));
   const t = s.clips.total;

@@ -10,15 +10,14 @@
  * - `720p-gop30`, `720p-gop250`: 16 videos of 1280×720 (heavier decode and scale).
  *
  * Shapes (every clip 16 consecutive frames at the native rate → 112×112 RGB bilinear, batches of 16; each pass
- * a new seeded list, the same for every contender):
+ * an epoch's seeded list, the same for every contender):
  * - `sampler`: sluice's own sampler plans 2 clips per video at random places, a video's clips side by side
  *   (what decode-once exploits); the list is read from a loader's plan, and sluice's contender runs that sampler;
  * - `rows`: a manifest with one row per clip (`path,label,start,end`), 2–4 rows per video at random places,
- *   shuffled over the pass (rows of a video far apart), made by the benchmark; sluice reads the manifest;
- * - `kinetics`: one random clip per video per pass, shuffled (Kinetics-style training), as a manifest.
- * The manifest shapes' lists are cut to whole batches, and sluice's loader reads
- * one manifest holding every pass in order, as one epoch (`shuffle: false`, each row's range is its clip's
- * window): no choice of sluice's code enters these lists.
+ *   drawn by the benchmark and cut to whole batches; each pass is an epoch of that manifest, its rows shuffled
+ *   over the epoch (a seeded uniform permutation: rows of a video lie anywhere);
+ * - `kinetics`: one random clip per video per epoch, shuffled (Kinetics-style training).
+ * Each pass is one epoch of one loader, as in training: decode-once sharing can happen only within an epoch.
  * @module
  */
 
@@ -73,14 +72,12 @@ export const SHAPES: Readonly<Record<ShapeId, { title: string; describe: string 
     title: "a manifest with one row per clip, 2–4 rows per video, shuffled",
     describe:
       "the benchmark writes a manifest with one row per clip (`path,label,start,end`), 2–4 rows per " +
-      "video at seeded random places, shuffled over the pass so that rows of a video lie far apart; sluice " +
-      "reads the manifest as its dataset, the others the same list",
+      "video at seeded random places; each pass is an epoch of it, its rows shuffled over the epoch (rows of " +
+      "a video lie anywhere); sluice reads the manifest as its dataset, the others the same list",
   },
   kinetics: {
     title: "one random clip per video per epoch (Kinetics-style)",
-    describe:
-      "one clip per video at a seeded random place, a new one each pass, shuffled, as a manifest of " +
-      "rows (`path,label,start,end`) made by the benchmark",
+    describe: "one clip per video at a seeded random place, a new one each epoch, shuffled",
   },
 };
 
@@ -215,8 +212,9 @@ function writeManifest(
 }
 
 /**
- * The clip list of `passes` passes of `variant` over `videos`, its manifests written under `work`; see the
- * module docs.
+ * The clip list of `passes` passes of `variant` over `videos`, its manifest written under `work`; see the
+ * module docs. Pass `p` is epoch `p` of one loader over one manifest, as in training: the list is that epoch's
+ * plan, read from the loader's sampler, and sluice's contender runs the same options.
  */
 export async function makeClipList(
   variant: Variant,
@@ -226,73 +224,62 @@ export async function makeClipList(
   passes: number,
 ): Promise<ClipList> {
   const w = WORKLOAD;
-  const common = {
+  const dataset = `${work}/${variant.shape}.csv`;
+  let sampler: Record<string, unknown>;
+  if (variant.shape === "rows") {
+    writeManifest(dataset, drawRows(videos, seed));
+    // Every row is one clip: its range is the window (a clip duration longer than any row takes the whole row).
+    sampler = { seed, clipsPerVideo: 1, clipDurationSec: 3600 };
+  } else {
+    writeManifest(dataset, videos);
+    const clipsPerVideo = variant.shape === "sampler" ? w.clipsPerVideo : 1;
+    sampler = { seed, clipsPerVideo, clipDurationSec: WINDOW_SEC, placement: "random" };
+  }
+  const sluice = { ...clipOptions(dataset), sampler };
+  await using loader = await videoClassificationLoader(
+    { ...sluice, log: () => {} } as unknown as LoaderOptions,
+  );
+  if (loader.indexFailures.length > 0) {
+    throw new Error(`workload: videos failed to index: ${JSON.stringify(loader.indexFailures)}`);
+  }
+  const items = loader.dataset.items;
+  const lists = Array.from({ length: passes }, (_, e) =>
+    loader.sampler.epoch(e).map((c) => ({
+      path: items[c.video].path,
+      start: c.start,
+      end: c.end,
+      label: items[c.video].label,
+    })));
+  for (const [p, list] of lists.entries()) {
+    const keys = new Set(list.map((c) => clipKey(c.path, c.start)));
+    if (keys.size !== list.length) {
+      throw new Error(`workload: pass ${p} holds a clip twice: pick another --seed`);
+    }
+  }
+  return {
     seed,
     numFrames: w.numFrames,
     width: w.outWidth,
     height: w.outHeight,
     batchSize: w.batchSize,
-  };
-  if (variant.shape === "sampler") {
-    const dataset = `${work}/videos.csv`;
-    writeManifest(dataset, videos);
-    const sluice = {
-      ...clipOptions(dataset),
-      sampler: { seed, clipsPerVideo: w.clipsPerVideo, clipDurationSec: WINDOW_SEC, placement: "random" },
-    };
-    await using loader = await videoClassificationLoader(
-      { ...sluice, log: () => {} } as unknown as LoaderOptions,
-    );
-    if (loader.indexFailures.length > 0) {
-      throw new Error(`workload: videos failed to index: ${JSON.stringify(loader.indexFailures)}`);
-    }
-    const items = loader.dataset.items;
-    return {
-      ...common,
-      shape: variant.shape,
-      onePass: false,
-      passes: Array.from({ length: passes }, (_, e) =>
-        loader.sampler.epoch(e).map((c) => ({
-          path: items[c.video].path,
-          start: c.start,
-          end: c.end,
-          label: items[c.video].label,
-        }))),
-      sluice,
-    };
-  }
-  const lists = Array.from({ length: passes }, (_, p) => drawPass(variant.shape, videos, seed, p));
-  const keys = new Set<string>();
-  for (const c of lists.flat()) {
-    const k = clipKey(c.path, c.start);
-    if (keys.has(k)) throw new Error(`workload: two clips at ${k}: pick another --seed`);
-    keys.add(k);
-  }
-  const dataset = `${work}/rows.csv`;
-  writeManifest(dataset, lists.flat());
-  return {
-    ...common,
     shape: variant.shape,
-    onePass: true,
     passes: lists,
-    // Every row is one clip: its range is the window (a clip duration longer than any row takes the whole row).
-    sluice: { ...clipOptions(dataset), sampler: { shuffle: false, clipsPerVideo: 1, clipDurationSec: 3600 } },
+    sluice,
   };
 }
 
 /**
- * One pass of a manifest shape: its rows drawn, shuffled, cut to whole batches, so that sluice's one epoch over
- * all passes ends each pass with a batch. With fewer videos than a batch (a quick run), the pass draws again
- * until it has one.
+ * The `rows` shape's manifest: 2–4 rows per video at seeded random places, in a seeded random order, cut to
+ * whole batches (so no epoch pads). With fewer videos than a batch (a quick run), it draws again until it has one.
  */
-function drawPass(shape: ShapeId, videos: SetVideo[], seed: number, pass: number): Clip[] {
-  const rand = mulberry32(hashSeed(seed, pass, shape === "rows" ? 0x726f7773 : 0x6b696e65));
+function drawRows(videos: SetVideo[], seed: number): Clip[] {
+  const rand = mulberry32(hashSeed(seed, 0x726f7773));
   const last = WORKLOAD.durationSec - WINDOW_SEC - 2 / WORKLOAD.fps;
   const b = WORKLOAD.batchSize;
   const clips: Clip[] = [];
   while (clips.length < b) {
     for (const v of videos) {
-      const n = shape === "rows" ? 2 + Math.floor(rand() * 3) : 1;
+      const n = 2 + Math.floor(rand() * 3);
       for (let k = 0; k < n; k++) {
         const start = rand() * last;
         clips.push({ path: v.path, label: v.label, start, end: start + WINDOW_SEC });

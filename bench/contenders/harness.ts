@@ -51,11 +51,6 @@ export interface ClipList {
   passes: Clip[][];
   /** How sluice's loader is configured to load exactly these clips (`LoaderOptions` minus per-config options). */
   sluice: Record<string, unknown>;
-  /**
-   * How sluice's loader meets the passes: false, epoch `p` of its sampler is pass `p`; true, its dataset is a
-   * manifest of every pass's clips in order, read as one epoch.
-   */
-  onePass: boolean;
 }
 
 /** The key a contender finds a delivered clip by in the list. */

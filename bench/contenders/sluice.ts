@@ -1,9 +1,8 @@
 /**
  * Contender: sluice's `videoClassificationLoader` (see `harness.ts` for the contract). The loader is configured
  * with the clip list's `sluice` options merged with `--config JSON` (a named configuration's own options, e.g.
- * `{"backend":"subprocess"}`). For the `sampler` shape those options are the seeded sampler that planned exactly
- * these clips, and epoch `p` is pass `p`; for the manifest shapes (`onePass`) the dataset is a manifest of every
- * pass's rows in order, read as one epoch, and a pass ends when its last clip has come. Every pass is checked to
+ * `{"backend":"subprocess"}`). Those options are the seeded sampler that planned exactly these clips, and epoch
+ * `p` is pass `p`; a pass ends when its last clip has come. Every pass is checked to
  * deliver exactly the listed clips (same videos, same windows); a loader that delivers others fails the run
  * rather than being timed.
  *
@@ -38,15 +37,14 @@ const opts = merge(list.sluice, config) as unknown as LoaderOptions;
 opts.log = (line) => console.error(line);
 const T = list.numFrames, frameBytes = list.width * list.height * 3, clipBytes = T * frameBytes;
 const passes = verify ? 1 : list.passes.length;
-/** Where each listed clip is: its pass and its index in that pass. */
-const where = new Map<string, [number, number]>();
-list.passes.forEach((clips, p) => clips.forEach((c, i) => where.set(clipKey(c.path, c.start), [p, i])));
+/** Where each listed clip is in its pass (epoch `p` is pass `p`; a manifest's rows recur in every pass). */
+const where = list.passes.map((clips) => new Map(clips.map((c, i) => [clipKey(c.path, c.start), i])));
 
 await using loader = await videoClassificationLoader(opts);
 
-/** The loader's batches over the passes: one epoch per pass, or one epoch for all (`onePass`). */
+/** The loader's batches over the passes: one epoch per pass. */
 async function* batches(): AsyncGenerator<Batch> {
-  for (let e = 0; e < (list.onePass ? 1 : passes); e++) {
+  for (let e = 0; e < passes; e++) {
     for await (using batch of loader) yield batch;
   }
 }
@@ -78,11 +76,10 @@ for await (const batch of batches()) {
     throw new Error(`batch shape ${batch.shape} is not [B, ${T}, ${list.height}, ${list.width}, 3]`);
   }
   for (const [j, m] of batch.clips.entries()) {
-    const at = where.get(clipKey(m.path, m.start));
-    if (at === undefined || seen[at[0]].has(at[1])) {
-      throw new Error(`pass ${p}: the loader delivered a clip not in the list: ${m.path} @ ${m.start}`);
+    const q = m.epoch, i = where[q]?.get(clipKey(m.path, m.start));
+    if (i === undefined || seen[q].has(i)) {
+      throw new Error(`pass ${q}: the loader delivered a clip not in the list: ${m.path} @ ${m.start}`);
     }
-    const [q, i] = at;
     seen[q].add(i);
     const c = counts[q];
     c.emitted += T;

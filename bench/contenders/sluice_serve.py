@@ -3,8 +3,7 @@
 process of this checkout) that runs the loader, and reads its batches zero-copy from shared memory.
 
 The loader is configured as the sluice contender's (bench/contenders/sluice.ts): the clip list's `sluice` options,
-with `--config JSON` merged over them; epoch `p` of the server's loader is pass `p` of the list (the sampler
-shape), or one epoch holds every pass in order (`onePass`: a manifest of all passes' rows), and every pass must
+with `--config JSON` merged over them; epoch `p` of the server's loader is pass `p` of the list, and every pass must
 deliver exactly the listed clips; frames decoded come from each clip's `decodedFrames`. A time run ends with the
 loader's bottleneck verdict. Contract and measurement: bench/contenders/harness.ts.
 
@@ -56,7 +55,8 @@ def main():
     clip_bytes = n * h * w * 3
     verify = args.mode == "verify"
     passes = 1 if verify else len(spec["passes"])
-    where = {key(c["path"], c["start"]): (p, i) for p, clips in enumerate(spec["passes"]) for i, c in enumerate(clips)}
+    # epoch p is pass p (a manifest's rows recur in every pass)
+    where = [{key(c["path"], c["start"]): i for i, c in enumerate(clips)} for clips in spec["passes"]]
     seen = [set() for _ in spec["passes"]]
     emitted = [0] * len(spec["passes"])
     decoded = [0] * len(spec["passes"])
@@ -80,16 +80,16 @@ def main():
 
     with loader:
         start_pass()
-        for _epoch in range(1 if spec["onePass"] else passes):
+        for _epoch in range(passes):
             for batch in loader:
                 video = batch.video
                 assert tuple(video.shape[1:]) == (n, h, w, 3), video.shape
                 for j, m in enumerate(batch.clips):
-                    at = where.get(key(m["path"], m["start"]))
-                    if at is None or at[1] in seen[at[0]]:
-                        raise SystemExit(f"pass {state['p']}: the server delivered a clip not in the list: "
+                    q = batch.epoch
+                    i = where[q].get(key(m["path"], m["start"])) if q < len(where) else None
+                    if i is None or i in seen[q]:
+                        raise SystemExit(f"pass {q}: the server delivered a clip not in the list: "
                                          f"{m['path']} @ {m['start']}")
-                    q, i = at
                     seen[q].add(i)
                     emitted[q] += n
                     d = m.get("decodedFrames")
