@@ -91,7 +91,8 @@ export interface ClipPackets {
   /**
    * Write the frames here: `numFrames` frames of `3·width·height` elements from `offset` on, a `Float32Array`
    * for `dtype: "float32"`; or by address (a batch slot in shared memory, {@link AddressedDestination}), when
-   * the clip comes back with empty `data`. Default: a new buffer per clip.
+   * the clip comes back with empty `data`. Default: a new buffer per clip. A buffer given here (moved with the
+   * item, e.g. one the loader reuses) comes back, moved, as the clip's `data`.
    */
   dest?: ClipDestination;
   /** Its own packets `[from, to)` within `packets` (default: all of them). */
@@ -280,7 +281,9 @@ function prepare(
   if (dest.device !== undefined && !isNvdecPass(decoder)) {
     throw new InvalidArgumentError("a clip place in device memory needs the NVDEC decoder");
   }
-  if (member.dest === undefined && dest.data.buffer instanceof ArrayBuffer) {
+  // A buffer of its own (new, or one the caller moved here to be reused) goes back moved, not copied.
+  const addressed = member.dest !== undefined && "address" in member.dest;
+  if (dest.device === undefined && dest.data.buffer instanceof ArrayBuffer && !addressed) {
     member.transfer = [dest.data.buffer];
   }
   return {
@@ -290,7 +293,7 @@ function prepare(
     choice,
     writer,
     dest,
-    addressed: member.dest !== undefined && "address" in member.dest,
+    addressed,
   };
 }
 

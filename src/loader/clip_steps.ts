@@ -25,6 +25,7 @@ import type { BatchSlots } from "./batch_slots.ts";
 import { fetchBytes, type FetchOptions, isUrl } from "../dataset/fetch.ts";
 import { readMember } from "../dataset/shards/reader.ts";
 import type { ClipProfile } from "./clip_profile.ts";
+import type { BufferPool } from "../memory/buffer_pool.ts";
 import { threadMs } from "../media/spans.ts";
 
 /** The loader's stage names of these steps: their tasks' Worker calls and waits count as those stages'. */
@@ -200,6 +201,11 @@ export interface ClipDecodeOptions {
   /** Add each task's phase times here (`clip_profile.ts`); null: no spans (default). */
   profile?: ClipProfile | null;
   /**
+   * Without slots: clip buffers to decode into again (each clip's size), which the loader gives back once a clip
+   * is copied into its batch; a clip decoded on its own takes one when there is one. Null: a new buffer each.
+   */
+  buffers?: BufferPool | null;
+  /**
    * Loads a planned clip on its own (fetch, demux, decode): what a clip another clip's pass was to serve gets
    * when that pass failed it or did not run. Null: it fails with the pass (default).
    */
@@ -224,6 +230,7 @@ export class ClipDecodeStep {
   readonly #perEpoch: number;
   readonly #slots: BatchSlots | null;
   readonly #profile: ClipProfile | null;
+  readonly #buffers: BufferPool | null;
   readonly #reload: ClipDecodeOptions["reload"];
   /** Results of passes for clips still to come, by `epoch/position`. */
   readonly #waiting = new Map<string, Waiting>();
@@ -243,6 +250,7 @@ export class ClipDecodeStep {
     this.#perEpoch = opts.perEpoch ?? 0;
     this.#slots = opts.slots ?? null;
     this.#profile = opts.profile ?? null;
+    this.#buffers = opts.buffers ?? null;
     this.#reload = opts.reload ?? null;
   }
 
@@ -316,6 +324,11 @@ export class ClipDecodeStep {
     try {
       if (threads > 1) item.threads = threads;
       if (shared.length === 0) {
+        const reuse = slots === null ? this.#buffers?.take() : undefined;
+        if (reuse !== undefined) {
+          const data = item.spec.dtype === "float32" ? new Float32Array(reuse) : new Uint8Array(reuse);
+          item.dest = { data, offset: 0 };
+        }
         return await decodeClipItem(this.#pool, this.#export, item, signal, 0, slots, this.#profile);
       }
       ownAudio(item);

@@ -10,6 +10,7 @@
 
 import { fmtSec, InvalidArgumentError } from "../errors.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
+import type { BufferPool } from "../memory/buffer_pool.ts";
 import type { ClipFailure } from "./clip_failure.ts";
 import type { ClipDtype, ClipOutcome } from "./clip_spec.ts";
 import type { PhaseTimes } from "../media/spans.ts";
@@ -138,12 +139,17 @@ export type CollateInto = {
   toHost: () => Uint8Array;
 };
 
-/** Collates clips of `numFrames` frames each into a batch (a new buffer, or `into`); see the module docs. */
+/**
+ * Collates clips of `numFrames` frames each into a batch (a new buffer, or `into`); see the module docs. With
+ * `recycle` and no `into`, the new buffer comes from that pool when it holds one of the batch's size, and goes
+ * back to it when the batch is disposed (moved, so the batch's views read as empty as without it).
+ */
 export function collate(
   clips: readonly FilledClip[],
   numFrames: number,
   layout: BatchLayout,
   into?: CollateInto,
+  recycle?: BufferPool,
 ): Batch {
   if (clips.length === 0) throw new InvalidArgumentError("collate: no clips");
   const { width: W, height: H } = clips[0];
@@ -151,13 +157,12 @@ export function collate(
   const T = numFrames, B = clips.length, frameSize = W * H * 3, plane = W * H;
   const onDevice = into !== undefined && "device" in into ? into : null;
   const host = into !== undefined && "data" in into ? into : null;
-  const data = host?.data ??
-    (onDevice !== null
-      ? null
-      : float
-      ? new Float32Array(B * T * frameSize)
-      : new Uint8Array(B * T * frameSize));
   const bytes = B * T * frameSize * (float ? 4 : 1);
+  const buffer = into !== undefined
+    ? null
+    : (recycle?.bytes === bytes ? recycle.take() : undefined) ?? new ArrayBuffer(bytes);
+  const data = host?.data ??
+    (buffer === null ? null : float ? new Float32Array(buffer) : new Uint8Array(buffer));
   if (
     data !== null
       ? data.length !== B * T * frameSize || (data instanceof Float32Array) !== float
@@ -210,7 +215,9 @@ export function collate(
   const shape = layout === "BTHWC" ? [B, T, H, W, 3] : [B, 3, T, H, W];
   const dtype = float ? "float32" : "uint8";
   const b = { dtype, shape, layout, labels, clips: metas } as const;
-  const batch = data !== null ? hostBatch(data, b) : deviceBatch(onDevice!, b);
+  const batch = data !== null
+    ? hostBatch(data, b, into === undefined ? recycle : undefined)
+    : deviceBatch(onDevice!, b);
   if (audio !== undefined) {
     batch.audio = audio;
     const channels = clips[0].audioChannels ?? 1;
@@ -219,10 +226,14 @@ export function collate(
   return batch;
 }
 
-/** A batch in host memory: `data` and the rest of `b`; disposing it frees its pixels, labels and audio. */
+/**
+ * A batch in host memory: `data` and the rest of `b`; disposing it frees its pixels, labels and audio (its pixels'
+ * buffer moves to `recycle`, when given, for a later batch).
+ */
 export function hostBatch(
   data: Uint8Array | Float32Array,
   b: Pick<Batch, "dtype" | "shape" | "layout" | "labels" | "clips">,
+  recycle?: BufferPool,
 ): Batch {
   return {
     ...b,
@@ -231,6 +242,7 @@ export function hostBatch(
       return this.data;
     },
     [Symbol.dispose]() {
+      if (recycle !== undefined) recycle.give(this.data.buffer);
       releaseBuffers([this.data, this.labels, ...(this.audio ? [this.audio] : [])]);
     },
   };

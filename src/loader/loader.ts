@@ -32,11 +32,14 @@
  *   `stats().clips` counts every planned clip, per epoch and in total: delivered, failed (with the cause),
  *   replaced, dropped, padded frames (`clip_stats.ts`).
  *
- * - Memory: every clip's and packet's buffer is freed as soon as it has been copied into a batch or decoded (not
- *   at V8's next GC), and the loader pins glibc's mmap threshold for the process (`mmap_threshold.ts`) so freed
- *   big buffers go back to the system instead of fragmenting the malloc heaps. Batches are `Disposable`:
- *   `for await (using batch of loader)` frees each batch's pixels when its step ends, which keeps RSS flat at the
- *   working set; batches that are merely dropped wait for V8's next collection (a few tens of MiB at most).
+ * - Memory: every packet's buffer is freed as soon as it has been decoded (not at V8's next GC), and the loader
+ *   pins glibc's mmap threshold for the process (`mmap_threshold.ts`) so freed big buffers go back to the system
+ *   instead of fragmenting the malloc heaps. A clip's buffer, once copied into its batch, is decoded into again
+ *   (one batch's worth are kept), and a disposed batch's buffer holds a later batch (two are kept), moved so
+ *   that nothing still viewing them sees new pixels (`buffer_pool.ts`): fresh pages cost about a tenth of the
+ *   CPU. Batches are `Disposable`: `for await (using batch of loader)` gives back each batch's pixels when its
+ *   step ends, which keeps RSS flat at the working set; batches that are merely dropped wait for V8's next
+ *   collection (a few tens of MiB at most).
  *   With `slots`, batches live in that many reused buffers of one shared mapping instead, each clip decoded
  *   straight into its place (`batch_slots.ts`): no copy after decode, and batch memory fixed at `slots`.
  *   `memoryReport()` shows where the memory is (V8 heaps of the main thread and each Worker, external memory,
@@ -63,6 +66,7 @@ import type { WorkerMemory } from "./clip_worker.ts";
 import { nativeObjectCounts } from "../media/av_objects.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
 import { fixMmapThreshold } from "../memory/mmap_threshold.ts";
+import { BufferPool } from "../memory/buffer_pool.ts";
 import { clipFailureError, type FailedClip, isFailedClip } from "./clip_failure.ts";
 import type { ClipSpec } from "./clip_spec.ts";
 import { ClipAccounting, type ClipStats, type PlacedClip } from "./clip_stats.ts";
@@ -111,6 +115,8 @@ export interface LoaderMemory {
   main: WorkerMemory;
   /** One entry per decode Worker running now. */
   workers: WorkerMemory[];
+  /** Without slots: clip and batch buffers handed out again so far instead of new ones (`buffer_pool.ts`). */
+  reused: { clips: number; batches: number };
 }
 
 /** A running loader; see the module docs. */
@@ -141,6 +147,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   readonly #decodeStep: ClipDecodeStep;
   readonly #accounting: ClipAccounting;
   readonly #slots: BatchSlots | null;
+  readonly #buffers: ReusedBuffers | null;
   readonly #profile: ClipProfile | null;
   readonly #args: FrontArgs;
   readonly #states: LoaderStates;
@@ -161,6 +168,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
       decodeStep: ClipDecodeStep;
       accounting: ClipAccounting;
       slots: BatchSlots | null;
+      buffers: ReusedBuffers | null;
       profile: ClipProfile | null;
       states: LoaderStates;
     },
@@ -182,6 +190,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     this.#decodeStep = init.decodeStep;
     this.#accounting = init.accounting;
     this.#slots = init.slots;
+    this.#buffers = init.buffers;
     this.#profile = init.profile;
     this.#args = init.plan.front;
     this.#states = init.states;
@@ -326,7 +335,8 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     const workers = await this.#decodePool.callEach<WorkerMemory>("memoryReport", [gc]);
     if (gc) (globalThis as { gc?: () => void }).gc?.();
     const { rss, heapTotal, heapUsed, external } = Deno.memoryUsage();
-    return { rss, main: { heapTotal, heapUsed, external, native: nativeObjectCounts() }, workers };
+    const reused = { clips: this.#buffers?.clips.reused ?? 0, batches: this.#buffers?.batches.reused ?? 0 };
+    return { rss, main: { heapTotal, heapUsed, external, native: nativeObjectCounts() }, workers, reused };
   }
 
   /** Stops the pipeline, its Workers and the backend child. Idempotent. */
@@ -335,6 +345,8 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     await this.#decodePool.close();
     await this.#backend?.close();
     this.#slots?.[Symbol.dispose](); // after the Workers: none writes into the mapping any more
+    this.#buffers?.clips.clear();
+    this.#buffers?.batches.clear();
   }
 
   /** Same as {@link close}. */
@@ -375,12 +387,14 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     ? null
     : new BatchSlots(opts.slots, spec, batchSize, layout, plan.sampler, decoder === "nvdec" ? device : null);
   const profile = o.profile ? new ClipProfile() : null;
+  const buffers = slots === null && decoder === "cpu" ? reusedBuffers(spec, batchSize) : null;
   const decodeStep = new ClipDecodeStep(decodePool, decodeExport, {
     skipUnshown: dl.skip,
     threads: budget,
     perEpoch: plan.sampler.length,
     slots,
     profile,
+    buffers: buffers?.clips,
     reload: (meta, signal) => replacer.load(meta, signal),
   });
   const accounting = new ClipAccounting(plan.sampler.length, o.maxFailures, log);
@@ -428,7 +442,9 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     try {
       accounting.collated(epoch, placed, drop);
       if (slots !== null) batch = slots.collate(placed, clips, drop);
-      else if (!drop && clips.length > 0) batch = collate(clips, spec.numFrames, layout);
+      else if (!drop && clips.length > 0) {
+        batch = collate(clips, spec.numFrames, layout, undefined, buffers?.batches);
+      }
     } catch (e) {
       if (slots !== null && batch === undefined) {
         try {
@@ -437,7 +453,9 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
       }
       throw clipError(e);
     } finally {
-      releaseBuffers(clips.map((c) => c.data)); // in the batch now: free them now, not at the next GC
+      // in the batch now: decode the next clips into them, or free them now (not at the next GC)
+      if (buffers !== null) { for (const c of clips) buffers.clips.give(c.data.buffer); }
+      else releaseBuffers(clips.map((c) => c.data));
     }
     return batch;
   };
@@ -480,9 +498,25 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     decodeStep,
     accounting,
     slots,
+    buffers,
     profile,
     states,
   });
+}
+
+/**
+ * Without batch slots: the clip buffers (one batch's worth) and batch buffers (two) the loader reuses rather than
+ * map fresh pages for every clip and batch (`buffer_pool.ts`).
+ */
+function reusedBuffers(spec: ClipSpec, batchSize: number): ReusedBuffers {
+  const clipBytes = spec.numFrames * 3 * spec.width * spec.height * (spec.dtype === "float32" ? 4 : 1);
+  return { clips: new BufferPool(clipBytes, batchSize), batches: new BufferPool(batchSize * clipBytes, 2) };
+}
+
+/** See {@link reusedBuffers}. */
+interface ReusedBuffers {
+  clips: BufferPool;
+  batches: BufferPool;
 }
 
 function clipError(e: unknown): unknown {

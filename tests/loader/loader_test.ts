@@ -254,6 +254,40 @@ Deno.test("disposing each batch in the loop changes no batch; memoryReport count
   assert.ok(mem.rss > mem.main.heapTotal);
 });
 
+Deno.test("reused clip and batch buffers change no pixel: 3 epochs equal the slots' batches; a disposed batch's view reads empty", async () => {
+  const ds = await dataset();
+  const opts: LoaderOptions = {
+    dataset: ds,
+    batchSize: 4,
+    sampler: { seed: 9, clipsPerVideo: 2 },
+    clip: { numFrames: T, width: W, height: H },
+    concurrency: { decode: 2 },
+    log: () => {},
+  };
+  // Batch slots decode each clip straight into its place: no clip or batch buffer is ever reused there.
+  const want: string[] = [];
+  {
+    await using loader = await videoClassificationLoader({ ...opts, slots: 3 });
+    for (let e = 0; e < 3; e++) for await (using b of loader) want.push(...digest([b]));
+  }
+  await using loader = await videoClassificationLoader(opts);
+  const got: string[] = [];
+  const views: Uint8Array[] = [];
+  for (let e = 0; e < 3; e++) {
+    for await (using b of loader) {
+      got.push(...digest([b]));
+      views.push(b.data.subarray(0, 16) as Uint8Array);
+    }
+  }
+  assert.deepEqual(got, want);
+  assert.ok(
+    views.every((v) => v.length === 0),
+    "a view kept of a disposed batch reads as empty, never reused",
+  );
+  const { reused } = await loader.memoryReport();
+  assert.ok(reused.clips > 0 && reused.batches > 0, `buffers were reused: ${JSON.stringify(reused)}`);
+});
+
 /**
  * Bad files made from synthetic ones (so their good frames still carry the pattern): `gap.mp4`, a screen-capture
  * like VFR clip whose frames jump from 1.16 s to 2.80 s (label 1), and `trunc.mkv`, a Matroska copy cut at half
