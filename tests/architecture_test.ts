@@ -1,9 +1,11 @@
 /**
  * The floor plan, checked: `src/` is a stack of rooms, one concept each, and imports run downward only (a room
  * imports the rooms below it, never one above); no module takes part in an import cycle except through type-only
- * imports. `ffi/` sits between the root modules of `src/` (errors) and the rooms. Worker modules named with
- * `new URL("…", import.meta.url)` and dynamic `import("…")` count as imports. The rooms are declared once, in
- * `scripts/architecture_map.ts`, which also writes docs/architecture.md (checked current here).
+ * imports. `ffi/` sits between the root modules of `src/` (errors) and the rooms. Side-effect imports, re-exports,
+ * Worker modules named with `new URL("…", import.meta.url)` or `import.meta.resolve("…")` and dynamic
+ * `import("…")` count as imports; a module importing one outside `src/` and `ffi/` (`mod.ts`, `scripts/`) imports
+ * above every room. The rooms are declared once, in `scripts/architecture_map.ts`, which also writes
+ * docs/architecture.md (checked current here).
  */
 import assert from "node:assert/strict";
 import { expectedPage, ROOMS as FLOOR_PLAN } from "../scripts/architecture_map.ts";
@@ -38,11 +40,11 @@ function normalize(path: string): string {
 }
 
 const STATIC = /(?:^|\n)\s*(import|export)\s+(type\s+)?([^;]*?)\s+from\s+["'](\.{1,2}\/[^"']+)["']/g;
-const DYNAMIC = /(?:import\(|new URL\()\s*["'](\.{1,2}\/[^"']+\.ts)["']/g;
+const SIDE_EFFECT = /(?:^|\n)\s*import\s+["'](\.{1,2}\/[^"']+)["']/g;
+const DYNAMIC = /(?:import\(|new URL\(|import\.meta\.resolve\()\s*["'](\.{1,2}\/[^"']+\.ts)["']/g;
 
-/** The relative imports of `file` (a path from the repository root). */
-function importsOf(file: string): Edge[] {
-  const code = Deno.readTextFileSync(ROOT + file);
+/** The relative imports of `file` (a path from the repository root), read from `code`. */
+function importsOf(file: string, code = Deno.readTextFileSync(ROOT + file)): Edge[] {
   const dir = file.slice(0, file.lastIndexOf("/"));
   const edges: Edge[] = [];
   for (const m of code.matchAll(STATIC)) {
@@ -51,7 +53,7 @@ function importsOf(file: string): Edge[] {
       named[1].split(",").map((s) => s.trim()).filter(Boolean).every((s) => s.startsWith("type "));
     edges.push({ from: file, to: normalize(`${dir}/${m[4]}`), typeOnly: m[2] !== undefined || allTypes });
   }
-  for (const m of code.matchAll(DYNAMIC)) {
+  for (const m of [...code.matchAll(SIDE_EFFECT), ...code.matchAll(DYNAMIC)]) {
     edges.push({ from: file, to: normalize(`${dir}/${m[1]}`), typeOnly: false });
   }
   return edges;
@@ -64,7 +66,7 @@ function roomOf(file: string): string | undefined {
 }
 
 const FILES = [...walk("src"), ...walk("ffi")].sort();
-const EDGES = FILES.flatMap(importsOf).filter((e) => e.to.endsWith(".ts"));
+const EDGES = FILES.flatMap((f) => importsOf(f)).filter((e) => e.to.endsWith(".ts"));
 
 Deno.test("architecture: every module of src/ and ffi/ lies in a room of the floor plan", () => {
   assert.deepEqual(FILES.filter((f) => roomOf(f) === undefined), []);
@@ -73,6 +75,7 @@ Deno.test("architecture: every module of src/ and ffi/ lies in a room of the flo
 Deno.test("architecture: imports run downward only (a room never imports a room above it)", () => {
   const up = EDGES.flatMap((e) => {
     const a = ROOMS.indexOf(roomOf(e.from)!), b = ROOMS.indexOf(roomOf(e.to) ?? "");
+    if (b < 0) return [`${e.from} → ${e.to} (${ROOMS[a]} imports a module above every room)`];
     return b > a ? [`${e.from} → ${e.to} (${ROOMS[a]} imports ${ROOMS[b]}, a room above it)`] : [];
   });
   assert.deepEqual(up, []);
@@ -116,6 +119,29 @@ Deno.test("architecture: the checks see real edges (a room above importing one b
   assert.ok(EDGES.some((e) => e.from === "src/loader/loader.ts" && e.to === "src/dataset/dataset.ts"));
   assert.ok(EDGES.some((e) => e.typeOnly));
   assert.ok(EDGES.filter((e) => !e.typeOnly).length > 300);
+});
+
+Deno.test("architecture: every way a module names another is an edge", () => {
+  const code = [
+    `import "./a.ts";`,
+    `export * from "./b.ts";`,
+    `export { c } from "./c.ts";`,
+    `export type { D } from "./d.ts";`,
+    `const e = await import("../e.ts");`,
+    `const f = new URL("./f.ts", import.meta.url);`,
+    `const g = import.meta.resolve("./g.ts");`,
+    `import { type H, h } from "./h.ts";`,
+  ].join("\n");
+  assert.deepEqual(importsOf("src/x/y.ts", code).map((e) => `${e.to}${e.typeOnly ? " (type)" : ""}`).sort(), [
+    "src/e.ts",
+    "src/x/a.ts",
+    "src/x/b.ts",
+    "src/x/c.ts",
+    "src/x/d.ts (type)",
+    "src/x/f.ts",
+    "src/x/g.ts",
+    "src/x/h.ts",
+  ]);
 });
 
 Deno.test("architecture: docs/architecture.md is the map the modules' own docs make (deno task architecture)", async () => {

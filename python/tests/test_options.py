@@ -1,9 +1,13 @@
 """Options checked once, in the user's words: the server checks ``sluice.Loader``'s keywords against the
 loader's table before it starts; a misspelled keyword at any depth raises ``sluice.errors.InvalidArgumentError``
 from ``sluice.Loader(...)`` naming it and the closest valid one; every option of the table is taken from Python
-with no list kept in the client; python/README.md's keyword tables are the table's and the signature's."""
+with no list kept in the client; python/README.md's keyword tables are the table's and the signature's, and the
+Python snippets of the READMEs and docs/ parse and name only what sluice has."""
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
 import inspect
 import json
 import re
@@ -14,7 +18,7 @@ import pytest
 
 import sluice
 import sluice._loader
-from conftest import DENO, ROOT, deno
+from conftest import DENO, PY, ROOT, deno
 
 SHAPE = dict(batch_size=2, num_frames=4, width=32, height=32)
 
@@ -141,6 +145,35 @@ def test_readme_tables_are_the_tables():
     params = inspect.signature(sluice.Loader.__init__).parameters
     own = {n: repr(p.default) for n, p in params.items() if n not in ("self", "options")}
     assert rows == own
+
+
+def python_snippets():
+    """The ```python blocks users copy (README.md, docs/*.md, python/README.md), each with where it starts."""
+    for md in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), PY / "README.md"]:
+        text = md.read_text()
+        for m in re.finditer(r"^```python\n(.*?)^```", text, re.S | re.M):
+            yield f"{md.relative_to(ROOT)}:{text[:m.start()].count(chr(10)) + 1}", m[1]
+
+
+def test_every_python_snippet_parses_and_names_only_what_sluice_has():
+    keywords = {r["keyword"] for r in option_rows()}
+    keywords |= {k.split("[")[0] for k in keywords}  # groups: clip={...}
+    keywords |= set(inspect.signature(sluice.Loader.__init__).parameters) - {"self", "options"}
+    snippets = list(python_snippets())
+    assert len(snippets) >= 7, snippets
+    for where, code in snippets:
+        for node in ast.walk(ast.parse(code, where)):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "sluice":
+                module = importlib.import_module(node.module)
+                assert all(hasattr(module, a.name) for a in node.names), f"{where}: from {node.module} import …"
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "sluice":
+                assert hasattr(sluice, node.attr) or importlib.util.find_spec(f"sluice.{node.attr}"), \
+                    f"{where}: sluice.{node.attr}"
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "Loader":
+                for k in node.keywords:
+                    given = [k.arg] if not isinstance(k.value, ast.Dict) else [
+                        f'{k.arg}["{key.value}"]' for key in k.value.keys if isinstance(key, ast.Constant)]
+                    assert k.arg is None or set(given) <= keywords, f"{where}: sluice.Loader({', '.join(given)}=…)"
 
 
 def test_options_a_running_server_would_ignore_are_refused_with_socket(tmp_path):

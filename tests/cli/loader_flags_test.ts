@@ -8,10 +8,11 @@ import { COMMANDS } from "../../src/cli/commands/all.ts";
 import { parseCommandLine, UsageError } from "../../src/cli/args.ts";
 import { loaderOptionsOf, optionsOfFlags } from "../../src/cli/commands/loader_options.ts";
 import { checkLoaderOptions, LOADER_OPTIONS } from "../../src/loader/loader_options.ts";
-import { SERVER_OPTIONS } from "../../src/serve/options.ts";
+import { resolveServerConfig, SERVER_OPTIONS } from "../../src/serve/options.ts";
 import {
   defaultText,
   describe,
+  isPlainObject,
   optionEntries,
   type OptionSpec,
   type OptionTable,
@@ -19,12 +20,29 @@ import {
 import { InvalidArgumentError } from "../../src/errors.ts";
 
 const SHAPE = ["--batch-size", "2", "--frames", "4", "--width", "32", "--height", "32"];
-const TABLES: Record<string, OptionTable> = {
-  load: LOADER_OPTIONS,
-  preview: LOADER_OPTIONS,
-  serve: { ...SERVER_OPTIONS, ...LOADER_OPTIONS },
+/** Each command's flag tables, each walked whole (the server's `slots` is a flag, the loader's is not). */
+const TABLES: Record<string, OptionTable[]> = {
+  load: [LOADER_OPTIONS],
+  preview: [LOADER_OPTIONS],
+  serve: [SERVER_OPTIONS, LOADER_OPTIONS],
 };
 const base = (name: string) => name === "serve" ? ["d", "--socket", "/tmp/s", ...SHAPE] : ["d", ...SHAPE];
+const VALID_LOADER = { dataset: "d", batchSize: 2, clip: { numFrames: 4, width: 4, height: 4 } };
+
+/** `a` with `b` laid over it, group by group (a flag's `{clip: {numFrames}}` keeps the clip's others). */
+function over(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...a };
+  for (const [k, v] of Object.entries(b)) {
+    out[k] = isPlainObject(v) && isPlainObject(a[k]) ? over(a[k], v) : v;
+  }
+  return out;
+}
+
+/** The library's own check of `options` (of `table`) over a valid loader: the loader's, or the server's. */
+function libraryCheck(table: OptionTable, options: Record<string, unknown>): void {
+  if (table === LOADER_OPTIONS) checkLoaderOptions(over(VALID_LOADER, options) as never);
+  else resolveServerConfig({ socket: "/tmp/s", ...options, loader: VALID_LOADER });
+}
 
 /** Text of values at and one step past the bounds the table declares for `spec`. */
 function edges(spec: OptionSpec): { valid: string[]; invalid: string[] } {
@@ -54,7 +72,9 @@ function edges(spec: OptionSpec): { valid: string[]; invalid: string[] } {
 
 for (const name of ["load", "preview", "serve"]) {
   const command = COMMANDS.find((c) => c.name === name)!;
-  const flagged = optionEntries(TABLES[name]).filter(({ spec }) => spec.flag !== undefined);
+  const flagged = TABLES[name].flatMap((table) =>
+    optionEntries(table).filter(({ spec }) => spec.flag !== undefined).map((e) => ({ ...e, table }))
+  );
 
   Deno.test(`sluice ${name}: every flagged option is a flag with the table's range, default and doc`, () => {
     assert.ok(flagged.length >= 16, `${flagged.length} flags`);
@@ -91,7 +111,7 @@ for (const name of ["load", "preview", "serve"]) {
   });
 
   Deno.test(`sluice ${name}: a flag accepts what the library accepts and refuses one step past it`, () => {
-    for (const { path, spec } of flagged) {
+    for (const { path, spec, table } of flagged) {
       if (spec.required) continue; // given in every command line below
       const { valid, invalid } = edges(spec);
       // what the option needs beside it (the audio group's rate)
@@ -99,7 +119,7 @@ for (const name of ["load", "preview", "serve"]) {
       for (const text of valid) {
         const parsed = parseCommandLine(command, [...base(name), ...needs, `--${spec.flag}`, text]);
         assert.ok(typeof parsed === "object", `${path} ${text}`);
-        const options = optionsOfFlags(TABLES[name], parsed.values as Record<string, unknown>);
+        const options = optionsOfFlags(table, parsed.values as Record<string, unknown>);
         const got = path.split(".").reduce(
           (o: Record<string, unknown>, k) => o?.[k] as Record<string, unknown>,
           options,
@@ -108,6 +128,7 @@ for (const name of ["load", "preview", "serve"]) {
         if (name === "load") {
           checkLoaderOptions(loaderOptionsOf("d", parsed.values as Record<string, unknown>));
         }
+        libraryCheck(table, options);
       }
       for (const text of invalid) {
         assert.throws(
@@ -118,21 +139,13 @@ for (const name of ["load", "preview", "serve"]) {
           `--${spec.flag} ${text}`,
         );
         if (spec.kind === "integer" || spec.kind === "number") {
-          // ... and so does the library, for the same value
+          // ... and so does the library, for the same value, naming that option
           const n = Number(text);
           if (!Number.isNaN(n)) {
-            const options = optionsOfFlags(TABLES[name], { [spec.flag!]: n });
+            const options = optionsOfFlags(table, { [spec.flag!]: n });
             assert.throws(
-              () =>
-                checkLoaderOptions(
-                  {
-                    dataset: "d",
-                    batchSize: 2,
-                    clip: { numFrames: 4, width: 4, height: 4 },
-                    ...options,
-                  } as never,
-                ),
-              InvalidArgumentError,
+              () => libraryCheck(table, options),
+              (e: Error) => e instanceof InvalidArgumentError && e.message.includes(`${path} must be`),
               `the library refuses ${path} = ${text} too`,
             );
           }
