@@ -47,6 +47,8 @@ def test_values_out_of_range_and_contradictions_are_named_as_written(tmp_path):
         (dict(SHAPE, num_frames=4, clip={"num_frames": 4}),
          'num_frames and clip["num_frames"] set the same option: give one of them'),
         (dict(batch_size=2), "num_frames, width and height are required"),
+        (dict(SHAPE, audio={"sample_rate": 16000}, clip={"sampling": "uniform"}),
+         "audio needs clips of one duration: set clip_duration (uniform sampling takes whole videos)"),
     ]
     for keywords, message in cases:
         with pytest.raises(sluice.errors.InvalidArgumentError) as e:
