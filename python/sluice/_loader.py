@@ -138,7 +138,7 @@ class Loader:
             device = int(env.get("LOCAL_RANK", "0"))
         self.device = device
         if socket is None:
-            if dataset is None:
+            if dataset is None and not options:  # else the server names what is missing or misspelled (datset=)
                 raise ValueError("give a dataset (to start a server) or socket= (to connect to one)")
         elif dataset is not None:
             raise ValueError("give either a dataset (to start a server) or socket= (to connect to one), not both")

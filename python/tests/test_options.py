@@ -40,6 +40,19 @@ def test_a_misspelled_keyword_at_any_depth_raises_invalid_argument_naming_it(tmp
     assert "stderr" not in str(e.value) and not list(tmp_path.iterdir())
 
 
+def test_a_misspelled_dataset_or_socket_keyword_is_named_too(tmp_path):
+    """Without a dataset or socket= the client used to raise its own ValueError ("give a dataset…"), naming neither
+    the keyword the user misspelled nor the one meant."""
+    for typed, meant in (("datset", "dataset"), ("sockt", "socket")):
+        with pytest.raises(sluice.errors.InvalidArgumentError) as e:
+            sluice.Loader(**{typed: str(tmp_path / "x")}, **SHAPE)
+        assert e.value.message == f"sluice.Loader: unknown option {typed} (did you mean {meant}?)"
+    with pytest.raises(sluice.errors.InvalidArgumentError, match="dataset is required"):
+        sluice.Loader(**SHAPE)
+    with pytest.raises(ValueError, match="give a dataset"):
+        sluice.Loader()
+
+
 def test_values_out_of_range_and_contradictions_are_named_as_written(tmp_path):
     cases = [
         (dict(SHAPE, batch_size=0), "batch_size must be an integer from 1 to 65536, got 0"),
@@ -51,6 +64,8 @@ def test_values_out_of_range_and_contradictions_are_named_as_written(tmp_path):
         (dict(SHAPE, num_frames=4, clip={"num_frames": 4}),
          'num_frames and clip["num_frames"] set the same option: give one of them'),
         (dict(batch_size=2), "num_frames, width and height are required"),
+        (dict(SHAPE, audio={"sample_rate": 16000}, clip={"sampling": "uniform"}),
+         "audio needs clips of one duration: set clip_duration (uniform sampling takes whole videos)"),
     ]
     for keywords, message in cases:
         with pytest.raises(sluice.errors.InvalidArgumentError) as e:

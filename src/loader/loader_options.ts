@@ -371,10 +371,18 @@ export const LOADER_OPTIONS: OptionTable = LOADER_TABLE;
  */
 export function checkLoaderOptions(opts: LoaderOptions, vocabulary: Vocabulary = LOADER_VOCABULARY): void {
   checkOptions(LOADER_OPTIONS, opts, vocabulary);
-  resolveClipSpec(opts.clip, opts.layout, vocabulary);
+  const spec = resolveClipSpec(opts.clip, opts.layout, vocabulary);
   resolveSamplerOptions(opts.sampler ?? {}, vocabulary, "sampler");
   if (opts.audio !== undefined && opts.audio !== null && opts.audio.sampleRate === undefined) {
     throw new InvalidArgumentError(`${vocabulary.prefix}${vocabulary.name("audio.sampleRate")} is required`);
+  }
+  if (
+    opts.audio !== undefined && opts.audio !== null && spec.sampling.kind === "uniform" &&
+    opts.sampler?.clipDurationSec === undefined
+  ) {
+    // Known before the dataset is read (uniform clips default to whole videos): said here, in the caller's words,
+    // rather than by the loader's plan, which names the option as TypeScript does.
+    audioSpec(opts.audio, Infinity, vocabulary);
   }
   if (opts.slots !== undefined && opts.ordered === false) {
     throw new InvalidArgumentError(

@@ -91,6 +91,13 @@ function ceilTol(x: number): number {
   return Math.ceil(x - 1e-9);
 }
 
+/**
+ * A frame time within this many seconds of a window's start counts as at the start: frame times are pts × time
+ * base in floating point (918000 × 1/90000 s is 10.200000000000001), computed apart from the window's start, and
+ * a frame presented exactly at the start must not give its slot to the frame before it.
+ */
+const AT_START_SEC = 1e-9;
+
 /** Number of slots `origin + k/rate` strictly before `limit`. */
 function slotsBefore(limit: number, origin: number, rate: number): number {
   return Math.max(0, ceilTol((limit - origin) * rate));
@@ -210,11 +217,12 @@ export class FrameSelector {
     const w = this.#plan.window;
     if (w === null) return { held: 0, current: this.#take(t), hold: false };
     if (Number.isNaN(t)) return SKIP;
-    if (t < w[0]) {
+    const since = t - w[0];
+    if (since < -AT_START_SEC) {
       this.#before = t;
       return { held: 0, current: 0, hold: true };
     }
-    const held = t > w[0] ? this.#takeBefore() : 0;
+    const held = since > AT_START_SEC ? this.#takeBefore() : 0;
     this.#before = NaN;
     return { held, current: t < w[1] ? this.#take(t) : 0, hold: false };
   }
@@ -371,7 +379,7 @@ export function framesInWindow(p: VideoPackets): number {
   let n = 0, before = 0;
   for (let i = 0; i < p.numPackets; i++) {
     const t = seconds(p.pts[i], p.timeBase);
-    if (p.window !== null && t <= p.window[0]) before = 1;
+    if (p.window !== null && t <= p.window[0] + AT_START_SEC) before = 1;
     else if (Number.isNaN(t) || inWindow(p.window, t)) n++;
   }
   return n + before;

@@ -71,7 +71,8 @@ export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
  * Indices of the frames on screen during `[s, e)`, from every frame's time in presentation order (ffprobe's frame
  * list): the one with the greatest time at or before `s` (none when `s` is at or after `end`, the stream's end),
  * then each presented in `(s, e)`. Frames without a time are left out. The rule of `"consecutive"` sampling,
- * written plainly.
+ * written plainly. A time within 1e-9 s of `s` is at `s`: a start written `t0 + 0.8` is 3.5999999999999996
+ * where ffprobe lists a frame at 3.6, which is on screen from the window's start.
  */
 export function framesOnScreen(
   times: readonly number[],
@@ -81,8 +82,8 @@ export function framesOnScreen(
   let before = -1;
   const out: number[] = [];
   for (const [i, t] of times.entries()) {
-    if (t <= s && (before < 0 || t >= times[before])) before = i;
-    else if (t > s && t < e) out.push(i);
+    if (t <= s + 1e-9 && (before < 0 || t >= times[before])) before = i;
+    else if (t > s + 1e-9 && t < e) out.push(i);
   }
   return before >= 0 && s < end ? [before, ...out] : out;
 }

@@ -271,3 +271,28 @@ Deno.test("loader options: audio needs its sample rate, named as the caller wrot
   rejects({ ...BASE, audio: { channels: 2 } }, "loader: audio.sampleRate is required");
   checkLoaderOptions({ ...BASE, audio: { sampleRate: 16000 } } as LoaderOptions);
 });
+
+Deno.test("loader options: audio with uniform clips of whole videos is refused by the check, in the caller's words", () => {
+  // It used to pass the check and fail in the loader's plan, after a served loader had started, naming
+  // sampler.clipDurationSec to a Python user (found trying sluice.Loader(..., audio=..., clip={"sampling": ...})).
+  const uniform = { ...BASE, clip: { ...BASE.clip, sampling: "uniform" }, audio: { sampleRate: 16000 } };
+  rejects(
+    uniform,
+    "loader: audio needs clips of one duration: set sampler.clipDurationSec (uniform sampling takes whole videos)",
+  );
+  const { options, vocabulary } = fromPython(LOADER_OPTIONS, {
+    dataset: "d",
+    batch_size: 2,
+    num_frames: 8,
+    width: 4,
+    height: 4,
+    clip: { sampling: "uniform" },
+    audio: { sample_rate: 16000 },
+  }, "sluice.Loader: ");
+  rejects(
+    options,
+    "sluice.Loader: audio needs clips of one duration: set clip_duration (uniform sampling takes whole videos)",
+    vocabulary,
+  );
+  checkLoaderOptions({ ...uniform, sampler: { clipDurationSec: 2 } } as LoaderOptions);
+});

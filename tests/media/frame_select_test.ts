@@ -6,10 +6,12 @@ import assert from "node:assert/strict";
 import {
   type FrameSampling,
   FrameSelector,
+  framesInWindow,
   framesShown,
   type SlotPlan,
 } from "../../src/media/frame_select.ts";
 import { demuxVideo } from "../../src/media/demux.ts";
+import { ptsToSeconds, type VideoPackets } from "../../src/media/packets.ts";
 import { decodeVideo } from "../../src/media/decode.ts";
 import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
 
@@ -124,6 +126,38 @@ Deno.test("frame select: a window inside a gap of a variable-frame-rate stream s
   );
 });
 
+Deno.test("frame select: a frame presented exactly at the window's start is its first, whatever the float error", () => {
+  // MPEG-TS times are pts × 1/90000 s: 918000 gives 10.200000000000001, a window starting at 10.2 (placed by the
+  // sampler) starts with that frame, not the one before it (10.1, no longer on screen at 10.2). Found on a
+  // generated VFR MPEG-TS file, against ffprobe's frame list.
+  const t = [909000, 918000, 927000, 936000].map((pts) => ptsToSeconds(pts, [1, 90000]));
+  assert.ok(t[1] > 10.2, "the float error this test is about");
+  for (const start of [10.2, t[1], 10.199999999999999]) {
+    const w: [number, number] = [start, 10.35];
+    assert.deepEqual(
+      select(plan({ kind: "consecutive" }, w, Infinity, 10.4), t).frames,
+      [1, 2],
+      `start ${start}`,
+    );
+    assert.deepEqual(
+      select(plan({ kind: "stride", stride: 2 }, w, Infinity, 10.4), t).frames,
+      [1],
+      `${start}`,
+    );
+    assert.deepEqual(shown(plan({ kind: "consecutive" }, w, 1, 10.4), t), [1], `start ${start}`);
+  }
+  const p = {
+    numPackets: 4,
+    pts: BigInt64Array.from([909000n, 918000n, 927000n, 936000n]),
+    timeBase: [1, 90000],
+  };
+  const window: [number, number] = [10.2, 10.35];
+  assert.equal(
+    framesInWindow({ ...p, window } as unknown as VideoPackets),
+    2,
+    "the window gives 10.2 and 10.3",
+  );
+});
 Deno.test("frame select: after the last frame, it stays on screen until the stream's end, then nothing does", () => {
   const t = [0, 1];
   // The stream ends at 6 (the file goes on after the last frame): a window at [3, 4) shows the last frame.
