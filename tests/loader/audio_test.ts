@@ -1,8 +1,9 @@
 /**
  * `audio` loader option (issue 25 item 3): `batch.audio` is `[B, channels, samples]` float32, each clip's row
- * equal to PyAV's decode + resample of the same window (within 1e-3 RMS), zeros and `clips[b].audio` saying why
- * for a video without audio or a track that ends early, counted in stats; in-process, through the subprocess
- * backend (audio crosses the process boundary with the packets), and in batch slots.
+ * equal to PyAV's decode + resample of the same window (within 1e-3 RMS; AAC, Opus, AC-3 and MP3 sources),
+ * zeros and `clips[b].audio` saying why for a video without audio or a track that ends early, counted in
+ * stats; in-process, through the subprocess backend (audio crosses the process boundary with the packets),
+ * and in batch slots.
  */
 import assert from "node:assert/strict";
 import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
@@ -21,6 +22,7 @@ function dataset(): Promise<{ path: string; files: string[] }> {
       await audioSource({ codec: "libopus", container: "mp4" }),
       await audioSource({}), // no audio track
       await audioSource({ codec: "ac3", container: "mp4", audioSec: 1.5 }), // ends early
+      await audioSource({ codec: "libmp3lame", container: "mp4" }),
     ];
     const dir = await Deno.makeTempDir({ prefix: "sluice-audio-" });
     globalThis.addEventListener("unload", () => Deno.removeSync(dir, { recursive: true }));
