@@ -112,6 +112,12 @@ Deno.test("public API: the README fits on a screen (at most 300 lines; the guide
   assert.ok(lines <= 300, `README.md has ${lines} lines: move detail into a docs/ guide`);
 });
 
+Deno.test("public API: the README says what happens to a pixel with NVDEC and that only the driver double ran it", () => {
+  const readme = Deno.readTextFileSync(root("README.md")).replace(/\s+/g, " ");
+  assert.match(readme, /decode="nvdec"` no pixel touches the host/);
+  assert.match(readme, /verified against an ABI-level driver double only: it has never run on a real GPU/);
+});
+
 Deno.test("public API: README snippets and examples import only public paths and need no ../shared", () => {
   const bad: string[] = [];
   for (const f of markdownFiles()) {

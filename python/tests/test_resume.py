@@ -55,7 +55,7 @@ def test_resumed_after_batch_1_the_middle_and_the_last_gives_the_uninterrupted_r
     with loader(cut_dataset, seed=seed) as l:
         n = len(l)
         assert n == 4
-        states = {1: None, n // 2: None, n: None}
+        states = {1: None, n // 2: None, n - 1: None, n: None}  # n - 1: the last batch is the one resumed
         whole = run(l, 2, states)
         stats = l.stats()
         assert stats["loader"]["clips"]["total"]["replaced"] > 0, "some clips fail and are replaced"

@@ -44,8 +44,8 @@ export interface BatchingOptions {
   sampler: Omit<ResolvedSamplerOptions, "seed" | "rank" | "worldSize" | "clipDurationSec"> & {
     clipDurationSec: number | null;
   };
-  /** What each clip becomes (frame choice, size, transforms, dtype). */
-  clip: Omit<ClipSpec, "planar">;
+  /** What each clip becomes (frame choice, size, transforms, dtype); not the device it is decoded on. */
+  clip: Omit<ClipSpec, "planar" | "device">;
 }
 
 /**
@@ -120,7 +120,8 @@ export function stateIdentity(
   batching: { batchSize: number; dropLast: boolean; layout: BatchLayout; onClipError: OnClipError },
 ): StateIdentity {
   const { seed, rank, worldSize, clipDurationSec, ...sampler } = front.sampler;
-  const { planar: _, ...clip } = front.spec;
+  // The CUDA device decodes the same batches wherever it is (LOCAL_RANK, or a CPU loader's unused default).
+  const { planar: _, device: _device, ...clip } = front.spec;
   return JSON.parse(JSON.stringify({
     seed,
     rank,
@@ -171,7 +172,8 @@ export function checkLoaderState(
         `${identity.worldSize} (each rank loads its own state)`,
     );
   }
-  const diffs = differences({ seed: s.seed, batching: s.batching }, {
+  const { device: _device, ...clip } = (s.batching?.clip ?? {}) as Partial<ClipSpec>; // a state saved with it
+  const diffs = differences({ seed: s.seed, batching: { ...s.batching, clip } }, {
     seed: identity.seed,
     batching: identity.batching,
   });

@@ -132,7 +132,7 @@ function gcd(a: number, b: number): number {
 
 /**
  * The audio of each window (null entries are skipped: null results) from `source`, whose chosen video stream is
- * `videoIndex`: one decoder for the file, a seek per window. The demuxer's discard flags are left as the video
+ * `videoIndex`: a seek and a new decoder per window. The demuxer's discard flags are left as the video
  * demux wants them (every stream but `videoIndex` discarded); the read position is not (seek before reading
  * video again).
  */
@@ -178,7 +178,11 @@ class AudioTrack implements Disposable {
   readonly #src: MediaSource;
   readonly #index: number;
   readonly #tb: Rational;
-  readonly #ctx: CodecContext;
+  readonly #codec: Ptr;
+  readonly #par: Ptr;
+  #ctx: CodecContext;
+  /** Whether `#ctx` decoded a window (the next window gets a new one). */
+  #used = false;
   readonly #pkt = new Packet();
   readonly #frame = new Frame();
   #swr: { key: string; ctx: ResampleContext } | null = null;
@@ -188,33 +192,41 @@ class AudioTrack implements Disposable {
     this.#index = index;
     const st = formatContext.stream(src.fmt, index);
     this.#tb = stream.timeBase(st);
-    const { avcodec, avutil } = ffmpeg();
-    const par = stream.codecpar(st);
-    const codec = avcodec.avcodec_find_decoder(codecpar.codecId(par));
+    this.#par = stream.codecpar(st);
+    const codec = ffmpeg().avcodec.avcodec_find_decoder(codecpar.codecId(this.#par));
     if (codec === null) {
       this.#release();
       throw new MediaError(src.label, "audio decoder", `no decoder for audio stream ${index} in this FFmpeg`);
     }
+    this.#codec = codec;
     try {
-      this.#ctx = new CodecContext(codec);
+      this.#ctx = this.#open();
     } catch (e) {
       this.#release();
       throw e;
     }
+  }
+
+  /** A decoder of the track, opened. */
+  #open(): CodecContext {
+    const { avcodec, avutil } = ffmpeg();
+    const label = this.#src.label;
+    const c = new CodecContext(this.#codec);
     try {
-      const ctx = this.#ctx.ptr;
+      const ctx = c.ptr;
       check(
-        avcodec.avcodec_parameters_to_context(ctx, par),
-        src.label,
+        avcodec.avcodec_parameters_to_context(ctx, this.#par),
+        label,
         "avcodec_parameters_to_context(audio)",
       );
       codecContext.setPktTimebase(ctx, this.#tb);
-      check(avutil.av_opt_set_int(ctx, cstr("threads"), 1n, 0), src.label, "av_opt_set_int(threads)");
-      check(avcodec.avcodec_open2(ctx, codec, null), src.label, "avcodec_open2(audio)");
+      check(avutil.av_opt_set_int(ctx, cstr("threads"), 1n, 0), label, "av_opt_set_int(threads)");
+      check(avcodec.avcodec_open2(ctx, this.#codec, null), label, "avcodec_open2(audio)");
     } catch (e) {
-      this[Symbol.dispose]();
+      c[Symbol.dispose]();
       throw e;
     }
+    return c;
   }
 
   /** The audio of `[s, e)`: see the module docs. */
@@ -239,7 +251,15 @@ class AudioTrack implements Disposable {
     if (seek(target) < 0 && seek(0n) < 0) {
       check(avformat.av_seek_frame(fmt, -1, 0n, AVSEEK_FLAG_BYTE), label, "av_seek_frame(audio)");
     }
-    avcodec.avcodec_flush_buffers(this.#ctx.ptr);
+    // A new decoder for each window, not a flushed one: AAC's noise substitution and AC-3's dither draw from a
+    // generator a flush keeps, so a window's samples would depend on the windows decoded before it in this open
+    // (and a resumed or differently grouped run would not give the same bytes).
+    if (this.#used) {
+      const fresh = this.#open();
+      this.#ctx[Symbol.dispose]();
+      this.#ctx = fresh;
+    }
+    this.#used = true;
     const pkt = this.#pkt.ptr;
     for (;;) {
       const rc = avformat.av_read_frame(fmt, pkt);

@@ -8,6 +8,7 @@ import { sluice, tinyDataset } from "./helpers.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
 import { decodePngCli } from "../helpers/decode_oracles.ts";
 import { videoClassificationLoader } from "../../src/loader/loader.ts";
+import { previewCommand } from "../../src/cli/commands/preview.ts";
 
 Deno.test({
   name:
@@ -76,4 +77,9 @@ Deno.test("sluice preview: flags out of range are usage errors naming the flag",
   const m = await sluice(["preview", "nowhere", "--frames", "3", "--width", "8", "--height", "8"]);
   assert.equal(m.code, 2);
   assert.match(m.stderr, /--batch-size/);
+});
+
+Deno.test("sluice preview --help says each frame is labelled with its index in the video, as clips carry it", () => {
+  assert.match(previewCommand.description!, /each frame's index in the video \(its time in seconds where/);
+  assert.doesNotMatch(previewCommand.description!, /until clips carry/);
 });

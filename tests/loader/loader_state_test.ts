@@ -382,6 +382,22 @@ Deno.test("a state of another dataset, rank, seed or batch-shaping option is ref
   );
 });
 
+Deno.test("the device a loader decodes on is no part of its state: a state resumes on another device (LOCAL_RANK)", async () => {
+  const opts = await options({}, { seed: 3 });
+  await using whole = await videoClassificationLoader(opts);
+  const full = await collect(whole);
+  const state = full[1].state;
+  assert.equal("device" in state.batching.clip, false);
+  const { seen, loader } = await resume({ ...opts, device: 1 }, state, "load");
+  await using _ = loader;
+  await assertSameBatches(seen, full.slice(2), "resumed with device 1");
+  // a state that names the device it was saved on resumes too
+  const named = { ...state, batching: { ...state.batching, clip: { ...state.batching.clip, device: 0 } } };
+  const again = await resume({ ...opts, device: 1 }, named, "option");
+  await using __ = again.loader;
+  await assertSameBatches(again.seen, full.slice(2), "a state naming device 0, resumed with device 1");
+});
+
 Deno.test("the dataset fingerprint: the same files indexed the same way, wherever the dataset is; not mtimes", async () => {
   const a = await Deno.makeTempDir({ prefix: "sluice-fp-a-" });
   const b = await Deno.makeTempDir({ prefix: "sluice-fp-b-" });

@@ -104,6 +104,25 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "audio: a window's samples do not depend on the windows decoded before it in the same open (AAC, AC-3)",
+  ignore: !READY,
+  fn: async () => {
+    // AAC's noise substitution and AC-3's dither draw from a generator a decoder flush keeps.
+    for (const codec of ["aac", "ac3"]) {
+      const path = await audioSource({ codec, container: "mp4" });
+      const w: TimeWindow = [1.279, 2.079];
+      const [alone] = demuxAudio(path, [w], 16000, 1);
+      for (const other of [[1.638, 2.438], [0.105, 0.905]] as TimeWindow[]) {
+        const [, after] = demuxAudio(path, [other, w], 16000, 1);
+        const i = after.samples.findIndex((x, k) => x !== alone.samples[k]);
+        assert.equal(i, -1, `${codec}: ${w} after ${other}: sample ${i} differs`);
+      }
+    }
+  },
+});
+
 Deno.test("audio: the window rule and the spec check", () => {
   assert.deepEqual(audioSampleRange(16000, 1.0, 1.5), [16000, 8000]);
   // Windows of one length hold one count of samples wherever they start.

@@ -43,7 +43,13 @@ function windowsOf(first: number, last: number, len: number): TimeWindow[] {
 }
 
 /** Decodes `p` and checks each frame's index against ffprobe's order; returns the frames checked. */
-async function check(p: VideoPackets, order: number[], what: string, frameRate?: number): Promise<number> {
+async function check(
+  p: VideoPackets,
+  order: number[],
+  what: string,
+  frameRate?: number,
+  end = Infinity,
+): Promise<number> {
   const f = await decodeVideo(p, { width: 16, height: 16, ...(frameRate ? { frameRate } : {}) });
   assert.ok(f.frameIndex !== null, `${what}: an index`);
   assert.equal(f.frameIndex.length, f.pts.length);
@@ -57,8 +63,14 @@ async function check(p: VideoPackets, order: number[], what: string, frameRate?:
         `${what} frame ${k}: index ${f.frameIndex[k]} is ${shown} s`,
       );
     } else {
-      // The latest frame at or before the slot's time, rounded to the grid (fps filter): never after the next.
+      // The latest frame at or before the slot's time, rounded to the grid (fps filter): never after the next,
+      // and the frame after it is too late (or past the window's end).
       assert.ok(shown < f.pts[k] + 0.5 / frameRate + 1e-9, `${what} slot ${k}: ${shown} s for ${f.pts[k]}`);
+      const next = order[f.frameIndex[k] + 1] * (tb[0] / tb[1]);
+      assert.ok(
+        !(next < f.pts[k] + 0.5 / frameRate - 1e-9 && next < end),
+        `${what} slot ${k}: frame ${f.frameIndex[k] + 1} (${next} s) is on screen at ${f.pts[k]}`,
+      );
     }
   }
   return f.pts.length;
@@ -138,7 +150,7 @@ for (const src of SOURCES) {
         for (const w of windows) {
           const p = await demuxVideo(path, { streamIndex: src.stream, window: w });
           frames += await check(p, order, `window ${w}`);
-          frames += await check(p, order, `window ${w} at 7 fps`, 7);
+          frames += await check(p, order, `window ${w} at 7 fps`, 7, w[1]);
         }
         assert.ok(frames > 10, `${frames} frames checked`);
       } finally {

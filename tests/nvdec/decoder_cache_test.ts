@@ -39,4 +39,8 @@ Deno.test({
   const log = dbl.log();
   assert.deepEqual(unbalanced(log), {});
   assert.ok(log.some((l) => /^sequence-callback ret=\d+ coded=320x192/.test(l)), "one coded size");
+  // from one cache: the decoder made for the first video is reconfigured for the next two, not made again
+  const calls = (re: RegExp) => log.filter((l) => re.test(l)).length;
+  assert.equal(calls(/^cuvidCreateDecoder rc=0/), 1, "one decoder made");
+  assert.equal(calls(/^cuvidReconfigureDecoder rc=0/), 2, "and reconfigured for the other two videos");
 });

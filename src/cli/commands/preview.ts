@@ -17,8 +17,9 @@ export const previewCommand = defineCommand({
   description:
     "Runs the loader built from the same flags as sluice load for a few batches and draws them: one " +
     "row per clip, its frames left to right as the batch holds them (after cropping, flipping, resizing; " +
-    "normalisation undone), labelled with the class, the file, the window and each frame's index (its time " +
-    "in seconds until clips carry frame indices); substitutes for failed clips and padded frames are marked. " +
+    "normalisation undone), labelled with the class, the file, the window and each frame's index in the " +
+    "video (its time in seconds where the timestamps cannot tell the index); substitutes for failed clips " +
+    "and held and padded frames are marked. " +
     "--html writes one self-contained page instead, each clip playable (a click pauses).",
   positionals: [{
     name: "DATASET",
