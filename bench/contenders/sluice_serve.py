@@ -4,7 +4,7 @@ process of this checkout) that runs the loader, and reads its batches zero-copy 
 
 The loader is configured as the sluice contender's (bench/contenders/sluice.ts): the clip list's `sluice` options,
 with `--config JSON` merged over them; epoch `p` of the server's loader is pass `p` of the list, and every pass must
-deliver exactly the listed clips; frames decoded come from each clip's `decodedFrames`. A time run ends with the
+deliver exactly the listed clips; frames decoded come from each clip's `decoded_frames`. A time run ends with the
 loader's bottleneck verdict. Contract and measurement: bench/contenders/harness.ts.
 
 Run: /usr/bin/python3 bench/contenders/sluice_serve.py --clips FILE --mode time|verify [--out DIR] [--config JSON]
@@ -92,7 +92,7 @@ def main():
                                          f"{m['path']} @ {m['start']}")
                     seen[q].add(i)
                     emitted[q] += n
-                    d = m.get("decodedFrames")
+                    d = m.get("decoded_frames")
                     decoded[q] = decoded[q] + d if isinstance(d, int) and decoded[q] is not None else None
                     if frames is not None and q == 0:
                         frames[i * clip_bytes:(i + 1) * clip_bytes] = np.ascontiguousarray(np.asarray(video[j])).tobytes()

@@ -23,14 +23,25 @@ __all__ = ["Loader", "Batch", "Stats"]
 #: batches, ``rank``/``world_size`` choose the shard in the hello, ``decode`` picks the CUDA device.
 _SESSION_KEYWORDS = ("batch_size", "rank", "world_size", "decode")
 
+_HUMP = re.compile(r"(?<=[a-z0-9])[A-Z]")
+
+
+def _python_clip(meta: Dict[str, Any]) -> Dict[str, Any]:
+    """A clip's metadata in Python spelling: the server's camelCase keys in snake_case (``frameIndex`` →
+    ``frame_index``), its nested objects' too (``replaces``); values as they are. ``fields`` stays as sent: its
+    keys are the manifest's column names, the user's own."""
+    return {_HUMP.sub(lambda h: "_" + h[0].lower(), k):
+            _python_clip(v) if isinstance(v, dict) and k != "fields" else v for k, v in meta.items()}
+
 
 class Batch:
     """One batch.
 
     ``video``: ``torch.Tensor`` (numpy array without torch; on the GPU a CUDA tensor, or a
     ``__cuda_array_interface__`` object when torch has no CUDA) shaped ``[B, T, H, W, 3]`` or ``[B, 3, T, H, W]``;
-    ``labels``: int64 tensor ``[B]``; ``clips``: one dict per clip (path, video, label, start, end, pts,
-    frameIndex, frameKind, held, padded: see python/README.md, "Clip metadata").
+    ``labels``: int64 tensor ``[B]``; ``clips``: one dict per clip, keys in snake_case (path, video, label, start,
+    end, pts, frame_index, frame_kind, held, padded, …; ``fields`` keeps the manifest's column names: see
+    python/README.md, "Clip metadata").
     ``audio`` (with the loader's ``audio`` option, else None): float32 tensor ``[B, channels, samples]`` viewing
     the same slot as ``video`` (it holds the slot too); ``clips[b]["audio"]`` says whether clip ``b``'s audio is
     the track's (``"ok"``) or zeros (``"missing"``, ``"short"``, ``"error"``).
@@ -336,6 +347,7 @@ class Loader:
             video = slots.copy_out(video, self.pin_memory)  # the view is gone: nothing can read the slot any more
             audio = None if audio is None else slots.copy_out(audio, self.pin_memory)
             release()
-        batch = Batch(video, labels_tensor(m["labels"]), m["clips"], m["epoch"], m["index"], m["slot"], m["seq"])
+        clips = [_python_clip(c) for c in m["clips"]]
+        batch = Batch(video, labels_tensor(m["labels"]), clips, m["epoch"], m["index"], m["slot"], m["seq"])
         batch.audio = audio
         return batch

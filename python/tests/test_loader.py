@@ -8,6 +8,7 @@ import hashlib
 import json
 import subprocess
 import time
+from pathlib import Path
 from typing import Dict, List
 
 import numpy as np
@@ -71,28 +72,64 @@ def presentation_order(path: str) -> List[float]:
     return sorted(float(f.get("pts_time", f.get("best_effort_timestamp_time"))) for f in frames)
 
 
+def camel_keys(meta, where="clip"):
+    """Every key of a clip dict, nested ones too, that is not snake_case, with where it is (``fields`` aside: its
+    keys are the manifest's)."""
+    for k, v in meta.items():
+        if k != k.lower():
+            yield f"{where}[{k!r}]"
+        if isinstance(v, dict) and k != "fields":
+            yield from camel_keys(v, f"{where}[{k!r}]")
+
+
 @pytest.mark.parametrize("backend", ["inprocess", "subprocess"])
 def test_clip_dicts_give_each_frames_presentation_index_and_kind(dataset, backend):
-    """Frame identity: each slot's ``frameIndex`` is ffprobe's presentation-order index of the frame with that pts;
-    ``frameKind`` says which slots are sampled, held or padded (as many as ``held`` and ``padded`` count). 2 s
-    videos at 25 fps: clips of 12 frames from random starts (most windows are reached by a seek: their index
-    comes from the keyframe table), and of 60 frames (longer than the video: the last frame repeated, held or padded)."""
+    """Frame identity, in Python spelling: each slot's ``frame_index`` is ffprobe's presentation-order index of the
+    frame with that pts; ``frame_kind`` says which slots are sampled, held or padded (as many as ``held`` and
+    ``padded`` count); no key is camelCase. 2 s videos at 25 fps: clips of 12 frames from random starts (most
+    windows are reached by a seek: their index comes from the keyframe table), and of 60 frames (longer than the
+    video: the last frame repeated, held or padded)."""
     orders: Dict[str, List[float]] = {}
     kinds = set()
     for num_frames in (12, 60):
         with loader(dataset, backend=backend, clips_per_video=2, num_frames=num_frames) as l:
             clips = [c for b in l for c in b.clips]
         for c in clips:
+            assert list(camel_keys(c)) == []
             order = orders.setdefault(c["path"], presentation_order(c["path"]))
             want = [min(range(len(order)), key=lambda k: abs(order[k] - t)) for t in c["pts"]]
             assert all(abs(order[k] - t) < 1e-6 for k, t in zip(want, c["pts"])), (c["path"], c["pts"])
-            assert c["frameIndex"] == want, (c["path"], c["start"])
+            assert c["frame_index"] == want, (c["path"], c["start"])
             n = len(c["pts"]) - c["held"] - c["padded"]
-            assert c["frameKind"] == ["sampled"] * n + ["held"] * c["held"] + ["padded"] * c["padded"]
-            kinds.update(c["frameKind"])
+            assert c["frame_kind"] == ["sampled"] * n + ["held"] * c["held"] + ["padded"] * c["padded"]
+            kinds.update(c["frame_kind"])
             if c["start"] > 0.5:
-                assert c["frameIndex"][0] > 10  # a window well into the stream: not counted from its packets
+                assert c["frame_index"][0] > 10  # a window well into the stream: not counted from its packets
     assert len(orders) == 12 and len(kinds) > 1 and "sampled" in kinds
+
+
+def test_clip_dicts_are_snake_case_at_every_depth_but_fields_keep_the_manifests_names(cut_dataset, tmp_path):
+    """A substitute's ``replaces`` (the failed clip's ``error_name``…) is snake_case too; ``fields`` holds the
+    manifest's columns as the manifest names them (``myColumn``, and the keys of a JSON value), through
+    ``sluice.torch.IterableDataset`` as well."""
+    videos = sorted(str(p) for p in Path(cut_dataset).rglob("*.mp4"))
+    column = {"innerKey": [1, {"deepKey": 2}]}
+    manifest = tmp_path / "clips.jsonl"
+    manifest.write_text("".join(json.dumps({"path": v, "label": i, "myColumn": column, "snake_col": i}) + "\n"
+                                for i, v in enumerate(videos)))
+    ds = sluice.torch.IterableDataset(str(manifest), batch_size=4, num_frames=CLIP["numFrames"],
+                                      width=CLIP["width"], height=CLIP["height"], clips_per_video=4, seed=0)
+    try:
+        clips = [c for item in torch.utils.data.DataLoader(ds, batch_size=None) for c in item["clips"]]
+    finally:
+        ds.close()
+    assert len(clips) == 4 * len(videos) == 16
+    for c in clips:
+        assert list(camel_keys(c)) == []
+        assert {"frame_index", "frame_kind", "decoded_frames", "skipped_frames", "pass_clips"} <= set(c)
+        assert c["fields"] == {"myColumn": column, "snake_col": c["label"]}
+    failed = [c["replaces"] for c in clips if "replaces" in c]
+    assert failed and all(f["error_name"] and f["path"].endswith("cut.mp4") for f in failed)
 
 
 def test_video_views_the_shared_memory_and_copy_does_not(dataset):

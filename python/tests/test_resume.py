@@ -78,7 +78,7 @@ def test_a_new_process_resumes_from_a_torch_save_and_decodes_nothing_before_the_
         frames = []
         for b in l:
             whole.append(sha(b.video))
-            frames.append(sum(c["decodedFrames"] for c in b.clips))
+            frames.append(sum(c["decoded_frames"] for c in b.clips))
         assert epoch_of(l.stats(), 0)["decodedFrames"] == sum(frames)
     k = 2
     with loader(dataset, **opts) as l:
