@@ -150,7 +150,7 @@ export const SAMPLER_OPTIONS = {
   shuffleBuffer: {
     kind: "integer",
     min: 0,
-    defaultText: "max(64, 8 × clips per video) with shuffle and group by video, else 0",
+    defaultText: "max(64, 8 × clips per video) with shuffle, group by video and 2+ clips per video, else 0",
     doc: "clips the loader's shuffle buffer holds to interleave videos (0: off)",
     python: "shuffle_buffer",
   },
@@ -348,7 +348,9 @@ export function resolveSamplerOptions(
     rank,
     worldSize,
     remainder: d.remainder,
-    shuffleBuffer: opts.shuffleBuffer ?? (shuffled ? Math.max(64, 8 * d.clipsPerVideo) : 0),
+    // One clip per video: the shuffled plan has nothing to interleave, and a buffer only delays each epoch's start.
+    shuffleBuffer: opts.shuffleBuffer ??
+      (shuffled && d.clipsPerVideo > 1 ? Math.max(64, 8 * d.clipsPerVideo) : 0),
   };
   // From the environment, the variable is named: the caller never wrote the option.
   const v = vocabulary;

@@ -171,8 +171,11 @@ Deno.test("each clip carries a seed of (seed, epoch, position), the same on ever
   assert.notEqual(clipSeed(9, 4, 0), clipSeed(9, 4, 0, 1), "a substitute's seed differs from the clip's");
 });
 
-Deno.test("shuffleBuffer: defaults to max(64, 8 x clipsPerVideo) when grouping shuffled videos, else 0", () => {
-  assert.equal(new ClipSampler(videos, {}).options.shuffleBuffer, 64);
+Deno.test("shuffleBuffer: defaults to max(64, 8 x clipsPerVideo) when grouping shuffled videos of 2+ clips, else 0", () => {
+  // One clip per video (a manifest row, Kinetics-style): the plan is a full shuffle already, nothing to interleave.
+  assert.equal(new ClipSampler(videos, {}).options.clipsPerVideo, 1);
+  assert.equal(new ClipSampler(videos, {}).options.shuffleBuffer, 0);
+  assert.equal(new ClipSampler(videos, { clipsPerVideo: 2 }).options.shuffleBuffer, 64);
   assert.equal(new ClipSampler(videos, { clipsPerVideo: 16 }).options.shuffleBuffer, 128);
   assert.equal(new ClipSampler(videos, { shuffle: false }).options.shuffleBuffer, 0);
   assert.equal(new ClipSampler(videos, { groupByVideo: false }).options.shuffleBuffer, 0);
