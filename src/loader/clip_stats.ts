@@ -106,6 +106,11 @@ export interface ClipStats {
   foldedEpochs: number;
 }
 
+/** What {@link ClipAccounting.delivered} reads of a clip handed to the consumer. */
+export type DeliveredClip =
+  & Pick<ClipMeta, "epoch" | "padded" | "replaces" | "pts">
+  & Partial<Pick<ClipMeta, "held" | "decodedFrames" | "skippedFrames" | "passClips" | "audio">>;
+
 /** Epochs listed in {@link ClipStats.epochs}; older complete ones are folded into the total. */
 export const KEPT_EPOCHS = 64;
 
@@ -250,38 +255,8 @@ export class ClipAccounting {
    * decode work. With `sign` -1, takes that count back (the batch never reached the training code, e.g. a
    * relay's client discarded it): its positions are pending again, and its epoch not complete.
    */
-  delivered(
-    clips: readonly (
-      & Pick<ClipMeta, "epoch" | "padded" | "replaces" | "pts">
-      & Partial<Pick<ClipMeta, "held" | "decodedFrames" | "skippedFrames" | "passClips" | "audio">>
-    )[],
-    sign: 1 | -1 = 1,
-  ): void {
-    for (const c of clips) {
-      const e = this.#epoch(c.epoch);
-      if (c.replaces === undefined) {
-        e.delivered += sign;
-        e.pending -= sign;
-      } else e.replaced += sign;
-      if (c.padded > 0) {
-        e.paddedFrames += sign * c.padded;
-        e.paddedClips += sign;
-      }
-      const held = c.held ?? 0;
-      if (held > 0) {
-        e.heldFrames += sign * held;
-        e.heldClips += sign;
-      }
-      e.decodedFrames += sign * (c.decodedFrames ?? 0);
-      e.skippedFrames += sign * (c.skippedFrames ?? 0);
-      e.emittedFrames += sign * (c.pts.length - c.padded - held);
-      if ((c.passClips ?? 1) > 1) e.sharedClips += sign;
-      if (c.audio === "missing") e.audioMissing += sign;
-      else if (c.audio === "short") e.audioShort += sign;
-      else if (c.audio === "error") e.audioError += sign;
-      e.decodeAmplification = amplification(e);
-      if (e.pending > 0) e.complete = false;
-    }
+  delivered(clips: readonly DeliveredClip[], sign: 1 | -1 = 1): void {
+    for (const c of clips) countDelivered(this.#epoch(c.epoch), c, sign);
   }
 
   #failure(e: ClipEpochStats, f: ClipFailure): void {
@@ -316,19 +291,54 @@ export class ClipAccounting {
     );
   }
 
-  /** The counts so far: a copy, per epoch and in total. */
-  stats(): ClipStats {
-    const epochs = [...this.#epochs.values()].map((e) => ({
+  /**
+   * The counts so far: a copy, per epoch and in total. `unconsumed`: clips handed out that have not reached the
+   * training code yet (a relay's batches on their way to its client), counted in the copy as pending, as if
+   * their delivery were taken back (see {@link delivered}); the accounting itself is left as it is.
+   */
+  stats(unconsumed: readonly DeliveredClip[] = []): ClipStats {
+    const copies = new Map([...this.#epochs].map(([n, e]) => [n, {
       ...e,
       failedByStage: { ...e.failedByStage },
       failures: [...e.failures],
-    }));
+    }]));
+    for (const c of unconsumed) {
+      const e = copies.get(c.epoch);
+      if (e !== undefined) countDelivered(e, c, -1);
+    }
+    const epochs = [...copies.values()];
     const total = zero(0);
     addCounts(total, this.#folded);
     for (const e of epochs) addCounts(total, e);
     total.decodeAmplification = amplification(total);
     return { total, epochs, foldedEpochs: this.#foldedEpochs };
   }
+}
+
+/** Counts (`sign` 1) or takes back (-1) the delivery of clip `c` in its epoch's entry `e`. */
+function countDelivered(e: ClipEpochStats, c: DeliveredClip, sign: 1 | -1): void {
+  if (c.replaces === undefined) {
+    e.delivered += sign;
+    e.pending -= sign;
+  } else e.replaced += sign;
+  if (c.padded > 0) {
+    e.paddedFrames += sign * c.padded;
+    e.paddedClips += sign;
+  }
+  const held = c.held ?? 0;
+  if (held > 0) {
+    e.heldFrames += sign * held;
+    e.heldClips += sign;
+  }
+  e.decodedFrames += sign * (c.decodedFrames ?? 0);
+  e.skippedFrames += sign * (c.skippedFrames ?? 0);
+  e.emittedFrames += sign * (c.pts.length - c.padded - held);
+  if ((c.passClips ?? 1) > 1) e.sharedClips += sign;
+  if (c.audio === "missing") e.audioMissing += sign;
+  else if (c.audio === "short") e.audioShort += sign;
+  else if (c.audio === "error") e.audioError += sign;
+  e.decodeAmplification = amplification(e);
+  if (e.pending > 0) e.complete = false;
 }
 
 /** Adds the counts of `from` to `to` (the amplification is the caller's to recompute). */

@@ -319,10 +319,14 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     return previewLoader(this, opts);
   }
 
-  /** Current statistics. */
-  stats(): LoaderStats {
+  /**
+   * Current statistics. `unconsumed`: clips of batches handed out by this loader that have not reached the
+   * training code yet (a relay's, on their way to its client): `clips` counts them as pending in this snapshot,
+   * as {@link undelivered} would, without changing the loader's own accounting.
+   */
+  stats(unconsumed: Batch["clips"] = []): LoaderStats {
     return {
-      clips: this.#accounting.stats(),
+      clips: this.#accounting.stats(unconsumed),
       pipeline: this.#pipeline.stats(),
       backend: this.#backend?.stats() ?? null,
       profile: this.#profile?.stats() ?? null,
