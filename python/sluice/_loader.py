@@ -283,8 +283,11 @@ class Loader:
     def stats(self) -> Stats:
         """The server's statistics: ``session`` (clips/s, batches, slot ring) and ``loader`` (pipeline stats
         with ``bottleneck``, per-stage failures, backend child); ``print(loader.stats())`` shows them as
-        ``sluice load`` does (see :class:`Stats`)."""
-        m = self._open().request({"type": "stats"}, self.timeout)
+        ``sluice load`` does (see :class:`Stats`). Delivered counts (the session's ``batches`` and ``clips``, the
+        loader's ``clips``) are the batches this loader's iteration handed out: those the server sent ahead, not
+        taken yet, count as ``sent`` only (their clips ``pending``)."""
+        session = self._open()
+        m = session.request({"type": "stats", "taken": session.taken_seq}, self.timeout)
         return Stats(m["stats"], m.get("text"))
 
     def close(self) -> None:
@@ -321,7 +324,7 @@ class Loader:
                         session.release_unused(m["slot"], m["seq"])
                         continue
                     batch = self._batch(session, m)
-                    session.took()
+                    session.took(m["seq"])
                     self._place = ("after", epoch, batch.clips[0]["position"]) if batch.clips else self._place
                     yield batch
                     batch = None  # this frame's reference: the slot goes when the trainer's go

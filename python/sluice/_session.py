@@ -62,6 +62,8 @@ class Session:
         self._rebuilt = False  # a resume may have replaced the server's loader, and with it its ring
         self._stream_started = False
         self._taken = 0
+        #: One past the seq of the last batch handed out: batches sent from there on have not reached the trainer.
+        self.taken_seq = 0
         try:
             try:
                 s.connect(path)
@@ -112,9 +114,10 @@ class Session:
         """The next ``batch`` or ``epoch-end`` of the stream (``memory`` is mapped on the way)."""
         return self._recv(timeout, stream=True)
 
-    def took(self) -> None:
-        """Counts a batch of the open epoch handed out."""
+    def took(self, seq: int) -> None:
+        """Counts a batch of the open epoch handed out (``seq``: its sequence number)."""
         self._taken += 1
+        self.taken_seq = seq + 1
 
     def ended(self) -> None:
         """The open epoch's end arrived."""

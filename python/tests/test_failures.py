@@ -231,6 +231,16 @@ def test_close_after_a_loader_error_returns_within_1_s(cut_dataset):
     assert not os.path.exists(sock_dir)
 
 
+def test_an_exceeded_failure_budget_names_max_failures_as_python_writes_it(cut_dataset):
+    """The loader's failure budget error used to name the option as TypeScript does (`maxFailures`)."""
+    with sluice.Loader(cut_dataset, batch_size=1, num_frames=8, width=64, height=48, seed=7, clips_per_video=4,
+                       shuffle=False, max_failures=0) as l:
+        with pytest.raises(sluice.errors.PipelineFailure) as e:
+            drain(l)
+    assert "clips failed in epoch 0, above max_failures (0); first: " in e.value.message
+    assert "cut.mp4" in e.value.message and "maxFailures" not in e.value.message
+
+
 def test_a_client_gone_while_batches_are_sent_is_a_disconnection_not_an_error(dataset):
     """A trainer that closes or dies while the server writes to it: the session ends quietly (it used to log
     `internal: Broken pipe (os error 32)` and then hang in its own close, so the server outlived the trainer)."""

@@ -300,6 +300,30 @@ def test_batches_of_an_abandoned_epoch_are_not_counted_delivered(dataset):
     assert (s["session"]["sent"], s["session"]["batches"], s["session"]["clips"]) == (10, 7, 28)
 
 
+def test_stats_mid_epoch_count_the_batches_the_loop_took_not_those_sent_ahead(dataset):
+    """`delivered` used to count every batch the server had sent, though the loop had taken one."""
+    with loader(dataset, clips_per_video=2) as l:  # 6 batches of 4 an epoch, 4 slots
+        it = iter(l)
+        first = next(it)
+        while l.stats()["session"]["sent"] < 4:  # the server sends ahead until the client holds every slot
+            time.sleep(0.05)
+        s = l.stats()
+        e0 = s["loader"]["clips"]["epochs"][0]
+        assert (e0["planned"], e0["delivered"], e0["pending"], e0["complete"]) == (24, 4, 20, False)
+        assert (s["session"]["sent"], s["session"]["batches"], s["session"]["clips"]) == (4, 1, 4)
+        assert " epoch 0: 1 batches (4 sent), 4 clips, " in str(s)
+        assert "\nclips: planned 24, delivered 4, failed 0, not reached 20; " in str(s)
+        del first
+        for b in it:
+            del b
+        s = l.stats()
+    e0 = s["loader"]["clips"]["epochs"][0]
+    assert e0["complete"] and e0["planned"] == e0["delivered"] + e0["failed"] + e0["dropped"] == 24
+    assert e0["pending"] == 0
+    assert (s["session"]["sent"], s["session"]["batches"], s["session"]["clips"]) == (6, 6, 24)
+    assert " 6 batches (6 sent), 24 clips, " in str(s)
+
+
 def test_set_epoch_jumps_like_distributed_sampler(dataset):
     want = reference(options(dataset), 3)
     with loader(dataset) as l:

@@ -35,6 +35,8 @@ import { releaseBuffers } from "../pipeline/transfer.ts";
 import type { ClipSampler } from "../dataset/sampler.ts";
 import type { AddressedDestination, ClipBase } from "./clip_worker.ts";
 import type { ClipSpec } from "./clip_spec.ts";
+import { LOADER_VOCABULARY } from "./clip_options.ts";
+import type { Vocabulary } from "../options.ts";
 import type { PlacedClip } from "./clip_stats.ts";
 import { type Batch, type BatchLayout, collate, type FilledClip, hostBatch } from "./collate.ts";
 import { epochOrder } from "../dataset/epoch_order.ts";
@@ -269,14 +271,14 @@ export class BatchSlots implements Disposable {
 
   /**
    * Checks that the consumer can get another batch: throws when it holds every slot (the next batch could never
-   * be assembled).
+   * be assembled), naming the `slots` option in `vocabulary`'s words.
    */
-  checkCredit(): void {
+  checkCredit(vocabulary: Vocabulary = LOADER_VOCABULARY): void {
     if (this.held < this.ring.slots) return;
     throw new InvalidArgumentError(
       `loader: all ${this.ring.slots} batch slots are held by batches not yet disposed, so no further batch ` +
         "can be made: dispose each batch when its step is done (`for await (using batch of loader)`), copy " +
-        "what you keep (`batch.data.slice()`), or raise the loader's `slots` option",
+        `what you keep (\`batch.data.slice()\`), or raise the loader's ${vocabulary.name("slots")} option`,
     );
   }
 

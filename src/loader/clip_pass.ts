@@ -419,7 +419,11 @@ function checkFillable(spec: ClipSpec, meta: ClipBase, p: VideoPackets, o: Resol
   return plan;
 }
 
-/** Why a clip with `frames` of its `numFrames` fails the padding bound (`most`: before decoding, an upper bound). */
+/**
+ * Why a clip with `frames` of its `numFrames` fails the padding bound (`most`: before decoding, an upper bound).
+ * The bound is named in plain words: this runs in a decode Worker, far from the caller's spelling of options
+ * (`clip.maxPadFraction`, `clip["max_pad_fraction"]`), and the text is kept in the clip's failure record.
+ */
 function paddingReason(frames: number, spec: ClipSpec, most: boolean): string {
   const n = frames === 1 ? "1 frame" : `${frames} frames`;
   return `the window ${
@@ -427,7 +431,7 @@ function paddingReason(frames: number, spec: ClipSpec, most: boolean): string {
   } of the ${spec.numFrames} asked and the ` +
     `stream ends inside it: ${
       spec.numFrames - frames
-    } frames of padding exceed maxPadFraction ${spec.maxPadFraction}`;
+    } frames of padding exceed the max pad fraction ${spec.maxPadFraction}`;
 }
 
 function newDestination(spec: ClipSpec): FrameDestination {

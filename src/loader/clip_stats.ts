@@ -21,7 +21,9 @@
  */
 
 import { InvalidArgumentError, PipelineFailure } from "../errors.ts";
+import type { Vocabulary } from "../options.ts";
 import type { MaxFailures } from "../pipeline/stage.ts";
+import { LOADER_VOCABULARY } from "./clip_options.ts";
 import { type ClipFailure, formatClipFailure } from "./clip_failure.ts";
 import type { ClipMeta, FilledClip } from "./collate.ts";
 
@@ -104,6 +106,11 @@ export interface ClipStats {
   foldedEpochs: number;
 }
 
+/** What {@link ClipAccounting.delivered} reads of a clip handed to the consumer. */
+export type DeliveredClip =
+  & Pick<ClipMeta, "epoch" | "padded" | "replaces" | "pts">
+  & Partial<Pick<ClipMeta, "held" | "decodedFrames" | "skippedFrames" | "passClips" | "audio">>;
+
 /** Epochs listed in {@link ClipStats.epochs}; older complete ones are folded into the total. */
 export const KEPT_EPOCHS = 64;
 
@@ -148,6 +155,7 @@ export class ClipAccounting {
   readonly #planned: number;
   readonly #maxFailures: MaxFailures;
   readonly #log: (line: string) => void;
+  readonly #vocabulary: Vocabulary;
   readonly #epochs = new Map<number, ClipEpochStats>();
   /** The counts of complete epochs no longer listed, and how many. */
   readonly #folded = zero(0);
@@ -160,11 +168,19 @@ export class ClipAccounting {
    * @param planned positions per epoch (the sampler's length)
    * @param maxFailures failed positions an epoch tolerates (see `LoaderOptions.maxFailures`)
    * @param log where failure lines go (the first few of the run)
+   * @param vocabulary names `maxFailures` in the budget's error as the caller wrote it (`max_failures`,
+   *   `--max-failures`)
    */
-  constructor(planned: number, maxFailures: MaxFailures, log: (line: string) => void) {
+  constructor(
+    planned: number,
+    maxFailures: MaxFailures,
+    log: (line: string) => void,
+    vocabulary: Vocabulary = LOADER_VOCABULARY,
+  ) {
     this.#planned = planned;
     this.#maxFailures = maxFailures;
     this.#log = log;
+    this.#vocabulary = vocabulary;
   }
 
   /** The entry of `epoch`, created on first use. */
@@ -239,38 +255,8 @@ export class ClipAccounting {
    * decode work. With `sign` -1, takes that count back (the batch never reached the training code, e.g. a
    * relay's client discarded it): its positions are pending again, and its epoch not complete.
    */
-  delivered(
-    clips: readonly (
-      & Pick<ClipMeta, "epoch" | "padded" | "replaces" | "pts">
-      & Partial<Pick<ClipMeta, "held" | "decodedFrames" | "skippedFrames" | "passClips" | "audio">>
-    )[],
-    sign: 1 | -1 = 1,
-  ): void {
-    for (const c of clips) {
-      const e = this.#epoch(c.epoch);
-      if (c.replaces === undefined) {
-        e.delivered += sign;
-        e.pending -= sign;
-      } else e.replaced += sign;
-      if (c.padded > 0) {
-        e.paddedFrames += sign * c.padded;
-        e.paddedClips += sign;
-      }
-      const held = c.held ?? 0;
-      if (held > 0) {
-        e.heldFrames += sign * held;
-        e.heldClips += sign;
-      }
-      e.decodedFrames += sign * (c.decodedFrames ?? 0);
-      e.skippedFrames += sign * (c.skippedFrames ?? 0);
-      e.emittedFrames += sign * (c.pts.length - c.padded - held);
-      if ((c.passClips ?? 1) > 1) e.sharedClips += sign;
-      if (c.audio === "missing") e.audioMissing += sign;
-      else if (c.audio === "short") e.audioShort += sign;
-      else if (c.audio === "error") e.audioError += sign;
-      e.decodeAmplification = amplification(e);
-      if (e.pending > 0) e.complete = false;
-    }
+  delivered(clips: readonly DeliveredClip[], sign: 1 | -1 = 1): void {
+    for (const c of clips) countDelivered(this.#epoch(c.epoch), c, sign);
   }
 
   #failure(e: ClipEpochStats, f: ClipFailure): void {
@@ -292,7 +278,9 @@ export class ClipAccounting {
     const budget = typeof max === "number" ? `${max}` : `rate ${max.rate} after ${max.after}`;
     const first = e.failures.find((f) => f.attempt === 0);
     throw new PipelineFailure(
-      `loader: ${e.failed} of ${finished} clips failed in epoch ${e.epoch}, above maxFailures (${budget})` +
+      `loader: ${e.failed} of ${finished} clips failed in epoch ${e.epoch}, above ${
+        this.#vocabulary.name("maxFailures")
+      } (${budget})` +
         (first === undefined ? "" : `; first: ${formatClipFailure(first)}`),
       Object.entries(e.failedByStage).map(([stage, failed]) => ({ stage, tasksIn: finished, failed })),
       e.failures.slice(0, 3).map((f) => ({
@@ -303,19 +291,54 @@ export class ClipAccounting {
     );
   }
 
-  /** The counts so far: a copy, per epoch and in total. */
-  stats(): ClipStats {
-    const epochs = [...this.#epochs.values()].map((e) => ({
+  /**
+   * The counts so far: a copy, per epoch and in total. `unconsumed`: clips handed out that have not reached the
+   * training code yet (a relay's batches on their way to its client), counted in the copy as pending, as if
+   * their delivery were taken back (see {@link delivered}); the accounting itself is left as it is.
+   */
+  stats(unconsumed: readonly DeliveredClip[] = []): ClipStats {
+    const copies = new Map([...this.#epochs].map(([n, e]) => [n, {
       ...e,
       failedByStage: { ...e.failedByStage },
       failures: [...e.failures],
-    }));
+    }]));
+    for (const c of unconsumed) {
+      const e = copies.get(c.epoch);
+      if (e !== undefined) countDelivered(e, c, -1);
+    }
+    const epochs = [...copies.values()];
     const total = zero(0);
     addCounts(total, this.#folded);
     for (const e of epochs) addCounts(total, e);
     total.decodeAmplification = amplification(total);
     return { total, epochs, foldedEpochs: this.#foldedEpochs };
   }
+}
+
+/** Counts (`sign` 1) or takes back (-1) the delivery of clip `c` in its epoch's entry `e`. */
+function countDelivered(e: ClipEpochStats, c: DeliveredClip, sign: 1 | -1): void {
+  if (c.replaces === undefined) {
+    e.delivered += sign;
+    e.pending -= sign;
+  } else e.replaced += sign;
+  if (c.padded > 0) {
+    e.paddedFrames += sign * c.padded;
+    e.paddedClips += sign;
+  }
+  const held = c.held ?? 0;
+  if (held > 0) {
+    e.heldFrames += sign * held;
+    e.heldClips += sign;
+  }
+  e.decodedFrames += sign * (c.decodedFrames ?? 0);
+  e.skippedFrames += sign * (c.skippedFrames ?? 0);
+  e.emittedFrames += sign * (c.pts.length - c.padded - held);
+  if ((c.passClips ?? 1) > 1) e.sharedClips += sign;
+  if (c.audio === "missing") e.audioMissing += sign;
+  else if (c.audio === "short") e.audioShort += sign;
+  else if (c.audio === "error") e.audioError += sign;
+  e.decodeAmplification = amplification(e);
+  if (e.pending > 0) e.complete = false;
 }
 
 /** Adds the counts of `from` to `to` (the amplification is the caller's to recompute). */

@@ -80,7 +80,8 @@ import type { VideoDataset } from "../dataset/dataset.ts";
 import { buildFront, CLIP_WORKER, type FrontArgs } from "./front.ts";
 import { type LoaderPlan, planLoader } from "./plan.ts";
 import { LOADER_TABLE, type LoaderOptions, type OnClipError, startSize } from "./loader_options.ts";
-import { checkOption, tsVocabulary, withDefaults } from "../options.ts";
+import { checkOption, type Vocabulary, withDefaults } from "../options.ts";
+import { LOADER_VOCABULARY } from "./clip_options.ts";
 import { type LoaderState, LoaderStates, stateIdentity } from "./loader_state.ts";
 import { type Preview, previewLoader, type PreviewOptions } from "./preview.ts";
 import { Replacer } from "./replace.ts";
@@ -151,6 +152,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   readonly #profile: ClipProfile | null;
   readonly #args: FrontArgs;
   readonly #states: LoaderStates;
+  readonly #vocabulary: Vocabulary;
   #epoch = 0;
 
   /** Use {@link videoClassificationLoader}. */
@@ -171,6 +173,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
       buffers: ReusedBuffers | null;
       profile: ClipProfile | null;
       states: LoaderStates;
+      vocabulary: Vocabulary;
     },
   ) {
     this.dataset = init.plan.dataset;
@@ -194,6 +197,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     this.#profile = init.profile;
     this.#args = init.plan.front;
     this.#states = init.states;
+    this.#vocabulary = init.vocabulary;
   }
 
   /** The next epoch to run (0 before the first). */
@@ -218,7 +222,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     return {
       next: async () => {
         // After the epoch's last batch only its end can come, which needs no slot.
-        if (yielded < this.batchesPerEpoch) slots?.checkCredit();
+        if (yielded < this.batchesPerEpoch) slots?.checkCredit(this.#vocabulary);
         try {
           const r = await it.next();
           if (r.done) {
@@ -315,10 +319,14 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     return previewLoader(this, opts);
   }
 
-  /** Current statistics. */
-  stats(): LoaderStats {
+  /**
+   * Current statistics. `unconsumed`: clips of batches handed out by this loader that have not reached the
+   * training code yet (a relay's, on their way to its client): `clips` counts them as pending in this snapshot,
+   * as {@link undelivered} would, without changing the loader's own accounting.
+   */
+  stats(unconsumed: Batch["clips"] = []): LoaderStats {
     return {
-      clips: this.#accounting.stats(),
+      clips: this.#accounting.stats(unconsumed),
       pipeline: this.#pipeline.stats(),
       backend: this.#backend?.stats() ?? null,
       profile: this.#profile?.stats() ?? null,
@@ -358,16 +366,23 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
 /** Errors the loader's own steps throw to end an epoch (rethrown as they are, not as the stage's failure). */
 const CLIP_ERRORS = new WeakSet<object>();
 
-/** Opens and indexes the dataset and builds the loader; see the module docs and {@link LoaderOptions}. */
-export async function videoClassificationLoader(opts: LoaderOptions): Promise<VideoClassificationLoader> {
+/**
+ * Opens and indexes the dataset and builds the loader; see the module docs and {@link LoaderOptions}.
+ * @param vocabulary names options in the loader's errors as the caller wrote them: TypeScript's `maxFailures`
+ *   by default, the Python client's `max_failures` (`sluice serve`), the command line's `--max-failures`
+ */
+export async function videoClassificationLoader(
+  opts: LoaderOptions,
+  vocabulary: Vocabulary = LOADER_VOCABULARY,
+): Promise<VideoClassificationLoader> {
   const log = opts.log ?? ((m: string) => console.error(m));
-  const plan = await planLoader(opts);
+  const plan = await planLoader(opts, vocabulary);
   fixMmapThreshold();
   const { front: args, spec } = plan;
   const o = withDefaults(LOADER_TABLE, opts);
   const device = opts.device ?? envInt("LOCAL_RANK", "loader") ?? 0;
-  checkOption(LOADER_TABLE.device, device, tsVocabulary("loader: "), "device");
-  const decoder = resolveDecoder(o.decode, device, log);
+  checkOption(LOADER_TABLE.device, device, vocabulary, "device");
+  const decoder = resolveDecoder(o.decode, device, log, vocabulary);
   spec.device = device; // the decode Workers' NVDEC device (set before the spec travels to the backend child)
   const decodeExport: DecodeExport = decoder === "nvdec" ? "decodeClipNvdec" : "decodeClip";
   const cores = navigator.hardwareConcurrency ?? 1;
@@ -397,7 +412,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     buffers: buffers?.clips,
     reload: (meta, signal) => replacer.load(meta, signal),
   });
-  const accounting = new ClipAccounting(plan.sampler.length, o.maxFailures, log);
+  const accounting = new ClipAccounting(plan.sampler.length, o.maxFailures, log, vocabulary);
   const identity = stateIdentity(args, plan.dataset.root, { batchSize, dropLast, layout, onClipError });
   const states = new LoaderStates(args, identity, plan.sampler);
   if (opts.resume !== undefined) states.load(opts.resume, opts.firstEpoch); // before the child gets `args`
@@ -501,6 +516,7 @@ export async function videoClassificationLoader(opts: LoaderOptions): Promise<Vi
     buffers,
     profile,
     states,
+    vocabulary,
   });
 }
 
@@ -529,12 +545,13 @@ function resolveDecoder(
   want: "cpu" | "nvdec" | "auto",
   device: number,
   log: (m: string) => void,
+  vocabulary: Vocabulary,
 ): "cpu" | "nvdec" {
   if (want === "nvdec") {
     const a = nvdecAvailable(device);
     if (!a.ok) {
       throw new InvalidArgumentError(
-        `loader: decode "nvdec" requested but NVDEC is not available: ${a.reason}`,
+        `loader: ${vocabulary.name("decode")} "nvdec" requested but NVDEC is not available: ${a.reason}`,
       );
     }
     return "nvdec";

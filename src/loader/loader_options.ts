@@ -314,6 +314,7 @@ export const LOADER_TABLE = {
     ...MAX_FAILURES_OPTION,
     doc:
       "failed clips an epoch tolerates (replaced ones count): a count, or a rate once `after` clips finished",
+    flag: "max-failures",
   },
   hooks: {
     kind: "custom",

@@ -6,14 +6,14 @@
  */
 
 import { errorText, fmtSec, InvalidArgumentError } from "../errors.ts";
-import { withDefaults } from "../options.ts";
+import { type Vocabulary, withDefaults } from "../options.ts";
 import type { ClipSpec } from "./clip_spec.ts";
 import { openDataset, type VideoDataset } from "../dataset/dataset.ts";
 import { ClipSampler, type SampledVideo } from "../dataset/sampler.ts";
 import { indexDataset, type IndexFailure } from "../dataset/video_index.ts";
 import type { FrontArgs } from "./front.ts";
 import { audioSpec, checkLoaderOptions, LOADER_TABLE, type LoaderOptions } from "./loader_options.ts";
-import { defaultClipDuration, resolveClipSpec } from "./clip_options.ts";
+import { defaultClipDuration, LOADER_VOCABULARY, resolveClipSpec } from "./clip_options.ts";
 
 /**
  * What the loader decides before it builds its pipeline: the dataset, the videos left out, the sampler, the clip
@@ -36,11 +36,15 @@ export interface LoaderPlan {
 /**
  * Checks the options, opens and indexes the dataset (logging skipped files and videos left out) and plans the
  * loader; see {@link LoaderPlan}. Throws `InvalidArgumentError` for an option out of range, `DatasetError` for a
- * dataset that cannot be read, and `InvalidArgumentError` when no video could be indexed.
+ * dataset that cannot be read, and `InvalidArgumentError` when no video could be indexed; options are named in
+ * `vocabulary`'s words (TypeScript's by default).
  */
-export async function planLoader(opts: LoaderOptions): Promise<LoaderPlan> {
+export async function planLoader(
+  opts: LoaderOptions,
+  vocabulary: Vocabulary = LOADER_VOCABULARY,
+): Promise<LoaderPlan> {
   const log = opts.log ?? ((m: string) => console.error(m));
-  checkLoaderOptions(opts);
+  checkLoaderOptions(opts, vocabulary);
   const o = withDefaults(LOADER_TABLE, opts);
   const spec = resolveClipSpec(opts.clip, o.layout);
   const dataset = typeof opts.dataset === "string" ? await openDataset(opts.dataset) : opts.dataset;
@@ -64,7 +68,7 @@ export async function planLoader(opts: LoaderOptions): Promise<LoaderPlan> {
   });
   const rates = kept.map((i) => index.videos[i]!.frameRate);
   const clipDurationSec = opts.sampler?.clipDurationSec ?? defaultClipDuration(spec, rates);
-  if (opts.audio !== undefined) spec.audio = audioSpec(opts.audio, clipDurationSec);
+  if (opts.audio !== undefined) spec.audio = audioSpec(opts.audio, clipDurationSec, vocabulary);
   const sampler = new ClipSampler(ranges, { ...opts.sampler, clipDurationSec });
   warnUncovered(spec, clipDurationSec, rates, log);
   const front: FrontArgs = {

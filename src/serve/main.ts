@@ -16,6 +16,7 @@ import { SERVE_PROTOCOL_VERSION } from "./protocol.ts";
 import { type BatchServer, serveLoader } from "./server.ts";
 import type { LoaderFactory } from "./session_host.ts";
 import { pythonOptionList, resolveServerConfig, type ServedLoaderOptions, SERVER_TABLE } from "./options.ts";
+import type { Vocabulary } from "../options.ts";
 
 /** What {@link runServer} needs; JSON-compatible. Kinds, ranges and defaults: `SERVER_OPTIONS`. */
 export interface ServerConfig {
@@ -51,12 +52,14 @@ export const CLOSE_TIMEOUT_MS = 1500;
  * (`device`: an NVDEC loader decodes there and its slots live there: one server per GPU under torchrun), and `slots`
  * batch slots (the loader's own unless `options` sets them): its decode Workers write into the memory the
  * client maps, so no pixel is copied after decode (not with `ordered: false`: places are planned, so such a
- * loader's batches are copied into the session's slots).
+ * loader's batches are copied into the session's slots). `vocabulary` names options in the loaders' errors as
+ * the config's writer spelled them (`resolveServerConfig`'s; default TypeScript's).
  */
 export function loaderFactory(
   options: ServedLoaderOptions,
   log?: (line: string) => void,
   slots: number = SERVER_TABLE.slots.default,
+  vocabulary?: Vocabulary,
 ): LoaderFactory {
   return (req) =>
     videoClassificationLoader({
@@ -69,20 +72,24 @@ export function loaderFactory(
       firstEpoch: req.firstEpoch,
       ...(req.device !== undefined ? { device: req.device } : {}),
       ...(log ? { log } : {}),
-    });
+    }, vocabulary);
 }
 
 /**
  * Serves until a signal (or stdin's end with `exitOnStdinEof`); calls `onReady` once listening. Resolves when
  * the server has closed, or when closing took longer than {@link CLOSE_TIMEOUT_MS} (the process should then exit).
  * Throws `InvalidArgumentError` before listening for a config that is not valid (`resolveServerConfig`).
+ * `vocabulary` names options in the loaders' errors (default: as the config spells them; `sluice serve`: its
+ * flags).
  */
 export async function runServer(
   given: ServerConfig,
   onReady?: (server: BatchServer) => void,
+  vocabulary?: Vocabulary,
 ): Promise<void> {
   const config = resolveServerConfig(given);
-  const server = await serveLoader(loaderFactory(config.loader, undefined, config.slots), {
+  const factory = loaderFactory(config.loader, undefined, config.slots, vocabulary ?? config.vocabulary);
+  const server = await serveLoader(factory, {
     socket: config.socket,
     slots: config.slots,
     logConnections: config.logConnections,

@@ -99,6 +99,11 @@ export interface ResolvedServerConfig {
   slots: number;
   /** The options of each session's loader. */
   loader: ServedLoaderOptions;
+  /**
+   * How the loader's errors name its options: as the config's writer spelled them (`loader.maxFailures`; a Python
+   * client's `max_failures`), at run time as when the config was checked.
+   */
+  vocabulary: Vocabulary;
   /** Exit when stdin reaches end of file. */
   exitOnStdinEof: boolean;
   /** Remove this directory on exit. */
@@ -119,6 +124,7 @@ export function resolveServerConfig(config: unknown): ResolvedServerConfig {
     throw new InvalidArgumentError(`serve: the config must be an object, got ${JSON.stringify(config)}`);
   }
   let loader: ServedLoaderOptions;
+  let vocabulary: Vocabulary;
   let slots: unknown = config.slots;
   if (config.python !== undefined) {
     checkOptions(PYTHON_CONFIG, config, tsVocabulary("serve: "));
@@ -134,13 +140,14 @@ export function resolveServerConfig(config: unknown): ResolvedServerConfig {
       slots = serverSlots;
     }
     loader = rest as unknown as ServedLoaderOptions;
-    checkLoaderOptions(loader as LoaderOptions, py.vocabulary);
+    vocabulary = py.vocabulary;
   } else {
     const ts: Vocabulary = tsVocabulary("serve: ");
     checkOptions(TS_CONFIG, config, ts);
     loader = config.loader as ServedLoaderOptions;
-    checkLoaderOptions(loader as LoaderOptions, { ...ts, name: (path) => `loader.${path}` });
+    vocabulary = { ...ts, name: (path) => `loader.${path}` };
   }
+  checkLoaderOptions(loader as LoaderOptions, vocabulary);
   const local = Number(Deno.env.get("LOCAL_WORLD_SIZE") ?? "1");
   if (loader.concurrency?.decode === undefined && Number.isSafeInteger(local) && local > 1) {
     const cores = navigator.hardwareConcurrency ?? 1;
@@ -154,6 +161,7 @@ export function resolveServerConfig(config: unknown): ResolvedServerConfig {
     socket: d.socket as string,
     slots: d.slots as number,
     loader,
+    vocabulary,
     exitOnStdinEof: d.exitOnStdinEof as boolean,
     ...(typeof d.removeDir === "string" ? { removeDir: d.removeDir } : {}),
     logConnections: d.logConnections as boolean,

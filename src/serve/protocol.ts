@@ -75,6 +75,12 @@ export interface ReleaseMessage {
 /** Asks for a `stats` reply. */
 export interface StatsRequest {
   type: "stats";
+  /**
+   * One past the `seq` of the last batch the client's code took (0 before any): the reply counts batches sent
+   * from that `seq` on as sent, not delivered (they wait in the client's queue, or are leftovers of an abandoned
+   * epoch it will release `unused`). Absent (an older client): every batch sent counts as delivered.
+   */
+  taken?: number;
 }
 
 /** Ends the session politely. */
@@ -403,8 +409,10 @@ export function parseClientMessage(value: unknown): ClientMessage {
       }
       return msg;
     }
-    case "stats":
-      return { type: "stats" };
+    case "stats": {
+      const taken = optInt(value, "taken", 0, MAX_INT);
+      return taken === undefined ? { type: "stats" } : { type: "stats", taken };
+    }
     case "state": {
       const msg: StateRequest = { type: "state" };
       if (value.after !== undefined) {

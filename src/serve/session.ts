@@ -36,6 +36,7 @@ import {
   parseClientMessage,
   SERVE_PROTOCOL_VERSION,
   type ServerMessage,
+  type StatsMessage,
 } from "./protocol.ts";
 import type { LoaderState } from "../loader/loader_state.ts";
 import { audioAt, batchMessage, bytesInSlot, copyIntoSlot, slotBytesFor } from "./batch_copy.ts";
@@ -125,19 +126,38 @@ export class Session {
 
   /** Current counters. */
   stats(): SessionStats {
+    return this.#stats([]);
+  }
+
+  /** The counters, with the batches of `unconsumed` counted as sent but not delivered. */
+  #stats(unconsumed: readonly OutBatch[]): SessionStats {
     const secs = this.#t0 === 0 ? 0 : (performance.now() - this.#t0) / 1000;
+    const clips = this.#clips - unconsumed.reduce((n, b) => n + b.clips.length, 0);
     return {
       client: this.#client,
       rank: this.#loader?.sampler.options.rank ?? 0,
       worldSize: this.#loader?.sampler.options.worldSize ?? 1,
       epoch: this.#run?.epoch ?? null,
       sent: this.#sent,
-      batches: this.#batches,
-      clips: this.#clips,
+      batches: this.#batches - unconsumed.length,
+      clips,
       copiedBytes: this.#copiedBytes + (this.#batchSlots?.copiedBytes ?? 0),
-      clipsPerSec: secs > 0 ? this.#clips / secs : 0,
+      clipsPerSec: secs > 0 ? clips / secs : 0,
       ring: this.#ring?.stats() ?? null,
     };
+  }
+
+  /**
+   * The `stats` reply. The stream runs ahead of the client's code by the batches in flight: with `taken` (one
+   * past the `seq` of the last batch that code took), the batches out from that `seq` on count as sent, not
+   * delivered, in the session's counters and the loader's clip counts alike (the loader's accounting stays as
+   * it is: they are delivered, or given back `unused`, later).
+   */
+  #statsReply(taken: number | undefined): StatsMessage {
+    const unconsumed = taken === undefined ? [] : [...this.#out.values()].filter((b) => b.seq >= taken);
+    const loader = this.#loader;
+    const clips = unconsumed.flatMap((b) => b.loader === loader ? b.clips : []);
+    return statsReply(this.#stats(unconsumed), loader?.stats(clips) ?? null);
   }
 
   /** Sends an error and closes (used before the session starts). */
@@ -233,7 +253,7 @@ export class Session {
       case "release":
         return this.#onRelease(msg.slot, msg.seq, msg.unused === true);
       case "stats":
-        return await this.#send(statsReply(this.stats(), this.#loader?.stats() ?? null));
+        return await this.#send(this.#statsReply(msg.taken));
       case "state":
         return await this.#send({ type: "state", state: stateAt(this.#loader!, msg) });
       case "resume":

@@ -23,7 +23,8 @@ export interface SessionStats {
   sent: number;
   /**
    * Batches delivered to the client's code so far: those sent, less those it released unused (in flight when
-   * it abandoned an epoch). The loader's `clips` stats count delivery the same way.
+   * it abandoned an epoch) and, in the reply to a `stats` request that says what it took (`taken`), those it
+   * has not taken yet. The loader's `clips` stats count delivery the same way.
    */
   batches: number;
   /** Clips of those batches. */

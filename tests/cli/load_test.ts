@@ -178,6 +178,22 @@ for (const backend of ["inprocess", "subprocess"]) {
   });
 }
 
+Deno.test("sluice load --max-failures: an exceeded failure budget is named by its flag, not the library's name", async () => {
+  const dir = await tinyDataset({ broken: true });
+  try {
+    // corrupt.mp4's clip fails: one failure is over a budget of none.
+    const r = await sluice(["load", dir, ...words(`--json --epochs 1 ${SMALL} --max-failures 0`)]);
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(
+      r.stderr,
+      /\nsluice load: loader: 1 of \d+ clips failed in epoch 0, above --max-failures \(0\); first: /,
+    );
+    assert.doesNotMatch(r.stderr, /maxFailures/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("sluice load --stats-jsonl (or SLUICE_STATS_JSONL) appends the loader pipeline's stats, one line per report", async () => {
   const dir = await tinyDataset();
   try {

@@ -44,6 +44,11 @@ function libraryCheck(table: OptionTable, options: Record<string, unknown>): voi
   else resolveServerConfig({ socket: "/tmp/s", ...options, loader: VALID_LOADER });
 }
 
+/** The kind a flag spells: the option's own, or an `either`'s first that is not a group (a failure budget's count). */
+function spelled(spec: OptionSpec): OptionSpec {
+  return spec.kind === "either" ? spec.of.find((s) => s.kind !== "group")! : spec;
+}
+
 /** Text of values at and one step past the bounds the table declares for `spec`. */
 function edges(spec: OptionSpec): { valid: string[]; invalid: string[] } {
   if (spec.kind === "enum") return { valid: [...spec.values], invalid: ["bogus"] };
@@ -73,12 +78,16 @@ function edges(spec: OptionSpec): { valid: string[]; invalid: string[] } {
 for (const name of ["load", "preview", "serve"]) {
   const command = COMMANDS.find((c) => c.name === name)!;
   const flagged = TABLES[name].flatMap((table) =>
-    optionEntries(table).filter(({ spec }) => spec.flag !== undefined).map((e) => ({ ...e, table }))
+    optionEntries(table).filter(({ spec }) => spec.flag !== undefined).map((e) => ({
+      ...e,
+      kind: spelled(e.spec),
+      table,
+    }))
   );
 
   Deno.test(`sluice ${name}: every flagged option is a flag with the table's range, default and doc`, () => {
     assert.ok(flagged.length >= 16, `${flagged.length} flags`);
-    for (const { path, spec } of flagged) {
+    for (const { path, spec, kind } of flagged) {
       const flag = command.options[spec.flag!];
       assert.ok(flag !== undefined, `--${spec.flag} (${path}) is missing`);
       assert.equal(flag.help, spec.doc, path);
@@ -94,11 +103,11 @@ for (const name of ["load", "preview", "serve"]) {
         `${path}: the CLI keeps no default`,
       );
       if (flag.type === "enum") {
-        assert.deepEqual(flag.values, spec.kind === "enum" ? spec.values : null, path);
+        assert.deepEqual(flag.values, kind.kind === "enum" ? kind.values : null, path);
       }
       if (flag.type === "integer" || flag.type === "number") {
-        assert.equal(flag.type, spec.kind, path);
-        const s = spec as { min?: number; max?: number; above?: number; below?: number; words?: string[] };
+        assert.equal(flag.type, kind.kind, path);
+        const s = kind as { min?: number; max?: number; above?: number; below?: number; words?: string[] };
         assert.deepEqual([flag.min, flag.max, flag.above, flag.below, flag.words], [
           s.min,
           s.max,
@@ -111,9 +120,9 @@ for (const name of ["load", "preview", "serve"]) {
   });
 
   Deno.test(`sluice ${name}: a flag accepts what the library accepts and refuses one step past it`, () => {
-    for (const { path, spec, table } of flagged) {
+    for (const { path, spec, kind, table } of flagged) {
       if (spec.required) continue; // given in every command line below
-      const { valid, invalid } = edges(spec);
+      const { valid, invalid } = edges(kind);
       // what the option needs beside it (the audio group's rate)
       const needs = path === "audio.channels" ? ["--audio-rate", "16000"] : [];
       for (const text of valid) {
@@ -135,10 +144,10 @@ for (const name of ["load", "preview", "serve"]) {
           () => parseCommandLine(command, [...base(name), `--${spec.flag}`, text]),
           (e: Error) =>
             e instanceof UsageError &&
-            e.message === `--${spec.flag} must be ${describe(spec)}, got "${text}"`,
+            e.message === `--${spec.flag} must be ${describe(kind)}, got "${text}"`,
           `--${spec.flag} ${text}`,
         );
-        if (spec.kind === "integer" || spec.kind === "number") {
+        if (kind.kind === "integer" || kind.kind === "number") {
           // ... and so does the library, for the same value, naming that option
           const n = Number(text);
           if (!Number.isNaN(n)) {

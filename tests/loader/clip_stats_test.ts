@@ -243,3 +243,24 @@ Deno.test("a delivery taken back (a relay's client discarded the batch): pending
   );
   assert.equal(e.decodeAmplification, 20 / 8);
 });
+
+Deno.test("a snapshot with clips not consumed yet (a relay's batches on their way) counts them pending, in the copy only", () => {
+  const acc = new ClipAccounting(4, 0, () => {});
+  batch(acc, 0, [ok(0), ok(1, 2)]);
+  batch(acc, 0, [ok(2), ok(3)]);
+  acc.complete(0);
+  // the relay's client took the first batch; the second waits in its queue
+  const { epochs: [e], total } = acc.stats([{ ...clip(2).outcome, epoch: 0 }, {
+    ...clip(3).outcome,
+    epoch: 0,
+  }]);
+  assert.deepEqual(
+    [e.complete, e.delivered, e.pending, e.paddedFrames, e.decodedFrames, e.emittedFrames],
+    [false, 2, 2, 2, 20, 6],
+  );
+  assert.deepEqual([total.delivered, total.pending, total.decodedFrames], [2, 2, 20]);
+  assert.equal(total.decodeAmplification, 20 / 6);
+  // the accounting itself is as it was
+  const after = acc.stats().epochs[0];
+  assert.deepEqual([after.complete, after.delivered, after.pending], [true, 4, 0]);
+});

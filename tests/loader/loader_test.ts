@@ -517,7 +517,7 @@ Deno.test("held frames and padding are counted per clip; a clip that would be mo
       (e: Error) =>
         e instanceof PipelineFailure &&
         /\d+ of \d+ clips failed in epoch 0, above maxFailures \(2\)/.test(e.message) &&
-        /exceed maxPadFraction 0\.5/.test(e.message),
+        /exceed the max pad fraction 0\.5/.test(e.message),
     );
     const allowed = await runEpochs(opts(tail, 40, { maxPadFraction: 0.75 }));
     assert.equal(allowed.clips.total.failed, 0);

@@ -28,7 +28,7 @@ function refused(config: unknown, message: string) {
 }
 
 Deno.test("server config: TypeScript's spelling, defaults from the table, errors named by their path", () => {
-  const c = resolveServerConfig({ socket: "/tmp/s", loader: LOADER });
+  const { vocabulary, ...c } = resolveServerConfig({ socket: "/tmp/s", loader: LOADER });
   assert.deepEqual(c, {
     socket: "/tmp/s",
     slots: SERVER_OPTIONS.slots.default,
@@ -36,6 +36,8 @@ Deno.test("server config: TypeScript's spelling, defaults from the table, errors
     exitOnStdinEof: false,
     logConnections: true,
   });
+  // the loaders' errors at run time name options as the config does
+  assert.equal(vocabulary.name("maxFailures"), "loader.maxFailures");
   refused(
     { socket: "/tmp/s", slost: 3, loader: LOADER },
     "serve: unknown option slost (did you mean slots?)",
@@ -61,6 +63,7 @@ Deno.test("server config: a Python client's keywords as given, named back as the
     python: { ...PY, slots: 6, clip: { dtype: "float32" }, shuffle: false },
   });
   assert.equal(c.slots, 6);
+  assert.equal(c.vocabulary.name("maxFailures"), "max_failures"); // the loaders' errors at run time too
   assert.deepEqual(c.loader, {
     dataset: "d",
     batchSize: 2,

@@ -50,6 +50,8 @@ Deno.test("client messages: every field is checked, with the field named", () =>
     epoch: 2,
     batches: 3,
   });
+  assert.deepEqual(parseClientMessage({ type: "stats", taken: 4 }), { type: "stats", taken: 4 });
+  assert.deepEqual(parseClientMessage({ type: "stats" }), { type: "stats" }); // an older client's
   assert.deepEqual(parseClientMessage({ type: "resume", state: { epoch: 1 } }), {
     type: "resume",
     state: { epoch: 1 },
@@ -71,6 +73,7 @@ Deno.test("client messages: every field is checked, with the field named", () =>
     [{ type: "state", epoch: 1 }, /"batches"/],
     [{ type: "state", after: 3 }, /"after"/],
     [{ type: "state", after: { epoch: 0 } }, /"position"/],
+    [{ type: "stats", taken: -1 }, /"taken"/],
     [{ type: "resume" }, /"state"/],
     [{ type: "resume", state: [1] }, /"state"/],
     [{ type: "preview", epoch: 0, batches: 1, path: "rel.png", html: false }, /absolute/],

@@ -14,11 +14,21 @@ import {
   optionEntries,
   type OptionSpec,
   type OptionTable,
+  type Vocabulary,
 } from "../../options.ts";
 import { checkLoaderOptions, LOADER_OPTIONS, type LoaderOptions } from "../../loader/loader_options.ts";
 
-/** The flag of an option: its kind and range, its doc as help, the library's default as text. */
+/**
+ * The flag of an option: its kind and range, its doc as help, the library's default as text. An option of
+ * several kinds (`either`) takes the first of them that a flag can spell (a failure budget: its count).
+ */
 export function flagOf(spec: OptionSpec): FlagSpec {
+  if (spec.kind === "either") {
+    const one = spec.of.find((s) => s.kind !== "group");
+    if (one === undefined) throw new Error(`no command-line flag for an option of groups only`);
+    const { doc, default: dflt, defaultText: text, required } = spec;
+    return flagOf({ ...one, doc, default: dflt, defaultText: text, required });
+  }
   const dflt = defaultText(spec);
   const base = {
     help: spec.doc,
@@ -75,6 +85,12 @@ export function optionsOfFlags(table: OptionTable, values: Record<string, unknow
 export const LOADER_FLAGS: OptionSpecs = flagsOf(LOADER_OPTIONS);
 
 /**
+ * The loader's options as the command line names them (`--max-failures`; an option without a flag by its path),
+ * in the errors of the options' check and of the loader they build.
+ */
+export const LOADER_FLAG_WORDS: Vocabulary = flagVocabulary(LOADER_OPTIONS);
+
+/**
  * The `LoaderOptions` that the loader flags given in `values` describe, for `dataset`; options that contradict
  * each other are a {@link UsageError} naming the flags.
  */
@@ -84,7 +100,7 @@ export function loaderOptionsOf(
 ): Omit<LoaderOptions, "log" | "hooks"> {
   const opts = { ...optionsOfFlags(LOADER_OPTIONS, values), dataset } as unknown as LoaderOptions;
   try {
-    checkLoaderOptions(opts, flagVocabulary(LOADER_OPTIONS));
+    checkLoaderOptions(opts, LOADER_FLAG_WORDS);
   } catch (e) {
     throw e instanceof InvalidArgumentError ? new UsageError(e.message) : e;
   }

@@ -8,7 +8,7 @@
 import { defineCommand } from "../args.ts";
 import { videoClassificationLoader } from "../../loader/loader.ts";
 import { print } from "../tty.ts";
-import { LOADER_FLAGS, loaderOptionsOf } from "./loader_options.ts";
+import { LOADER_FLAG_WORDS, LOADER_FLAGS, loaderOptionsOf } from "./loader_options.ts";
 
 /** The `preview` command. */
 export const previewCommand = defineCommand({
@@ -42,7 +42,10 @@ export const previewCommand = defineCommand({
   ],
   async run({ values, positionals }) {
     const out = values.out ?? (values.html ? "preview.html" : "preview.png");
-    await using loader = await videoClassificationLoader({ ...loaderOptionsOf(positionals[0], values) });
+    await using loader = await videoClassificationLoader(
+      loaderOptionsOf(positionals[0], values),
+      LOADER_FLAG_WORDS,
+    );
     const preview = await loader.preview({ batches: values.batches, html: values.html });
     if (values.html) await Deno.writeTextFile(out, preview.html!);
     else await Deno.writeFile(out, preview.png);

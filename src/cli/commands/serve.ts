@@ -9,7 +9,13 @@ import { defineCommand } from "../args.ts";
 import { runServer, type ServerConfig } from "../../serve/main.ts";
 import { print } from "../tty.ts";
 import { SERVER_OPTIONS } from "../../serve/options.ts";
-import { flagsOf, LOADER_FLAGS, loaderOptionsOf, optionsOfFlags } from "./loader_options.ts";
+import {
+  flagsOf,
+  LOADER_FLAG_WORDS,
+  LOADER_FLAGS,
+  loaderOptionsOf,
+  optionsOfFlags,
+} from "./loader_options.ts";
 
 /** The `serve` command. */
 export const serveCommand = defineCommand({
@@ -36,6 +42,7 @@ export const serveCommand = defineCommand({
         loader: loaderOptionsOf(positionals[0], values),
       } as ServerConfig,
       (server) => print(Deno.stderr, `sluice serve: listening on ${server.socket} (Ctrl-C stops)`),
+      LOADER_FLAG_WORDS,
     );
     return 0;
   },
