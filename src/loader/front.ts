@@ -38,6 +38,8 @@
  */
 
 import { PipelineBuilder } from "../pipeline/builder.ts";
+import { mainThread } from "../pipeline/executor.ts";
+import { WaitLedger } from "../pipeline/wait_ledger.ts";
 import { WorkerPool } from "../pipeline/worker_pool.ts";
 import { callingPool, type ClipItem, demuxVideo, fetchVideo } from "./clip_steps.ts";
 import type { ClipBase, VideoTask } from "./clip_worker.ts";
@@ -195,9 +197,11 @@ export function buildFront(
     return shuffle.push(epoch, holes.fill(epoch, clips)).filter((x) => x !== null);
   };
   const shares = horizonOf(args) > 0 ? new RowShares(horizonOf(args)) : null;
+  // A row waiting for an earlier row's pass to settle its offer is waiting, not fetching (for the verdict).
+  const waits = new WaitLedger();
   const fetch = async (task: VideoTask, signal: AbortSignal) => {
     if (shares === null) return await fetchVideo(task, args.fetch, signal);
-    const t = await shares.take(task, signal);
+    const t = await waits.during("fetch", shares.take(task, signal));
     return Array.isArray(t) ? t : shares.fetched(t, await fetchVideo(t, args.fetch, signal));
   };
   const demux = async (task: VideoTask | ClipItem[], signal: AbortSignal) => {
@@ -214,6 +218,8 @@ export function buildFront(
     .addSource(epochSource(args, shares), { name: "sample", continuous: true })
     .pipe((task: VideoTask, ctx) => fetch(task, ctx.signal), {
       name: "fetch",
+      executor: { ...mainThread, waitMs: (stage) => waits.ms(stage) },
+      bound: "io",
       concurrency: args.concurrency.fetch,
       ordered,
     })

@@ -142,7 +142,7 @@ Deno.test({
     const { out } = await grouped(t);
     for (let i = 0; i < 4; i++) {
       if (i === 2) {
-        assert.ok(out[2] instanceof Error && /maxPadFraction/.test(out[2].message), String(out[2]));
+        assert.ok(out[2] instanceof Error && /max pad fraction/.test(out[2].message), String(out[2]));
         assert.ok(own[2] instanceof Error);
         continue;
       }

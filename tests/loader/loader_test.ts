@@ -223,16 +223,20 @@ Deno.test("HTTP dataset gives the same batches as the local copy; 404 and droppe
   assert.equal(checkBatches(batches).length, 16);
 });
 
-Deno.test("disposing each batch in the loop changes no batch; memoryReport counts each Worker's FFmpeg objects", async () => {
-  const ds = await dataset();
-  const opts: LoaderOptions = {
-    dataset: ds,
+/** Batches of 4 clips (2 per video) from the test dataset, decoded by 2 Workers. */
+async function fourClipBatches(seed: number): Promise<LoaderOptions> {
+  return {
+    dataset: await dataset(),
     batchSize: 4,
-    sampler: { seed: 5, clipsPerVideo: 2 },
+    sampler: { seed, clipsPerVideo: 2 },
     clip: { numFrames: T, width: W, height: H },
     concurrency: { decode: 2 },
     log: () => {},
   };
+}
+
+Deno.test("disposing each batch in the loop changes no batch; memoryReport counts each Worker's FFmpeg objects", async () => {
+  const opts = await fourClipBatches(5);
   const kept = await runEpochs(opts, 1);
   await using loader = await videoClassificationLoader(opts);
   const seen: string[] = [];
@@ -255,15 +259,7 @@ Deno.test("disposing each batch in the loop changes no batch; memoryReport count
 });
 
 Deno.test("reused clip and batch buffers change no pixel: 3 epochs equal the slots' batches; a disposed batch's view reads empty", async () => {
-  const ds = await dataset();
-  const opts: LoaderOptions = {
-    dataset: ds,
-    batchSize: 4,
-    sampler: { seed: 9, clipsPerVideo: 2 },
-    clip: { numFrames: T, width: W, height: H },
-    concurrency: { decode: 2 },
-    log: () => {},
-  };
+  const opts = await fourClipBatches(9);
   // Batch slots decode each clip straight into its place: no clip or batch buffer is ever reused there.
   const want: string[] = [];
   {

@@ -13,6 +13,18 @@ export async function useDouble(): Promise<NvDouble> {
   return double;
 }
 
+/**
+ * Waits (up to 10 s) until no Worker of an earlier loader holds the double's primary context, then resets the
+ * double: counts read after it are this test's alone. (A Worker still releasing when its pool's close gave up
+ * waiting, as on a loaded machine, may otherwise copy or free after the reset.)
+ */
+export async function resetWhenQuiet(dbl: NvDouble): Promise<void> {
+  for (let waited = 0; dbl.primaryRetains() > 0 && waited < 10_000; waited += 20) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  dbl.configure();
+}
+
 /** PSNR in dB of two equal-length byte arrays. */
 export function psnr(a: Uint8Array, b: Uint8Array): number {
   if (a.length !== b.length) throw new Error(`length ${a.length} != ${b.length}`);
