@@ -148,3 +148,12 @@ Deno.test("architecture: docs/architecture.md is the map the modules' own docs m
   const page = Deno.readTextFileSync(ROOT + "docs/architecture.md");
   assert.ok(page === await expectedPage(), "docs/architecture.md is stale: run `deno task architecture`");
 });
+
+Deno.test("architecture: files stay small: no module of src/ over 600 lines but the symbol and layout tables", () => {
+  // Tables (a library's symbols, struct layouts) are long because the library is; behaviour is not.
+  const tables = /^ffi\/|\/(symbols|layouts)\.ts$/;
+  const long = walk("src").filter((f) => !tables.test(f))
+    .map((f) => [f, Deno.readTextFileSync(ROOT + f).split("\n").length - 1] as const)
+    .filter(([, n]) => n > 600);
+  assert.deepEqual(long, [], "split these by concept");
+});

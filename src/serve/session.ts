@@ -40,7 +40,7 @@ import {
 } from "./protocol.ts";
 import type { LoaderState } from "../loader/loader_state.ts";
 import { audioAt, batchMessage, bytesInSlot, copyIntoSlot, slotBytesFor } from "./batch_copy.ts";
-import type { LoaderRequest, SessionHost } from "./session_host.ts";
+import { isPeerGone, type LoaderRequest, type SessionHost } from "./session_host.ts";
 import { stateAt, writePreview } from "./session_replies.ts";
 import { type SessionStats, statsReply } from "./session_stats.ts";
 
@@ -593,11 +593,4 @@ interface OutBatch {
   batch: Batch | null;
   clips: Batch["clips"];
   loader: VideoClassificationLoader;
-}
-
-/** Whether `e` is a socket error saying the peer has gone (closed its end, or died). */
-function isPeerGone(e: unknown): boolean {
-  return e instanceof Deno.errors.BrokenPipe || e instanceof Deno.errors.ConnectionReset ||
-    e instanceof Deno.errors.NotConnected || e instanceof Deno.errors.BadResource ||
-    e instanceof Deno.errors.Interrupted;
 }

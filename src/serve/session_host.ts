@@ -2,7 +2,7 @@
  * What a server's sessions share: where their loader comes from and which slot ring their batches are copied
  * into. A {@link LoaderFactory} builds one loader (and one ring) per session, with the client's shard and first
  * epoch; a fixed loader serves one session at a time (another gets a `busy` error while one holds it), and its
- * sessions reuse one ring.
+ * sessions reuse one ring. And how a session tells a client that has gone from a failure ({@link isPeerGone}).
  * @module
  */
 
@@ -103,4 +103,11 @@ export class SessionHost {
     this.#sharedRing?.close();
     this.#sharedRing = null;
   }
+}
+
+/** Whether `e` is a socket error saying the peer has gone (closed its end, or died). */
+export function isPeerGone(e: unknown): boolean {
+  return e instanceof Deno.errors.BrokenPipe || e instanceof Deno.errors.ConnectionReset ||
+    e instanceof Deno.errors.NotConnected || e instanceof Deno.errors.BadResource ||
+    e instanceof Deno.errors.Interrupted;
 }

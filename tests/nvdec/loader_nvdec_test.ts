@@ -10,7 +10,7 @@ import { slotOf } from "../../src/loader/batch_slots.ts";
 import type { Batch } from "../../src/loader/collate.ts";
 import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
-import { psnr, resetWhenQuiet, useDouble } from "./nvdec_helpers.ts";
+import { psnr, useDouble } from "./nvdec_helpers.ts";
 import { unbalanced } from "./double/build.ts";
 
 /**
@@ -199,7 +199,7 @@ Deno.test({
           concurrency: { decode: 1 },
         };
         const cpu = await load({ ...base, decode: "cpu" });
-        await resetWhenQuiet(dbl);
+        dbl.configure();
         const gpu = await load({ ...base, decode: "nvdec" });
         const copied = dbl.copiedBytes();
         const bytes = (b: Batch) =>
@@ -220,7 +220,7 @@ Deno.test({
         );
         assert.equal(copied.htod, 0, "no pixel goes back to the GPU");
         // Device batch slots: batches stay on the GPU; only toHost() copies, exactly the batch's bytes.
-        await resetWhenQuiet(dbl);
+        dbl.configure();
         const onGpu = await load({ ...base, decode: "nvdec", slots: 2 });
         const after = dbl.copiedBytes();
         assert.equal(onGpu.length, cpu.length);

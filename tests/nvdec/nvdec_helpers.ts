@@ -1,6 +1,16 @@
 /** Shared set-up of the NVDEC tests: the double, loaded through SLUICE_LIBCUDA / SLUICE_LIBNVCUVID. @module */
 import { buildDouble, NvDouble } from "./double/build.ts";
 
+// The double is one library per process, and `deno test --parallel` runs test modules as threads of one process:
+// its counters, injected failures and primary context would be shared by two modules running at once (a CI run
+// counted another module's copies). So a module that uses it holds this lock from its import to its end (the
+// lock goes with the module's file handle): such modules run one at a time, the others beside them.
+const exclusive = await Deno.open(`${Deno.env.get("TMPDIR") ?? "/tmp"}/sluice-nvdouble.lock`, {
+  create: true,
+  write: true,
+});
+await exclusive.lock(true);
+
 let double: NvDouble | undefined;
 
 /** Builds (once) the double, points the bindings at it and returns its control handle. */
@@ -11,18 +21,6 @@ export async function useDouble(): Promise<NvDouble> {
   Deno.env.set("SLUICE_LIBNVCUVID", path);
   double = new NvDouble(path);
   return double;
-}
-
-/**
- * Waits (up to 10 s) until no Worker of an earlier loader holds the double's primary context, then resets the
- * double: counts read after it are this test's alone. (A Worker still releasing when its pool's close gave up
- * waiting, as on a loaded machine, may otherwise copy or free after the reset.)
- */
-export async function resetWhenQuiet(dbl: NvDouble): Promise<void> {
-  for (let waited = 0; dbl.primaryRetains() > 0 && waited < 10_000; waited += 20) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  dbl.configure();
 }
 
 /** PSNR in dB of two equal-length byte arrays. */
