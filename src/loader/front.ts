@@ -5,22 +5,23 @@
  * the same epochs from the same options.
  *
  * - sample: each iteration plans the next epoch with the {@link ClipSampler} and yields one task per run of
- *   adjacent clips of the same video (with `groupByVideo`, all of a video's clips);
+ *   adjacent clips of the same video (with `groupByVideo`, all of a video's clips), in the order their first
+ *   clips leave the shuffle buffer (so the epoch's first batch needs only its own videos demuxed);
  * - fetch (main thread, async, `concurrency.fetch` at once): URLs are fetched into memory with retries;
  *   local paths pass through (FFmpeg reads only the parts it needs);
  * - demux (`concurrency.demux` tasks at once in a `WorkerPool`; in-process the loader passes the pool its decode
  *   stage uses too, so demux and decode share one Worker per core instead of oversubscribing the CPU): one open
  *   of the file cuts every clip window;
- * - shuffle: the seeded shuffle buffer (`sampler.shuffleBuffer` clips) interleaves the clips of different
- *   videos; disaggregate: one item per clip.
+ * - shuffle: the seeded shuffle buffer's order (`sampler.shuffleBuffer` clips, {@link epochOrder}) interleaves
+ *   the clips of different videos: each clip leaves once every clip before it in the output has; disaggregate:
+ *   one item per clip.
  *
  * A fetch or demux failure does not fail the task: each of its clips goes on as a `FailedClip` (see
  * `clip_steps.ts`), so every planned clip reaches the loader, loaded or failed.
  *
  * Decode once for several clips (`shareHorizon`): where each clip of an epoch ends up is known when the epoch is
- * planned, before anything is decoded: the sampler's plan is pure, the items reach the shuffle buffer in the
- * plan's order (ordered stages, a failed clip in its place), and the buffer's draws depend only on the seed, the
- * epoch and the count, so {@link epochOrder} gives each position's index in the epoch's output (batch
+ * planned, before anything is decoded: the sampler's plan is pure and the buffer's draws depend only on the seed,
+ * the epoch and the count, so {@link epochOrder} gives each position's index in the epoch's output (batch
  * `⌊index / batchSize⌋`, slot `index mod batchSize`). Each video task carries its clips' output indices; the
  * demux Worker puts clips whose packets overlap (the same GOP, or one window's packets reaching into the next
  * one's) and whose output indices are at most `shareHorizon` apart into one group, led by the one that comes out
@@ -32,8 +33,8 @@
  *
  * Resume mid-epoch (`resume`, see `loader_state.ts`): in the resumed epoch, the sample stage leaves out the clips
  * whose output index is below the resume point, so they are never fetched, demuxed or decoded, and the shuffle
- * stage puts a hole in each one's place of the plan: the buffer draws as in the whole epoch and the holes come
- * out where those clips would have, so every other clip leaves at its own output index, as in the whole epoch.
+ * stage's output starts at the resume point: every other clip leaves at its own output index, as in the whole
+ * epoch.
  * @module
  */
 
@@ -53,7 +54,6 @@ import {
   type ResolvedSamplerOptions,
   type SampledVideo,
 } from "../dataset/sampler.ts";
-import { ShuffleBuffer } from "../dataset/shuffle_buffer.ts";
 import { epochOrder } from "../dataset/epoch_order.ts";
 import type { ThreadBudget } from "./decode_threads.ts";
 import { RowShares } from "./row_share.ts";
@@ -146,14 +146,14 @@ export function epochSource(args: FrontArgs, shares: RowShares | null = null): I
       const e = epoch ?? args.firstEpoch;
       epoch = e + 1;
       const from = resumeFrom(args, e);
-      const order = horizon > 0 || from > 0 ? epochOrder(sampler, e) : null;
+      const order = epochOrder(sampler, e);
       const tasks: VideoTask[] = [];
       let task: VideoTask | undefined, current = -1;
       for (const c of sampler.epoch(e)) {
-        if (from > 0 && order![c.position] < from) continue; // before the resume point: never loaded
+        if (order[c.position] < from) continue; // before the resume point: never loaded
         if (task !== undefined && c.video === current) {
           task.clips.push(clipBase(args, e, c));
-          task.share?.order.push(order![c.position]);
+          task.share?.order.push(order[c.position]);
           continue;
         }
         current = c.video;
@@ -165,10 +165,13 @@ export function epochSource(args: FrontArgs, shares: RowShares | null = null): I
           clips: [clipBase(args, e, c)],
           spec: args.spec,
         };
-        if (horizon > 0) task.share = { order: [order![c.position]], horizon };
+        if (horizon > 0) task.share = { order: [order[c.position]], horizon };
         if (args.profile) task.profile = true;
         tasks.push(task);
       }
+      // In the order their first clips leave the shuffle buffer: the output never waits for a task behind others.
+      const first = new Map(tasks.map((t) => [t, Math.min(...t.clips.map((c) => order[c.position]))]));
+      tasks.sort((a, b) => first.get(a)! - first.get(b)!);
       if (horizon > 0) shares?.plan(tasks);
       yield* tasks;
     },
@@ -185,17 +188,9 @@ export function buildFront(
   budget: ThreadBudget | null = null,
 ): PipelineBuilder<ClipItem> {
   const ordered = args.ordered ?? true;
-  const sampler = new ClipSampler(args.ranges, args.sampler);
-  const shuffle = new ShuffleBuffer<ClipItem | null>(
-    args.sampler.shuffleBuffer,
-    args.sampler.seed,
-    sampler.length,
-  );
-  const holes = new ResumeHoles(args, sampler);
-  const shuffled = (clips: ClipItem[]) => {
-    const epoch = placeOf(clips[0]).epoch;
-    return shuffle.push(epoch, holes.fill(epoch, clips)).filter((x) => x !== null);
-  };
+  const output = new OutputOrder(args, new ClipSampler(args.ranges, args.sampler));
+  // Unordered, clips leave as they come (the tasks still start in output order, so batches mix videos).
+  const shuffled = (clips: ClipItem[]) => ordered ? output.release(clips) : clips;
   const shares = horizonOf(args) > 0 ? new RowShares(horizonOf(args)) : null;
   // A row waiting for an earlier row's pass to settle its offer is waiting, not fetching (for the verdict).
   const waits = new WaitLedger();
@@ -239,41 +234,39 @@ function placeOf(x: ClipItem): { epoch: number; position: number } {
 }
 
 /**
- * The holes of a resumed epoch's skipped clips (see the module docs): each skipped position goes into the
- * shuffle buffer as `null` in its own place of the plan (the stages before keep the plan's order): before the
- * first clip that comes, and after each clip up to the next one loaded.
+ * The shuffle buffer's order, applied as clips come (see the module docs): each clip is held until every clip
+ * before it in the epoch's output has left (a resumed epoch's output starts at its resume point), then they leave
+ * in output order. The sample stage starts tasks in the order of their first clip's output index, so the clip the
+ * output waits for is always in a task on its way, never behind tasks whose clips all come later.
  */
-class ResumeHoles {
+class OutputOrder {
   readonly #args: FrontArgs;
   readonly #sampler: ClipSampler;
   #epoch = -1;
-  /** Per position of the resumed epoch: 1 when skipped. */
-  #skipped: Uint8Array | null = null;
-  /** The positions before it are in the buffer (as clips or holes). */
-  #cursor = 0;
+  #order: Int32Array = new Int32Array(0);
+  #next = 0;
+  /** Clips come ahead of their turn, by output index. */
+  readonly #held = new Map<number, ClipItem>();
 
   constructor(args: FrontArgs, sampler: ClipSampler) {
     this.#args = args;
     this.#sampler = sampler;
   }
 
-  /** `clips` (of `epoch`, in the plan's order) with the holes around them. */
-  fill(epoch: number, clips: ClipItem[]): (ClipItem | null)[] {
+  /** Takes `clips` (of one epoch) and returns those whose turn has come, in output order. */
+  release(clips: ClipItem[]): ClipItem[] {
+    const epoch = placeOf(clips[0]).epoch;
     if (epoch !== this.#epoch) {
       this.#epoch = epoch;
-      this.#cursor = 0;
-      const from = resumeFrom(this.#args, epoch);
-      const order = from > 0 ? epochOrder(this.#sampler, epoch) : null;
-      this.#skipped = order && Uint8Array.from(order, (j) => j < from ? 1 : 0);
+      this.#order = epochOrder(this.#sampler, epoch);
+      this.#next = resumeFrom(this.#args, epoch);
+      this.#held.clear(); // an epoch stopped early leaves clips behind: they belong to no later epoch
     }
-    const skipped = this.#skipped;
-    if (skipped === null) return clips;
-    const out: (ClipItem | null)[] = [];
-    for (const x of clips) {
-      const p = placeOf(x).position;
-      for (; this.#cursor < p; this.#cursor++) if (skipped[this.#cursor]) out.push(null);
+    for (const x of clips) this.#held.set(this.#order[placeOf(x).position], x);
+    const out: ClipItem[] = [];
+    for (let x = this.#held.get(this.#next); x !== undefined; x = this.#held.get(this.#next)) {
+      this.#held.delete(this.#next++);
       out.push(x);
-      for (this.#cursor = p + 1; skipped[this.#cursor] === 1; this.#cursor++) out.push(null);
     }
     return out;
   }

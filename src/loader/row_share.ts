@@ -3,16 +3,16 @@
  * a manifest, wherever the shuffle puts them) share a decode pass, within the horizon the clips of one video task
  * share one by (`front.ts`), so with the same memory bound.
  *
- * When an epoch is planned, {@link RowShares.plan} offers each clip to at most one earlier task (plan order) of
- * the same file whose clips all leave the shuffle buffer before it and at most the horizon before it, the one
- * with the window nearest to it: the clip becomes an extra window of that task (`VideoTask.extras`), cut only
+ * When an epoch is planned, {@link RowShares.plan} offers each clip to at most one earlier task (in the order the
+ * tasks start, `front.ts`) of the same file whose clips all leave the shuffle buffer before it and at most the
+ * horizon before it, the one with the window nearest to it: the clip becomes an extra window of that task (`VideoTask.extras`), cut only
  * into a group the task's own clips open (`demuxGroupsSync`'s `optionalFrom`). Once that task is demuxed (or has
  * failed) the offer settles: served by the pass its clip at position p leads, or not. The clip's own task waits
  * for that before it is fetched: a served clip goes on as `{ servedBy }` without its file being opened; one not
  * served is fetched and demuxed as usual. The decode stage keeps the pass's result until the clip's item comes
  * (`ClipDecodeStep`), and decodes the clip on its own when the pass failed it.
  *
- * The wait cannot deadlock: the leader is earlier in plan order, so its fetch and demux start before the waiting
+ * The wait cannot deadlock: the leader is earlier in that order, so its fetch and demux start before the waiting
  * task's, and it waits, if at all, only for tasks earlier still.
  * @module
  */
@@ -44,7 +44,7 @@ export class RowShares {
   }
 
   /**
-   * Offers clips of `tasks` (one epoch's, in plan order, each with `share`) to earlier tasks of the same file;
+   * Offers clips of `tasks` (one epoch's, in the order they start, each with `share`) to earlier tasks of the same file;
    * see the module docs.
    */
   plan(tasks: readonly VideoTask[]): void {
@@ -121,7 +121,7 @@ export class RowShares {
     for (const clip of task.extras ?? []) this.#offers.get(key(clip))?.settle(by.get(key(clip)) ?? null);
   }
 
-  /** The task's served items with its own, in plan order (the order the shuffle buffer's draws assume). */
+  /** The task's served items with its own, in plan order. */
   #merge(task: VideoTask, items: ClipItem[]): ClipItem[] {
     const served = this.#served.get(task);
     if (served === undefined) return items;
