@@ -106,9 +106,20 @@ Deno.test({
         })
       ),
     );
-    // Each row is one 7 s window read from the start; the clip is its first frame, at 32×32.
-    const rows = Array.from({ length: 12 }, (_, i) => `${videos[i % 4]},${i % 2},0,7`);
-    const v = await verdict(rows, "--frames 1 --width 32 --height 32 --seed 3 --clip-duration 3600");
-    assert.equal(v.bottleneck, "demux", v.table);
+    // Each row is one 7 s window read from the start; the clip is its first frame, at 32×32. Each row names its
+    // video by a path of its own (a link), so rows of one file do not share one demux and decode pass (decode once
+    // across rows would leave demux mostly idle: 9 of 12 rows served by another's pass).
+    const links = await Deno.makeTempDir({ prefix: "sluice-verdict-links-" });
+    try {
+      const rows = Array.from({ length: 12 }, (_, i) => {
+        const link = `${links}/v${i}.ts`;
+        Deno.symlinkSync(videos[i % 4], link);
+        return `${link},${i % 2},0,7`;
+      });
+      const v = await verdict(rows, "--frames 1 --width 32 --height 32 --seed 3 --clip-duration 3600");
+      assert.equal(v.bottleneck, "demux", v.table);
+    } finally {
+      await Deno.remove(links, { recursive: true });
+    }
   },
 });
