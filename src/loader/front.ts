@@ -55,6 +55,7 @@ import {
   type SampledVideo,
 } from "../dataset/sampler.ts";
 import { epochOrder } from "../dataset/epoch_order.ts";
+import { ShuffleBuffer } from "../dataset/shuffle_buffer.ts";
 import type { ThreadBudget } from "./decode_threads.ts";
 import { RowShares } from "./row_share.ts";
 
@@ -188,9 +189,12 @@ export function buildFront(
   budget: ThreadBudget | null = null,
 ): PipelineBuilder<ClipItem> {
   const ordered = args.ordered ?? true;
-  const output = new OutputOrder(args, new ClipSampler(args.ranges, args.sampler));
-  // Unordered, clips leave as they come (the tasks still start in output order, so batches mix videos).
-  const shuffled = (clips: ClipItem[]) => ordered ? output.release(clips) : clips;
+  const sampler = new ClipSampler(args.ranges, args.sampler);
+  const output = new OutputOrder(args, sampler);
+  // Unordered, tasks finish in any order: the buffer itself interleaves a video's clips as they come.
+  const buffer = new ShuffleBuffer<ClipItem>(args.sampler.shuffleBuffer, args.sampler.seed, sampler.length);
+  const shuffled = (clips: ClipItem[]) =>
+    ordered ? output.release(clips) : buffer.push(placeOf(clips[0]).epoch, clips);
   const shares = horizonOf(args) > 0 ? new RowShares(horizonOf(args)) : null;
   // A row waiting for an earlier row's pass to settle its offer is waiting, not fetching (for the verdict).
   const waits = new WaitLedger();

@@ -3,10 +3,10 @@
  * a manifest, wherever the shuffle puts them) share a decode pass, within the horizon the clips of one video task
  * share one by (`front.ts`), so with the same memory bound.
  *
- * When an epoch is planned, {@link RowShares.plan} offers each clip to at most one earlier task (in the order the
- * tasks start, `front.ts`) of the same file whose clips all leave the shuffle buffer before it and at most the
- * horizon before it, the one with the window nearest to it: the clip becomes an extra window of that task (`VideoTask.extras`), cut only
- * into a group the task's own clips open (`demuxGroupsSync`'s `optionalFrom`). Once that task is demuxed (or has
+ * When an epoch is planned, {@link RowShares.plan} offers each clip to at most one earlier task (in the order
+ * the tasks start, `front.ts`) of the same file whose clips all leave the shuffle buffer before it and at most
+ * the horizon before it, the one with the window nearest to it: the clip becomes an extra window of that task
+ * (`VideoTask.extras`), cut only into a group the task's own clips open (`demuxGroupsSync`'s `optionalFrom`). Once that task is demuxed (or has
  * failed) the offer settles: served by the pass its clip at position p leads, or not. The clip's own task waits
  * for that before it is fetched: a served clip goes on as `{ servedBy }` without its file being opened; one not
  * served is fetched and demuxed as usual. The decode stage keeps the pass's result until the clip's item comes
@@ -44,8 +44,8 @@ export class RowShares {
   }
 
   /**
-   * Offers clips of `tasks` (one epoch's, in the order they start, each with `share`) to earlier tasks of the same file;
-   * see the module docs.
+   * Offers clips of `tasks` (one epoch's, in the order they start, each with `share`) to earlier tasks of the
+   * same file; see the module docs.
    */
   plan(tasks: readonly VideoTask[]): void {
     const byFile = new Map<string, VideoTask[]>();

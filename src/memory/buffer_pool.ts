@@ -47,11 +47,6 @@ export class BufferPool {
     return b;
   }
 
-  /** A buffer of {@link bytes} bytes: one from the pool, else a new (zeroed) one. */
-  takeOrNew(): ArrayBuffer {
-    return this.take() ?? new ArrayBuffer(this.bytes);
-  }
-
   /**
    * Takes `buffer` back (moved in, detaching the one given) when it is exactly {@link bytes} long and the pool
    * has room; otherwise frees it now. A `SharedArrayBuffer` or a detached buffer is left alone.

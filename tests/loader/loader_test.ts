@@ -533,6 +533,9 @@ Deno.test("batches mix videos through the shuffle buffer, though each video is d
   const mixed = await runEpochs(base);
   const v = videosPerBatch(mixed);
   assert.ok(v.reduce((a, b) => a + b, 0) / v.length >= 2.5, `videos per batch ${v}`);
+  // Unordered too: tasks finish in any order, and the buffer still interleaves each video's clips.
+  const unordered = videosPerBatch(await runEpochs({ ...base, ordered: false }));
+  assert.ok(unordered.reduce((a, b) => a + b, 0) / unordered.length >= 2.5, `unordered: ${unordered}`);
   assert.deepEqual(
     mixed.batches.flatMap((b) => b.clips.map((c) => `${c.video}/${c.start}`)).sort(),
     grouped.batches.flatMap((b) => b.clips.map((c) => `${c.video}/${c.start}`)).sort(),
