@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Builds one FFmpeg release from Debian's source package as a minimal set of shared libraries, caches it, and
+# prints its library directory (for SLUICE_FFMPEG_LIBDIR) on stdout. Progress goes to stderr.
+#
+#   scripts/ffmpeg/build.sh RELEASE [--asm]
+#     RELEASE  4.3 | 5.1 | 7.1 | 8.1 (a release family: the newest Debian source of it is built)
+#     --asm    build FFmpeg's x86 assembly (installs Debian's nasm); without it the build is C only
+#
+# The source comes through a temporary deb-src list derived from this machine's own apt sources (same archive,
+# other suites), in a private apt state directory: the system's package lists are not touched. The result is
+# cached under ${XDG_CACHE_HOME:-~/.cache}/sluice/ffmpeg/<version>[-asm]/ (lib/ and include/); a second call
+# only prints the path. Needs: apt-get, a C compiler, make, xz (Debian's build-essential).
+set -euo pipefail
+
+release=${1:-}
+asm=0
+[ "${2:-}" = "--asm" ] && asm=1
+case "$release" in
+  4.3) suite=bullseye ;;
+  5.1) suite=bookworm ;;
+  7.1) suite=trixie ;;
+  8.1) suite=sid ;;
+  *)
+    echo "usage: $0 4.3|5.1|7.1|8.1 [--asm]" >&2
+    exit 2
+    ;;
+esac
+
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/sluice/ffmpeg
+log() { echo "ffmpeg-build $release: $*" >&2; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# Already built? Any version of this family (with the same asm choice) will do.
+suffix=""
+[ $asm = 1 ] && suffix="-asm"
+for done_dir in "$cache"/"$release".*"$suffix"; do
+  if [ -f "$done_dir/.complete" ] && [[ "$done_dir" != *-asm || $asm = 1 ]]; then
+    log "cached in $done_dir"
+    echo "$done_dir/lib"
+    exit 0
+  fi
+done
+
+command -v cc >/dev/null && command -v make >/dev/null || {
+  log "needs a C compiler and make: apt-get install build-essential"
+  exit 1
+}
+if [ $asm = 1 ] && ! command -v nasm >/dev/null; then
+  log "apt-get install nasm"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nasm >/dev/null
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/apt/lists/partial" "$work/apt/sources"
+
+# deb-src entries for the suite, from the machine's own Debian sources (deb822 or one-line format): the
+# same URIs, so a mirror or proxy the machine is set up for is the one used.
+uris=$(
+  {
+    cat /etc/apt/sources.list.d/*.sources 2>/dev/null | sed -n 's/^URIs: *//p' || true
+    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+      sed -n 's/^deb \(\[[^]]*\] \)\{0,1\}\([^ ]*\) .*/\2/p' || true
+  } | tr ' ' '\n' | grep -v -e security -e '^$' | grep -E '/debian/?$' | sort -u || true
+)
+[ -n "$uris" ] || {
+  log "no Debian archive in this machine's apt sources (/etc/apt/sources.list*): cannot fetch the source package"
+  exit 1
+}
+for uri in $uris; do
+  printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\n' \
+    "$uri" "$suite" >>"$work/apt/sources/ffmpeg-src.sources"
+done
+apt_opts=(-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$work/apt/sources"
+  -o "Dir::State::Lists=$work/apt/lists" -o "Dir::Cache=$work/apt/cache" -o "APT::Sandbox::User=root")
+mkdir -p "$work/apt/cache/archives/partial"
+log "apt-get update (deb-src $suite, private lists)"
+apt-get "${apt_opts[@]}" update -qq >&2
+version=$(apt-cache "${apt_opts[@]}" showsrc ffmpeg | sed -n 's/^Version: //p' |
+  grep -E "^([0-9]+:)?${release//./\\.}\\." | sort -V | tail -n 1)
+[ -n "$version" ] || {
+  log "no ffmpeg $release.x source in suite $suite"
+  exit 1
+}
+upstream=${version#*:}
+upstream=${upstream%%-*}
+upstream=${upstream%%+*}
+log "apt-get source ffmpeg=$version"
+(cd "$work" && apt-get "${apt_opts[@]}" source --download-only -qq "ffmpeg=$version" >&2)
+tarball=$(ls "$work"/ffmpeg_"$upstream".orig.tar.* | head -n 1)
+tar -xf "$tarball" -C "$work"
+src=$(find "$work" -maxdepth 1 -type d -name "ffmpeg-*" | head -n 1)
+
+prefix="$cache/$upstream$suffix"
+rm -rf "$prefix"
+# What sluice and its tests read: the video and audio codecs of the test media, their containers, parsers and
+# the bitstream filters the demuxer and NVDEC use. Encoders and filters are left out (the tests encode with the
+# system's ffmpeg CLI). Software AV1 needs libdav1d (an external library): AV1 tests skip on these builds.
+decoders=h264,hevc,vp8,vp9,mpeg1video,mpeg2video,mpeg4,mjpeg,png,rawvideo,ffv1,prores,aac,aac_latm,mp3,mp3float,mp2,mp2float,ac3,eac3,opus,vorbis,flac,pcm_s16le,pcm_s24le,pcm_f32le,pcm_u8
+demuxers=mov,matroska,mpegts,avi,flv,mpegps,ivf,h264,hevc,ogg,wav,mp3,aac,ac3,rawvideo,image2
+parsers=h264,hevc,vp8,vp9,av1,mpegvideo,mpeg4video,mjpeg,png,aac,aac_latm,ac3,mpegaudio,opus,vorbis,flac
+bsfs=h264_mp4toannexb,hevc_mp4toannexb,vp9_superframe_split,extract_extradata,null
+asm_flag=--disable-x86asm
+[ $asm = 1 ] && asm_flag=--enable-x86asm
+log "configure ($src → $prefix)"
+(cd "$src" && ./configure --prefix="$prefix" --enable-shared --disable-static --disable-programs --disable-doc \
+  --disable-everything --disable-autodetect --disable-avdevice --disable-avfilter --disable-postproc \
+  --disable-network --enable-swscale --enable-swresample "$asm_flag" --enable-protocol=file,pipe \
+  --enable-decoder="$decoders" --enable-demuxer="$demuxers" --enable-parser="$parsers" --enable-bsf="$bsfs" \
+  >"$work/configure.log" 2>&1) || {
+  tail -n 20 "$work/configure.log" >&2
+  exit 1
+}
+start=$(date +%s)
+log "make -j$(nproc)"
+(cd "$src" && make -j"$(nproc)" >"$work/make.log" 2>&1 && make install >>"$work/make.log" 2>&1) || {
+  tail -n 30 "$work/make.log" >&2
+  exit 1
+}
+rm -rf "$prefix/share" "$prefix/lib/pkgconfig"
+echo "ffmpeg $version (Debian $suite), built $(date -u +%FT%TZ) in $(($(date +%s) - start)) s, $asm_flag" >"$prefix/.complete"
+log "built in $(($(date +%s) - start)) s: $(du -sh "$prefix/lib" | cut -f1)"
+echo "$prefix/lib"
