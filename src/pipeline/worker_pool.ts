@@ -160,20 +160,38 @@ export class WorkerPool implements Executor {
     return this.#call(name, args, transfer, undefined);
   }
 
-  /** {@link call}, counting the time it waits for a Worker (a free one, and started) as `stage`'s (when given). */
-  #call<R>(name: string, args: unknown[], transfer: Transferable[], stage: string | undefined): Promise<R> {
+  /**
+   * {@link call}, counting the time it waits for a Worker (a free one, and started) as `stage`'s (when given). A
+   * call still queued when `signal` aborts leaves the queue, rejected with the signal's reason (one a Worker runs
+   * already finishes: its Worker cannot be interrupted).
+   */
+  #call<R>(
+    name: string,
+    args: unknown[],
+    transfer: Transferable[],
+    stage: string | undefined,
+    signal?: AbortSignal,
+  ): Promise<R> {
     return new Promise<R>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
       const waited = stage === undefined ? undefined : this.waits.begin(stage);
-      this.#pending.push({
+      const onAbort = () => {
+        const i = this.#pending.indexOf(call);
+        if (i >= 0) this.#pending.splice(i, 1)[0].reject(signal!.reason);
+      };
+      const done = () => (waited?.(), signal?.removeEventListener("abort", onAbort));
+      const call: Call = {
         id: this.#nextId++,
         name,
         args,
         transfer,
         // settling ends the wait too (a call rejected before any Worker ran it)
-        resolve: (v) => (waited?.(), resolve(v as R)),
-        reject: (e) => (waited?.(), reject(e)),
+        resolve: (v) => (done(), resolve(v as R)),
+        reject: (e) => (done(), reject(e)),
         waited,
-      });
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#pending.push(call);
       this.#pump();
     });
   }
@@ -203,14 +221,17 @@ export class WorkerPool implements Executor {
     ));
   }
 
-  /** Executor entry: runs export `task` on `item`, transferring every buffer found in the item. */
+  /**
+   * Executor entry: runs export `task` on `item`, transferring every buffer found in the item. Queued while every
+   * Worker is busy; it leaves the queue when `ctx.signal` aborts.
+   */
   run(task: PipeFn | string, item: unknown, ctx: TaskContext): Promise<unknown> {
     if (typeof task !== "string") {
       throw new InvalidArgumentError(
         `stage "${ctx.stage}": a WorkerPool runs exports of ${this.moduleUrl}; pass the export name, not a function`,
       );
     }
-    return this.#call(task, [item], collectTransferables(item), ctx.stage);
+    return this.#call(task, [item], collectTransferables(item), ctx.stage, ctx.signal);
   }
 
   /**
