@@ -191,17 +191,26 @@ export class BatchSlots implements Disposable {
 
   /**
    * A decoded clip in its place: one decoded there already comes back with empty data and gets a view of its
-   * place; one decoded into its own buffer (no place was free for it yet) is copied there, its buffer freed.
+   * place; one decoded into its own buffer (no place was free for it yet, or a pass elsewhere decoded it) is
+   * copied there, its buffer then given to `recycle` (default: freed).
    */
-  async adopt(clip: FilledClip, signal?: AbortSignal): Promise<FilledClip> {
+  async adopt(
+    clip: FilledClip,
+    signal?: AbortSignal,
+    recycle?: (buffer: ArrayBuffer) => void,
+  ): Promise<FilledClip> {
     const dest = await this.place(clip.meta, signal);
+    const done = (data: FilledClip["data"]) => {
+      this.#copied += dest.length;
+      if (recycle !== undefined && data.buffer instanceof ArrayBuffer) recycle(data.buffer);
+      else releaseBuffers(data);
+    };
     if (this.device !== null) {
       if (clip.data.length !== 0) {
         const d = clip.data;
         const at = Number(dest.address - this.#address);
         this.ring.memory.write(at, new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
-        this.#copied += dest.length;
-        releaseBuffers(clip.data);
+        done(d);
         clip.data = clip.data instanceof Float32Array ? new Float32Array(0) : new Uint8Array(0);
       }
       return clip;
@@ -209,8 +218,7 @@ export class BatchSlots implements Disposable {
     const view = this.#view(dest.address, dest.length);
     if (clip.data.length !== 0) {
       view.set(clip.data as Uint8Array);
-      this.#copied += dest.length;
-      releaseBuffers(clip.data);
+      done(clip.data);
     }
     clip.data = view;
     return clip;

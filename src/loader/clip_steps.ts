@@ -14,7 +14,7 @@
  */
 
 import type { Executor, PipeFn, TaskContext } from "../pipeline/executor.ts";
-import type { WorkerPool } from "../pipeline/worker_pool.ts";
+import type { TaskPool } from "../pipeline/pool_lease.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
 import { ClipError, deserializeError } from "../errors.ts";
 import { clipFailure, type FailedClip, isFailedClip } from "./clip_failure.ts";
@@ -42,7 +42,7 @@ export type DecodeExport = "decodeClip" | "decodeClipNvdec";
  * `pool` themselves, to catch what its Workers throw) and closes `pool` when the pipeline stops its executors,
  * which ends in-flight Worker tasks as a stage running on the pool directly would.
  */
-export function callingPool(pool: WorkerPool): Executor {
+export function callingPool(pool: TaskPool): Executor {
   return {
     size: pool.size,
     run: (fn: PipeFn | string, item: unknown, ctx: TaskContext) => (fn as PipeFn)(item, ctx),
@@ -89,7 +89,7 @@ export async function fetchVideo(
  * (the pool's decode tasks share it), the task holds one thread token while it runs.
  */
 export async function demuxVideo(
-  pool: WorkerPool,
+  pool: TaskPool,
   task: VideoTask | ClipItem[],
   signal: AbortSignal,
   attempt = 0,
@@ -112,7 +112,7 @@ export async function demuxVideo(
  * clip's place in its batch's slot is taken first (waiting for credit) and the Worker writes there.
  */
 export async function decodeClipItem(
-  pool: WorkerPool,
+  pool: TaskPool,
   exportName: DecodeExport,
   item: ClipItem,
   signal: AbortSignal,
@@ -178,7 +178,7 @@ async function placed<T>(profile: ClipProfile | null, adopt: () => Promise<T>): 
  * Gives each clip's audio a buffer of its own before the item moves to a Worker: items from the backend child
  * hold views of the frame they came in, which other items share (moving it would detach theirs).
  */
-function ownAudio(item: ClipPackets): void {
+export function ownAudio(item: ClipPackets): void {
   for (const c of [item, ...(item.shared ?? [])]) {
     const s = c.audio?.samples;
     if (s !== undefined && s.byteLength !== s.buffer.byteLength) c.audio!.samples = s.slice();
@@ -186,7 +186,10 @@ function ownAudio(item: ClipPackets): void {
 }
 
 /** Group exports of the clip Worker, by the export that decodes one clip. */
-const GROUP_EXPORT = { decodeClip: "decodeClipGroup", decodeClipNvdec: "decodeClipGroupNvdec" } as const;
+export const GROUP_EXPORT = {
+  decodeClip: "decodeClipGroup",
+  decodeClipNvdec: "decodeClipGroupNvdec",
+} as const;
 
 /** How the loader's decode stage decodes (each switch of issue 14's "decode less"). */
 export interface ClipDecodeOptions {
@@ -219,11 +222,13 @@ interface Waiting {
   settle: (r: FilledClip | FailedClip) => void;
   /** Its item has come and taken the result. */
   taken: boolean;
+  /** Where the clip's buffer goes once copied into its place (a node pass's buffers); default: freed. */
+  recycle?: (buffer: ArrayBuffer) => void;
 }
 
 /** The loader's decode stage; see the module docs. */
 export class ClipDecodeStep {
-  readonly #pool: WorkerPool;
+  readonly #pool: TaskPool;
   readonly #export: DecodeExport;
   readonly #skip: boolean;
   readonly #budget: ThreadBudget | null;
@@ -242,7 +247,7 @@ export class ClipDecodeStep {
    * @param exportName the Worker export decoding one clip (CPU or NVDEC)
    * @param opts the decode-less switches
    */
-  constructor(pool: WorkerPool, exportName: DecodeExport, opts: ClipDecodeOptions = {}) {
+  constructor(pool: TaskPool, exportName: DecodeExport, opts: ClipDecodeOptions = {}) {
     this.#pool = pool;
     this.#export = exportName;
     this.#skip = opts.skipUnshown ?? true;
@@ -280,7 +285,9 @@ export class ClipDecodeStep {
       if (slots !== null) await slots.place(meta, signal);
       const w = this.#waiting.get(key(meta));
       let r: FilledClip | FailedClip | undefined;
+      let recycle: Waiting["recycle"];
       if (w !== undefined) {
+        recycle = w.recycle;
         w.taken = true;
         try {
           r = await w.result;
@@ -302,7 +309,7 @@ export class ClipDecodeStep {
           ),
         };
       }
-      return await this.#adopt(r, signal);
+      return await this.#adopt(r, signal, recycle);
     }
     const shared = item.shared ?? [];
     // Registered before the first await: the clips this pass serves may come while it runs.
@@ -352,6 +359,21 @@ export class ClipDecodeStep {
     }
   }
 
+  /**
+   * The result of a pass run elsewhere (the node's pass for clips of several ranks, `lane_share.ts`) for a clip
+   * whose item comes later with `servedBy`: it is taken as a pass of this step's would be, its buffer given to
+   * `recycle` once copied into its place.
+   */
+  expectResult(
+    meta: ClipBase,
+    result: Promise<FilledClip | FailedClip>,
+    recycle?: (buffer: ArrayBuffer) => void,
+  ): void {
+    const w = this.#expect(meta);
+    w.recycle = recycle;
+    result.then(w.settle, (e) => w.settle({ failed: clipFailure(meta, "decode", e) }));
+  }
+
   /** `count` clips of `epoch` will never come (a resumed epoch's skipped ones): they are not still ahead. */
   skipped(epoch: number, count: number): void {
     this.#come.set(epoch, (this.#come.get(epoch) ?? 0) + count);
@@ -364,17 +386,23 @@ export class ClipDecodeStep {
       if (w.epoch >= epoch) continue;
       this.#waiting.delete(k);
       void w.result.then((r) => {
-        if (!w.taken && !isFailedClip(r)) releaseBuffers(r.data);
+        if (w.taken || isFailedClip(r)) return;
+        if (w.recycle !== undefined && r.data.buffer instanceof ArrayBuffer) w.recycle(r.data.buffer);
+        else releaseBuffers(r.data);
       });
     }
     for (const e of this.#come.keys()) if (e < epoch) this.#come.delete(e);
   }
 
   /** A decoded clip in its batch slot's place (with slots writing directly), as is otherwise. */
-  async #adopt(r: FilledClip | FailedClip, signal: AbortSignal): Promise<FilledClip | FailedClip> {
+  async #adopt(
+    r: FilledClip | FailedClip,
+    signal: AbortSignal,
+    recycle?: (buffer: ArrayBuffer) => void,
+  ): Promise<FilledClip | FailedClip> {
     const slots = this.#slots;
     if (isFailedClip(r) || !slots?.direct) return r;
-    return await placed(this.#profile, () => slots.adopt(r, signal));
+    return await placed(this.#profile, () => slots.adopt(r, signal, recycle));
   }
 
   #expect(meta: ClipBase): Waiting {
@@ -401,7 +429,7 @@ function key(meta: ClipBase): string {
 }
 
 /** A Worker's result for one clip of a pass as the stage's item. */
-function fromResult(r: ClipResult, meta: ClipBase): FilledClip | FailedClip {
+export function fromResult(r: ClipResult, meta: ClipBase): FilledClip | FailedClip {
   if ("clip" in r) return r.clip as FilledClip;
   return { failed: clipFailure(meta, "decode", deserializeError(r.error)) };
 }

@@ -42,6 +42,7 @@ import { PipelineBuilder } from "../pipeline/builder.ts";
 import { mainThread } from "../pipeline/executor.ts";
 import { WaitLedger } from "../pipeline/wait_ledger.ts";
 import { WorkerPool } from "../pipeline/worker_pool.ts";
+import type { TaskPool } from "../pipeline/pool_lease.ts";
 import { callingPool, type ClipItem, demuxVideo, fetchVideo } from "./clip_steps.ts";
 import type { ClipBase, VideoTask } from "./clip_worker.ts";
 import type { ClipSpec } from "./clip_spec.ts";
@@ -58,6 +59,7 @@ import { epochOrder } from "../dataset/epoch_order.ts";
 import { ShuffleBuffer } from "../dataset/shuffle_buffer.ts";
 import type { ThreadBudget } from "./decode_threads.ts";
 import { RowShares } from "./row_share.ts";
+import { byPosition, type ClaimedTask, type LaneShare } from "./lane_share.ts";
 
 /** Everything the front half needs; JSON-compatible so it can cross into a backend child. */
 export interface FrontArgs {
@@ -136,9 +138,14 @@ function horizonOf(args: FrontArgs): number {
 /**
  * A continuous source: each iteration yields the video tasks of the next epoch (the first: `args.firstEpoch`, as
  * it is when that epoch starts). With `shares` (and a horizon), the epoch's clips are offered to earlier tasks of
- * their file first (decode once across rows).
+ * their file first (decode once across rows); with `lane`, the epoch's plan is the node's to share (decode once
+ * across ranks, `lane_share.ts`).
  */
-export function epochSource(args: FrontArgs, shares: RowShares | null = null): Iterable<VideoTask> {
+export function epochSource(
+  args: FrontArgs,
+  shares: RowShares | null = null,
+  lane: LaneShare | null = null,
+): Iterable<VideoTask> {
   const sampler = new ClipSampler(args.ranges, args.sampler);
   const horizon = horizonOf(args);
   let epoch: number | undefined;
@@ -174,6 +181,7 @@ export function epochSource(args: FrontArgs, shares: RowShares | null = null): I
       const first = new Map(tasks.map((t) => [t, Math.min(...t.clips.map((c) => order[c.position]))]));
       tasks.sort((a, b) => first.get(a)! - first.get(b)!);
       if (horizon > 0) shares?.plan(tasks);
+      lane?.plan(e, tasks, order);
       yield* tasks;
     },
   };
@@ -181,12 +189,15 @@ export function epochSource(args: FrontArgs, shares: RowShares | null = null): I
 
 /**
  * Builds sample → fetch → demux → shuffle → disaggregate; see the module docs. `budget`: the thread tokens the
- * pool's decode tasks share (in-process, demux tasks hold one each while they run).
+ * pool's decode tasks share (in-process, demux tasks hold one each while they run). `lane`: this loader's share
+ * of a node's decode once across ranks (`lane_share.ts`): a demux task takes what other ranks' demux tasks cut
+ * for it, and claims other ranks' clips of the file it opens.
  */
 export function buildFront(
   args: FrontArgs,
-  pool: WorkerPool = new WorkerPool(CLIP_WORKER, { size: startSize(args.concurrency.demux) }),
+  pool: TaskPool = new WorkerPool(CLIP_WORKER, { size: startSize(args.concurrency.demux) }),
   budget: ThreadBudget | null = null,
+  lane: LaneShare | null = null,
 ): PipelineBuilder<ClipItem> {
   const ordered = args.ordered ?? true;
   const sampler = new ClipSampler(args.ranges, args.sampler);
@@ -203,18 +214,35 @@ export function buildFront(
     const t = await waits.during("fetch", shares.take(task, signal));
     return Array.isArray(t) ? t : shares.fetched(t, await fetchVideo(t, args.fetch, signal));
   };
-  const demux = async (task: VideoTask | ClipItem[], signal: AbortSignal) => {
-    if (shares === null || Array.isArray(task)) return await demuxVideo(pool, task, signal, 0, budget);
-    let items: ClipItem[] | null = null;
+  /** Demuxes the task's clips (none left: only its row shares settle), handing claimed clips to their lanes. */
+  const demuxOwn = async (task: VideoTask, signal: AbortSignal, claimed: ClaimedTask | null) => {
+    let items: ClipItem[] | null = task.clips.length === 0 ? [] : null;
     try {
-      items = await demuxVideo(pool, task, signal, 0, budget);
+      items ??= await demuxVideo(pool, task, signal, 0, budget);
     } finally {
-      items = shares.demuxed(task, items); // settles its offers even when it threw
+      const raw = items;
+      if (shares !== null) items = shares.demuxed(task, raw); // settles its offers even when it threw
+      if (claimed !== null) {
+        if (raw === null) lane!.release(claimed);
+        else items = lane!.split(claimed, items!);
+      }
     }
-    return items;
+    return items!;
+  };
+  const demux = async (task: VideoTask | ClipItem[], signal: AbortSignal) => {
+    if (Array.isArray(task)) return task;
+    if (lane === null) return await demuxOwn(task, signal, null);
+    // Other ranks' demux took some of its clips, or it takes theirs (see lane_share.ts).
+    const pending = lane.take(task);
+    const claimed = task.clips.length > 0 ? lane.claim(task) : null;
+    const own = demuxOwn(task, signal, claimed);
+    if (pending.length === 0) return await own;
+    own.catch(() => {}); // awaited below; a failure here must not go unhandled while the claims settle
+    const served = await pool.waits.during("demux", lane.served(task.spec, pending, signal));
+    return [...served, ...await own].sort(byPosition);
   };
   return new PipelineBuilder()
-    .addSource(epochSource(args, shares), { name: "sample", continuous: true })
+    .addSource(epochSource(args, shares, lane), { name: "sample", continuous: true })
     .pipe((task: VideoTask, ctx) => fetch(task, ctx.signal), {
       name: "fetch",
       executor: { ...mainThread, waitMs: (stage) => waits.ms(stage) },

@@ -60,6 +60,7 @@ import type { Pipeline } from "../pipeline/pipeline.ts";
 import type { StageControl } from "../pipeline/stage.ts";
 import type { PipelineStats } from "../pipeline/stats.ts";
 import { WorkerPool } from "../pipeline/worker_pool.ts";
+import type { TaskPool } from "../pipeline/pool_lease.ts";
 import type { BackendStats } from "../backend/backend_stats.ts";
 import { BackendFront } from "./backend_front.ts";
 import type { WorkerMemory } from "./clip_worker.ts";
@@ -85,6 +86,7 @@ import { LOADER_VOCABULARY } from "./clip_options.ts";
 import { type LoaderState, LoaderStates, stateIdentity } from "./loader_state.ts";
 import { type Preview, previewLoader, type PreviewOptions } from "./preview.ts";
 import { Replacer } from "./replace.ts";
+import type { LaneShare } from "./lane_share.ts";
 import { type ClipSampler, envInt } from "../dataset/sampler.ts";
 import type { IndexFailure } from "../dataset/video_index.ts";
 import { nvdecAvailable, nvdecConcurrency, selectDecoder } from "../nvdec/available.ts";
@@ -93,6 +95,21 @@ export type { LoaderState } from "./loader_state.ts";
 export { type LoaderPlan, planLoader } from "./plan.ts";
 export type { ClipOptions } from "./clip_options.ts";
 export type { DecodeLessOptions, LoaderOptions, OnClipError, StageConcurrency } from "./loader_options.ts";
+
+/**
+ * What the loaders of a node's ranks share (the node server, `src/serve/node_hub.ts`): given to
+ * {@link videoClassificationLoader}, the loader uses them instead of planning and pooling on its own.
+ */
+export interface SharedLoaderParts {
+  /** The plan, the dataset opened and indexed once for the node, this loader's sampler (its shard) in it. */
+  plan: LoaderPlan;
+  /** The node's pool (this loader's lease of it: closing the loader leaves the pool to the others). */
+  pool: TaskPool;
+  /** The node pool's thread tokens (CPU decode with `decodeLess.threads`). */
+  budget: ThreadBudget | null;
+  /** This loader's share of decode once across ranks (closed with the loader; unused for NVDEC). */
+  lane: LaneShare | null;
+}
 
 /** Loader statistics: in clips, the pipeline's per stage, the backend child's (subprocess), indexing failures. */
 export interface LoaderStats {
@@ -144,7 +161,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   readonly indexFailures: IndexFailure[];
   readonly #pipeline: Pipeline<Batch>;
   readonly #backend: BackendFront | null;
-  readonly #decodePool: WorkerPool;
+  readonly #decodePool: TaskPool;
   readonly #decodeStep: ClipDecodeStep;
   readonly #accounting: ClipAccounting;
   readonly #slots: BatchSlots | null;
@@ -153,6 +170,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   readonly #args: FrontArgs;
   readonly #states: LoaderStates;
   readonly #vocabulary: Vocabulary;
+  readonly #lane: LaneShare | null;
   #epoch = 0;
 
   /** Use {@link videoClassificationLoader}. */
@@ -166,7 +184,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
       onClipError: OnClipError;
       pipeline: Pipeline<Batch>;
       backendFront: BackendFront | null;
-      decodePool: WorkerPool;
+      decodePool: TaskPool;
       decodeStep: ClipDecodeStep;
       accounting: ClipAccounting;
       slots: BatchSlots | null;
@@ -174,6 +192,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
       profile: ClipProfile | null;
       states: LoaderStates;
       vocabulary: Vocabulary;
+      lane?: LaneShare | null;
     },
   ) {
     this.dataset = init.plan.dataset;
@@ -198,6 +217,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     this.#args = init.plan.front;
     this.#states = init.states;
     this.#vocabulary = init.vocabulary;
+    this.#lane = init.lane ?? null;
   }
 
   /** The next epoch to run (0 before the first). */
@@ -347,8 +367,9 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     return { rss, main: { heapTotal, heapUsed, external, native: nativeObjectCounts() }, workers, reused };
   }
 
-  /** Stops the pipeline, its Workers and the backend child. Idempotent. */
+  /** Stops the pipeline, its Workers (a node's: its calls) and the backend child. Idempotent. */
   async close(): Promise<void> {
+    this.#lane?.close(); // no rank claims its clips any more; what waited for it is dropped
     await this.#pipeline.stop();
     await this.#decodePool.close();
     await this.#backend?.close();
@@ -370,13 +391,16 @@ const CLIP_ERRORS = new WeakSet<object>();
  * Opens and indexes the dataset and builds the loader; see the module docs and {@link LoaderOptions}.
  * @param vocabulary names options in the loader's errors as the caller wrote them: TypeScript's `maxFailures`
  *   by default, the Python client's `max_failures` (`sluice serve`), the command line's `--max-failures`
+ * @param shared a node's plan, pool and shares (`opts` then only shape the batches and stages: they were
+ *   checked when the node planned)
  */
 export async function videoClassificationLoader(
   opts: LoaderOptions,
   vocabulary: Vocabulary = LOADER_VOCABULARY,
+  shared?: SharedLoaderParts,
 ): Promise<VideoClassificationLoader> {
   const log = opts.log ?? ((m: string) => console.error(m));
-  const plan = await planLoader(opts, vocabulary);
+  const plan = shared?.plan ?? await planLoader(opts, vocabulary);
   fixMmapThreshold();
   const { front: args, spec } = plan;
   const o = withDefaults(LOADER_TABLE, opts);
@@ -391,13 +415,17 @@ export async function videoClassificationLoader(
   const decodeConcurrency = opts.concurrency?.decode ??
     (decoder === "nvdec" ? nvdecConcurrency(device) : cores);
   const decodeSize = startSize(decodeConcurrency); // an "auto" stage's pool grows as it claims more
-  const decodePool = new WorkerPool(CLIP_WORKER, {
+  const decodePool: TaskPool = shared?.pool ?? new WorkerPool(CLIP_WORKER, {
     size: backend === "subprocess" ? decodeSize : Math.max(decodeSize, startSize(args.concurrency.demux)),
   });
   const dl = withDefaults(LOADER_TABLE.decodeLess.options, opts.decodeLess ?? {});
   // NVDEC decodes each clip of a shared pass on its own (its crop and size are per session): nothing to share.
   if (decoder === "nvdec") args.shareHorizon = 0;
-  const budget = decoder === "cpu" && dl.threads ? new ThreadBudget(() => decodePool.size) : null;
+  const lane = decoder === "cpu" ? shared?.lane ?? null : null;
+  if (decoder !== "cpu") shared?.lane?.close();
+  const budget = decoder === "cpu" && dl.threads
+    ? shared?.budget ?? new ThreadBudget(() => decodePool.size)
+    : null;
   const slots = opts.slots === undefined
     ? null
     : new BatchSlots(opts.slots, spec, batchSize, layout, plan.sampler, decoder === "nvdec" ? device : null);
@@ -412,6 +440,7 @@ export async function videoClassificationLoader(
     buffers: buffers?.clips,
     reload: (meta, signal) => replacer.load(meta, signal),
   });
+  lane?.connect({ expect: (meta, result, recycle) => decodeStep.expectResult(meta, result, recycle) });
   const accounting = new ClipAccounting(plan.sampler.length, o.maxFailures, log, vocabulary);
   const identity = stateIdentity(args, plan.dataset.root, { batchSize, dropLast, layout, onClipError });
   const states = new LoaderStates(args, identity, plan.sampler);
@@ -423,7 +452,7 @@ export async function videoClassificationLoader(
     backendFront = new BackendFront(args, bufferSize, log);
     front = new PipelineBuilder().addSource(backendFront, { name: "backend", continuous: true });
   } else {
-    front = buildFront(args, decodePool, budget);
+    front = buildFront(args, decodePool, budget, lane);
   }
   const replacer = new Replacer(args, decodePool, decodeExport, slots);
   const place = async (x: FilledClip | FailedClip, signal: AbortSignal): Promise<PlacedClip> => {
@@ -517,6 +546,7 @@ export async function videoClassificationLoader(
     profile,
     states,
     vocabulary,
+    lane,
   });
 }
 

@@ -12,7 +12,7 @@
  * @module
  */
 
-import type { WorkerPool } from "../pipeline/worker_pool.ts";
+import type { TaskPool } from "../pipeline/pool_lease.ts";
 import type { ClipFailure } from "./clip_failure.ts";
 import type { PlacedClip } from "./clip_stats.ts";
 import { decodeClipItem, type DecodeExport, demuxVideo, fetchVideo } from "./clip_steps.ts";
@@ -56,7 +56,7 @@ export function substitutePositions(
 export class Replacer {
   readonly #args: FrontArgs;
   readonly #sampler: ClipSampler;
-  readonly #pool: WorkerPool;
+  readonly #pool: TaskPool;
   readonly #decode: DecodeExport;
   readonly #slots: BatchSlots | null;
   #plan: { epoch: number; clips: ClipRequest[] } | undefined;
@@ -67,7 +67,7 @@ export class Replacer {
    * @param decode the decode export in use
    * @param slots the loader's batch slots: a substitute is decoded into the failed clip's place
    */
-  constructor(args: FrontArgs, pool: WorkerPool, decode: DecodeExport, slots: BatchSlots | null = null) {
+  constructor(args: FrontArgs, pool: TaskPool, decode: DecodeExport, slots: BatchSlots | null = null) {
     this.#args = args;
     this.#sampler = new ClipSampler(args.ranges, args.sampler);
     this.#pool = pool;

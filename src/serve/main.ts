@@ -11,10 +11,13 @@
  */
 
 import { videoClassificationLoader } from "../loader/loader.ts";
-import { SluiceError } from "../errors.ts";
+import { errorText, InvalidArgumentError, SluiceError } from "../errors.ts";
 import { SERVE_PROTOCOL_VERSION } from "./protocol.ts";
 import { type BatchServer, serveLoader } from "./server.ts";
 import type { LoaderFactory } from "./session_host.ts";
+import { NodeHub } from "./node_hub.ts";
+import { untilLastRankLeaves } from "./node_exit.ts";
+import { type MetricsServer, metricsText, serveMetrics } from "./metrics.ts";
 import { pythonOptionList, resolveServerConfig, type ServedLoaderOptions, SERVER_TABLE } from "./options.ts";
 import type { Vocabulary } from "../options.ts";
 
@@ -39,6 +42,26 @@ export interface ServerConfig {
   removeDir?: string;
   /** Log each client's connection (default true; a spawning client turns it off). */
   logConnections?: boolean;
+  /**
+   * One server for every rank of this machine (`node_hub.ts`): a decode pool of `cpuBudget` Workers shared by
+   * every client's loader, clips of one file shared across ranks; the server leaves `lingerMs` after its last
+   * client (`node_exit.ts`).
+   */
+  node?: boolean;
+  /** With `node`: the node's decode Workers (default: the cores less one per local rank). */
+  cpuBudget?: number;
+  /** Serve Prometheus metrics at `HOST:PORT` (`metrics.ts`). */
+  metrics?: string;
+  /** With `node`: ms it waits, once its last client left, before it leaves (default 2000). */
+  lingerMs?: number;
+}
+
+/** What {@link runServer} tells its caller once it listens. */
+export interface ServerReady {
+  /** The batch server. */
+  server: BatchServer;
+  /** The metrics endpoint, when asked for. */
+  metrics: MetricsServer | null;
 }
 
 /**
@@ -76,30 +99,57 @@ export function loaderFactory(
 }
 
 /**
- * Serves until a signal (or stdin's end with `exitOnStdinEof`); calls `onReady` once listening. Resolves when
- * the server has closed, or when closing took longer than {@link CLOSE_TIMEOUT_MS} (the process should then exit).
- * Throws `InvalidArgumentError` before listening for a config that is not valid (`resolveServerConfig`).
- * `vocabulary` names options in the loaders' errors (default: as the config spells them; `sluice serve`: its
- * flags).
+ * Serves until a signal (or stdin's end with `exitOnStdinEof`, or a node server's last client leaving); calls
+ * `onReady` once listening. Resolves when the server has closed, or when closing took longer than
+ * {@link CLOSE_TIMEOUT_MS} (the process should then exit). Throws `InvalidArgumentError` before listening for a
+ * config that is not valid (`resolveServerConfig`) or a metrics address it cannot listen on. `vocabulary` names
+ * options in the loaders' errors (default: as the config spells them; `sluice serve`: its flags).
  */
 export async function runServer(
   given: ServerConfig,
-  onReady?: (server: BatchServer) => void,
+  onReady?: (ready: ServerReady) => void,
   vocabulary?: Vocabulary,
 ): Promise<void> {
   const config = resolveServerConfig(given);
-  const factory = loaderFactory(config.loader, undefined, config.slots, vocabulary ?? config.vocabulary);
-  const server = await serveLoader(factory, {
-    socket: config.socket,
-    slots: config.slots,
-    logConnections: config.logConnections,
-  });
+  const words = vocabulary ?? config.vocabulary;
+  const hub = config.node
+    ? await NodeHub.open(config.loader, {
+      cpuBudget: config.cpuBudget,
+      slots: config.slots,
+      vocabulary: words,
+    })
+    : null;
+  let server: BatchServer, metrics: MetricsServer | null = null;
+  try {
+    server = await serveLoader(hub?.factory ?? loaderFactory(config.loader, undefined, config.slots, words), {
+      socket: config.socket,
+      slots: config.slots,
+      logConnections: config.logConnections,
+      ...(hub === null ? {} : { node: () => hub.stats() }),
+    });
+    if (config.metrics) {
+      const at = config.metrics;
+      try {
+        metrics = serveMetrics(at, () => metricsText(server, hub?.stats()));
+      } catch (e) {
+        await server.close();
+        throw new InvalidArgumentError(
+          `serve: cannot serve metrics at ${at.hostname}:${at.port}: ${errorText(e)} (pick another address)`,
+        );
+      }
+    }
+  } catch (e) {
+    await hub?.close();
+    throw e;
+  }
   const stopped = Promise.withResolvers<void>();
   const stop = () => stopped.resolve();
   const signals: Deno.Signal[] = ["SIGTERM", "SIGINT"];
   for (const s of signals) Deno.addSignalListener(s, stop);
   if (config.exitOnStdinEof) void waitStdinEof().then(stop);
-  onReady?.(server);
+  const leaving = new AbortController();
+  if (config.node) void untilLastRankLeaves(server, config.lingerMs, leaving.signal).then(stop);
+  onReady?.({ server, metrics });
   try {
     await Promise.race([server.finished, stopped.promise]);
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -114,7 +164,10 @@ export async function runServer(
       );
     }
   } finally {
+    leaving.abort();
     for (const s of signals) Deno.removeSignalListener(s, stop);
+    await metrics?.close();
+    await hub?.close();
     if (config.removeDir) {
       try {
         Deno.removeSync(config.removeDir, { recursive: true });
@@ -146,12 +199,13 @@ if (import.meta.main) {
     Deno.exit(2);
   }
   try {
-    await runServer(config, (server) => {
+    await runServer(config, ({ server, metrics }) => {
       console.log(JSON.stringify({
         event: "ready",
         socket: server.socket,
         pid: Deno.pid,
         protocol: SERVE_PROTOCOL_VERSION,
+        ...(metrics === null ? {} : { metrics: `${metrics.hostname}:${metrics.port}` }),
       }));
     });
   } catch (e) {

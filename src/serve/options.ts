@@ -48,6 +48,36 @@ export const SERVER_TABLE = {
   },
   removeDir: { kind: "string", doc: "remove this directory on exit", python: false },
   logConnections: { kind: "boolean", default: true, doc: "log each client's connection", python: false },
+  node: {
+    kind: "boolean",
+    default: false,
+    doc: "one server for every rank of this machine: one decode pool, clips of a file shared across ranks; " +
+      "it leaves with its last client",
+    flag: "node",
+    python: false,
+  },
+  cpuBudget: {
+    kind: "integer",
+    min: 1,
+    max: 4096,
+    defaultText: "the cores less one per local rank ($LOCAL_WORLD_SIZE), at least 1",
+    doc: "node server: decode Workers all ranks share",
+    flag: "cpu-budget",
+    python: "cpu_budget",
+  },
+  metrics: {
+    kind: "string",
+    doc: "serve Prometheus metrics over HTTP at HOST:PORT (GET /metrics)",
+    flag: "metrics",
+    python: "metrics",
+  },
+  lingerMs: {
+    kind: "number",
+    min: 0,
+    default: 2000,
+    doc: "node server: ms it waits, once its last client left, before it leaves",
+    python: false,
+  },
 } as const satisfies OptionTable;
 
 /** The server's own options, declared once (`sluice serve`'s flags, the Python client's `slots`). */
@@ -89,7 +119,16 @@ const TS_CONFIG = {
 export const PYTHON_OPTIONS: OptionTable = {
   ...LOADER_OPTIONS,
   serverSlots: SERVER_TABLE.slots,
+  serverCpuBudget: SERVER_TABLE.cpuBudget,
+  serverMetrics: SERVER_TABLE.metrics,
 };
+
+/** The server's own options among {@link PYTHON_OPTIONS}, by their path there. */
+const PYTHON_SERVER_KEYS = {
+  serverSlots: "slots",
+  serverCpuBudget: "cpuBudget",
+  serverMetrics: "metrics",
+} as const;
 
 /** What a server runs with, every default applied. */
 export interface ResolvedServerConfig {
@@ -110,6 +149,14 @@ export interface ResolvedServerConfig {
   removeDir?: string;
   /** Log each client's connection. */
   logConnections: boolean;
+  /** One server for every rank of this machine (`node_hub.ts`). */
+  node: boolean;
+  /** With `node`: the node's decode Workers (absent: `defaultCpuBudget()`). */
+  cpuBudget?: number;
+  /** Where Prometheus metrics are served (`metrics.ts`), when asked. */
+  metrics?: { hostname: string; port: number };
+  /** With `node`: ms it waits, once its last client left, before it leaves. */
+  lingerMs: number;
 }
 
 /**
@@ -125,7 +172,9 @@ export function resolveServerConfig(config: unknown): ResolvedServerConfig {
   }
   let loader: ServedLoaderOptions;
   let vocabulary: Vocabulary;
-  let slots: unknown = config.slots;
+  const server: Record<string, unknown> = { ...config };
+  /** Names a server option as the config's writer spelled it. */
+  let serverName = (key: string) => key;
   if (config.python !== undefined) {
     checkOptions(PYTHON_CONFIG, config, tsVocabulary("serve: "));
     const py = fromPython(
@@ -134,13 +183,17 @@ export function resolveServerConfig(config: unknown): ResolvedServerConfig {
       "sluice.Loader: ",
       (config.clientKeywords as string[] | undefined) ?? [],
     );
-    const { serverSlots, ...rest } = py.options;
-    if (!absent(serverSlots)) {
-      checkOption(SERVER_TABLE.slots, serverSlots, py.vocabulary, "serverSlots");
-      slots = serverSlots;
+    const rest: Record<string, unknown> = { ...py.options };
+    for (const [path, key] of Object.entries(PYTHON_SERVER_KEYS)) {
+      const v = rest[path];
+      delete rest[path];
+      if (absent(v)) continue;
+      checkOption(SERVER_TABLE[key], v, py.vocabulary, path);
+      server[key] = v;
     }
     loader = rest as unknown as ServedLoaderOptions;
     vocabulary = py.vocabulary;
+    serverName = (key) => py.vocabulary.name(`server${key[0].toUpperCase()}${key.slice(1)}`);
   } else {
     const ts: Vocabulary = tsVocabulary("serve: ");
     checkOptions(TS_CONFIG, config, ts);
@@ -148,15 +201,28 @@ export function resolveServerConfig(config: unknown): ResolvedServerConfig {
     vocabulary = { ...ts, name: (path) => `loader.${path}` };
   }
   checkLoaderOptions(loader as LoaderOptions, vocabulary);
+  const node = server.node === true;
+  if (server.cpuBudget !== undefined && !node) {
+    throw new InvalidArgumentError(
+      `${vocabulary.prefix}${
+        serverName("cpuBudget")
+      } is the budget of a node server, shared by every rank of ` +
+        "this machine: ask for one (sluice.Loader(..., node=True), sluice serve --node)",
+    );
+  }
+  const metrics = server.metrics === undefined
+    ? undefined
+    : parseHostPort(server.metrics as string, `${vocabulary.prefix}${serverName("metrics")}`);
   const local = Number(Deno.env.get("LOCAL_WORLD_SIZE") ?? "1");
-  if (loader.concurrency?.decode === undefined && Number.isSafeInteger(local) && local > 1) {
+  // Ranks' own servers split the cores; a node server's ranks share its budget instead.
+  if (!node && loader.concurrency?.decode === undefined && Number.isSafeInteger(local) && local > 1) {
     const cores = navigator.hardwareConcurrency ?? 1;
     loader = {
       ...loader,
       concurrency: { ...loader.concurrency, decode: Math.max(1, Math.floor(cores / local)) },
     };
   }
-  const d = withDefaults(SERVER_TABLE, { ...config, slots } as Record<string, unknown>);
+  const d = withDefaults(SERVER_TABLE, server);
   return {
     socket: d.socket as string,
     slots: d.slots as number,
@@ -165,7 +231,29 @@ export function resolveServerConfig(config: unknown): ResolvedServerConfig {
     exitOnStdinEof: d.exitOnStdinEof as boolean,
     ...(typeof d.removeDir === "string" ? { removeDir: d.removeDir } : {}),
     logConnections: d.logConnections as boolean,
+    node,
+    ...(typeof server.cpuBudget === "number" ? { cpuBudget: server.cpuBudget } : {}),
+    ...(metrics ? { metrics } : {}),
+    lingerMs: d.lingerMs as number,
   };
+}
+
+/**
+ * `HOST:PORT` (a host name, an IPv4 address, or an IPv6 one in brackets; port 0 to 65535, 0 picks a free one) as
+ * `Deno.serve` takes it; throws `InvalidArgumentError` naming `what` otherwise.
+ */
+export function parseHostPort(value: string, what: string): { hostname: string; port: number } {
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(value);
+  const port = m === null ? NaN : Number(m[2]);
+  if (m === null || port > 65535) {
+    throw new InvalidArgumentError(
+      `${what} must be HOST:PORT (e.g. "127.0.0.1:9400"; port 0 picks a free one), got ${
+        JSON.stringify(value)
+      }`,
+    );
+  }
+  const host = m[1].startsWith("[") ? m[1].slice(1, -1) : m[1];
+  return { hostname: host, port };
 }
 
 /** One Python keyword, as {@link pythonOptionList} lists them (JSON). */
@@ -192,8 +280,8 @@ export function pythonOptionList(): PythonOptionRow[] {
   );
   return rows.map(({ path, spec }) => ({
     keyword: pythonName(PYTHON_OPTIONS, path),
-    scope: path === "serverSlots" ? "server" : "loader",
-    path: path === "serverSlots" ? "slots" : path,
+    scope: path in PYTHON_SERVER_KEYS ? "server" : "loader",
+    path: PYTHON_SERVER_KEYS[path as keyof typeof PYTHON_SERVER_KEYS] ?? path,
     accepts: describe(spec, PYTHON_WORDS),
     spec: JSON.parse(JSON.stringify(spec, (k, v) => (k === "options" ? undefined : v))),
   }));

@@ -70,6 +70,8 @@ export interface ReleaseMessage {
   seq: number;
   /** The client discarded the batch without handing it to its code (it does not count as delivered). */
   unused?: boolean;
+  /** Data waits the client measured since its last report, ms (see `data_wait.ts`). */
+  waits?: number[];
 }
 
 /** Asks for a `stats` reply. */
@@ -81,6 +83,8 @@ export interface StatsRequest {
    * epoch it will release `unused`). Absent (an older client): every batch sent counts as delivered.
    */
   taken?: number;
+  /** Data waits the client measured since its last report, ms (see `data_wait.ts`). */
+  waits?: number[];
 }
 
 /** Ends the session politely. */
@@ -366,6 +370,21 @@ function int(m: Record<string, unknown>, key: string, min: number, max: number):
 
 const MAX_INT = Number.MAX_SAFE_INTEGER;
 
+/** Data waits reported in one message at most. */
+const MAX_WAITS = 4096;
+
+function optWaits(m: Record<string, unknown>): number[] | undefined {
+  const v = m.waits;
+  if (v === undefined) return undefined;
+  if (
+    !Array.isArray(v) || v.length > MAX_WAITS ||
+    !v.every((x) => typeof x === "number" && Number.isFinite(x) && x >= 0)
+  ) {
+    throw bad(`${m.type} message: "waits" must be a list of at most ${MAX_WAITS} numbers >= 0 (ms)`);
+  }
+  return v;
+}
+
 /**
  * Checks a decoded frame from a client and returns it typed; throws a {@link ServeError} ("bad-message") naming
  * the field otherwise. Unknown fields are ignored (a later minor revision may add some).
@@ -407,11 +426,17 @@ export function parseClientMessage(value: unknown): ClientMessage {
         if (typeof value.unused !== "boolean") throw bad(`release message: "unused" must be a boolean`);
         msg.unused = value.unused;
       }
+      const waits = optWaits(value);
+      if (waits !== undefined) msg.waits = waits;
       return msg;
     }
     case "stats": {
+      const msg: StatsRequest = { type: "stats" };
       const taken = optInt(value, "taken", 0, MAX_INT);
-      return taken === undefined ? { type: "stats" } : { type: "stats", taken };
+      if (taken !== undefined) msg.taken = taken;
+      const waits = optWaits(value);
+      if (waits !== undefined) msg.waits = waits;
+      return msg;
     }
     case "state": {
       const msg: StateRequest = { type: "state" };

@@ -21,6 +21,7 @@ import { SERVER_TABLE } from "./options.ts";
 import { Session } from "./session.ts";
 import type { SessionStats } from "./session_stats.ts";
 import { type LoaderFactory, SessionHost } from "./session_host.ts";
+import type { NodeStats } from "./node_hub.ts";
 
 /** Options of {@link serveLoader}. */
 export interface ServeOptions {
@@ -38,6 +39,8 @@ export interface ServeOptions {
   log?: (line: string) => void;
   /** Log each client's connection and disconnection (default true; failures are always logged). */
   logConnections?: boolean;
+  /** A node server's counters, for `stats` replies (`node_hub.ts`). */
+  node?: () => NodeStats;
 }
 
 /** Counters of a server. */
@@ -73,7 +76,7 @@ export async function serveLoader(
   await removeStaleSocket(opts.socket);
   const listener = Deno.listen({ transport: "unix", path: opts.socket });
   Deno.chmodSync(opts.socket, 0o600);
-  return new BatchServer(listener, loader, { ...opts, slots });
+  return new BatchServer(listener, loader, { ...opts, slots }, Deno.lstatSync(opts.socket).ino);
 }
 
 /** A socket file nobody listens on is removed; one in use is an error. */
@@ -108,7 +111,11 @@ export class BatchServer implements AsyncDisposable {
   readonly #opts: ServeOptions & { slots: number };
   readonly #log: (line: string) => void;
   readonly #sessions = new Set<Session>();
+  /** The socket file's inode: only that file is removed (another server may have the path by then). */
+  readonly #inode: number | null;
+  #idle = Promise.withResolvers<void>();
   #accepted = 0;
+  #listening = true;
   #closing: Promise<void> | undefined;
 
   /** Use {@link serveLoader}. */
@@ -116,13 +123,47 @@ export class BatchServer implements AsyncDisposable {
     listener: Deno.Listener<Deno.UnixConn, Deno.UnixAddr>,
     source: VideoClassificationLoader | LoaderFactory,
     opts: ServeOptions & { slots: number },
+    inode: number | null = null,
   ) {
     this.socket = opts.socket;
+    this.#inode = inode;
     this.#listener = listener;
     this.#host = new SessionHost(source, opts.slots, opts.device ?? 0);
     this.#opts = opts;
     this.#log = opts.log ?? ((l) => console.error(l));
     this.finished = this.#acceptLoop();
+  }
+
+  /** Clients connected now (sessions not yet ended). */
+  get clients(): number {
+    return this.#sessions.size;
+  }
+
+  /** Settles when no client is connected (at once when none is). */
+  idle(): Promise<void> {
+    return this.#sessions.size === 0 ? Promise.resolve() : this.#idle.promise;
+  }
+
+  /** The sessions' counters and their loaders (metrics, a node server's stats). */
+  sessions(): Session[] {
+    return [...this.#sessions];
+  }
+
+  /**
+   * Stops taking clients: the socket file is removed (when it is still this server's) and the listener closed;
+   * sessions go on. Idempotent.
+   */
+  unlisten(): void {
+    if (!this.#listening) return;
+    this.#listening = false;
+    try {
+      if (this.#inode === null || Deno.lstatSync(this.socket).ino === this.#inode) {
+        Deno.removeSync(this.socket);
+      }
+    } catch { /* gone already */ }
+    try {
+      this.#listener.close();
+    } catch { /* already closed */ }
   }
 
   /** Current counters. */
@@ -137,15 +178,10 @@ export class BatchServer implements AsyncDisposable {
   /** Stops listening, ends every session, frees slots and removes the socket file. Idempotent. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      try {
-        this.#listener.close();
-      } catch { /* already closed */ }
+      this.unlisten();
       await Promise.all([...this.#sessions].map((s) => s.close()));
       await this.finished;
       this.#host.close();
-      try {
-        Deno.removeSync(this.socket);
-      } catch { /* gone already */ }
     })();
     return this.#closing;
   }
@@ -171,7 +207,12 @@ export class BatchServer implements AsyncDisposable {
         continue;
       }
       this.#sessions.add(session);
-      session.done.finally(() => this.#sessions.delete(session));
+      session.done.finally(() => {
+        this.#sessions.delete(session);
+        if (this.#sessions.size > 0) return;
+        this.#idle.resolve();
+        this.#idle = Promise.withResolvers<void>();
+      });
     }
   }
 }

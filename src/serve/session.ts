@@ -21,7 +21,7 @@
  */
 
 import { errorText, InvalidArgumentError, ServeError } from "../errors.ts";
-import type { VideoClassificationLoader } from "../loader/loader.ts";
+import type { LoaderStats, VideoClassificationLoader } from "../loader/loader.ts";
 import type { Batch } from "../loader/collate.ts";
 import { type BatchSlots, slotOf } from "../loader/batch_slots.ts";
 import type { SlotRing } from "../memory/slot_ring.ts";
@@ -40,21 +40,10 @@ import {
 } from "./protocol.ts";
 import type { LoaderState } from "../loader/loader_state.ts";
 import { audioAt, batchMessage, bytesInSlot, copyIntoSlot, slotBytesFor } from "./batch_copy.ts";
-import { isPeerGone, type LoaderRequest, type SessionHost } from "./session_host.ts";
+import { isPeerGone, type LoaderRequest, type SessionHost, type SessionOptions } from "./session_host.ts";
 import { stateAt, writePreview } from "./session_replies.ts";
 import { type SessionStats, statsReply } from "./session_stats.ts";
-
-/** What a session needs of its server's options. */
-export interface SessionOptions {
-  /** Batch slots of the session's ring (told to the client in `welcome`). */
-  slots: number;
-  /** Milliseconds the client has to send `hello` (default 10000). */
-  helloTimeoutMs?: number;
-  /** Log the client's connection and disconnection (default true; failures are always logged). */
-  logConnections?: boolean;
-  /** Where connection and failure lines go. */
-  log: (line: string) => void;
-}
+import { DataWaits } from "./data_wait.ts";
 
 const SERVER_NAME = `sluice (deno ${Deno.version.deno})`;
 
@@ -70,6 +59,8 @@ interface EpochRun {
 export class Session {
   /** Settles when the session has ended (its slots freed, an owned loader closed). */
   readonly done: Promise<void>;
+  /** The data waits its client reported. */
+  readonly dataWait: DataWaits = new DataWaits();
   #resolveDone!: () => void;
   readonly #conn: Deno.UnixConn;
   readonly #host: SessionHost;
@@ -129,6 +120,11 @@ export class Session {
     return this.#stats([]);
   }
 
+  /** Its loader's stats (null before `hello`). */
+  loaderStats(): LoaderStats | null {
+    return this.#loader?.stats() ?? null;
+  }
+
   /** The counters, with the batches of `unconsumed` counted as sent but not delivered. */
   #stats(unconsumed: readonly OutBatch[]): SessionStats {
     const secs = this.#t0 === 0 ? 0 : (performance.now() - this.#t0) / 1000;
@@ -144,6 +140,7 @@ export class Session {
       copiedBytes: this.#copiedBytes + (this.#batchSlots?.copiedBytes ?? 0),
       clipsPerSec: secs > 0 ? clips / secs : 0,
       ring: this.#ring?.stats() ?? null,
+      dataWait: this.dataWait.stats(),
     };
   }
 
@@ -157,7 +154,7 @@ export class Session {
     const unconsumed = taken === undefined ? [] : [...this.#out.values()].filter((b) => b.seq >= taken);
     const loader = this.#loader;
     const clips = unconsumed.flatMap((b) => b.loader === loader ? b.clips : []);
-    return statsReply(this.#stats(unconsumed), loader?.stats(clips) ?? null);
+    return statsReply(this.#stats(unconsumed), loader?.stats(clips) ?? null, this.#opts.node?.());
   }
 
   /** Sends an error and closes (used before the session starts). */
@@ -245,6 +242,7 @@ export class Session {
     if (this.#hello === null && msg.type !== "hello") {
       throw new ServeError("bad-message", `the first message must be hello, got ${msg.type}`);
     }
+    if ("waits" in msg && msg.waits !== undefined) this.dataWait.record(msg.waits);
     switch (msg.type) {
       case "hello":
         return await this.#onHello(msg);

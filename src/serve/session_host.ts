@@ -2,7 +2,8 @@
  * What a server's sessions share: where their loader comes from and which slot ring their batches are copied
  * into. A {@link LoaderFactory} builds one loader (and one ring) per session, with the client's shard and first
  * epoch; a fixed loader serves one session at a time (another gets a `busy` error while one holds it), and its
- * sessions reuse one ring. And how a session tells a client that has gone from a failure ({@link isPeerGone}).
+ * sessions reuse one ring. What a session needs of its server's options ({@link SessionOptions}), and how it tells
+ * a client that has gone from a failure ({@link isPeerGone}).
  * @module
  */
 
@@ -10,6 +11,21 @@ import { ServeError } from "../errors.ts";
 import type { VideoClassificationLoader } from "../loader/loader.ts";
 import { CudaSlots } from "../memory/cuda_slots.ts";
 import { HostSlots, SlotRing } from "../memory/slot_ring.ts";
+import type { NodeStats } from "./node_hub.ts";
+
+/** What a session needs of its server's options. */
+export interface SessionOptions {
+  /** Batch slots of the session's ring (told to the client in `welcome`). */
+  slots: number;
+  /** Milliseconds the client has to send `hello` (default 10000). */
+  helloTimeoutMs?: number;
+  /** Log the client's connection and disconnection (default true; failures are always logged). */
+  logConnections?: boolean;
+  /** Where connection and failure lines go. */
+  log: (line: string) => void;
+  /** A node server's counters, for `stats` replies. */
+  node?: () => NodeStats;
+}
 
 /** What a session asks a {@link LoaderFactory} for. */
 export interface LoaderRequest {

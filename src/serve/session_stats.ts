@@ -8,6 +8,8 @@ import type { LoaderStats } from "../loader/loader.ts";
 import { formatLoaderStats, loaderStatsParts } from "../loader/stats_text.ts";
 import type { SlotRingStats } from "../memory/slot_ring.ts";
 import type { StatsMessage } from "./protocol.ts";
+import type { DataWaitStats } from "./data_wait.ts";
+import type { NodeStats } from "./node_hub.ts";
 
 /** Counters of one session. */
 export interface SessionStats {
@@ -39,17 +41,35 @@ export interface SessionStats {
   clipsPerSec: number;
   /** The slot ring (null before the first batch). */
   ring: SlotRingStats | null;
+  /** The data waits its client reported (`data_wait.ts`). */
+  dataWait: DataWaitStats;
 }
 
-/** The text of a `stats` reply for a session's counters and its loader's stats (null before `hello`). */
-export function statsText(session: SessionStats, loader: LoaderStats | null): string {
-  return formatSessionStats(session) +
+/**
+ * The text of a `stats` reply for a session's counters and its loader's stats (null before `hello`), and a node
+ * server's counters.
+ */
+export function statsText(session: SessionStats, loader: LoaderStats | null, node?: NodeStats): string {
+  return formatSessionStats(session) + (node === undefined ? "" : `\n${formatNodeStats(node)}`) +
     (loader === null ? "\n(no loader yet)" : `\n${formatLoaderStats(loaderStatsParts(loader))}`);
 }
 
-/** The `stats` reply: the counters, and their text ({@link statsText}). */
-export function statsReply(session: SessionStats, loader: LoaderStats | null): StatsMessage {
-  return { type: "stats", stats: { session, loader }, text: statsText(session, loader) };
+/** The `stats` reply: the counters (a node server's too), and their text ({@link statsText}). */
+export function statsReply(
+  session: SessionStats,
+  loader: LoaderStats | null,
+  node?: NodeStats,
+): StatsMessage {
+  const stats = node === undefined ? { session, loader } : { session, loader, node };
+  return { type: "stats", stats, text: statsText(session, loader, node) };
+}
+
+/** One line of a node server's counters. */
+export function formatNodeStats(n: NodeStats): string {
+  const s = n.shares;
+  return `node: ${n.ranks} ranks on ${n.workers} of ${n.poolSize} Workers (cpu budget ${n.cpuBudget}); ` +
+    `${s.claimed} clips demuxed for another rank (${s.servedPackets} handed over as packets), ${s.passes} ` +
+    `passes for ${s.passClips} clips of several ranks`;
 }
 
 /** One line of a session's counters (the first line of a `stats` message's text). */

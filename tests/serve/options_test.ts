@@ -35,6 +35,8 @@ Deno.test("server config: TypeScript's spelling, defaults from the table, errors
     loader: LOADER,
     exitOnStdinEof: false,
     logConnections: true,
+    node: false,
+    lingerMs: SERVER_OPTIONS.lingerMs.default,
   });
   // the loaders' errors at run time name options as the config does
   assert.equal(vocabulary.name("maxFailures"), "loader.maxFailures");
@@ -104,6 +106,44 @@ Deno.test("server config: ranks of one machine (LOCAL_WORLD_SIZE) share its core
   }
 });
 
+Deno.test("server config: a node server's budget and a metrics address, checked at the door", () => {
+  const c = resolveServerConfig({
+    socket: "/tmp/s",
+    loader: LOADER,
+    node: true,
+    cpuBudget: 3,
+    metrics: "[::1]:0",
+  });
+  assert.deepEqual([c.node, c.cpuBudget, c.metrics], [true, 3, { hostname: "::1", port: 0 }]);
+  const py = resolveServerConfig({ socket: "/tmp/s", node: true, python: { ...PY, cpu_budget: 2 } });
+  assert.deepEqual([py.cpuBudget, "cpuBudget" in py.loader], [2, false]);
+  refused(
+    { socket: "/tmp/s", python: { ...PY, cpu_budget: 2 } },
+    "sluice.Loader: cpu_budget is the budget of a node server, shared by every rank of this machine: ask for " +
+      "one (sluice.Loader(..., node=True), sluice serve --node)",
+  );
+  refused(
+    { socket: "/tmp/s", python: { ...PY, metrics: "9400" } },
+    'sluice.Loader: metrics must be HOST:PORT (e.g. "127.0.0.1:9400"; port 0 picks a free one), got "9400"',
+  );
+  refused(
+    { socket: "/tmp/s", loader: LOADER, node: true, cpuBudget: 0 },
+    "serve: cpuBudget must be an integer from 1 to 4096, got 0",
+  );
+  // a node server's ranks share its budget: LOCAL_WORLD_SIZE does not split the cores
+  const before = Deno.env.get("LOCAL_WORLD_SIZE");
+  Deno.env.set("LOCAL_WORLD_SIZE", "4");
+  try {
+    assert.equal(
+      resolveServerConfig({ socket: "/tmp/s", loader: LOADER, node: true }).loader.concurrency,
+      undefined,
+    );
+  } finally {
+    if (before === undefined) Deno.env.delete("LOCAL_WORLD_SIZE");
+    else Deno.env.set("LOCAL_WORLD_SIZE", before);
+  }
+});
+
 Deno.test("server config: --options lists every option Python can set, once, with its declaration", () => {
   const rows = pythonOptionList();
   const keywords = rows.map((r) => r.keyword);
@@ -117,10 +157,11 @@ Deno.test("server config: --options lists every option Python can set, once, wit
     if (spec.kind === "group" || hidden) assert.ok(!paths.has(path), path);
     else assert.ok(paths.has(path), `${path} missing from the Python keywords`);
   }
-  assert.deepEqual(rows.filter((r) => r.scope === "server").map((r) => [r.keyword, r.path]), [[
-    "slots",
-    "slots",
-  ]]);
+  assert.deepEqual(rows.filter((r) => r.scope === "server").map((r) => [r.keyword, r.path]), [
+    ["slots", "slots"],
+    ["cpu_budget", "cpuBudget"],
+    ["metrics", "metrics"],
+  ]);
   const numFrames = rows.find((r) => r.keyword === "num_frames")!;
   assert.deepEqual([numFrames.path, numFrames.spec.kind, numFrames.spec.max], [
     "clip.numFrames",

@@ -1,0 +1,228 @@
+/**
+ * `NodeHub`: what a node server's ranks share (`sluice serve --node`, `sluice.Loader(..., node=True)`): one
+ * server for every rank of a machine instead of one per rank, each rank still getting exactly the batches its
+ * own server would give it.
+ *
+ * - One plan: the dataset is opened and indexed once, at start (not once per rank).
+ * - One pool of decode Workers sized by the node's CPU budget (`cpuBudget`, default the cores less one per local
+ *   rank: the trainers keep theirs; {@link defaultCpuBudget}), with one set of FFmpeg thread tokens. Every rank's
+ *   loader (a "lane": its own sampler and shard, epoch order, batch slots, credit, stats) runs its demux and
+ *   decode tasks there through a {@link PoolLease}: the pool's queue is first come, first served over every
+ *   rank's tasks, each rank's stages having at most its own concurrency queued, so a rank running alone gets the
+ *   whole budget and ranks running together share it. A rank whose trainer stalls stops asking (its credit is
+ *   spent), so it holds no Worker and never slows the others; one that leaves (or is killed) ends its lane: its
+ *   calls leave the queue, its slots are freed, the others carry on.
+ * - One set of fetch and demux tasks per file across ranks, and one decode pass for clips of several ranks whose
+ *   packets overlap (`src/loader/lane_share.ts`): what the sampler deals to different ranks is opened once.
+ * - NVDEC: each rank decodes on its own GPU (its `device`, `LOCAL_RANK` by default) with that GPU's engines as
+ *   its decode concurrency, and its batches are in that GPU's IPC slots; the pool grows by those engines (a Worker
+ *   waiting on the GPU uses no core).
+ * @module
+ */
+
+import { InvalidArgumentError } from "../errors.ts";
+import { type LoaderPlan, planLoader, videoClassificationLoader } from "../loader/loader.ts";
+import { CLIP_WORKER } from "../loader/front.ts";
+import { ThreadBudget } from "../loader/decode_threads.ts";
+import { LaneShares, type LaneShareStats } from "../loader/lane_share.ts";
+import { LOADER_TABLE, type LoaderOptions } from "../loader/loader_options.ts";
+import { ClipSampler } from "../dataset/sampler.ts";
+import { PoolLease } from "../pipeline/pool_lease.ts";
+import { WorkerPool } from "../pipeline/worker_pool.ts";
+import { BufferPool } from "../memory/buffer_pool.ts";
+import { fixMmapThreshold } from "../memory/mmap_threshold.ts";
+import { nvdecConcurrency } from "../nvdec/available.ts";
+import { type Vocabulary, withDefaults } from "../options.ts";
+import type { ServedLoaderOptions } from "./options.ts";
+import type { LoaderFactory, LoaderRequest } from "./session_host.ts";
+
+/** The node's default CPU budget: the cores less one per local rank (`localRanks`), at least one. */
+export function defaultCpuBudget(
+  cores: number = navigator.hardwareConcurrency ?? 1,
+  localRanks: number = localWorldSize(),
+): number {
+  return Math.max(1, cores - localRanks);
+}
+
+/** `LOCAL_WORLD_SIZE` (set by torchrun), else 1. */
+export function localWorldSize(): number {
+  let v: string | undefined;
+  try {
+    v = Deno.env.get("LOCAL_WORLD_SIZE");
+  } catch {
+    return 1;
+  }
+  const n = Number(v);
+  return Number.isSafeInteger(n) && n >= 1 ? n : 1;
+}
+
+/** Options of {@link NodeHub.open}. */
+export interface NodeHubOptions {
+  /** Decode Workers of the node (default {@link defaultCpuBudget}). */
+  cpuBudget?: number;
+  /** Batch slots of each rank's loader. */
+  slots: number;
+  /** Names options in errors as the config's writer spelled them. */
+  vocabulary?: Vocabulary;
+  /** Where the loaders log. */
+  log?: (line: string) => void;
+}
+
+/** The node's counters (`stats.node` of a node server's `stats` replies, and its metrics). */
+export interface NodeStats {
+  /** Decode Workers the node's CPU budget allows. */
+  cpuBudget: number;
+  /** The pool's size now (the budget, plus NVDEC ranks' engines). */
+  poolSize: number;
+  /** Workers running now. */
+  workers: number;
+  /** Ranks (lanes) served now. */
+  ranks: number;
+  /** Clips shared across ranks (`lane_share.ts`). */
+  shares: LaneShareStats;
+}
+
+/** A node server's shared plan, pool and shares; see the module docs. */
+export class NodeHub implements AsyncDisposable {
+  /** Decode Workers the node's CPU budget allows. */
+  readonly cpuBudget: number;
+  readonly #plan: LoaderPlan;
+  readonly #options: ServedLoaderOptions;
+  readonly #opts: NodeHubOptions;
+  readonly #pool: WorkerPool;
+  readonly #budget: ThreadBudget;
+  readonly #shares: LaneShares;
+  readonly #stop = new AbortController();
+  /** NVDEC concurrency of each NVDEC lane alive (the pool grows by their sum). */
+  readonly #gpuLanes = new Map<object, number>();
+  #ranks = 0;
+
+  private constructor(plan: LoaderPlan, options: ServedLoaderOptions, opts: NodeHubOptions, budget: number) {
+    this.#plan = plan;
+    this.#options = options;
+    this.#opts = opts;
+    this.cpuBudget = budget;
+    this.#pool = new WorkerPool(CLIP_WORKER, { size: budget });
+    this.#budget = new ThreadBudget(budget);
+    const spec = plan.spec;
+    const clipBytes = spec.numFrames * 3 * spec.width * spec.height * (spec.dtype === "float32" ? 4 : 1);
+    const dl = withDefaults(LOADER_TABLE.decodeLess.options, options.decodeLess ?? {});
+    this.#shares = new LaneShares({
+      pool: this.#pool,
+      budget: dl.threads ? this.#budget : null,
+      buffers: new BufferPool(clipBytes, 2 * budget),
+      signal: this.#stop.signal,
+      skipUnshown: dl.skip,
+    });
+  }
+
+  /**
+   * Checks `options`, opens and indexes the dataset once and starts the node's pool (no Worker runs until a rank
+   * asks). Throws what `planLoader` throws (`InvalidArgumentError`, `DatasetError`); `InvalidArgumentError` for
+   * `backend: "subprocess"` (a node runs every rank's front in its own process, on its pool).
+   */
+  static async open(options: ServedLoaderOptions, opts: NodeHubOptions): Promise<NodeHub> {
+    const vocabulary = opts.vocabulary;
+    if (options.backend === "subprocess") {
+      const name = vocabulary?.name("backend") ?? "backend";
+      throw new InvalidArgumentError(
+        `${
+          vocabulary?.prefix ?? "serve: "
+        }${name} "subprocess" cannot be used with a node server (its ranks ` +
+          "share one front half and one pool in the server's process): leave it out",
+      );
+    }
+    const budget = opts.cpuBudget ?? defaultCpuBudget();
+    // The node's own plan: every rank derives its shard from it (its own RANK must not choose the node's).
+    const plan = await planLoader(
+      { ...options, sampler: { ...options.sampler, rank: 0, worldSize: 1 }, log: opts.log } as LoaderOptions,
+      vocabulary,
+    );
+    fixMmapThreshold();
+    return new NodeHub(plan, options, opts, budget);
+  }
+
+  /** Builds a rank's loader (a lane) with its shard, first epoch and device; the session closes it. */
+  readonly factory: LoaderFactory = async (req: LoaderRequest) => {
+    if (this.#stop.signal.aborted) throw new InvalidArgumentError("serve: the node server is closing");
+    const o = this.#options;
+    const rank = req.rank ?? o.sampler?.rank ?? 0;
+    const worldSize = req.worldSize ?? o.sampler?.worldSize ?? 1;
+    const plan = lanePlan(this.#plan, rank, worldSize, req.firstEpoch);
+    const lane = this.#shares.lane(plan.front.shareHorizon ?? 0);
+    const lease = new PoolLease(this.#pool);
+    const loader = await videoClassificationLoader(
+      {
+        ...(o.ordered === false ? {} : { slots: this.#opts.slots }),
+        ...o,
+        sampler: { ...o.sampler, rank, worldSize },
+        firstEpoch: req.firstEpoch,
+        ...(req.device !== undefined ? { device: req.device } : {}),
+        ...(this.#opts.log ? { log: this.#opts.log } : {}),
+      } as LoaderOptions,
+      this.#opts.vocabulary,
+      { plan, pool: lease, budget: this.#budget, lane },
+    );
+    this.#ranks++;
+    if (loader.decoder === "nvdec") {
+      this.#gpuLanes.set(
+        loader,
+        o.concurrency?.decode === undefined || o.concurrency.decode === "auto"
+          ? nvdecConcurrency(plan.spec.device ?? 0)
+          : o.concurrency.decode,
+      );
+      this.#resize();
+    }
+    // The session closes its loader: the lane is gone then.
+    const close = loader.close.bind(loader);
+    let closed = false;
+    loader.close = async () => {
+      await close();
+      if (closed) return;
+      closed = true;
+      this.#ranks--;
+      if (this.#gpuLanes.delete(loader)) this.#resize();
+    };
+    return loader;
+  };
+
+  /** Current counters. */
+  stats(): NodeStats {
+    return {
+      cpuBudget: this.cpuBudget,
+      poolSize: this.#pool.size,
+      workers: this.#pool.workers,
+      ranks: this.#ranks,
+      shares: this.#shares.stats(),
+    };
+  }
+
+  /** Stops the pool (after every rank's loader closed). Idempotent. */
+  async close(): Promise<void> {
+    this.#stop.abort(new DOMException("the node server closed", "AbortError"));
+    await this.#pool.close();
+  }
+
+  /** Same as {@link close}. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  #resize(): void {
+    let gpu = 0;
+    for (const n of this.#gpuLanes.values()) gpu += n;
+    this.#pool.resize(Math.max(this.cpuBudget, gpu));
+  }
+}
+
+/** The node's plan for one rank: its own sampler (shard) and first epoch, its own copies of what a loader sets. */
+function lanePlan(base: LoaderPlan, rank: number, worldSize: number, firstEpoch: number): LoaderPlan {
+  const sampler = new ClipSampler(base.front.ranges, { ...base.sampler.options, rank, worldSize });
+  const spec = { ...base.spec };
+  return {
+    ...base,
+    sampler,
+    spec,
+    front: { ...base.front, spec, sampler: { ...sampler.options }, firstEpoch },
+  };
+}
