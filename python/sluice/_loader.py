@@ -8,13 +8,16 @@ from __future__ import annotations
 import inspect
 import os
 import re
+import time
 import warnings
 import weakref
 from typing import Any, Dict, Iterator, List, Optional
 
+from . import _node
 from ._server import ServerProcess
 from ._session import Session
 from ._slots import labels_tensor, pin_possible
+from ._waits import DataWaits
 from .errors import SluiceError
 
 __all__ = ["Loader", "Batch", "Stats"]
@@ -45,11 +48,13 @@ class Batch:
     ``audio`` (with the loader's ``audio`` option, else None): float32 tensor ``[B, channels, samples]`` viewing
     the same slot as ``video`` (it holds the slot too); ``clips[b]["audio"]`` says whether clip ``b``'s audio is
     the track's (``"ok"``) or zeros (``"missing"``, ``"short"``, ``"error"``).
+    ``data_wait_ms``: how long the training loop waited for this batch (from asking the loader for it to having
+    it), in milliseconds.
     Unless the loader copies (``copy=True``), ``video`` views the server's slot, which stays the trainer's for
     as long as anything references that memory: see :class:`Loader` ("Slot lifetime").
     """
 
-    __slots__ = ("video", "labels", "clips", "epoch", "index", "slot", "seq", "audio", "__weakref__")
+    __slots__ = ("video", "labels", "clips", "epoch", "index", "slot", "seq", "audio", "data_wait_ms", "__weakref__")
 
     def __init__(self, video: Any, labels: Any, clips: List[Dict[str, Any]], epoch: int, index: int, slot: int,
                  seq: int) -> None:
@@ -61,6 +66,7 @@ class Batch:
         self.slot = slot
         self.seq = seq
         self.audio: Any = None
+        self.data_wait_ms = 0.0
 
     def __len__(self) -> int:
         return len(self.clips)
@@ -114,6 +120,15 @@ class Loader:
     (torchrun sets them), so each rank gets its own shard with no extra code; :meth:`set_epoch` works like
     ``DistributedSampler.set_epoch``. Without it, each iteration runs the next epoch.
 
+    One server per node: with ``node=True`` the ranks of this machine share one server (the first rank starts
+    it, it leaves with the last): one decode pool of ``cpu_budget`` Workers (default: the cores less one per
+    local rank) and one demux of each file for every rank's clips of it, each rank still getting exactly the
+    batches its own server would give it. See docs/serving.md, "One server per node".
+
+    Data wait: each batch's ``data_wait_ms`` is how long the loop waited for it; :meth:`stats` has them
+    (``data_wait``: mean, percentiles, time to first batch) and ``sluice.torch.log_stats`` writes them to a
+    TensorBoard ``SummaryWriter`` or any object with ``add_scalar``.
+
     Failure: if the server dies, iteration raises :class:`~sluice.errors.ServerDiedError` at once (within
     ``0.25`` s for a server this loader started); ``timeout`` (seconds, default none) bounds the wait for any one
     batch.
@@ -129,9 +144,11 @@ class Loader:
         release_lag: Optional[int] = None,
         device: Optional[int] = None,
         timeout: Optional[float] = None,
+        node: bool = False,
         **options: Any,
     ) -> None:
         self._server: Optional[ServerProcess] = None
+        self._node: Optional[_node.NodeConnection] = None
         self._session: Optional[Session] = None
         self._closed = False
         self._finalizer: Optional[weakref.finalize] = None
@@ -148,6 +165,8 @@ class Loader:
         if device is None and options.get("decode") in ("nvdec", "auto"):
             device = int(env.get("LOCAL_RANK", "0"))
         self.device = device
+        if node and socket is not None:
+            raise ValueError("node=True starts or joins this machine's node server: give a dataset, not socket=")
         if socket is None:
             if dataset is None and not options:  # else the server names what is missing or misspelled (datset=)
                 raise ValueError("give a dataset (to start a server) or socket= (to connect to one)")
@@ -174,12 +193,20 @@ class Loader:
         self._place: tuple = ("at", 0, 0)
         self._resume: Optional[tuple] = None
         try:  # a failure or Ctrl-C anywhere from here on stops the server this loader started
-            if socket is None:
+            if node:
+                # The rank's own shard goes in its hello: ranks share the server's config.
+                shared = {k: v for k, v in options.items() if k not in ("rank", "world_size")}
+                self._node = _node.connect(self._server_config(dataset, shared), hello, copy=self.copy,
+                                           batch_size=options.get("batch_size"))
+                self._session = self._node.session
+                socket = self._session.path
+            elif socket is None:
                 self._server = ServerProcess(self._server_config(dataset, options))
                 socket = self._server.socket
             self.socket_path = socket
-            self._session = Session(socket, self._server, hello, copy=self.copy,
-                                    batch_size=options.get("batch_size"))
+            if self._session is None:
+                self._session = Session(socket, self._server, hello, copy=self.copy,
+                                        batch_size=options.get("batch_size"))
             self._finalizer = weakref.finalize(self, Loader._cleanup, self._server, self._session)
         except BaseException:
             self.close()
@@ -191,6 +218,10 @@ class Loader:
         self.decoder: str = w["decoder"]
         self._next_epoch = w["nextEpoch"]
         self._place = ("at", self._next_epoch, 0)
+        #: This rank's data waits (see :meth:`stats`, ``data_wait``).
+        self.data_waits = DataWaits(self.rank)
+        self._session.data_waits = self.data_waits
+        self._asked: Optional[float] = None  # when the running epoch was asked for, until its first batch
 
     @staticmethod
     def _server_config(dataset: Any, options: Dict[str, Any]) -> Dict[str, Any]:
@@ -238,6 +269,7 @@ class Loader:
         first = self._resume[1] if self._resume is not None and self._resume[0] == epoch else 0
         self._resume = None
         session.start_epoch(epoch, first)
+        self._asked = time.perf_counter()
         self._place = ("at", epoch, first)
         self._iterating = True
         return self._epoch(session, epoch)
@@ -288,7 +320,9 @@ class Loader:
         taken yet, count as ``sent`` only (their clips ``pending``)."""
         session = self._open()
         m = session.request({"type": "stats", "taken": session.taken_seq}, self.timeout)
-        return Stats(m["stats"], m.get("text"))
+        stats = dict(m["stats"], data_wait=self.data_waits.summary())
+        text = m.get("text")
+        return Stats(stats, None if text is None else f"{text}\n{self.data_waits.text()}")
 
     def close(self) -> None:
         """Closes the connection (the server frees every slot of this client) and stops a server this loader
@@ -316,6 +350,7 @@ class Loader:
 
     def _epoch(self, session: Session, epoch: int) -> Iterator[Batch]:
         try:
+            asked = time.perf_counter()  # the loop asks for its next batch: its data wait starts
             while True:
                 m = session.next(self.timeout)
                 t = m["type"]
@@ -325,9 +360,16 @@ class Loader:
                         continue
                     batch = self._batch(session, m)
                     session.took(m["seq"])
+                    now = time.perf_counter()
+                    batch.data_wait_ms = (now - asked) * 1000
+                    self.data_waits.record(batch.data_wait_ms)
+                    if self._asked is not None:
+                        self.data_waits.first_batch_ms = (now - self._asked) * 1000
+                        self._asked = None
                     self._place = ("after", epoch, batch.clips[0]["position"]) if batch.clips else self._place
                     yield batch
                     batch = None  # this frame's reference: the slot goes when the trainer's go
+                    asked = time.perf_counter()
                 elif t == "epoch-end":
                     if m["epoch"] == epoch:
                         session.ended()

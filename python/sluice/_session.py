@@ -21,6 +21,7 @@ from typing import Any, Deque, Dict, Optional, Tuple
 from . import _protocol as proto
 from ._server import ServerProcess
 from ._slots import SlotMemory
+from ._waits import DataWaits
 from .errors import ProtocolError, ServeError, ServerDiedError, SlotsHeldError, SluiceError, server_error
 
 CLIENT_NAME = "sluice-python/0.1.0"
@@ -30,6 +31,10 @@ _POLL_S = 0.25
 _HELD_WAIT_S = 1.0
 #: Messages that answer a request rather than belong to the stream.
 _REPLIES = ("stats", "state", "resumed", "preview")
+
+
+class ServerUnreachable(SluiceError):
+    """No server listens at the socket's path (the connection was refused, or there is no socket)."""
 
 
 class Session:
@@ -64,11 +69,13 @@ class Session:
         self._taken = 0
         #: One past the seq of the last batch handed out: batches sent from there on have not reached the trainer.
         self.taken_seq = 0
+        #: The loader's data waits: those not yet reported ride on the next ``release`` or ``stats`` message.
+        self.data_waits: Optional[DataWaits] = None
         try:
             try:
                 s.connect(path)
             except OSError as e:
-                raise SluiceError(f"cannot connect to a sluice server at {path}: {e}") from None
+                raise ServerUnreachable(f"cannot connect to a sluice server at {path}: {e}") from None
             creds = s.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, struct.calcsize("3i"))
             peer_pid = struct.unpack("3i", creds)[0]
             self.send({"type": "hello", "protocol": proto.PROTOCOL_VERSION, "client": CLIENT_NAME, **hello})
@@ -208,6 +215,10 @@ class Session:
         self._send_raw(message)
 
     def _send_raw(self, message: Dict[str, Any]) -> None:
+        waits = self.data_waits
+        if waits is not None and waits.unreported and message["type"] in ("release", "stats"):
+            message = dict(message, waits=waits.unreported[:4096])  # an older server ignores the field
+            del waits.unreported[:4096]
         try:
             self._sock.sendall(proto.encode(message))
         except OSError as e:
