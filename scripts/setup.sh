@@ -3,7 +3,8 @@
 #   scripts/setup.sh         Deno (pinned, from npm, into node_modules) and the FFmpeg runtime libraries
 #   scripts/setup.sh --dev   also what the tests and benchmarks use: FFmpeg -dev headers, the ffmpeg/ffprobe
 #                            CLI, a C compiler, pkg-config, util-linux's `script` and tmux (the CLI's live-view
-#                            tests), and for the Python client's tests and benchmarks Debian's numpy, torch,
+#                            tests), promtool (package prometheus: the metrics endpoint's test), and for the
+#                            Python client's tests and benchmarks Debian's numpy, torch,
 #                            torchvision, PyAV and pytest, and venv, pip, setuptools and wheel (`pip install
 #                            ./python` in a fresh venv) (they serve /usr/bin/python3 only)
 # Runs as root or through sudo; never asks questions (apt-get -y, DEBIAN_FRONTEND=noninteractive).
@@ -59,6 +60,9 @@ if [ $dev = 1 ]; then
   command -v pkg-config >/dev/null || missing+=(pkg-config)
   command -v script >/dev/null || missing+=(bsdutils)
   command -v tmux >/dev/null || missing+=(tmux)
+  # promtool (`promtool check metrics`) checks the server's Prometheus metrics; Debian ships it with the
+  # Prometheus server, which a machine running systemd then starts (`systemctl disable --now prometheus`).
+  command -v promtool >/dev/null || missing+=(prometheus)
   [ -f /usr/include/x86_64-linux-gnu/libavformat/avformat.h ] || [ -f /usr/include/libavformat/avformat.h ] ||
     missing+=(libavformat-dev libavcodec-dev libavutil-dev libswscale-dev)
   # ensurepip, pip, setuptools and wheel: the packaging test builds `pip install ./python` in a fresh venv.

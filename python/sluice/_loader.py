@@ -322,7 +322,10 @@ class Loader:
         m = session.request({"type": "stats", "taken": session.taken_seq}, self.timeout)
         stats = dict(m["stats"], data_wait=self.data_waits.summary())
         text = m.get("text")
-        return Stats(stats, None if text is None else f"{text}\n{self.data_waits.text()}")
+        if text is not None:  # after the session's line: this rank's waits
+            first, _, rest = text.partition("\n")
+            text = f"{first}\n{self.data_waits.text()}" + (f"\n{rest}" if rest else "")
+        return Stats(stats, text)
 
     def close(self) -> None:
         """Closes the connection (the server frees every slot of this client) and stops a server this loader

@@ -6,6 +6,9 @@ Each item is one whole batch, a dict ``{"video": Tensor, "labels": Tensor, "clip
 processes would each start a server). The slot lifetime rule of :class:`sluice.Loader` applies to ``video``:
 ``DataLoader(ds, batch_size=N)`` collates N sluice batches, so it holds N slots at once (start the loader with
 ``slots=N`` or more, or pass ``copy=True``); ``batch_size=None`` holds one.
+
+``log_stats(writer, loader, step)`` writes a loader's data wait, per-stage rates and bottleneck to a TensorBoard
+``SummaryWriter`` (or any object with ``add_scalar``).
 """
 from __future__ import annotations
 
@@ -14,8 +17,9 @@ from typing import Any, Dict, Iterator
 import torch.utils.data
 
 from ._loader import Loader
+from ._log_stats import log_stats
 
-__all__ = ["IterableDataset"]
+__all__ = ["IterableDataset", "log_stats"]
 
 
 class IterableDataset(torch.utils.data.IterableDataset):

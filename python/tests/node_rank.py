@@ -28,8 +28,11 @@ import sluice  # noqa: E402
 
 
 def record(b) -> dict:
-    return {"epoch": b.epoch, "index": b.index, "sha": hashlib.sha256(b.video.contiguous().numpy().tobytes()).hexdigest(),
-            "labels": b.labels.tolist(), "clips": [[c["path"], c["start"]] for c in b.clips]}
+    v = b.video
+    data = v.to_bytes() if hasattr(v, "to_bytes") else v.contiguous().numpy().tobytes()  # GPU slots: the double's
+    return {"epoch": b.epoch, "index": b.index, "sha": hashlib.sha256(data).hexdigest(),
+            "labels": b.labels.tolist(), "clips": [[c["path"], c["start"]] for c in b.clips],
+            "device": getattr(v, "device", None) if hasattr(v, "to_bytes") else None}
 
 
 def main() -> None:

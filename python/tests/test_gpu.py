@@ -168,3 +168,25 @@ def test_the_clients_device_picks_the_servers_gpu(dataset, double_env, nvdouble,
     finally:
         gc.collect()
         lib.nvdouble_configure(None, None, 1, 4096, 4096, 3)
+
+
+def test_node_ranks_decode_on_their_own_gpus_into_their_own_slots(dataset, double_env, tmp_path):
+    """Node mode with NVDEC: 2 ranks of a 2-GPU machine (the double's NVDOUBLE_DEVICES) share one server; each
+    decodes on its own GPU (LOCAL_RANK) into that GPU's IPC slots, and gets the in-process NVDEC loader's batches
+    of its shard."""
+    from test_node import options, results, start_ranks, wait_gone
+
+    env = dict(double_env, NVDOUBLE_DEVICES="2")
+    opts = options(decode="nvdec")
+    node_dir = str(tmp_path / "sluice-node-gpu")
+    got = results(start_ranks([{"dataset": dataset, "options": opts, "epochs": 1, "node": True}] * 2, node_dir,
+                              port=29530, extra=env))
+    assert len({g["server"] for g in got}) == 1
+    for r in range(2):
+        want = reference({"dataset": dataset, "batchSize": 2, "clip": CLIP, "decode": "nvdec", "device": r,
+                          "sampler": {"seed": 5, "clipsPerVideo": 4, "rank": r, "worldSize": 2}}, 1,
+                         env=env)
+        assert [b["device"] for b in got[r]["batches"]] == [r] * len(want)
+        assert [(b["sha"], b["labels"], b["clips"]) for b in got[r]["batches"]] == \
+            [(w["sha"], w["labels"], w["clips"]) for w in want], f"rank {r}"
+    wait_gone(node_dir)

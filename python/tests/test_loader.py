@@ -385,8 +385,10 @@ def test_printed_stats_are_the_table_sluice_load_prints(dataset, capsys):
         return [line.split()[:6] if line.split() and line.split()[0] in rows else line
                 for line in lines if not line.startswith(("decode: ", "bottleneck: ")) and " consumed in " not in line]
 
-    assert printed[1] == cli[at] == "clips: planned 12, delivered 12, failed 0; padded frames 0, held frames 0"
-    assert counters(printed[1:]) == counters(cli[at:])
+    # then this rank's data waits (the client's own line), then the loader's lines as `sluice load` prints them
+    assert printed[1].startswith("data wait (rank 0): 3 steps, mean ")
+    assert printed[2] == cli[at] == "clips: planned 12, delivered 12, failed 0; padded frames 0, held frames 0"
+    assert counters(printed[2:]) == counters(cli[at:])
 
 
 def test_stats_without_text_print_as_the_dict():

@@ -36,8 +36,10 @@ def torchrun_env(rank: int, world: int, node_dir: str, port: int = 29517) -> Dic
                 SLUICE_NODE_DIR=node_dir, PYTHONPATH=str(PY))
 
 
-def start_ranks(plans: List[Dict[str, Any]], node_dir: str, port: int = 29517) -> List[subprocess.Popen]:
-    return [subprocess.Popen([sys.executable, RANK, json.dumps(p)], env=torchrun_env(r, len(plans), node_dir, port),
+def start_ranks(plans: List[Dict[str, Any]], node_dir: str, port: int = 29517,
+                extra: Optional[Dict[str, str]] = None) -> List[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, RANK, json.dumps(p)],
+                             env={**torchrun_env(r, len(plans), node_dir, port), **(extra or {})},
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for r, p in enumerate(plans)]
 

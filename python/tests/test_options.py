@@ -98,6 +98,8 @@ def sample(spec: Dict[str, Any]) -> Any:
         return [x] * spec["length"]
     if kind == "either":
         return sample(spec["of"][0])
+    if kind == "string" and spec.get("python") == "metrics":
+        return "127.0.0.1:9400"
     raise AssertionError(f"no sample for {spec}")
 
 
@@ -120,6 +122,7 @@ def test_every_option_of_the_table_is_taken_from_python_with_no_list_in_the_clie
         raise Captured
 
     monkeypatch.setattr(sluice._loader, "ServerProcess", capture)
+    monkeypatch.setattr(sluice._loader._node, "connect", lambda config, hello, **_: capture(dict(config, node=True)))
     wanted = []
     for row in rows:
         value = sample(row["spec"])
@@ -132,6 +135,8 @@ def test_every_option_of_the_table_is_taken_from_python_with_no_list_in_the_clie
             keywords["audio"]["sample_rate"] = 16000  # a channel count goes with the rate it is resampled to
         if row["keyword"].startswith("max_failures["):
             keywords["max_failures"] = {"rate": 0.5, "after": 3, **keywords["max_failures"]}
+        if row["keyword"] == "cpu_budget":
+            keywords["node"] = True  # a node server's budget
         with pytest.raises(Captured):
             sluice.Loader(str(tmp_path), **SHAPE, **keywords)
         wanted.append((row, value))
@@ -143,7 +148,9 @@ def test_every_option_of_the_table_is_taken_from_python_with_no_list_in_the_clie
     assert len(results) == len(wanted)
     for (row, value), got in zip(wanted, results):
         assert "error" not in got, (row["keyword"], value, got)
-        at: Any = got["slots"] if row["scope"] == "server" else got["loader"]
+        at: Any = got[row["path"]] if row["scope"] == "server" else got["loader"]
+        if row["path"] == "metrics":
+            at = f"{at['hostname']}:{at['port']}"
         if row["scope"] == "loader":
             for k in row["path"].split("."):
                 at = at[k]
