@@ -134,6 +134,9 @@ export { makeSyntheticDataset, type SyntheticDatasetOptions } from "./src/prep/s
 export { BatchServer, serveLoader, type ServeOptions, type ServeStats } from "./src/serve/server.ts";
 export type { LoaderFactory, LoaderRequest } from "./src/serve/session_host.ts";
 export type { SessionStats } from "./src/serve/session_stats.ts";
+export type { DataWaitStats } from "./src/serve/data_wait.ts";
+export type { NodeStats } from "./src/serve/node_hub.ts";
+export type { LaneShareStats } from "./src/loader/lane_share.ts";
 export { SERVE_PROTOCOL_VERSION } from "./src/serve/protocol.ts";
 export { SERVER_OPTIONS } from "./src/serve/options.ts";
 export type { SlotRingStats } from "./src/memory/slot_ring.ts";

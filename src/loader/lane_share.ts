@@ -1,7 +1,7 @@
 /**
  * Decode once across ranks (node mode, `sluice serve --node`): the loaders of a node's ranks ("lanes": one per
  * rank, each with its own sampler, shard, epoch order, batch slots and credit) run on one pool, and the clips of
- * one file that the sampler dealt to different ranks are fetched, opened and demuxed once, and decoded in one
+ * one file that the sampler dealt to different ranks are opened and demuxed once, and decoded in one
  * pass where their packets overlap, as one rank's clips of a video are (`front.ts`, `row_share.ts`). Each rank's
  * batches stay exactly its own loader's: where a clip lands is its own lane's plan, and no pass changes a pixel.
  *

@@ -391,10 +391,19 @@ const CLIP_ERRORS = new WeakSet<object>();
  * Opens and indexes the dataset and builds the loader; see the module docs and {@link LoaderOptions}.
  * @param vocabulary names options in the loader's errors as the caller wrote them: TypeScript's `maxFailures`
  *   by default, the Python client's `max_failures` (`sluice serve`), the command line's `--max-failures`
- * @param shared a node's plan, pool and shares (`opts` then only shape the batches and stages: they were
- *   checked when the node planned)
  */
-export async function videoClassificationLoader(
+export function videoClassificationLoader(
+  opts: LoaderOptions,
+  vocabulary: Vocabulary = LOADER_VOCABULARY,
+): Promise<VideoClassificationLoader> {
+  return buildLoader(opts, vocabulary);
+}
+
+/**
+ * {@link videoClassificationLoader}, and a node server's rank (`shared`: the node's plan, pool and shares; `opts`
+ * then only shape the batches and stages: they were checked when the node planned).
+ */
+export async function buildLoader(
   opts: LoaderOptions,
   vocabulary: Vocabulary = LOADER_VOCABULARY,
   shared?: SharedLoaderParts,

@@ -54,6 +54,8 @@ export interface ServerConfig {
   metrics?: string;
   /** With `node`: ms it waits, once its last client left, before it leaves (default 2000). */
   lingerMs?: number;
+  /** With `node`: ms it waits for its first client before it leaves (default 60000; `Infinity`: no limit). */
+  firstClientMs?: number;
 }
 
 /** What {@link runServer} tells its caller once it listens. */
@@ -148,7 +150,7 @@ export async function runServer(
   for (const s of signals) Deno.addSignalListener(s, stop);
   if (config.exitOnStdinEof) void waitStdinEof().then(stop);
   const leaving = new AbortController();
-  if (config.node) void untilLastRankLeaves(server, config.lingerMs, leaving.signal).then(stop);
+  if (config.node) void untilLastRankLeaves(server, config, leaving.signal).then(stop);
   onReady?.({ server, metrics });
   try {
     await Promise.race([server.finished, stopped.promise]);

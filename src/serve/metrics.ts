@@ -49,13 +49,11 @@ export function metricsText(server: BatchServer, node?: NodeStats): string {
   );
   const families = [items, busy, depth, planned, delivered, failed, copied, sent, wait];
   const seen = new Set<string>();
-  for (const session of server.sessions()) {
-    const s = session.stats();
+  for (const { session: s, loader } of server.sessionReports()) {
     // Two clients of one rank (a server shared by jobs): the first keeps the series.
     const rank = String(s.rank);
     if (seen.has(rank)) continue;
     seen.add(rank);
-    const loader = session.loaderStats();
     for (const st of loader?.pipeline.stages ?? []) {
       if (st.kind === "consumer") continue;
       const labels = { rank, stage: st.name };

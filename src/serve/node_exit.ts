@@ -25,20 +25,26 @@ export function nodePidPath(socket: string): string {
 }
 
 /**
- * Resolves once `server` has had no client for `lingerMs` (its last rank left, or none came after it started)
- * and, holding the lock, has stopped taking clients and removed its files (see the module docs); the caller
- * then closes it and exits. Resolves early when `signal` aborts (the server is told to stop).
+ * Resolves once `server` has had no client for `lingerMs` (its last rank left) or `firstClientMs` (none came
+ * after it started: the rank that started it died) and, holding the lock, has stopped taking clients and
+ * removed its files (see the module docs); the caller then closes it and exits. Resolves early when `signal`
+ * aborts (the server is told to stop).
  */
 export async function untilLastRankLeaves(
   server: BatchServer,
-  lingerMs: number,
+  { lingerMs, firstClientMs }: { lingerMs: number; firstClientMs: number },
   signal: AbortSignal,
 ): Promise<void> {
   const lockPath = nodeLockPath(server.socket);
   while (!signal.aborted) {
     await Promise.race([server.idle(), aborted(signal)]);
     if (signal.aborted) return;
-    await sleep(lingerMs, signal);
+    // It waits while nobody is connected; a client arriving ends the wait (it stays for that one).
+    const waited = server.stats().accepted === 0 ? firstClientMs : lingerMs;
+    const idle = new AbortController();
+    const both = AbortSignal.any([signal, idle.signal]);
+    await Promise.race([sleep(waited, both), server.nextClient(), aborted(signal)]);
+    idle.abort();
     if (signal.aborted || server.clients > 0) continue;
     let lock: Deno.FsFile;
     try {
@@ -83,9 +89,10 @@ function aborted(signal: AbortSignal): Promise<void> {
   return new Promise((r) => signal.addEventListener("abort", () => r(), { once: true }));
 }
 
+/** Resolves after `ms` (never for `Infinity`), or when `signal` aborts. */
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((r) => {
-    const t = setTimeout(r, ms);
+    const t = ms === Infinity ? undefined : setTimeout(r, ms);
     signal.addEventListener("abort", () => (clearTimeout(t), r()), { once: true });
   });
 }

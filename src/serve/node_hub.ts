@@ -21,7 +21,7 @@
  */
 
 import { InvalidArgumentError } from "../errors.ts";
-import { type LoaderPlan, planLoader, videoClassificationLoader } from "../loader/loader.ts";
+import { buildLoader, type LoaderPlan, planLoader } from "../loader/loader.ts";
 import { CLIP_WORKER } from "../loader/front.ts";
 import { ThreadBudget } from "../loader/decode_threads.ts";
 import { LaneShares, type LaneShareStats } from "../loader/lane_share.ts";
@@ -151,7 +151,7 @@ export class NodeHub implements AsyncDisposable {
     const plan = lanePlan(this.#plan, rank, worldSize, req.firstEpoch);
     const lane = this.#shares.lane(plan.front.shareHorizon ?? 0);
     const lease = new PoolLease(this.#pool);
-    const loader = await videoClassificationLoader(
+    const loader = await buildLoader(
       {
         ...(o.ordered === false ? {} : { slots: this.#opts.slots }),
         ...o,

@@ -78,6 +78,14 @@ export const SERVER_TABLE = {
     doc: "node server: ms it waits, once its last client left, before it leaves",
     python: false,
   },
+  firstClientMs: {
+    kind: "number",
+    min: 0,
+    infinity: true,
+    default: 60000,
+    doc: "node server: ms it waits for its first client before it leaves (sluice serve --node: no limit)",
+    python: false,
+  },
 } as const satisfies OptionTable;
 
 /** The server's own options, declared once (`sluice serve`'s flags, the Python client's `slots`). */
@@ -157,6 +165,8 @@ export interface ResolvedServerConfig {
   metrics?: { hostname: string; port: number };
   /** With `node`: ms it waits, once its last client left, before it leaves. */
   lingerMs: number;
+  /** With `node`: ms it waits for its first client before it leaves. */
+  firstClientMs: number;
 }
 
 /**
@@ -235,6 +245,7 @@ export function resolveServerConfig(config: unknown): ResolvedServerConfig {
     ...(typeof server.cpuBudget === "number" ? { cpuBudget: server.cpuBudget } : {}),
     ...(metrics ? { metrics } : {}),
     lingerMs: d.lingerMs as number,
+    firstClientMs: d.firstClientMs as number,
   };
 }
 

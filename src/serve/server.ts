@@ -15,7 +15,7 @@
  */
 
 import { InvalidArgumentError, ServeError } from "../errors.ts";
-import type { VideoClassificationLoader } from "../loader/loader.ts";
+import type { LoaderStats, VideoClassificationLoader } from "../loader/loader.ts";
 import { checkOption, tsVocabulary } from "../options.ts";
 import { SERVER_TABLE } from "./options.ts";
 import { Session } from "./session.ts";
@@ -114,6 +114,7 @@ export class BatchServer implements AsyncDisposable {
   /** The socket file's inode: only that file is removed (another server may have the path by then). */
   readonly #inode: number | null;
   #idle = Promise.withResolvers<void>();
+  #arrived = Promise.withResolvers<void>();
   #accepted = 0;
   #listening = true;
   #closing: Promise<void> | undefined;
@@ -144,9 +145,14 @@ export class BatchServer implements AsyncDisposable {
     return this.#sessions.size === 0 ? Promise.resolve() : this.#idle.promise;
   }
 
-  /** The sessions' counters and their loaders (metrics, a node server's stats). */
-  sessions(): Session[] {
-    return [...this.#sessions];
+  /** Settles when the next client connects. */
+  nextClient(): Promise<void> {
+    return this.#arrived.promise;
+  }
+
+  /** Each connected client's counters and its loader's stats (null before its `hello`): what metrics show. */
+  sessionReports(): { session: SessionStats; loader: LoaderStats | null }[] {
+    return [...this.#sessions].map((s) => ({ session: s.stats(), loader: s.loaderStats() }));
   }
 
   /**
@@ -207,6 +213,8 @@ export class BatchServer implements AsyncDisposable {
         continue;
       }
       this.#sessions.add(session);
+      this.#arrived.resolve();
+      this.#arrived = Promise.withResolvers<void>();
       session.done.finally(() => {
         this.#sessions.delete(session);
         if (this.#sessions.size > 0) return;

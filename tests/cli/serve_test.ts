@@ -77,3 +77,49 @@ Deno.test("sluice serve: --socket is required", async () => {
   assert.equal(out.code, 2);
   assert.match(new TextDecoder().decode(out.stderr), /--socket/);
 });
+
+Deno.test("sluice serve --node: waits for its first client, serves metrics, leaves with its last client", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "sluice-cli-serve-node-" });
+  try {
+    makeSyntheticDataset(`${dir}/data`, { videos: 4, classes: 2, durationSec: 1, width: 64, height: 48 });
+    const socket = `${dir}/n.sock`;
+    const args = ["--batch-size", "2", "--frames", "2", "--width", "16", "--height", "16"];
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", MAIN, "serve", `${dir}/data`, "--socket", socket, "--node", "--cpu-budget", "1"]
+        .concat(["--metrics", "127.0.0.1:0", ...args]),
+      stdout: "null",
+      stderr: "piped",
+    }).spawn();
+    const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+    let err = "";
+    while (!err.includes("listening on")) {
+      const r = await reader.read();
+      assert.ok(!r.done, `the server exited before listening: ${err}`);
+      err += r.value;
+    }
+    const url = err.match(/metrics at (http:\/\/\S+\/metrics)/)?.[1];
+    assert.ok(url, err);
+    // started by hand, it does not leave before its first client, however long that takes
+    await new Promise((r) => setTimeout(r, 2500));
+    const conn = await Deno.connect({ transport: "unix", path: socket });
+    await conn.write(
+      encodeMessage({ type: "hello", protocol: 1, client: "cli-test", rank: 0, worldSize: 1 }),
+    );
+    const frames = new FrameDecoder(MAX_SERVER_MESSAGE);
+    const buf = new Uint8Array(1 << 16);
+    let msgs: unknown[] = [];
+    while (msgs.length === 0) msgs = frames.push(buf.subarray(0, (await conn.read(buf))!));
+    assert.equal((msgs[0] as { type: string }).type, "welcome");
+    const text = await (await fetch(url)).text();
+    assert.match(text, /^sluice_node_cpu_budget 1$/m);
+    assert.match(text, /^sluice_clients 1$/m);
+    conn.close();
+    const status = await child.status; // it leaves with its last client
+    assert.equal(status.code, 0);
+    assert.throws(() => Deno.statSync(socket), Deno.errors.NotFound);
+    assert.throws(() => Deno.statSync(`${socket}.lock`), Deno.errors.NotFound);
+    await reader.cancel();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

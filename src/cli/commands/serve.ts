@@ -44,6 +44,8 @@ export const serveCommand = defineCommand({
     await runServer(
       {
         ...optionsOfFlags(SERVER_OPTIONS, values),
+        // started by hand: it waits for its first client however long, then leaves with its last
+        firstClientMs: Infinity,
         loader: loaderOptionsOf(positionals[0], values),
       } as ServerConfig,
       ({ server, metrics }) =>
