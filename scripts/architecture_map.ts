@@ -66,7 +66,8 @@ export const ROOMS: readonly Room[] = [
     dir: "src/loader",
     about:
       "The video classification loader: its options, the front half (sample, fetch, demux, shuffle), clip " +
-      "decode steps and Workers, replacement, batch slots, collate, clip accounting, the cache loader.",
+      "decode steps and Workers, decode once across rows and across a node's ranks, replacement, batch slots, " +
+      "collate, clip accounting, the cache loader.",
   },
   {
     dir: "src/prep",
@@ -78,7 +79,7 @@ export const ROOMS: readonly Room[] = [
     dir: "src/serve",
     about:
       "Publishing a loader's batches to trainers in other processes: the Unix-socket protocol, sessions, " +
-      "the server process the Python client spawns.",
+      "the server process the Python client spawns, the node server a machine's ranks share, metrics.",
   },
   { dir: "src/tune", about: "`sluice tune`: trials in subprocesses, the search, reports and plots." },
   {
