@@ -37,6 +37,7 @@ Deno.test("server config: TypeScript's spelling, defaults from the table, errors
     logConnections: true,
     node: false,
     lingerMs: SERVER_OPTIONS.lingerMs.default,
+    firstClientMs: SERVER_OPTIONS.firstClientMs.default,
   });
   // the loaders' errors at run time name options as the config does
   assert.equal(vocabulary.name("maxFailures"), "loader.maxFailures");
