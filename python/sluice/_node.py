@@ -77,7 +77,9 @@ def connect(config: Dict[str, Any], hello: Dict[str, Any], *, copy: bool, batch_
         node_dir()  # the last server leaving removes it when empty: made again
         try:
             fd = os.open(sock + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        except FileNotFoundError:
+        except FileNotFoundError:  # the directory went with a server leaving: made again above
+            if time.monotonic() > deadline:
+                raise ServerStartError(f"cannot create the node server's lock {sock}.lock") from None
             continue
         try:
             _lock(fd, deadline, sock)

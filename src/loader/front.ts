@@ -31,6 +31,10 @@
  * with every clip decoded on its own: the order of the items does not change, only who decodes which. Clips of
  * other tasks of the same file (rows of a manifest) are offered to a task's passes too (`row_share.ts`).
  *
+ * In a node server (`src/serve/node_hub.ts`), each rank's loader builds its own front, and the demux of each file
+ * also cuts the clips other ranks' loaders planned of it (`lane_share.ts`): a demux task, when it starts, takes
+ * what other ranks' demux cut for it and claims theirs.
+ *
  * Resume mid-epoch (`resume`, see `loader_state.ts`): in the resumed epoch, the sample stage leaves out the clips
  * whose output index is below the resume point, so they are never fetched, demuxed or decoded, and the shuffle
  * stage's output starts at the resume point: every other clip leaves at its own output index, as in the whole

@@ -127,7 +127,8 @@ export async function runServer(
       socket: config.socket,
       slots: config.slots,
       logConnections: config.logConnections,
-      ...(hub === null ? {} : { node: () => hub.stats() }),
+      // a node server's clients are every rank of the machine, and each of their loaders
+      ...(hub === null ? {} : { node: () => hub.stats(), maxClients: 256 }),
     });
     if (config.metrics) {
       const at = config.metrics;
