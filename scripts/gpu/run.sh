@@ -47,10 +47,10 @@ limit_of() {
   case "$1" in
     inventory | kernels) echo 30 ;;
     decode | loader) echo 60 ;;
-    trainer) echo 75 ;;
+    trainer) echo 60 ;;
     speed-decoders) echo 70 ;;
     speed-cache) echo 20 ;;
-    speed-loader) echo 50 ;;
+    speed-loader) echo 70 ;;
     *) echo 0 ;;
   esac
 }
