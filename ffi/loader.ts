@@ -1,7 +1,9 @@
 /**
- * Finding and opening native libraries: one locator for FFmpeg, libcuda and libnvcuvid. An override from the
- * environment (a directory for FFmpeg's set of libraries, a file for libcuda or libnvcuvid) replaces the search;
- * otherwise the standard library directories are searched in order. Every path tried goes into the
+ * Finding and opening native libraries: one locator for FFmpeg, libcuda, libnvcuvid and NVML. An override from
+ * the environment (a directory for FFmpeg's set of libraries, a file for the others) replaces the search;
+ * otherwise the standard library directories are searched in order, and a single library not found there is
+ * asked of the system's dynamic loader by its soname (its cache, `ldconfig`: where container runtimes register
+ * the driver's libraries, e.g. under `/usr/local/nvidia/lib64`). Every path tried goes into the
  * {@link LibraryNotFoundError}.
  * @module
  */
@@ -63,6 +65,8 @@ export interface LibrarySearch<K extends string> {
   sets: readonly Record<K, readonly string[]>[];
   /** The last line of the error: how to install the libraries or point the override at them. */
   hint: string;
+  /** Directories searched when no override is set (default: {@link standardLibraryDirs}). */
+  dirs?: readonly string[];
 }
 
 /**
@@ -72,7 +76,7 @@ export interface LibrarySearch<K extends string> {
  */
 export function locateLibraries<K extends string>(search: LibrarySearch<K>): Record<K, string> {
   const override = search.dirEnv === undefined ? undefined : Deno.env.get(search.dirEnv);
-  const dirs = override ? [override] : standardLibraryDirs();
+  const dirs = override ? [override] : search.dirs ?? standardLibraryDirs();
   const tried: string[] = [];
   for (const set of search.sets) {
     for (const dir of dirs) {
@@ -113,6 +117,8 @@ export interface SingleLibrary {
   fileEnv: string;
   /** How to get it, for the error. */
   hint: string;
+  /** Directories searched before the dynamic loader is asked (default: {@link standardLibraryDirs}). */
+  dirs?: readonly string[];
 }
 
 /** An opened library: its symbols, the file it came from, and `close()`. */
@@ -123,7 +129,10 @@ export interface LoadedLibrary<S extends Deno.ForeignLibraryInterface> {
   close(): void;
 }
 
-/** Finds `lib` (its file override, else the search) and opens it with `symbols`; see {@link openLibrary}. */
+/**
+ * Finds `lib` (its file override, else the directories, else the dynamic loader by soname) and opens it with
+ * `symbols`; see {@link openLibrary}.
+ */
 export function loadLibrary<S extends Deno.ForeignLibraryInterface>(
   lib: SingleLibrary,
   symbols: S,
@@ -135,7 +144,46 @@ export function loadLibrary<S extends Deno.ForeignLibraryInterface>(
     ]);
   }
   const what = `${lib.what} (${lib.sonames.join(", ")})`;
-  const path = override || locateLibraries({ what, sets: [{ lib: lib.sonames }], hint: lib.hint }).lib;
+  let path = override;
+  if (!path) {
+    try {
+      path = locateLibraries({ what, sets: [{ lib: lib.sonames }], hint: lib.hint, dirs: lib.dirs }).lib;
+    } catch (e) {
+      if (!(e instanceof LibraryNotFoundError)) throw e;
+      const found = openBySoname(lib, symbols);
+      if (found) return found;
+      const tried = lib.sonames.map((s) => `dlopen("${s}")`);
+      throw new LibraryNotFoundError(
+        e.message.replace(/\n(?=[^\n]*$)/, `\n  ${tried.join("\n  ")} (the dynamic loader's search)\n`),
+        [...e.tried, ...tried],
+      );
+    }
+  }
   const opened = openLibrary(path, symbols, lib.what);
   return { symbols: opened.symbols, path, close: () => opened.close() };
+}
+
+/**
+ * Asks the dynamic loader for each soname in turn (`dlopen` without a slash: `LD_LIBRARY_PATH`, its cache, its
+ * default directories). Undefined when it knows none of them; a library it finds that cannot be opened with
+ * `symbols` (a missing symbol) is a {@link LibraryNotFoundError}.
+ */
+function openBySoname<S extends Deno.ForeignLibraryInterface>(
+  lib: SingleLibrary,
+  symbols: S,
+): LoadedLibrary<S> | undefined {
+  for (const soname of lib.sonames) {
+    let opened: Deno.DynamicLibrary<S>;
+    try {
+      opened = Deno.dlopen(soname, symbols);
+    } catch (cause) {
+      const reason = cause instanceof Error ? cause.message : String(cause);
+      if (/cannot open shared object file|No such file/.test(reason)) continue;
+      throw new LibraryNotFoundError(`${lib.what}: ${soname} was found but could not be loaded: ${reason}`, [
+        soname,
+      ], { cause });
+    }
+    return { symbols: opened.symbols, path: soname, close: () => opened.close() };
+  }
+  return undefined;
 }

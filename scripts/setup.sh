@@ -58,6 +58,8 @@ if [ $dev = 1 ]; then
   command -v ffprobe >/dev/null || missing+=(ffmpeg)
   command -v cc >/dev/null || missing+=(gcc libc6-dev)
   command -v pkg-config >/dev/null || missing+=(pkg-config)
+  command -v xz >/dev/null || missing+=(xz-utils)       # the GPU kit (scripts/gpu) and its rehearsal
+  command -v readelf >/dev/null || missing+=(binutils) # the GPU kit checks what its FFmpeg needs
   command -v script >/dev/null || missing+=(bsdutils)
   command -v tmux >/dev/null || missing+=(tmux)
   # promtool (`promtool check metrics`) checks the server's Prometheus metrics; Debian ships it with the

@@ -46,6 +46,13 @@ interface CachedDecoder {
 }
 
 let cached: CachedDecoder | undefined;
+/** Decoders this thread created, and reuses of its cached one (each a `cuvidReconfigureDecoder`). */
+const counts = { created: 0, reconfigured: 0 };
+
+/** How often this thread's cache created a decoder and how often it reconfigured the cached one, so far. */
+export function decoderCacheStats(): { created: number; reconfigured: number } {
+  return { ...counts };
+}
 
 /** The handle of this thread's decoder, or null before a sequence header configured one. */
 export function cachedDecoder(): Deno.PointerObject | null {
@@ -92,6 +99,7 @@ export function configureDecoder(
         area.bottom,
       );
     checkCu(nvcuvid().cuvidReconfigureDecoder(c.handle, r.bytes), source, "cuvidReconfigureDecoder");
+    counts.reconfigured++;
     return c.surfaces;
   }
   releaseDecoderNvdec();
@@ -107,6 +115,7 @@ export function configureDecoder(
     .u64("ulTargetWidth", outWidth).u64("ulTargetHeight", outHeight).u64("ulNumOutputSurfaces", 2);
   const h = new OutSlot();
   checkCu(nvcuvid().cuvidCreateDecoder(h.bytes, ci.bytes), source, "cuvidCreateDecoder");
+  counts.created++;
   dc.refs++; // the cached decoder holds its own context reference
   cached = {
     handle: h.pointer as Deno.PointerObject,

@@ -45,6 +45,8 @@ const scope = globalThis as unknown as WorkerScope;
 
 let url = "";
 let mod: Promise<Record<string, unknown>> | undefined;
+/** Calls started and not yet settled: an export may be awaiting between two native steps. */
+const running = new Set<Promise<void>>();
 
 function post(msg: FromWorker, transfer: Transferable[] = []): void {
   scope.postMessage(msg, transfer);
@@ -77,8 +79,14 @@ async function call(id: number, name: string, args: unknown[]): Promise<void> {
   }
 }
 
-/** Frees per-thread native caches (decoders, scalers) through the module's optional `release` export. */
+/**
+ * Frees per-thread native caches (decoders, scalers) through the module's optional `release` export, once the
+ * calls still running have settled: a call awaiting between two native steps would otherwise go on after the
+ * release, with its decoder destroyed under it, and into the Worker's termination, still writing into memory
+ * its owner frees once the pool has closed (an NVDEC loader broken out of early crashed so).
+ */
 async function release(): Promise<void> {
+  await Promise.allSettled([...running]);
   try {
     const m = await mod!;
     if (typeof m.release === "function") await m.release();
@@ -115,5 +123,7 @@ scope.onmessage = (e: MessageEvent<ToWorker>) => {
     return;
   }
   if (msg.type === "release") return void release();
-  void call(msg.id, msg.name, msg.args);
+  const p = call(msg.id, msg.name, msg.args);
+  running.add(p);
+  void p.finally(() => running.delete(p));
 };

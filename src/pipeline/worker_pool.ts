@@ -236,9 +236,9 @@ export class WorkerPool implements Executor {
 
   /**
    * Stops every Worker; queued and running calls reject with `PipelineStoppedError`. Terminating a Worker does
-   * not free what native code allocated in it, so each Worker first finishes its current synchronous task and
-   * calls the module's `release` export, if it has one (decoders, scalers, GPU contexts cached per thread),
-   * and is terminated when that returns or after `releaseTimeoutMs`.
+   * not free what native code allocated in it, nor stop native code running in it, so each Worker first lets
+   * its running call finish and calls the module's `release` export, if it has one (decoders, scalers, GPU
+   * contexts cached per thread), and is terminated when that returns or after `releaseTimeoutMs`.
    */
   async close(): Promise<void> {
     const err = new PipelineStoppedError(`WorkerPool ${this.moduleUrl} was closed`);
@@ -248,7 +248,10 @@ export class WorkerPool implements Executor {
       slot.current?.reject(err);
       for (const c of slot.pinned.splice(0)) c.reject(err);
     }
-    await Promise.all([...slots.map((slot) => this.#retire(slot)), ...this.#retiring]);
+    // Tracked with the pool's other retirements: a second close() while this one runs (the loader's, after its
+    // pipeline's) waits for them too, instead of returning while these Workers still run native code.
+    for (const slot of slots) this.#track(this.#retire(slot));
+    await Promise.all([...this.#retiring]);
   }
 
   /** Same as {@link close}. */
@@ -259,7 +262,12 @@ export class WorkerPool implements Executor {
   /** Takes a Worker out of the pool and retires it in the background (`close()` waits for it). */
   #retireSlot(slot: Slot): void {
     this.#slots.splice(this.#slots.indexOf(slot), 1);
-    const p = this.#retire(slot).finally(() => this.#retiring.delete(p));
+    this.#track(this.#retire(slot));
+  }
+
+  /** Keeps a retirement in `#retiring` until it ends (every `close()` waits for all of them). */
+  #track(retirement: Promise<void>): void {
+    const p = retirement.finally(() => this.#retiring.delete(p));
     this.#retiring.add(p);
   }
 

@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { type LibVersion, loadFfmpeg, pickLayout, releaseOf } from "../../ffi/ffmpeg/library.ts";
 import { LAYOUT_5_1, LAYOUT_6_0, LAYOUT_6_1, LAYOUT_7_0, LAYOUT_7_1 } from "../../ffi/ffmpeg/layouts.ts";
 import { AVERROR_EOF, AVERROR_INVALIDDATA, avErrorString } from "../../ffi/ffmpeg/errors.ts";
-import { LibraryVersionError } from "../../src/errors.ts";
+import { LibraryNotFoundError, LibraryVersionError } from "../../src/errors.ts";
+import { loadLibrary } from "../../ffi/loader.ts";
 
 const LIB_DIR = "/usr/lib/x86_64-linux-gnu";
 const installed = (() => {
@@ -144,4 +145,51 @@ Deno.test({
       f.close();
     }
   },
+});
+
+Deno.test("library: a library in none of the directories is asked of the dynamic loader by its soname", () => {
+  // No directory to search: only the dynamic loader's own search (its cache) can find libz, as it finds the
+  // driver's libraries under /usr/local/nvidia/lib64 in containers.
+  const zlib = { zlibVersion: { parameters: [], result: "pointer" } } as const;
+  const lib = loadLibrary({
+    what: "zlib",
+    sonames: ["libz.so.1"],
+    fileEnv: "SLUICE_TEST_NO_ENV",
+    hint: "",
+    dirs: [],
+  }, zlib);
+  try {
+    assert.equal(lib.path, "libz.so.1");
+    assert.match(Deno.UnsafePointerView.getCString(lib.symbols.zlibVersion()!), /^1\./);
+  } finally {
+    lib.close();
+  }
+  assert.throws(
+    () =>
+      loadLibrary({
+        what: "a missing library",
+        sonames: ["libsluice-none.so.1"],
+        fileEnv: "SLUICE_TEST_NO_ENV",
+        hint: "install it",
+        dirs: ["/nonexistent"],
+      }, zlib),
+    (e: unknown) =>
+      e instanceof LibraryNotFoundError &&
+      e.tried.join(" ") === '/nonexistent/libsluice-none.so.1 dlopen("libsluice-none.so.1")' &&
+      e.message.endsWith(
+        'Tried:\n  /nonexistent/libsluice-none.so.1\n  dlopen("libsluice-none.so.1") (the dynamic loader\'s search)\ninstall it',
+      ),
+  );
+  assert.throws(
+    () =>
+      loadLibrary(
+        { what: "zlib", sonames: ["libz.so.1"], fileEnv: "SLUICE_TEST_NO_ENV", hint: "", dirs: [] },
+        {
+          sluice_no_such_symbol: { parameters: [], result: "void" },
+        },
+      ),
+    (e: unknown) =>
+      e instanceof LibraryNotFoundError &&
+      /zlib: libz\.so\.1 was found but could not be loaded/.test(e.message),
+  );
 });

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { decodeVideoNvdec, releaseDecoderNvdec } from "../../src/nvdec/decoder.ts";
+import { decoderCacheStats } from "../../src/nvdec/decoder_cache.ts";
 import { demuxVideo } from "../../src/media/demux.ts";
 import type { VideoPackets } from "../../src/media/packets.ts";
 import { ffmpegDecodeRaw, generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
@@ -24,6 +25,7 @@ Deno.test({
     await generateClip({ width: 320, height: 184, bframes: 2, gop: 12, durationSec: 1 }),
     await generateClip({ width: 320, height: 180, bframes: 2, gop: 12, durationSec: 1 }),
   ];
+  const before = decoderCacheStats();
   for (const [i, clip] of clips.entries()) {
     const packets = await demuxVideo(clip, { bsf: "h264_mp4toannexb" }) as VideoPackets;
     using frames = await decodeVideoNvdec(packets, { pixelFormat: "nv12" });
@@ -43,4 +45,10 @@ Deno.test({
   const calls = (re: RegExp) => log.filter((l) => re.test(l)).length;
   assert.equal(calls(/^cuvidCreateDecoder rc=0/), 1, "one decoder made");
   assert.equal(calls(/^cuvidReconfigureDecoder rc=0/), 2, "and reconfigured for the other two videos");
+  // the cache's own counts (what the GPU kit reports on real hardware, where there is no call log) agree
+  const after = decoderCacheStats();
+  assert.deepEqual(
+    { created: after.created - before.created, reconfigured: after.reconfigured - before.reconfigured },
+    { created: 1, reconfigured: 2 },
+  );
 });

@@ -94,6 +94,32 @@ Deno.test("WorkerPool: close runs the module's release export in every Worker be
   }
 });
 
+Deno.test("WorkerPool: close lets a running call finish before the release export runs and the Worker ends", async () => {
+  const pool = new WorkerPool(MOD, { size: 1, releaseTimeoutMs: 5000 });
+  const turns = new Int32Array(new SharedArrayBuffer(12));
+  await pool.call("recordOrder", [turns.buffer]);
+  const slow = pool.call("slowTask", [300]).catch((e) => e);
+  await new Promise((r) => setTimeout(r, 50)); // the task is awaiting inside the Worker
+  await pool.close();
+  assert.ok((await slow) instanceof PipelineStoppedError, "the caller is told the pool stopped");
+  // The task ended (turn 1) before the release ran (turn 2), both before close() resolved: no release under a
+  // running task, and nothing of it still running once its owner frees what it writes into.
+  assert.deepEqual([turns[0], turns[1]], [1, 2]);
+});
+
+Deno.test("WorkerPool: a second close() while the first runs also waits until every Worker has ended", async () => {
+  const pool = new WorkerPool(MOD, { size: 1, releaseTimeoutMs: 5000 });
+  const turns = new Int32Array(new SharedArrayBuffer(12));
+  await pool.call("recordOrder", [turns.buffer]);
+  const slow = pool.call("slowTask", [300]).catch((e) => e);
+  await new Promise((r) => setTimeout(r, 50));
+  const first = pool.close(); // e.g. the pipeline closing its executors when it stops
+  await pool.close(); // and the loader's own close right after: its caller frees what the Workers wrote into
+  assert.deepEqual([turns[0], turns[1]], [1, 2], "the second close returned before the Worker had released");
+  await first;
+  await slow;
+});
+
 Deno.test("WorkerPool: a release export that never returns delays close only by releaseTimeoutMs", async () => {
   const pool = new WorkerPool(MOD, { size: 1, releaseTimeoutMs: 50 });
   await pool.call("setReleaseMarker", ["/nonexistent", true]);

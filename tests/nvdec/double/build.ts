@@ -1,12 +1,12 @@
 /**
- * Builds the libcuda/libnvcuvid test double (one shared object exporting both APIs) with `cc` at test time,
+ * Builds the libcuda/libnvcuvid/NVML test double (one shared object exporting the three APIs) with `cc` at test time,
  * cached by source hash in the temp dir, and opens its control functions.
  * @module
  */
 import { cstr } from "../../../ffi/cstring.ts";
 
 const here = new URL(".", import.meta.url).pathname;
-const SOURCES = ["nvdouble.h", "cuda_double.c", "nvcuvid_double.c"];
+const SOURCES = ["nvdouble.h", "cuda_double.c", "nvcuvid_double.c", "nvml_double.c"];
 
 async function sourceHash(): Promise<string> {
   const text = SOURCES.map((f) => Deno.readTextFileSync(here + f)).join("\0");
@@ -42,6 +42,7 @@ export async function buildDouble(): Promise<string> {
     tmp,
     `${here}cuda_double.c`,
     `${here}nvcuvid_double.c`,
+    `${here}nvml_double.c`,
     ...flags,
   ]);
   Deno.renameSync(tmp, lib);

@@ -183,6 +183,11 @@ int dbl_fault(const char *name) {
   return 0;
 }
 
+int dbl_device_count(void) {
+  configure_from_env();
+  return device_count;
+}
+
 int dbl_has_context(void) { return depth > 0 && stack[depth - 1] != NULL; }
 
 #define FAULT(name) do { int _c = dbl_fault(name); if (_c) return _c; } while (0)

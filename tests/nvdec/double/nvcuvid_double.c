@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <libavcodec/avcodec.h>
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
@@ -134,7 +135,8 @@ CUresult cuvidCreateDecoder(CUvideodecoder *out, DblDecodeCreateInfo *ci) {
   if (av_codec_of(ci->CodecType) == AV_CODEC_ID_NONE) why = "codec";
   else if (ci->ChromaFormat != 1) why = "chroma";
   else if (ci->OutputFormat != (ci->bitDepthMinus8 ? 1 : 0)) why = "output-format";
-  else if (ci->ulNumDecodeSurfaces < 1 || ci->ulNumDecodeSurfaces > MAX_SURF) why = "num-decode-surfaces";
+  /* NVDEC refuses more than 32 decode surfaces (reported from the field: cuvidCreateDecoder fails) */
+  else if (ci->ulNumDecodeSurfaces < 1 || ci->ulNumDecodeSurfaces > 32) why = "num-decode-surfaces";
   else if (ci->ulNumOutputSurfaces < 1 || ci->ulNumOutputSurfaces > 64) why = "num-output-surfaces";
   else if (ci->ulWidth > dbl_max_width || ci->ulHeight > dbl_max_height || ci->ulWidth < 48 || ci->ulHeight < 16) why = "size";
   else if (ci->ulMaxWidth && (ci->ulMaxWidth < ci->ulWidth || ci->ulMaxHeight < ci->ulHeight)) why = "max-size";
@@ -239,6 +241,8 @@ CUresult cuvidDecodePicture(CUvideodecoder h, DblPicParams *pic) {
   }
   p->dec = d;
   p->decode_called = 1;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   AVPacket *pkt = av_packet_alloc();
   av_new_packet(pkt, pic->nBitstreamDataLen);
   memcpy(pkt->data, pic->pBitstreamData, pic->nBitstreamDataLen);
@@ -248,6 +252,8 @@ CUresult cuvidDecodePicture(CUvideodecoder h, DblPicParams *pic) {
   av_packet_free(&pkt);
   if (rc < 0 && rc != AVERROR(EAGAIN)) dbl_log("cuvidDecodePicture decode-error=%d", rc);
   drain(d);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  dbl_decoder_busy((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
   return DBL_SUCCESS;
 }
 

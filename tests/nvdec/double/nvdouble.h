@@ -160,6 +160,8 @@ CUresult dbl_dev_free(CUdeviceptr p);
 unsigned char *dbl_dev_resolve(CUdeviceptr p, size_t len); /* NULL when [p, p+len) is not inside one allocation */
 int dbl_stream_valid(CUstream s);
 extern __thread unsigned dbl_max_width, dbl_max_height, dbl_num_nvdecs;
+int dbl_device_count(void); /* this thread's configured device count */
+void dbl_decoder_busy(long long ns); /* NVML's decoder utilisation: decode time spent, any thread */
 void dbl_nvcuvid_reset(void);
 
 #endif
