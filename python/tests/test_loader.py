@@ -222,6 +222,35 @@ def test_dataloader_collating_sluice_batches_matches_copies(dataset, backend):
     assert got == want
 
 
+def test_dataloader_batch_size_n_joins_batches_with_substitutes_and_the_short_last_one(cut_dataset):
+    """The form docs/serving.md shows, DataLoader(IterableDataset(...), batch_size=N), on an epoch whose failed
+    clips are replaced (a substitute's clip dict has ``replaces``, the others do not: default collation raised
+    KeyError 'replaces') and whose last sluice batch is short (stacking raised 'stack expects each tensor to be
+    equal size'): each item joins N batches' clips, and the epoch is the one batch_size=None yields."""
+    def dataset(**kw):
+        return sluice.torch.IterableDataset(cut_dataset, batch_size=3, num_frames=4, width=32, height=24, seed=1,
+                                            clips_per_video=4, **kw)
+
+    ds = dataset(copy=True)
+    try:
+        want = [(bytes_of(b["video"]), b["labels"].tolist(), b["clips"])
+                for b in torch.utils.data.DataLoader(ds, batch_size=None)]
+    finally:
+        ds.close()
+    assert [len(w[1]) for w in want] == [3, 3, 3, 3, 3, 1]  # 16 clips, the last batch short
+    assert any("replaces" in c for w in want for c in w[2]), "the epoch holds substitutes"
+    ds = dataset(slots=2)
+    try:
+        got = list(torch.utils.data.DataLoader(ds, batch_size=2))
+    finally:
+        ds.close()
+    assert [tuple(g["video"].shape) for g in got] == [(6, 4, 24, 32, 3), (6, 4, 24, 32, 3), (4, 4, 24, 32, 3)]
+    for g, pair in zip(got, [want[0:2], want[2:4], want[4:6]]):
+        assert bytes_of(g["video"]) == b"".join(w[0] for w in pair)
+        assert g["labels"].tolist() == [x for w in pair for x in w[1]]
+        assert g["clips"] == [c for w in pair for c in w[2]]
+
+
 def test_holding_every_slot_is_a_clear_error_not_a_hang(dataset):
     want = copied_epochs(dataset, 2, batch_size=2)
     ds = sluice.torch.IterableDataset(dataset, batch_size=2, num_frames=CLIP["numFrames"], width=CLIP["width"],
