@@ -13,6 +13,7 @@
 import { videoClassificationLoader } from "../loader/loader.ts";
 import { SluiceError } from "../errors.ts";
 import { SERVE_PROTOCOL_VERSION } from "./protocol.ts";
+import { parsePythonJson } from "../python_options.ts";
 import { type BatchServer, serveLoader } from "./server.ts";
 import type { LoaderFactory } from "./session_host.ts";
 import { pythonOptionList, resolveServerConfig, type ServedLoaderOptions, SERVER_TABLE } from "./options.ts";
@@ -140,7 +141,7 @@ if (import.meta.main) {
   let config: ServerConfig;
   try {
     if (i < 0 || Deno.args[i + 1] === undefined) throw new Error("usage: main.ts --config '<json>'");
-    config = JSON.parse(Deno.args[i + 1]);
+    config = parsePythonJson(Deno.args[i + 1]) as ServerConfig; // a Python client's floats stay floats
   } catch (e) {
     console.error(`sluice serve: ${e instanceof Error ? e.message : e}`);
     Deno.exit(2);
