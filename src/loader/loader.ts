@@ -153,6 +153,8 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   readonly #args: FrontArgs;
   readonly #states: LoaderStates;
   readonly #vocabulary: Vocabulary;
+  /** Another loader of the same plan, from an epoch's start (what `preview()` draws with). */
+  readonly #sibling: (firstEpoch: number) => VideoClassificationLoader;
   #epoch = 0;
 
   /** Use {@link videoClassificationLoader}. */
@@ -174,6 +176,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
       profile: ClipProfile | null;
       states: LoaderStates;
       vocabulary: Vocabulary;
+      sibling: (firstEpoch: number) => VideoClassificationLoader;
     },
   ) {
     this.dataset = init.plan.dataset;
@@ -198,6 +201,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     this.#args = init.plan.front;
     this.#states = init.states;
     this.#vocabulary = init.vocabulary;
+    this.#sibling = init.sibling;
   }
 
   /** The next epoch to run (0 before the first). */
@@ -312,11 +316,13 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   }
 
   /**
-   * A contact sheet of the next `batches` batches (default 1; with `html`, also a page with each clip playable):
-   * see `preview.ts`. It runs the next epoch for them and leaves it, as a loop that breaks does.
+   * A contact sheet of the first `batches` batches (default 1; with `html`, also a page with each clip playable)
+   * of the epoch the next iteration runs, from its start: see `preview.ts`. A loader of its own (same plan, its
+   * own Workers) draws them, so this loader's epochs are left as they are (the next iteration runs that epoch).
    */
-  preview(opts?: PreviewOptions): Promise<Preview> {
-    return previewLoader(this, opts);
+  async preview(opts?: PreviewOptions): Promise<Preview> {
+    await using other = this.#sibling(this.#epoch);
+    return await previewLoader(other, opts);
   }
 
   /**
@@ -375,8 +381,16 @@ export async function videoClassificationLoader(
   opts: LoaderOptions,
   vocabulary: Vocabulary = LOADER_VOCABULARY,
 ): Promise<VideoClassificationLoader> {
+  return buildLoader(opts, await planLoader(opts, vocabulary), vocabulary);
+}
+
+/** A loader of `plan` (made from `opts`, checked); see {@link videoClassificationLoader}. */
+function buildLoader(
+  opts: LoaderOptions,
+  plan: LoaderPlan,
+  vocabulary: Vocabulary,
+): VideoClassificationLoader {
   const log = opts.log ?? ((m: string) => console.error(m));
-  const plan = await planLoader(opts, vocabulary);
   fixMmapThreshold();
   const { front: args, spec } = plan;
   const o = withDefaults(LOADER_TABLE, opts);
@@ -517,6 +531,13 @@ export async function videoClassificationLoader(
     profile,
     states,
     vocabulary,
+    // the same plan (no second indexing) from `firstEpoch`'s start, with its own Workers and no slots
+    sibling: (firstEpoch) =>
+      buildLoader(
+        { ...opts, decode: decoder, firstEpoch, resume: undefined, slots: undefined, hooks: undefined },
+        { ...plan, front: { ...plan.front, firstEpoch, resume: undefined } },
+        vocabulary,
+      ),
   });
 }
 
