@@ -445,7 +445,7 @@ function buildLoader(
     if (onClipError === "replace") return await replacer.replace(x.failed, signal);
     if (onClipError === "skip") return { clip: null, failures: [x.failed] };
     try {
-      accounting.collated(x.failed.epoch, [{ clip: null, failures: [x.failed] }]);
+      accounting.collated(x.failed.epoch, [{ clip: null, failures: [x.failed] }], false, true);
     } catch (e) {
       throw clipError(e);
     }

@@ -38,7 +38,10 @@ export interface ServerConfig {
   exitOnStdinEof?: boolean;
   /** Remove this directory (the socket's, made by the spawning client) on exit. */
   removeDir?: string;
-  /** Log each client's connection (default true; a spawning client turns it off). */
+  /**
+   * Log each client's connection and disconnection, and the error that ends its session (default true; a
+   * spawning client, which raises that error itself, turns it off).
+   */
   logConnections?: boolean;
 }
 

@@ -47,7 +47,12 @@ export const SERVER_TABLE = {
     python: false,
   },
   removeDir: { kind: "string", doc: "remove this directory on exit", python: false },
-  logConnections: { kind: "boolean", default: true, doc: "log each client's connection", python: false },
+  logConnections: {
+    kind: "boolean",
+    default: true,
+    doc: "log each client's connection, disconnection and the error that ends its session",
+    python: false,
+  },
 } as const satisfies OptionTable;
 
 /** The server's own options, declared once (`sluice serve`'s flags, the Python client's `slots`). */

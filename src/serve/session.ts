@@ -50,7 +50,10 @@ export interface SessionOptions {
   slots: number;
   /** Milliseconds the client has to send `hello` (default 10000). */
   helloTimeoutMs?: number;
-  /** Log the client's connection and disconnection (default true; failures are always logged). */
+  /**
+   * Log the client's connection and disconnection, and the error that ends its session (default true; false
+   * for a client that raises that error itself: the Python client's own server).
+   */
   logConnections?: boolean;
   /** Where connection and failure lines go. */
   log: (line: string) => void;
@@ -581,7 +584,11 @@ export class Session {
       if (this.#opts.logConnections ?? true) this.#log(`sluice serve: ${this.#client} disconnected`);
     } else {
       const msg = await this.#sendError(e);
-      this.#log(`sluice serve: ${this.#client}: ${msg.code}: ${msg.message}`);
+      // A private server's client (logConnections false: the Python client's own) raises it: logged too, it was
+      // printed twice on the same terminal.
+      if (this.#opts.logConnections ?? true) {
+        this.#log(`sluice serve: ${this.#client}: ${msg.code}: ${msg.message}`);
+      }
     }
     await this.close();
   }

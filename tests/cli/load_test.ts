@@ -203,6 +203,30 @@ Deno.test("sluice load: SIGINTs within a second of the first are one Ctrl-C (den
   assert.deepEqual(calls, ["stop", "leave"]);
 });
 
+for (const backend of ["inprocess", "subprocess"]) {
+  Deno.test(`sluice load --on-clip-error fail (${backend}): the error that ends the run is printed once`, async () => {
+    // Issue 30 item 7: the loader's failure line, the pipeline's ("stage replace failed on ...") and the
+    // command's own error line said it three times.
+    const dir = await tinyDataset({ broken: true });
+    try {
+      const r = await sluice([
+        "load",
+        dir,
+        ...words(`--json --epochs 1 ${SMALL} --on-clip-error fail --backend ${backend}`),
+      ]);
+      assert.equal(r.code, 1, r.stderr);
+      const lines = r.stderr.split("\n").filter((l) => /corrupt\.mp4|garbage\.mp4/.test(l));
+      const fatal = lines.filter((l) => l.startsWith("sluice load: "));
+      assert.equal(fatal.length, 1, r.stderr);
+      const failed = /(corrupt|garbage)\.mp4/.exec(fatal[0])![0];
+      const about = lines.filter((l) => l.includes(failed) && !l.includes("skipping"));
+      assert.deepEqual(about, fatal, `the failure is said once:\n${r.stderr}`);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+}
+
 Deno.test("sluice load --max-failures: an exceeded failure budget is named by its flag, not the library's name", async () => {
   const dir = await tinyDataset({ broken: true });
   try {
