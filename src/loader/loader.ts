@@ -414,7 +414,16 @@ function buildLoader(
   const budget = decoder === "cpu" && dl.threads ? new ThreadBudget(() => decodePool.size) : null;
   const slots = opts.slots === undefined
     ? null
-    : new BatchSlots(opts.slots, spec, batchSize, layout, plan.sampler, decoder === "nvdec" ? device : null);
+    : new BatchSlots(opts.slots, spec, batchSize, layout, plan.sampler, {
+      device: decoder === "nvdec" ? device : null,
+      // decoding ahead of the consumer: its buffer, the batches the decode tasks in flight span, one assembling
+      lookahead: o.bufferSize +
+        Math.ceil(
+          (typeof decodeConcurrency === "number" ? decodeConcurrency : 2 * cores) /
+            batchSize,
+        ) + 1,
+      vocabulary,
+    });
   const profile = o.profile ? new ClipProfile() : null;
   const buffers = slots === null && decoder === "cpu" ? reusedBuffers(spec, batchSize) : null;
   const decodeStep = new ClipDecodeStep(decodePool, decodeExport, {

@@ -36,7 +36,7 @@ export const SERVER_TABLE = {
     min: 1,
     max: 1024,
     default: 4,
-    doc: "batch slots per client (batches in flight)",
+    doc: "batch slots per client: the batches a trainer may keep at once (not how far decoding runs ahead)",
     flag: "slots",
     python: "slots",
   },

@@ -72,6 +72,16 @@ export interface ReleaseMessage {
   unused?: boolean;
 }
 
+/**
+ * The client's code took every batch before `seq` `taken` (sent with each batch it hands out, to a server whose
+ * `welcome` has `ahead`): the server sends at most `ahead` batches beyond it.
+ */
+export interface TakenMessage {
+  type: "taken";
+  /** One past the `seq` of the last batch the client's code took. */
+  taken: number;
+}
+
 /** Asks for a `stats` reply. */
 export interface StatsRequest {
   type: "stats";
@@ -127,6 +137,7 @@ export type ClientMessage =
   | HelloMessage
   | EpochMessage
   | ReleaseMessage
+  | TakenMessage
   | StatsRequest
   | StateRequest
   | ResumeRequest
@@ -153,6 +164,8 @@ export interface WelcomeMessage {
   /** `"cpu"` (host slots) or `"nvdec"` (device slots). */
   decoder: "cpu" | "nvdec";
   slots: number;
+  /** Batches the server sends ahead of what the client's code took, once the client reports it (`taken`). */
+  ahead: number;
 }
 
 /** Where the slots are; sent once per connection, before the first batch. */
@@ -409,6 +422,8 @@ export function parseClientMessage(value: unknown): ClientMessage {
       }
       return msg;
     }
+    case "taken":
+      return { type: "taken", taken: int(value, "taken", 0, MAX_INT) };
     case "stats": {
       const taken = optInt(value, "taken", 0, MAX_INT);
       return taken === undefined ? { type: "stats" } : { type: "stats", taken };
