@@ -11,6 +11,7 @@ import { InvalidArgumentError } from "./errors.ts";
 import {
   absent,
   closest,
+  describe,
   groupOf,
   isPlainObject,
   optionEntries,
@@ -53,6 +54,51 @@ export function pythonName(table: OptionTable, path: string): string {
   return name;
 }
 
+/**
+ * A number Python sent as a float (`8.0`, `1e3`: what `json.dumps` writes for a `float`), kept apart from an
+ * integer of the same value, which JSON cannot tell from it: a float is no integer (`batch_size=8.0`).
+ * {@link parsePythonJson} makes them; {@link fromPython} refuses one where the option takes integers only and
+ * gives every other its number.
+ */
+export class PythonFloat {
+  /** @param value the number; @param text how the JSON wrote it (as Python shows it) */
+  constructor(readonly value: number, readonly text: string) {}
+}
+
+/**
+ * Parses JSON whose numbers written as floats (with a `.` or an exponent) under the top-level key `python`
+ * become {@link PythonFloat}s; every other number, and everything outside `python`, parses as `JSON.parse`
+ * gives it. Throws `SyntaxError` as `JSON.parse` does.
+ */
+export function parsePythonJson(text: string): unknown {
+  type Reviver = (this: unknown, key: string, value: unknown, context?: { source?: string }) => unknown;
+  const reviver: Reviver = (_key, value, context) =>
+    typeof value === "number" && context?.source !== undefined && /[.eE]/.test(context.source)
+      ? new PythonFloat(value, context.source)
+      : value;
+  const parsed = JSON.parse(text, reviver as (key: string, value: unknown) => unknown);
+  if (!isPlainObject(parsed)) return plainNumbers(parsed);
+  return Object.fromEntries(
+    Object.entries(parsed).map(([k, v]) => [k, k === "python" ? v : plainNumbers(v)]),
+  );
+}
+
+/** `value` with every {@link PythonFloat} in it replaced by its number. */
+function plainNumbers(value: unknown): unknown {
+  if (value instanceof PythonFloat) return value.value;
+  if (Array.isArray(value)) return value.map(plainNumbers);
+  if (isPlainObject(value)) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plainNumbers(v)]));
+  }
+  return value;
+}
+
+/** Whether `spec` takes integers and no other number (a float is refused, not rounded). */
+function integersOnly(spec: OptionSpec): boolean {
+  if (spec.kind === "integer") return true;
+  return spec.kind === "either" && spec.of.every((s) => s.kind === "integer" || s.kind === "group");
+}
+
 /** Options read from Python's keywords: in TypeScript's spelling, and how to name them back. */
 export interface PythonOptions {
   /** The options, spelled as the TypeScript API spells them (groups as objects). */
@@ -64,8 +110,9 @@ export interface PythonOptions {
 /**
  * Reads `keywords` (what the user passed, None dropped) against `table`. Throws {@link InvalidArgumentError} for
  * a keyword the table does not declare, at any depth, naming it and the closest valid one (`also`: names valid
- * elsewhere, e.g. the client's own keywords, that count as suggestions), and for one option given twice (flat
- * and in its group). Values are not checked here: check the result with `checkOptions` and the vocabulary.
+ * elsewhere, e.g. the client's own keywords, that count as suggestions), for one option given twice (flat
+ * and in its group), and for a float ({@link PythonFloat}) given to an option that takes integers only. Values
+ * are not checked otherwise: check the result with `checkOptions` and the vocabulary.
  */
 export function fromPython(
   table: OptionTable,
@@ -107,7 +154,12 @@ export function fromPython(
   };
   const read = (path: string, spec: OptionSpec, value: unknown, name: string) => {
     const group = groupOf(spec);
-    if (group === undefined || !isPlainObject(value)) return set(path, value, name);
+    if (value instanceof PythonFloat && integersOnly(spec)) {
+      throw new InvalidArgumentError(
+        `${prefix}${name} must be ${describe(spec, PYTHON_WORDS)}, got ${value.text} (a float)`,
+      );
+    }
+    if (group === undefined || !isPlainObject(value)) return set(path, plainNumbers(value), name);
     const keys = new Map<string, string>();
     for (const [k, s] of Object.entries(group.options)) if (s.python !== false) keys.set(snake(k), k);
     objectAt(path.split("."));

@@ -4,7 +4,14 @@
  * None as not given, and each option named back as the user wrote it.
  */
 import assert from "node:assert/strict";
-import { fromPython, pythonKeywords, pythonName, snake } from "../src/python_options.ts";
+import {
+  fromPython,
+  parsePythonJson,
+  PythonFloat,
+  pythonKeywords,
+  pythonName,
+  snake,
+} from "../src/python_options.ts";
 import { LOADER_OPTIONS } from "../src/loader/loader_options.ts";
 import { InvalidArgumentError } from "../src/errors.ts";
 
@@ -116,4 +123,20 @@ Deno.test("python options: every keyword of the table, and its name back", () =>
   for (const k of ["log", "on_report", "slots", "first_epoch", "report_interval"]) {
     assert.ok(!keywords.has(k), k);
   }
+});
+
+Deno.test("python options: a float (8.0, as json.dumps writes it) is refused where integers go, a number elsewhere", () => {
+  const config = parsePythonJson(
+    '{"slots": 4.0, "python": {"batch_size": 8.0, "frame_rate": 12.0, "clip": {"mean": [0.5, 1.0, 0]}, "seed": 3}}',
+  ) as { slots: unknown; python: Record<string, unknown> };
+  assert.equal(config.slots, 4, "outside python, numbers are numbers");
+  assert.ok(config.python.batch_size instanceof PythonFloat);
+  assert.equal(config.python.seed, 3);
+  refused(config.python, "sluice.Loader: batch_size must be an integer from 1 to 65536, got 8.0 (a float)");
+  const { batch_size: _, ...rest } = config.python;
+  assert.deepEqual(read(rest).options, { clip: { frameRate: 12, mean: [0.5, 1, 0] }, sampler: { seed: 3 } });
+  refused(
+    (parsePythonJson('{"python": {"max_failures": {"rate": 0.5, "after": 1e1}}}') as typeof config).python,
+    'sluice.Loader: max_failures["after"] must be an integer >= 0, got 1e1 (a float)',
+  );
 });

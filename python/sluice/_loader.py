@@ -14,6 +14,7 @@ import weakref
 from typing import Any, Dict, Iterator, List, Optional
 
 from . import _node
+from . import _keywords
 from ._server import ServerProcess
 from ._session import Session
 from ._slots import labels_tensor, pin_possible
@@ -99,9 +100,10 @@ class Loader:
     block, or when the interpreter exits. ``Loader(socket=PATH)`` connects to a running ``sluice serve``
     instead. ``**options`` are the loader's, in snake_case (``num_frames``, ``buffer_size=4``, ``shuffle=False``,
     ``clip={"dtype": "float32"}``, ``concurrency={"decode": 2}``…; the table of keywords with their types and
-    defaults is in python/README.md). They go to the server as given: it checks them, once, and an unknown or
-    misspelled one, at any depth, raises :class:`~sluice.errors.InvalidArgumentError` from ``Loader(...)``
-    naming it and the closest valid keyword.
+    defaults is in python/README.md). They go to the server as given (numpy and torch scalars and arrays as
+    Python numbers and lists): it checks them, once, and an unknown or misspelled one, at any depth, or one of
+    the wrong type (``batch_size=8.0``: a float is no integer) raises :class:`~sluice.errors.InvalidArgumentError`
+    from ``Loader(...)`` naming it as written; so do the client's own keywords (``timeout="5"``), checked here.
 
     Slot lifetime: a batch's ``video`` views its slot in shared memory, and the slot goes back to the server
     (which then writes a later batch there) only when nothing in this process references that memory any more:
@@ -152,12 +154,16 @@ class Loader:
         self._session: Optional[Session] = None
         self._closed = False
         self._finalizer: Optional[weakref.finalize] = None
-        if release_lag is not None:
+        # The door: the client's own keywords checked here, the loader's made JSON for the server to check.
+        self.copy = _keywords.flag(copy, "copy")
+        self.pin_memory = _keywords.flag(pin_memory, "pin_memory")
+        self.timeout = _keywords.seconds(timeout, "timeout")
+        device = _keywords.integer(device, "device", 0)
+        socket = _keywords.path(socket, "socket")
+        if _keywords.integer(release_lag, "release_lag", 0) is not None:
             warnings.warn("release_lag is ignored: a batch's slot is released once nothing references the batch "
                           "(see sluice.Loader, 'Slot lifetime')", DeprecationWarning, stacklevel=2)
-        self.copy = bool(copy)
-        self.pin_memory = bool(pin_memory)
-        self.timeout = timeout
+        options = {k: _keywords.wire(v, k) for k, v in options.items()}
         env = os.environ
         rank, world_size = options.get("rank"), options.get("world_size")
         if rank is None and world_size is None and "RANK" in env and "WORLD_SIZE" in env:
@@ -173,6 +179,12 @@ class Loader:
         elif dataset is not None:
             raise ValueError("give either a dataset (to start a server) or socket= (to connect to one), not both")
         else:
+            # what the running server is told or checked against, checked here (its table checks only its own)
+            _keywords.integer(options.get("batch_size"), "batch_size", 1)
+            rank = _keywords.integer(rank, "rank", 0)
+            world_size = _keywords.integer(world_size, "world_size", 1)
+            if options.get("decode") not in (None, "cpu", "nvdec", "auto"):
+                raise _keywords.invalid(f"decode must be one of cpu, nvdec, auto, got {options['decode']!r}")
             if (rank is None) != (world_size is None):
                 raise ValueError("rank and world_size go together (the server is told both)")
             ignored = sorted(set(options) - set(_SESSION_KEYWORDS))
@@ -228,6 +240,7 @@ class Loader:
         """The server's config: the user's keywords as given (the server checks them and names them back)."""
         if isinstance(dataset, os.PathLike) or (isinstance(dataset, str) and not re.match(r"^[a-z]+://", dataset)):
             dataset = os.path.abspath(os.fspath(dataset))  # the server's working directory may differ
+        dataset = _keywords.wire(dataset, "dataset")
         own = [p for p in inspect.signature(Loader.__init__).parameters if p not in ("self", "options")]
         return {"python": dict(options, dataset=dataset), "clientKeywords": own}
 

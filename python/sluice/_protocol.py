@@ -86,6 +86,8 @@ def check_message(m: Any) -> Dict[str, Any]:
         _int(m, "clipsPerEpoch")
         _int(m, "nextEpoch")
         _int(m, "slots", 1, 1024)
+        if "ahead" in m:  # a server that bounds how far it runs ahead (it then wants `taken` messages)
+            _int(m, "ahead", 1)
         if m.get("decoder") not in ("cpu", "nvdec"):
             raise _bad(t, f'"decoder" must be "cpu" or "nvdec", got {m.get("decoder")!r}')
     elif t == "memory":

@@ -122,9 +122,12 @@ class Session:
         return self._recv(timeout, stream=True)
 
     def took(self, seq: int) -> None:
-        """Counts a batch of the open epoch handed out (``seq``: its sequence number)."""
+        """Counts a batch of the open epoch handed out (``seq``: its sequence number), and tells a server that
+        bounds how far it runs ahead of this process's code (``welcome``'s ``ahead``) that it may send more."""
         self._taken += 1
         self.taken_seq = seq + 1
+        if "ahead" in self.welcome:  # type: ignore[operator]
+            self.send({"type": "taken", "taken": self.taken_seq})
 
     def ended(self) -> None:
         """The open epoch's end arrived."""
@@ -189,13 +192,19 @@ class Session:
 
     def _all_held(self) -> SlotsHeldError:
         n, slots = len(self._live), self.slots.slots
+        per_epoch = self.welcome["batchesPerEpoch"]  # type: ignore[index]
+        more = (f"give the loader a slot for every batch you keep at once, and one for the next: slots={n + 1} to "
+                f"keep one more, slots={max(per_epoch, 2)} for list(loader) (a whole epoch), slots=N for "
+                f"DataLoader(ds, batch_size=N); each kept batch holds {self.slots.slot_bytes / 2**20:.1f} MiB of "
+                "memory")
+        if n + 1 > 1024:
+            more = "keep fewer than 1024: slots cannot be more"
         return SlotsHeldError(
             f"all {slots} slots of the sluice server hold batches this process still references ({n} "
             "batches: a list of batches, a DataLoader collating several, a batch kept from an earlier step…), so "
             "the next batch can never come. Keep fewer (drop each batch when its step is done), copy what you keep "
-            f"(batch.video.clone()), pass copy=True (batches copied out of their slots), or raise slots (slots={n + 1}"
-            " or more). A slot is released when nothing references its batch any more: see sluice.Loader, "
-            "'Slot lifetime'.",
+            f"(batch.video.clone()), pass copy=True (batches copied out of their slots), or {more}. A slot is "
+            "released when nothing references its batch any more: see sluice.Loader, 'Slot lifetime'.",
             held=n,
             slots=slots,
         )

@@ -4,6 +4,7 @@ of another protocol version, and broken messages."""
 from __future__ import annotations
 
 import os
+import re
 import select
 import signal
 import socket
@@ -229,6 +230,19 @@ def test_close_after_a_loader_error_returns_within_1_s(cut_dataset):
     assert time.monotonic() - t0 < 1.0
     assert server.proc.returncode == 0  # it exited by itself when its stdin closed: no signal was needed
     assert not os.path.exists(sock_dir)
+
+
+def test_the_error_that_ends_an_epoch_is_raised_and_not_printed_again(cut_dataset, capfd):
+    """Issue 30 item 7: the server's stderr (forwarded to the trainer's) said the error the client raises three
+    times more: the loader's failure line, the pipeline's and the session's ("sluice serve: client: ...")."""
+    with sluice.Loader(cut_dataset, batch_size=1, num_frames=8, width=64, height=48, seed=7, clips_per_video=4,
+                       shuffle=False, on_clip_error="fail") as l:
+        with pytest.raises(sluice.errors.MediaError, match="cut.mp4") as e:
+            drain(l)
+    time.sleep(0.3)  # the stderr pump is a thread
+    err = capfd.readouterr().err
+    window = re.search(r"clip \[[0-9.]+, [0-9.]+\)", e.value.message).group(0)
+    assert [l for l in err.splitlines() if window in l] == [], err
 
 
 def test_an_exceeded_failure_budget_names_max_failures_as_python_writes_it(cut_dataset):

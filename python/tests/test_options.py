@@ -73,6 +73,54 @@ def test_values_out_of_range_and_contradictions_are_named_as_written(tmp_path):
         assert e.value.message == f"sluice.Loader: {message}"
 
 
+def test_keyword_types_are_checked_at_the_door_in_the_callers_words(tmp_path):
+    """Issue 30 item 6: ``timeout="5"`` was accepted and failed at the first batch inside ``_session.py``;
+    ``batch_size=8.0`` passed (JSON writes 8.0 and 8 alike); ``width=np.int64(64)`` failed with "int64 is not
+    JSON serializable", naming no keyword. The dataset does not exist: every error here comes first."""
+    import numpy as np
+
+    cases = [
+        (dict(SHAPE, timeout="5"), "timeout must be a number of seconds > 0 (or None), got '5' (str)"),
+        (dict(SHAPE, timeout=0), "timeout must be a number of seconds > 0 (or None), got 0 (int)"),
+        (dict(SHAPE, copy="yes"), "copy must be True or False, got 'yes' (str)"),
+        (dict(SHAPE, pin_memory=1), "pin_memory must be True or False, got 1 (int)"),
+        (dict(SHAPE, device=1.0), "device must be an integer >= 0 (or None), got 1.0 (float)"),
+        (dict(SHAPE, batch_size=8.0), "batch_size must be an integer from 1 to 65536, got 8.0 (a float)"),
+        (dict(SHAPE, width=np.float64(64)), "width must be an integer from 1 to 16384, got 64.0 (a float)"),
+        (dict(SHAPE, slots=4.0), "slots must be an integer from 1 to 1024, got 4.0 (a float)"),
+        (dict(SHAPE, concurrency={"decode": 2.0}),
+         'concurrency["decode"] must be an integer from 1 to 256 or "auto", got 2.0 (a float)'),
+        (dict(SHAPE, max_failures={"rate": 0.5, "after": 3.0}),
+         'max_failures["after"] must be an integer >= 0, got 3.0 (a float)'),
+        (dict(SHAPE, max_failures=2.0),
+         "max_failures must be an integer >= 0, or a dict of rate, after, got 2.0 (a float)"),
+        (dict(SHAPE, height=float("nan")),
+         "height must be a finite number (leave it out, or None, for the default), got nan (float)"),
+        (dict(SHAPE, seed=object()), "seed must be a number, string, boolean, list or dict, got"),
+    ]
+    for keywords, message in cases:
+        with pytest.raises(sluice.errors.InvalidArgumentError) as e:
+            sluice.Loader(str(tmp_path / "none"), **keywords)
+        assert e.value.message.startswith(f"sluice.Loader: {message}"), (keywords, e.value.message)
+    # Numbers where numbers go pass the door (the missing dataset is the first thing wrong), numpy's too.
+    for keywords in (dict(SHAPE, frame_rate=12.5), dict(SHAPE, clip_duration=np.float32(1.5)),
+                     dict(SHAPE, clip={"mean": np.array([0.4, 0.5, 0.6]), "dtype": "float32"}),
+                     dict(SHAPE, timeout=np.float64(5), shuffle=np.bool_(False), seed=np.uint8(3))):
+        with pytest.raises(sluice.errors.DatasetError):
+            sluice.Loader(str(tmp_path / "none"), **keywords)
+    with pytest.raises(sluice.errors.InvalidArgumentError, match=r"^sluice.Loader: batch_size must be an integer >= 1"):
+        sluice.Loader(socket=str(tmp_path / "sock"), batch_size=8.0)
+
+
+def test_numpy_integers_are_integers(dataset):
+    import numpy as np
+
+    with sluice.Loader(dataset, batch_size=np.int64(2), num_frames=np.int32(4), width=np.int64(32),
+                       height=np.uint16(24), seed=np.int64(7), clips_per_video=np.int8(1), timeout=np.int64(60)) as l:
+        b = next(iter(l))
+        assert tuple(b.video.shape) == (2, 4, 24, 32, 3) and l.batch_size == 2
+
+
 def option_rows() -> List[Dict[str, Any]]:
     """Every keyword the server takes, from the server itself (``main.ts --options``)."""
     return json.loads(deno("run", "-A", "src/serve/main.ts", "--options"))

@@ -15,8 +15,9 @@
  *   A headerless CSV is read as `path,label[,start,end]`.
  * - Labels: when every label is a non-negative integer they are used as they are (class `i` is named `"i"`);
  *   when none is, the distinct names are numbered in sorted order; a mix is an error naming the first line of
- *   the rarer kind (so a typo like `1O` among integers does not silently renumber every class). A manifest
- *   without labels gives every item label -1 and no classes.
+ *   the rarer kind (so a typo like `1O` among integers does not silently renumber every class). A label that
+ *   reads as a number but is no class id (`-1`, `1.5`) is an error naming its line. A manifest without labels
+ *   gives every item label -1 and no classes.
  * @module
  */
 
@@ -249,6 +250,10 @@ export async function datasetFromManifest(source: string): Promise<VideoDataset>
   return { root: source, classes, items, skipped: [] };
 }
 
+/** A label that reads as a number: a class id (an integer >= 0) or a mistake (`-1`, `1.5`, `2e3`). */
+const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
+const CLASS_ID = /^\d+$/;
+
 /** Class names and each row's class index; see the module docs (Labels). */
 function numberLabels(rows: Row[], source: string): { classes: string[]; labelOf: (r: Row) => number } {
   const labelled = rows.filter((r) => r.label !== undefined);
@@ -257,7 +262,22 @@ function numberLabels(rows: Row[], source: string): { classes: string[]; labelOf
     const r = rows.find((r) => r.label === undefined)!;
     throw new DatasetError(`${source}:${r.line}: no label, but ${labelled.length} other row(s) have one`);
   }
-  const ints = rows.filter((r) => /^\d+$/.test(r.label!));
+  // A number that is no class id is wrong whatever the other rows hold (-1 "no label", a float target).
+  const bad = rows.find((r) => NUMBER.test(r.label!) && !CLASS_ID.test(r.label!));
+  if (bad !== undefined) {
+    const n = Number(bad.label);
+    const why = n < 0
+      ? "is negative"
+      : Number.isInteger(n)
+      ? "is not written as an integer"
+      : "is not an integer";
+    throw new DatasetError(
+      `${source}:${bad.line}: label ${bad.label} ${why}: a numeric label is a class id, an integer >= 0 (a ` +
+        `manifest without a label column gives every clip -1; float targets go in a column of their own, ` +
+        `which reaches each clip's fields)`,
+    );
+  }
+  const ints = rows.filter((r) => CLASS_ID.test(r.label!));
   if (ints.length === rows.length) {
     const max = Math.max(...rows.map((r) => Number(r.label)));
     if (max > MAX_CLASS_ID) {
@@ -270,7 +290,7 @@ function numberLabels(rows: Row[], source: string): { classes: string[]; labelOf
   }
   if (ints.length > 0) {
     const names = rows.length - ints.length;
-    const odd = names <= ints.length ? rows.find((r) => !/^\d+$/.test(r.label!))! : ints[0];
+    const odd = names <= ints.length ? rows.find((r) => !CLASS_ID.test(r.label!))! : ints[0];
     const kind = names <= ints.length ? "is not an integer" : "is an integer";
     throw new DatasetError(
       `${source}:${odd.line}: label "${odd.label}" ${kind}, but ${ints.length} row(s) have integer labels and ` +

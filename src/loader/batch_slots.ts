@@ -23,11 +23,20 @@
  * - A batch views its slot and gives it back when disposed (`using`); after that its `data` reads as empty.
  *   At most `slots` batches exist: asking for the next batch while the consumer holds all of them is an error
  *   that says so (it could never come), never a reuse of memory still in use.
+ * - Decoding ahead has its own bound, `lookahead`: a batch gets a slot only once fewer than `lookahead` batches
+ *   lie between it and the consumer's next one (delivered or dropped batches count as passed). So `slots` is
+ *   how many batches a consumer may keep, not how far a fast loader runs ahead of a slow one: a consumer that
+ *   keeps none has at most `lookahead` slots' pages touched beyond the ones it holds.
+ * - The ring must fit in memory: a ring larger than the memory this process can still commit
+ *   (`available.ts`) is refused before it is made, naming `slots`, the batch size, the frames, width and
+ *   height (the caller's words) and what each of them costs.
  * @module
  */
 
-import { InvalidArgumentError } from "../errors.ts";
+import { InvalidArgumentError, SluiceError } from "../errors.ts";
 import { HostSlots, SlotRing } from "../memory/slot_ring.ts";
+import { availableMemory, bytesText } from "../memory/available.ts";
+import { pageAlign } from "../memory/shm.ts";
 import { CudaSlots } from "../memory/cuda_slots.ts";
 import { copyOnDevice } from "../nvdec/cuda_buffer.ts";
 import { viewAt } from "../memory/shm.ts";
@@ -100,7 +109,10 @@ export class BatchSlots implements Disposable {
   readonly #orders = new Map<number, Int32Array>();
   /** Slot of each batch with one, by `epoch/batch`, while it is assembled. */
   readonly #batches = new Map<string, number>();
-  readonly #state = new Map<number, { state: SlotState; batch: object | null }>();
+  readonly #state = new Map<
+    number,
+    { state: SlotState; batch: object | null; epoch?: number; index?: number }
+  >();
   /** The next batch to get a slot: slots are acquired in batch order. */
   #next = { epoch: -1, batch: 0 };
   /** A resumed epoch's first batch (its earlier ones are never made). */
@@ -108,6 +120,11 @@ export class BatchSlots implements Disposable {
   #acquiring: Promise<unknown> = Promise.resolve();
   #pending = 0;
   #copied = 0;
+  readonly #lookahead: number;
+  /** The consumer's next batch: batches before it were delivered (or dropped). */
+  #passed = { epoch: -1, batch: 0 };
+  /** Settles when {@link #passed} moves (a placement waiting for lookahead looks again). */
+  #moved = Promise.withResolvers<void>();
 
   /**
    * @param slots batch slots, `[1, 1024]`
@@ -115,7 +132,10 @@ export class BatchSlots implements Disposable {
    * @param batchSize clips per batch
    * @param layout the batches' layout
    * @param sampler the loader's sampler (each epoch's output order)
-   * @param device the CUDA device of device slots (NVDEC); null: host slots
+   * @param opts `device`: the CUDA device of device slots (NVDEC; default null: host slots); `lookahead`:
+   *   batches beyond the consumer's next one that may have a slot (default: no bound but `slots`);
+   *   `vocabulary`: how errors name the options (default TypeScript's)
+   * @throws {InvalidArgumentError} when the ring does not fit in the memory this process can commit
    */
   constructor(
     slots: number,
@@ -123,8 +143,10 @@ export class BatchSlots implements Disposable {
     batchSize: number,
     layout: BatchLayout,
     sampler: ClipSampler,
-    device: number | null = null,
+    opts: { device?: number | null; lookahead?: number; vocabulary?: Vocabulary } = {},
   ) {
+    const device = opts.device ?? null;
+    this.#lookahead = opts.lookahead ?? Infinity;
     this.#float = spec.dtype === "float32";
     this.clipBytes = spec.numFrames * 3 * spec.width * spec.height * (this.#float ? 4 : 1);
     this.batchSize = batchSize;
@@ -142,12 +164,23 @@ export class BatchSlots implements Disposable {
     this.#numFrames = spec.numFrames;
     this.#layout = layout;
     this.#sampler = sampler;
-    this.ring = new SlotRing(
-      slots,
-      this.audioOffset + batchSize * this.audioBytes,
-      (size) =>
-        device === null ? new HostSlots(`sluice-batches-${Deno.pid}`, size) : new CudaSlots(size, device),
-    );
+    const slotBytes = this.audioOffset + batchSize * this.audioBytes;
+    const vocabulary = opts.vocabulary ?? LOADER_VOCABULARY;
+    if (device === null) checkRingFits(slots, slotBytes, spec, batchSize, vocabulary);
+    try {
+      this.ring = new SlotRing(
+        slots,
+        slotBytes,
+        (size) =>
+          device === null ? new HostSlots(`sluice-batches-${Deno.pid}`, size) : new CudaSlots(size, device),
+      );
+    } catch (e) {
+      if (!(e instanceof SluiceError)) throw e;
+      const { text, costs } = ringCost(slots, slotBytes, spec, batchSize, vocabulary);
+      throw new InvalidArgumentError(`loader: ${text}, which could not be made (${e.message}): ${costs}`, {
+        cause: e,
+      });
+    }
     const m = this.ring.memory;
     this.#address = m instanceof CudaSlots ? m.buffer.devicePtr : (m as HostSlots).shm.address;
   }
@@ -181,6 +214,7 @@ export class BatchSlots implements Disposable {
     if (!this.#batches.has(where.key)) {
       if (this.#pending > 0 || !this.#advance(where)) return undefined;
       while (!this.#batches.has(where.key)) {
+        if (this.#tooFarAhead()) return undefined;
         const slot = this.ring.tryAcquire();
         if (slot === undefined) return undefined;
         this.#take(slot);
@@ -236,6 +270,7 @@ export class BatchSlots implements Disposable {
     this.#batches.delete(where.key);
     if (drop || clips.length === 0) {
       this.#give(slot);
+      this.#pass(where.epoch, where.batch);
       return undefined;
     }
     const base = this.ring.offset(slot);
@@ -268,7 +303,7 @@ export class BatchSlots implements Disposable {
     }
     if (!this.direct) this.#copied += n;
     const own = batch[Symbol.dispose].bind(batch);
-    this.#state.set(slot, { state: "ready", batch });
+    this.#state.set(slot, { state: "ready", batch, epoch: where.epoch, index: where.batch });
     batch[Symbol.dispose] = () => {
       own();
       if (this.#state.get(slot)?.batch === batch) this.#give(slot);
@@ -295,7 +330,9 @@ export class BatchSlots implements Disposable {
     const use = slotOf(batch);
     if (use === undefined) return;
     const s = this.#state.get(use.slot);
-    if (s?.batch === batch) s.state = "held";
+    if (s?.batch !== batch) return;
+    s.state = "held";
+    this.#pass(s.epoch!, s.index!);
   }
 
   /** `epoch` resumes at `batch`: its first slot goes to that batch (the earlier ones are never made). */
@@ -343,6 +380,7 @@ export class BatchSlots implements Disposable {
   #advance(where: { epoch: number; batch: number }): boolean {
     if (where.epoch > this.#next.epoch) {
       this.#next = { epoch: where.epoch, batch: where.epoch === this.#resume.epoch ? this.#resume.batch : 0 };
+      if (where.epoch > this.#passed.epoch) this.#passed = { ...this.#next };
     }
     return where.epoch === this.#next.epoch && where.batch >= this.#next.batch;
   }
@@ -354,8 +392,31 @@ export class BatchSlots implements Disposable {
     if (!this.#batches.has(where.key) && !this.#advance(where)) {
       throw new InvalidArgumentError(`batch slots: batch ${where.key} comes after its slot was given back`);
     }
-    while (!this.#batches.has(where.key)) this.#take(await this.ring.acquire(signal));
+    while (!this.#batches.has(where.key)) {
+      while (this.#tooFarAhead()) {
+        signal?.throwIfAborted();
+        await (signal === undefined
+          ? this.#moved.promise
+          : Promise.race([this.#moved.promise, aborted(signal)]));
+      }
+      this.#take(await this.ring.acquire(signal));
+    }
     return this.#batches.get(where.key)!;
+  }
+
+  /** Whether the next batch to get a slot is `lookahead` or more batches beyond the consumer's next one. */
+  #tooFarAhead(): boolean {
+    const p = this.#passed;
+    return p.epoch === this.#next.epoch && this.#next.batch >= p.batch + this.#lookahead;
+  }
+
+  /** The consumer's next batch is after batch `batch` of `epoch` (it was delivered, or dropped). */
+  #pass(epoch: number, batch: number): void {
+    const p = this.#passed;
+    if (epoch < p.epoch || (epoch === p.epoch && batch < p.batch)) return;
+    this.#passed = { epoch, batch: batch + 1 };
+    this.#moved.resolve();
+    this.#moved = Promise.withResolvers<void>();
   }
 
   /** Gives `slot` to the next batch in order. */
@@ -395,4 +456,59 @@ export class BatchSlots implements Disposable {
     const bytes = viewAt(address, length);
     return this.#float ? new Float32Array(bytes.buffer) : bytes;
   }
+}
+
+/** A promise that settles when `signal` aborts. */
+function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise((r) => signal.addEventListener("abort", () => r(), { once: true }));
+}
+
+/**
+ * What a ring of `slots` slots of `slotBytes` (`batchSize` clips of `spec`) costs: its bytes, and the words
+ * that say so, naming each option in `vocabulary`'s words with what one more of it costs over the ring.
+ */
+function ringCost(
+  slots: number,
+  slotBytes: number,
+  spec: ClipSpec,
+  batchSize: number,
+  vocabulary: Vocabulary,
+): { total: number; text: string; costs: string } {
+  const n = vocabulary.name, sample = spec.dtype === "float32" ? 4 : 1;
+  const total = slots * pageAlign(slotBytes);
+  const pixel = 3 * sample, frame = spec.width * spec.height * pixel;
+  const audio = spec.audio === undefined ? 0 : spec.audio.channels * spec.audio.samples * 4;
+  const text = `${n("slots")} (${slots}) × ${n("batchSize")} (${batchSize}) × ${n("clip.numFrames")} ` +
+    `(${spec.numFrames}) × ${n("clip.height")} (${spec.height}) × ${n("clip.width")} (${spec.width}) × 3 ` +
+    `channels × ${sample} byte${sample > 1 ? "s" : ""} (${spec.dtype ?? "uint8"})` +
+    (audio > 0 ? ` (and ${bytesText(audio)} of audio a clip)` : "") +
+    ` need ${bytesText(total)} of batch slots`;
+  const costs = `one more of ${n("slots")} costs ${bytesText(pageAlign(slotBytes))} (a slot), of ` +
+    `${n("batchSize")} ${bytesText(slots * (spec.numFrames * frame + audio))} (a clip in every slot), of ` +
+    `${n("clip.numFrames")} ${bytesText(slots * batchSize * frame)}, of ${n("clip.height")} ` +
+    `${bytesText(slots * batchSize * spec.numFrames * spec.width * pixel)}, of ${n("clip.width")} ` +
+    `${bytesText(slots * batchSize * spec.numFrames * spec.height * pixel)}`;
+  return { total, text, costs };
+}
+
+/**
+ * Throws `InvalidArgumentError` when a host ring of `slots` slots of `slotBytes` is larger than the memory this
+ * process can commit ({@link availableMemory}): a trainer keeping every slot would commit all of it.
+ */
+function checkRingFits(
+  slots: number,
+  slotBytes: number,
+  spec: ClipSpec,
+  batchSize: number,
+  vocabulary: Vocabulary,
+): void {
+  const { total, text, costs } = ringCost(slots, slotBytes, spec, batchSize, vocabulary);
+  const free = availableMemory();
+  if (free === null || total <= free.bytes) return;
+  const slotsName = vocabulary.name("slots");
+  throw new InvalidArgumentError(
+    `loader: ${text}, more than the ${bytesText(free.bytes)} of memory this process can still commit ` +
+      `(${free.source}). Lower some of them: ${costs} (${slotsName} is how many batches a consumer may keep ` +
+      "at once: a training loop needs 2)",
+  );
 }

@@ -226,16 +226,18 @@ export class ClipAccounting {
   /**
    * Counts the positions of a batch as the pipeline closes it, in batch order (or one position stopping the
    * epoch): their failures, and, with `dropped` (a short last batch left out), the positions whose own clip
-   * is lost with it. Throws `PipelineFailure` once the epoch's failures exceed `maxFailures`.
+   * is lost with it. Failures are logged unless `stopping` (the position stops the epoch with its failure,
+   * which reaches the consumer: logged too, it was printed twice). Throws `PipelineFailure` once the epoch's
+   * failures exceed `maxFailures`.
    */
-  collated(epoch: number, slots: readonly PlacedClip[], dropped = false): void {
+  collated(epoch: number, slots: readonly PlacedClip[], dropped = false, stopping = false): void {
     const e = this.#epoch(epoch);
     for (const s of slots) {
       const own = s.failures.length === 0; // the position's own clip was loaded
       if (own && s.clip === null) {
         throw new InvalidArgumentError(`clip accounting: a position with neither a clip nor a failure`);
       }
-      for (const f of s.failures) this.#failure(e, f);
+      for (const f of s.failures) this.#failure(e, f, !stopping);
       if (!own) {
         e.failed++;
         e.pending--;
@@ -259,10 +261,11 @@ export class ClipAccounting {
     for (const c of clips) countDelivered(this.#epoch(c.epoch), c, sign);
   }
 
-  #failure(e: ClipEpochStats, f: ClipFailure): void {
+  #failure(e: ClipEpochStats, f: ClipFailure, log: boolean): void {
     if (f.attempt > 0) e.substitutesFailed++;
     if (e.failures.length < LISTED_FAILURES) e.failures.push(f);
     else e.unlisted++;
+    if (!log) return;
     const n = this.#logged++;
     if (n < LOGGED_FAILURES) this.#log(`sluice loader: epoch ${e.epoch}: ${formatClipFailure(f)}`);
     else if (n === LOGGED_FAILURES) this.#log(`sluice loader: further failures are counted in stats().clips`);

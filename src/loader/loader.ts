@@ -171,6 +171,8 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   readonly #states: LoaderStates;
   readonly #vocabulary: Vocabulary;
   readonly #lane: LaneShare | null;
+  /** Another loader of the same plan, from an epoch's start (what `preview()` draws with). */
+  readonly #sibling: (firstEpoch: number) => VideoClassificationLoader;
   #epoch = 0;
 
   /** Use {@link videoClassificationLoader}. */
@@ -193,6 +195,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
       states: LoaderStates;
       vocabulary: Vocabulary;
       lane?: LaneShare | null;
+      sibling: (firstEpoch: number) => VideoClassificationLoader;
     },
   ) {
     this.dataset = init.plan.dataset;
@@ -218,6 +221,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     this.#states = init.states;
     this.#vocabulary = init.vocabulary;
     this.#lane = init.lane ?? null;
+    this.#sibling = init.sibling;
   }
 
   /** The next epoch to run (0 before the first). */
@@ -332,11 +336,13 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   }
 
   /**
-   * A contact sheet of the next `batches` batches (default 1; with `html`, also a page with each clip playable):
-   * see `preview.ts`. It runs the next epoch for them and leaves it, as a loop that breaks does.
+   * A contact sheet of the first `batches` batches (default 1; with `html`, also a page with each clip playable)
+   * of the epoch the next iteration runs, from its start: see `preview.ts`. A loader of its own (same plan, its
+   * own Workers) draws them, so this loader's epochs are left as they are (the next iteration runs that epoch).
    */
-  preview(opts?: PreviewOptions): Promise<Preview> {
-    return previewLoader(this, opts);
+  async preview(opts?: PreviewOptions): Promise<Preview> {
+    await using other = this.#sibling(this.#epoch);
+    return await previewLoader(other, opts);
   }
 
   /**
@@ -408,8 +414,17 @@ export async function buildLoader(
   vocabulary: Vocabulary = LOADER_VOCABULARY,
   shared?: SharedLoaderParts,
 ): Promise<VideoClassificationLoader> {
+  return loaderOfPlan(opts, shared?.plan ?? await planLoader(opts, vocabulary), vocabulary, shared);
+}
+
+/** A loader of `plan` (made from `opts`, checked); see {@link buildLoader}. */
+function loaderOfPlan(
+  opts: LoaderOptions,
+  plan: LoaderPlan,
+  vocabulary: Vocabulary,
+  shared?: SharedLoaderParts,
+): VideoClassificationLoader {
   const log = opts.log ?? ((m: string) => console.error(m));
-  const plan = shared?.plan ?? await planLoader(opts, vocabulary);
   fixMmapThreshold();
   const { front: args, spec } = plan;
   const o = withDefaults(LOADER_TABLE, opts);
@@ -437,7 +452,16 @@ export async function buildLoader(
     : null;
   const slots = opts.slots === undefined
     ? null
-    : new BatchSlots(opts.slots, spec, batchSize, layout, plan.sampler, decoder === "nvdec" ? device : null);
+    : new BatchSlots(opts.slots, spec, batchSize, layout, plan.sampler, {
+      device: decoder === "nvdec" ? device : null,
+      // decoding ahead of the consumer: its buffer, the batches the decode tasks in flight span, one assembling
+      lookahead: o.bufferSize +
+        Math.ceil(
+          (typeof decodeConcurrency === "number" ? decodeConcurrency : 2 * cores) /
+            batchSize,
+        ) + 1,
+      vocabulary,
+    });
   const profile = o.profile ? new ClipProfile() : null;
   const buffers = slots === null && decoder === "cpu" ? reusedBuffers(spec, batchSize) : null;
   const decodeStep = new ClipDecodeStep(decodePool, decodeExport, {
@@ -469,7 +493,7 @@ export async function buildLoader(
     if (onClipError === "replace") return await replacer.replace(x.failed, signal);
     if (onClipError === "skip") return { clip: null, failures: [x.failed] };
     try {
-      accounting.collated(x.failed.epoch, [{ clip: null, failures: [x.failed] }]);
+      accounting.collated(x.failed.epoch, [{ clip: null, failures: [x.failed] }], false, true);
     } catch (e) {
       throw clipError(e);
     }
@@ -556,6 +580,13 @@ export async function buildLoader(
     states,
     vocabulary,
     lane,
+    // the same plan (no second indexing) from `firstEpoch`'s start, with its own Workers and no slots
+    sibling: (firstEpoch) =>
+      loaderOfPlan(
+        { ...opts, decode: decoder, firstEpoch, resume: undefined, slots: undefined, hooks: undefined },
+        { ...plan, front: { ...plan.front, firstEpoch, resume: undefined } },
+        vocabulary,
+      ),
   });
 }
 

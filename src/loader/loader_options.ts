@@ -111,8 +111,10 @@ export interface LoaderOptions {
    * memory stays at `slots` batches. A batch gives its slot back when disposed
    * (`for await (using batch of loader)`): the consumer may hold at most `slots - 1` batches while it asks for
    * the next one; holding all of them and asking for another throws (the batch could never be made). Copy
-   * what you keep longer (`batch.data.slice()`; `cacheLoader` does). Needs `ordered`. Undefined: every batch
-   * is a new buffer that the clips are copied into, and batches live as long as you keep them.
+   * what you keep longer (`batch.data.slice()`; `cacheLoader` does). Needs `ordered`. Decoding ahead has its
+   * own bound (`bufferSize` and the decode tasks), not `slots`; a ring larger than the memory left is refused.
+   * Undefined: every batch is a new buffer that the clips are copied into, and batches live as long as you
+   * keep them.
    */
   slots?: number;
   /** The epoch the first iteration runs, e.g. to resume a job where it stopped. */

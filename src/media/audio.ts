@@ -149,7 +149,7 @@ export function clipAudioWindows(
   }
   let track: AudioTrack;
   try {
-    track = new AudioTrack(source, index);
+    track = new AudioTrack(source, index, videoIndex);
   } catch (e) {
     if (!(e instanceof MediaError)) throw e;
     return windows.map((w) => w && silentAudio(spec, w[0], w[1], "error", e.reason));
@@ -178,6 +178,10 @@ class AudioTrack implements Disposable {
   readonly #src: MediaSource;
   readonly #index: number;
   readonly #tb: Rational;
+  /** The track's start (seconds; -Infinity when unknown): a seek that lands there is not late. */
+  readonly #start: number;
+  /** The video stream, whose index a seek falls back to (see {@link #seek}). */
+  readonly #video: number;
   readonly #codec: Ptr;
   readonly #par: Ptr;
   #ctx: CodecContext;
@@ -187,11 +191,14 @@ class AudioTrack implements Disposable {
   readonly #frame = new Frame();
   #swr: { key: string; ctx: ResampleContext } | null = null;
 
-  constructor(src: MediaSource, index: number) {
+  constructor(src: MediaSource, index: number, videoIndex: number) {
     this.#src = src;
     this.#index = index;
+    this.#video = videoIndex;
     const st = formatContext.stream(src.fmt, index);
     this.#tb = stream.timeBase(st);
+    const start = stream.startTime(st);
+    this.#start = start === null ? -Infinity : ptsToSeconds(start, this.#tb);
     this.#par = stream.codecpar(st);
     const codec = ffmpeg().avcodec.avcodec_find_decoder(codecpar.codecId(this.#par));
     if (codec === null) {
@@ -241,15 +248,52 @@ class AudioTrack implements Disposable {
     return out.result();
   }
 
+  /**
+   * Seeks to the last point at or before `sec` by the index of the track's own stream (`byVideo` false: MP4 and
+   * MOV index every stream, and only this finds an AAC track's priming packet before the video's first frame)
+   * or of the video stream (Matroska's cues index only video), and reads up to the track's first packet, which
+   * `#pkt` then holds. Returns that packet's time (-Infinity when it has none), Infinity when the track has no
+   * packet after the landing, null when neither that seek nor one to 0 succeeded.
+   */
+  #land(byVideo: boolean, sec: number): number | null {
+    const { avformat } = ffmpeg();
+    const fmt = this.#src.fmt;
+    const index = byVideo ? this.#video : this.#index;
+    const tb = stream.timeBase(formatContext.stream(fmt, index));
+    const ts = BigInt(Math.floor(sec * tb[1] / tb[0]));
+    this.#pkt.unref();
+    const seek = (to: bigint) => avformat.avformat_seek_file(fmt, index, INT64_MIN, to, to, 0) >= 0;
+    if (!seek(ts) && !seek(0n)) return null; // a time before the first index entry: the start
+    const pkt = this.#pkt.ptr;
+    for (;;) {
+      const rc = avformat.av_read_frame(fmt, pkt);
+      if (rc === AVERROR_EOF) return Infinity;
+      check(rc, this.#src.label, "av_read_frame(audio)");
+      if (packet.streamIndex(pkt) === this.#index) {
+        const t = packet.pts(pkt) ?? packet.dts(pkt);
+        return t === null ? -Infinity : ptsToSeconds(t, this.#tb);
+      }
+      this.#pkt.unref();
+    }
+  }
+
   #decode(out: WindowOutput, s: number, e: number): void {
     const { avformat, avcodec } = ffmpeg();
     const fmt = this.#src.fmt, label = this.#src.label;
-    // Seek as `ffmpeg -ss` does (every stream, by the default stream's index: Matroska indexes only video),
-    // to the last point at or before the preroll; a time before the first index entry goes to the start.
-    const target = BigInt(Math.floor((s - PREROLL_SEC) * 1e6));
-    const seek = (ts: bigint) => avformat.avformat_seek_file(fmt, -1, INT64_MIN, ts, ts, 0);
-    if (seek(target) < 0 && seek(0n) < 0) {
-      check(avformat.av_seek_frame(fmt, -1, 0n, AVSEEK_FLAG_BYTE), label, "av_seek_frame(audio)");
+    // Land at the preroll: by the track's own index, and when that lands later than half the preroll (and than
+    // the track's start), by the video's; the earlier landing wins when neither is early enough. A Matroska
+    // file's audio index holds only the blocks read so far: once the video demux had read the file's later
+    // windows, its seek to 6.39 s landed at 8.26 s, and the window's audio came back "short", all zeros.
+    const from = s - PREROLL_SEC, latest = Math.max(s - PREROLL_SEC / 2, this.#start);
+    const own = this.#land(false, from);
+    let landing = own;
+    if (own === null || own > latest) {
+      landing = this.#land(true, from);
+      if (landing === null && own === null) {
+        check(avformat.av_seek_frame(fmt, -1, 0n, AVSEEK_FLAG_BYTE), label, "av_seek_frame(audio)");
+      } else if (landing === null || (own !== null && own < landing)) {
+        landing = this.#land(false, from);
+      }
     }
     // A new decoder for each window, not a flushed one: AAC's noise substitution and AC-3's dither draw from a
     // generator a flush keeps, so a window's samples would depend on the windows decoded before it in this open
@@ -261,8 +305,9 @@ class AudioTrack implements Disposable {
     }
     this.#used = true;
     const pkt = this.#pkt.ptr;
-    for (;;) {
-      const rc = avformat.av_read_frame(fmt, pkt);
+    // the landing's first packet, when there is one, is in `#pkt` already
+    let rc = landing !== null && landing !== Infinity ? 0 : avformat.av_read_frame(fmt, pkt);
+    for (;; rc = avformat.av_read_frame(fmt, pkt)) {
       if (rc === AVERROR_EOF) break;
       check(rc, label, "av_read_frame(audio)");
       if (packet.streamIndex(pkt) !== this.#index) {

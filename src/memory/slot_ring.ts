@@ -4,6 +4,10 @@
  * when the consumer `release()`s it. So at most `slots` batches exist at once and memory never grows with a
  * slow or stalled consumer.
  *
+ * Free slots are reused last released, first: the slots in use stay the few whose pages are committed already
+ * (a memfd keeps a page once written), so the memory a ring takes is the most slots ever out at once, not all
+ * of them by turns (FIFO reuse touched every slot of a 1024-slot ring in time, whatever was out at once).
+ *
  * Where the bytes live is a {@link SlotMemory}: {@link HostSlots} (one memfd, `shm.ts`, that a trainer maps
  * read-write) or `CudaSlots` (one device allocation exported by CUDA IPC, `cuda_slots.ts`). Slot `i` starts at
  * byte `i × slotBytes` of it; `slotBytes` is a whole number of pages so every slot is page-aligned.
@@ -104,7 +108,7 @@ export class SlotRing implements Disposable {
     this.slots = slots;
     this.slotBytes = pageAlign(batchBytes);
     this.memory = makeMemory(this.slots * this.slotBytes);
-    this.#free = Array.from({ length: slots }, (_, i) => i);
+    this.#free = Array.from({ length: slots }, (_, i) => slots - 1 - i); // popped: slot 0 first
     this.#used = new Array(slots).fill(false);
   }
 
@@ -126,7 +130,7 @@ export class SlotRing implements Disposable {
   /** A free slot now, or undefined. */
   tryAcquire(): number | undefined {
     if (this.#closed) throw new ServeError("closed", "slot ring is closed");
-    const slot = this.#free.shift();
+    const slot = this.#free.pop();
     if (slot !== undefined) this.#take(slot);
     return slot;
   }
@@ -168,7 +172,7 @@ export class SlotRing implements Disposable {
 
   /** Releases every slot that is out (the consumer is gone). */
   releaseAll(): void {
-    for (let s = 0; s < this.slots; s++) if (this.#used[s]) this.release(s);
+    for (let s = this.slots - 1; s >= 0; s--) if (this.#used[s]) this.release(s); // slot 0 reused first
   }
 
   /** Whether `slot` is out now. */

@@ -233,21 +233,21 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
       log: this.#log,
       clock: this.#clock,
       event: (e) => this.#hooks.event(e),
-      fail: (stage, error) => {
+      fail: (stage, error, item) => {
         if (epoch.failure !== undefined || epoch.aborted) return;
-        epoch.failure = this.#failure(stage, error);
+        epoch.failure = this.#failure(stage, error, item);
         this.#abort(epoch, epoch.failure);
       },
     };
   }
 
-  #failure(stage: Stage, error: unknown): PipelineFailure {
+  #failure(stage: Stage, error: unknown, item?: string): PipelineFailure {
     const counts = this.#stages.map((s) => ({ stage: s.name, tasksIn: s.tasksIn, failed: s.failed }));
     const errors = this.#stages.flatMap((s) => s.errors);
     const what = stage.kind === "source"
       ? `the source "${stage.name}" threw: ${errorText(error)}`
       : `stage "${stage.name}" exceeded its maxFailures (${stage.failed} of ${stage.tasksIn} tasks failed; ` +
-        `last: ${errorText(error)})`;
+        `last: ${item === undefined ? "" : `on ${item}: `}${errorText(error, item)})`;
     return new PipelineFailure(`pipeline failed: ${what}`, counts, errors, { cause: error });
   }
 

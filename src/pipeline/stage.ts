@@ -116,8 +116,11 @@ export type StageRunner = (
 /** What a running epoch gives its stages. */
 export interface RunContext {
   readonly signal: AbortSignal;
-  /** Ends the epoch with an error (a stage exceeded its failure budget, the source threw). */
-  fail(stage: Stage, error: unknown): void;
+  /**
+   * Ends the epoch with an error (a stage exceeded its failure budget, the source threw), on `item` when a
+   * task's: its consumer gets it (and it is not logged: it would be printed twice).
+   */
+  fail(stage: Stage, error: unknown, item?: string): void;
   log(message: string): void;
   /** Hands an event to the pipeline's hooks. */
   event(e: PipelineEvent): void;
@@ -372,12 +375,13 @@ export class Stage implements StageControl {
     const what = describeItem(item);
     this.remember(e, what);
     ctx.event({ type: "failure", stage: this.name, item: what, error: e });
+    // The failure that ends the epoch reaches its consumer as the epoch's error: logging it too printed it twice.
+    if (this.#overBudget()) return ctx.fail(this, e, what);
     if (this.failed <= LOGGED_FAILURES) {
       ctx.log(failureLine(this.name, what, e));
     } else if (this.failed === LOGGED_FAILURES + 1) {
       ctx.log(`sluice pipeline: stage "${this.name}": further failures are counted but not logged`);
     }
-    if (this.#overBudget()) ctx.fail(this, e);
   }
 
   /** Keeps one of the stage's first errors for {@link PipelineFailure}. */

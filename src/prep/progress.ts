@@ -5,6 +5,10 @@
  * @module
  */
 
+import { bytesText } from "../memory/available.ts";
+
+export { bytesText };
+
 /** One finished item, as far as progress is concerned. */
 export interface ItemResult {
   status: "done" | "skipped" | "failed";
@@ -113,17 +117,6 @@ export function clock(sec: number): string {
   const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
   const mm = h > 0 ? String(m).padStart(2, "0") : String(m);
   return `${h > 0 ? `${h}:` : ""}${mm}:${String(r).padStart(2, "0")}`;
-}
-
-/** Bytes in binary units: `512 B`, `1.5 KiB`, `3.2 MiB`, `1.1 GiB`. */
-export function bytesText(n: number): string {
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let u = 0, x = n;
-  while (x >= 1024 && u < units.length - 1) {
-    x /= 1024;
-    u++;
-  }
-  return u === 0 ? `${n} B` : `${x.toFixed(1)} ${units[u]}`;
 }
 
 /**

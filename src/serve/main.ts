@@ -13,6 +13,7 @@
 import { videoClassificationLoader } from "../loader/loader.ts";
 import { errorText, InvalidArgumentError, SluiceError } from "../errors.ts";
 import { SERVE_PROTOCOL_VERSION } from "./protocol.ts";
+import { parsePythonJson } from "../python_options.ts";
 import { type BatchServer, serveLoader } from "./server.ts";
 import type { LoaderFactory } from "./session_host.ts";
 import { NodeHub } from "./node_hub.ts";
@@ -40,7 +41,10 @@ export interface ServerConfig {
   exitOnStdinEof?: boolean;
   /** Remove this directory (the socket's, made by the spawning client) on exit. */
   removeDir?: string;
-  /** Log each client's connection (default true; a spawning client turns it off). */
+  /**
+   * Log each client's connection and disconnection, and the error that ends its session (default true; a
+   * spawning client, which raises that error itself, turns it off).
+   */
   logConnections?: boolean;
   /**
    * One server for every rank of this machine (`node_hub.ts`): a decode pool of `cpuBudget` Workers shared by
@@ -196,7 +200,7 @@ if (import.meta.main) {
   let config: ServerConfig;
   try {
     if (i < 0 || Deno.args[i + 1] === undefined) throw new Error("usage: main.ts --config '<json>'");
-    config = JSON.parse(Deno.args[i + 1]);
+    config = parsePythonJson(Deno.args[i + 1]) as ServerConfig; // a Python client's floats stay floats
   } catch (e) {
     console.error(`sluice serve: ${e instanceof Error ? e.message : e}`);
     Deno.exit(2);

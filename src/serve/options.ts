@@ -36,7 +36,7 @@ export const SERVER_TABLE = {
     min: 1,
     max: 1024,
     default: 4,
-    doc: "batch slots per client (batches in flight)",
+    doc: "batch slots per client: the batches a trainer may keep at once (not how far decoding runs ahead)",
     flag: "slots",
     python: "slots",
   },
@@ -47,7 +47,12 @@ export const SERVER_TABLE = {
     python: false,
   },
   removeDir: { kind: "string", doc: "remove this directory on exit", python: false },
-  logConnections: { kind: "boolean", default: true, doc: "log each client's connection", python: false },
+  logConnections: {
+    kind: "boolean",
+    default: true,
+    doc: "log each client's connection, disconnection and the error that ends its session",
+    python: false,
+  },
   node: {
     kind: "boolean",
     default: false,

@@ -74,6 +74,16 @@ export interface ReleaseMessage {
   waits?: number[];
 }
 
+/**
+ * The client's code took every batch before `seq` `taken` (sent with each batch it hands out, to a server whose
+ * `welcome` has `ahead`): the server sends at most `ahead` batches beyond it.
+ */
+export interface TakenMessage {
+  type: "taken";
+  /** One past the `seq` of the last batch the client's code took. */
+  taken: number;
+}
+
 /** Asks for a `stats` reply. */
 export interface StatsRequest {
   type: "stats";
@@ -131,6 +141,7 @@ export type ClientMessage =
   | HelloMessage
   | EpochMessage
   | ReleaseMessage
+  | TakenMessage
   | StatsRequest
   | StateRequest
   | ResumeRequest
@@ -157,6 +168,8 @@ export interface WelcomeMessage {
   /** `"cpu"` (host slots) or `"nvdec"` (device slots). */
   decoder: "cpu" | "nvdec";
   slots: number;
+  /** Batches the server sends ahead of what the client's code took, once the client reports it (`taken`). */
+  ahead: number;
 }
 
 /** Where the slots are; sent once per connection, before the first batch. */
@@ -430,6 +443,8 @@ export function parseClientMessage(value: unknown): ClientMessage {
       if (waits !== undefined) msg.waits = waits;
       return msg;
     }
+    case "taken":
+      return { type: "taken", taken: int(value, "taken", 0, MAX_INT) };
     case "stats": {
       const msg: StatsRequest = { type: "stats" };
       const taken = optInt(value, "taken", 0, MAX_INT);

@@ -37,7 +37,10 @@ export interface ServeOptions {
   helloTimeoutMs?: number;
   /** Where connection and failure lines go (default `console.error`). */
   log?: (line: string) => void;
-  /** Log each client's connection and disconnection (default true; failures are always logged). */
+  /**
+   * Log each client's connection and disconnection, and the error that ends its session (default true; false
+   * for a client that raises that error itself: the Python client's own server).
+   */
   logConnections?: boolean;
   /** A node server's counters, for `stats` replies (`node_hub.ts`). */
   node?: () => NodeStats;

@@ -1,10 +1,12 @@
 /**
  * One client connection of a batch server (`server.ts`): the session reads the client's messages in order
- * (`hello`, `epoch`, `release`, `stats`, `state`, `resume`, `preview`, `bye`; each validated first,
+ * (`hello`, `epoch`, `release`, `taken`, `stats`, `state`, `resume`, `preview`, `bye`; each validated first,
  * `protocol.ts`), streams the epochs it asks for and hands each batch's slot out until the client releases it.
  *
- * - Credit: each batch waits for a free slot, so at most `slots` batches are in flight and a stalled trainer
- *   holds exactly `slots` batches of memory. A slot is reused only after the client releases it.
+ * - Credit (`out_batches.ts`): each batch waits for a free slot, so at most `slots` batches are out and a
+ *   trainer that keeps them holds exactly `slots` batches of memory; a slot is reused only after the client
+ *   releases it. A client that reports what its code takes (`taken`) gets at most `AHEAD` batches ahead of
+ *   it: decoding does not run `slots` batches ahead of a slow trainer.
  * - Zero copy: a batch the loader assembled in its own ring of slots (`batch_slots.ts`: memfd slots, or with
  *   `decode: "nvdec"` one CUDA allocation exported by CUDA IPC, which the decode Workers fill on the GPU) is sent
  *   in its slot as it is, the session keeping it until the client releases it (disposing it then gives the slot
@@ -44,6 +46,7 @@ import { isPeerGone, type LoaderRequest, type SessionHost, type SessionOptions }
 import { stateAt, writePreview } from "./session_replies.ts";
 import { type SessionStats, statsReply } from "./session_stats.ts";
 import { DataWaits } from "./data_wait.ts";
+import { AHEAD, type OutBatch, OutBatches } from "./out_batches.ts";
 
 const SERVER_NAME = `sluice (deno ${Deno.version.deno})`;
 
@@ -77,19 +80,14 @@ export class Session {
   /** The resumed epoch and its first batch, until that epoch starts (its batches' `index` count from there). */
   #resumed: { epoch: number; batch: number } | null = null;
   #ring: SlotRing | null = null;
-  /**
-   * slot → the batch in it, for slots this session has out: its seq, its clips and the loader that made them
-   * (for an unused release), and the batch itself when the slot is the loader's.
-   */
-  readonly #out = new Map<number, OutBatch>();
+  /** The batches this session has out, by slot, and the stream's credit. */
+  readonly #out = new OutBatches();
   /** Releases of batches before this seq are of a loader ring closed since (its loader was rebuilt). */
   #memorySeq = 0;
   /** The ring is the loader's (zero copy): releasing a slot disposes its batch. */
   #loaderRing = false;
   /** The loader's batch slots, once a batch came in one (their copies count in `copiedBytes`). */
   #batchSlots: BatchSlots | null = null;
-  /** Settles when the client releases a slot (the zero-copy stream waits for credit on it). */
-  #released = Promise.withResolvers<void>();
   #run: EpochRun | null = null;
   #seq = 0;
   #sent = 0;
@@ -151,7 +149,7 @@ export class Session {
    * it is: they are delivered, or given back `unused`, later).
    */
   #statsReply(taken: number | undefined): StatsMessage {
-    const unconsumed = taken === undefined ? [] : [...this.#out.values()].filter((b) => b.seq >= taken);
+    const unconsumed = taken === undefined ? [] : this.#out.unconsumed(taken);
     const loader = this.#loader;
     const clips = unconsumed.flatMap((b) => b.loader === loader ? b.clips : []);
     return statsReply(this.#stats(unconsumed), loader?.stats(clips) ?? null, this.#opts.node?.());
@@ -250,6 +248,8 @@ export class Session {
         return await this.#onEpoch(msg.epoch);
       case "release":
         return this.#onRelease(msg.slot, msg.seq, msg.unused === true);
+      case "taken":
+        return this.#out.took(msg.taken);
       case "stats":
         return await this.#send(this.#statsReply(msg.taken));
       case "state":
@@ -309,6 +309,7 @@ export class Session {
       nextEpoch: loader.epoch,
       decoder: loader.decoder,
       slots: this.#opts.slots,
+      ahead: AHEAD,
     });
   }
 
@@ -418,22 +419,12 @@ export class Session {
     }
     if (have.batch !== null) have.batch[Symbol.dispose]();
     else this.#ring!.release(slot);
-    this.#released.resolve();
-    this.#released = Promise.withResolvers<void>();
   }
 
   /** Gives the loader back the slots of the batches this session has out (the client is gone). */
   #disposeOut(): void {
     for (const { batch } of this.#out.values()) batch?.[Symbol.dispose]();
     this.#out.clear();
-  }
-
-  /** With the loader's ring: waits while the client holds every slot (the loader could make no batch). */
-  async #credit(signal: AbortSignal): Promise<void> {
-    const aborted = new Promise<void>((r) => signal.addEventListener("abort", () => r(), { once: true }));
-    while (this.#loaderRing && this.#ring !== null && this.#out.size >= this.#ring.slots && !signal.aborted) {
-      await Promise.race([this.#released.promise, aborted]);
-    }
   }
 
   // ---- streaming ----------------------------------------------------------------------------------------
@@ -445,7 +436,10 @@ export class Session {
     try {
       while (!abort.signal.aborted) {
         // After the epoch's last batch only its end can come: it needs no credit (a client may keep every batch).
-        if (index < this.#loader!.batchesPerEpoch) await this.#credit(abort.signal);
+        if (index < this.#loader!.batchesPerEpoch) {
+          // with the loader's ring, wait while the client holds every slot (the loader could make no batch)
+          await this.#out.credit(this.#loaderRing ? this.#ring?.slots ?? null : null, abort.signal);
+        }
         if (abort.signal.aborted) break;
         const r = await iterator.next();
         if (r.done) {
@@ -579,16 +573,12 @@ export class Session {
       if (this.#opts.logConnections ?? true) this.#log(`sluice serve: ${this.#client} disconnected`);
     } else {
       const msg = await this.#sendError(e);
-      this.#log(`sluice serve: ${this.#client}: ${msg.code}: ${msg.message}`);
+      // A private server's client (logConnections false: the Python client's own) raises it: logged too, it was
+      // printed twice on the same terminal.
+      if (this.#opts.logConnections ?? true) {
+        this.#log(`sluice serve: ${this.#client}: ${msg.code}: ${msg.message}`);
+      }
     }
     await this.close();
   }
-}
-
-/** A batch a session has out: see `Session.#out`. */
-interface OutBatch {
-  seq: number;
-  batch: Batch | null;
-  clips: Batch["clips"];
-  loader: VideoClassificationLoader;
 }

@@ -19,7 +19,10 @@ export interface SessionOptions {
   slots: number;
   /** Milliseconds the client has to send `hello` (default 10000). */
   helloTimeoutMs?: number;
-  /** Log the client's connection and disconnection (default true; failures are always logged). */
+  /**
+   * Log the client's connection and disconnection, and the error that ends its session (default true; false
+   * for a client that raises that error itself: the Python client's own server).
+   */
   logConnections?: boolean;
   /** Where connection and failure lines go. */
   log: (line: string) => void;

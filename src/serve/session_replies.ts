@@ -6,6 +6,7 @@
 
 import type { VideoClassificationLoader } from "../loader/loader.ts";
 import type { LoaderState } from "../loader/loader_state.ts";
+import { previewLoader } from "../loader/preview.ts";
 import type { PreviewMessage, PreviewRequest, StateRequest } from "./protocol.ts";
 
 /**
@@ -27,7 +28,7 @@ export async function writePreview(
 ): Promise<PreviewMessage> {
   let sheet;
   try {
-    sheet = await loader.preview({ batches: msg.batches, html: msg.html });
+    sheet = await previewLoader(loader, { batches: msg.batches, html: msg.html });
   } finally {
     await loader.close();
   }

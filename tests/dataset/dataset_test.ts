@@ -147,6 +147,53 @@ Deno.test("labels: integers keep their values; a non-integer among integers is a
   }
 });
 
+Deno.test("labels: a number that is no class id (-1, -3, 1.5, 1.0) is an error naming its own line, file and value", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "sluice-ds-" });
+  try {
+    const rejects = async (name: string, text: string, want: RegExp) => {
+      await Deno.writeTextFile(`${dir}/${name}`, text);
+      await assert.rejects(
+        () => openDataset(`${dir}/${name}`),
+        (e: Error) => e instanceof DatasetError && want.test(e.message),
+        `${name}: ${want}`,
+      );
+    };
+    // Before: '-1 is "not an integer"'; 0,-3,1.5 blamed the valid row 0 ("is an integer, but 1 row(s)...").
+    await rejects(
+      "neg.csv",
+      "path,label\na.mp4,0\nb.mp4,1\nc.mp4,-1\n",
+      /neg\.csv:4: label -1 is negative: .*>= 0/,
+    );
+    await rejects(
+      "mix.csv",
+      "path,label\na.mp4,0\nb.mp4,-3\nc.mp4,1.5\n",
+      /mix\.csv:3: label -3 is negative/,
+    );
+    await rejects(
+      "float.csv",
+      "path,label\na.mp4,0\nb.mp4,1.5\n",
+      /float\.csv:3: label 1\.5 is not an integer/,
+    );
+    await rejects(
+      "one.csv",
+      "path,label\na.mp4,1.0\nb.mp4,2.0\n",
+      /one\.csv:2: label 1\.0 is not written as an integer/,
+    );
+    await rejects(
+      "names.csv",
+      "path,label\na.mp4,dog\nb.mp4,cat\nc.mp4,-1\n",
+      /names\.csv:4: label -1 is negative/,
+    );
+    await rejects(
+      "neg.jsonl",
+      '{"path":"a.mp4","label":2}\n{"path":"b.mp4","label":-1}\n',
+      /neg\.jsonl:2: label -1 is negative/,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("directory tree: nested folders and symbolic links are followed; skipped files are listed with the reason", async () => {
   const root = await Deno.makeTempDir({ prefix: "sluice-ds-" });
   const outside = await Deno.makeTempDir({ prefix: "sluice-ds-out-" });

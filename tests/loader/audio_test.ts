@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { type LoaderOptions, type LoaderState, videoClassificationLoader } from "../../src/loader/loader.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
-import { audioSource, hasPyav, pyavAudio, rmsDiff } from "../helpers/audio_oracle.ts";
+import { audioSource, hasPyav, pyavAudio, rms, rmsDiff } from "../helpers/audio_oracle.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
 
 const READY = hasFfmpegCliSync() && hasPyav();
@@ -127,6 +127,63 @@ Deno.test({
         const at = r.audio.findIndex((x, j) => x !== want[j]);
         assert.equal(at, -1, `resumed after batch ${k}: batch ${k + i}'s audio differs at sample ${at}`);
       }
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "loader audio: an AVI (MP3) row, then an MKV (AC-3) row, 2 clips each, seeds 1–8: every clip is PyAV's",
+  ignore: !READY,
+  fn: async () => {
+    // Issue 30 item 1: the MKV's clips came back "short" and all zeros for 4 of these 8 seeds (the audio seek
+    // of its second window landed clusters late once its first window's video had been read).
+    const avi = await audioSource({ codec: "libmp3lame", container: "avi", videoSec: 10 });
+    const mkv = await audioSource({ codec: "ac3", container: "mkv", rate: 48000, videoSec: 10 });
+    const dir = await Deno.makeTempDir({ prefix: "sluice-audio-mix-" });
+    try {
+      const path = `${dir}/mix.csv`;
+      await Deno.writeTextFile(path, `path,label\n${avi},0\n${mkv},1\n`);
+      for (let seed = 1; seed <= 8; seed++) {
+        await using loader = await videoClassificationLoader({
+          dataset: path,
+          batchSize: 2,
+          clip: { numFrames: 4, width: 32, height: 24 },
+          sampler: { seed, clipsPerVideo: 2 },
+          audio: { sampleRate: RATE, channels: 1 },
+          concurrency: { decode: 1 },
+          log: () => {},
+        });
+        const clips: { path: string; start: number; status?: string; row: Float32Array }[] = [];
+        for await (using batch of loader) {
+          const n = batch.audioShape![2];
+          for (const [b, c] of batch.clips.entries()) {
+            clips.push({
+              path: c.path,
+              start: c.start,
+              status: c.audio,
+              row: batch.audio!.slice(b * n, (b + 1) * n),
+            });
+          }
+        }
+        assert.equal(clips.length, 4);
+        for (const file of [avi, mkv]) {
+          const mine = clips.filter((c) => c.path === file);
+          const n = mine[0].row.length;
+          const ref = await pyavAudio(file, RATE, 1, mine.map((c) => [c.start, c.start + n / RATE]));
+          mine.forEach((c, i) => {
+            const what = `seed ${seed}: ${file} from ${c.start} s`;
+            assert.equal(c.status, "ok", what);
+            assert.ok(rms(ref.windows[i]) > 0.1, `${what}: the oracle holds the tone`);
+            assert.ok(
+              rmsDiff(c.row, ref.windows[i]) < 1e-3,
+              `${what}: RMS ${rmsDiff(c.row, ref.windows[i])}`,
+            );
+          });
+        }
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
     }
   },
 });

@@ -7,7 +7,11 @@
 import assert from "node:assert/strict";
 import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
 import type { Batch } from "../../src/loader/collate.ts";
-import { slotOf } from "../../src/loader/batch_slots.ts";
+import { BatchSlots, slotOf } from "../../src/loader/batch_slots.ts";
+import type { ClipSpec } from "../../src/loader/clip_spec.ts";
+import type { ClipFailure } from "../../src/loader/clip_failure.ts";
+import { ClipSampler } from "../../src/dataset/sampler.ts";
+import { availableMemory } from "../../src/memory/available.ts";
 import { cacheLoader } from "../../src/loader/cache_loader.ts";
 import { type ClipPackets, demuxClips, type VideoTask } from "../../src/loader/clip_worker.ts";
 import { CLIP_WORKER } from "../../src/loader/front.ts";
@@ -152,4 +156,75 @@ Deno.test("cacheLoader keeps copies of slot batches: the replay is the batches f
   const seen: string[] = [];
   for await (using b of cacheLoader(loader, { numCached: 3, stopAfter: 7 })) seen.push(await digest(b));
   assert.deepEqual(seen.slice(3), [...seen.slice(0, 3), seen[0]]);
+});
+
+/** Batch slots of `slots` × `batchSize` clips of `spec` over `videos` one-clip videos (unshuffled plan). */
+function slotsOf(
+  slots: number,
+  spec: ClipSpec,
+  batchSize: number,
+  lookahead?: number,
+  videos = 12,
+): BatchSlots {
+  const sampler = new ClipSampler(Array.from({ length: videos }, () => ({ start: 0, end: 10 })), {
+    shuffle: false,
+    clipDurationSec: 1,
+  });
+  return new BatchSlots(
+    slots,
+    spec,
+    batchSize,
+    "BTHWC",
+    sampler,
+    lookahead === undefined ? {} : { lookahead },
+  );
+}
+
+Deno.test("decoding ahead is bounded by lookahead, not slots: a batch further ahead of the consumer gets no slot yet", async () => {
+  // Issue 30 item 5: with many slots, clips of batches far ahead (decode once serves them early) took slots,
+  // so a slow trainer's server had all of its slots' pages touched.
+  using slots = slotsOf(16, testSpec({ numFrames: 1, width: 8, height: 8 }), 1, 3);
+  const meta = (position: number) => clipBase("v.mp4", 0, 1, position, 0);
+  for (const p of [0, 1, 2]) assert.ok(slots.tryPlace(meta(p)) !== undefined, `batch ${p} is within reach`);
+  assert.equal(slots.tryPlace(meta(3)), undefined, "batch 3 is 3 ahead of the consumer's next (0)");
+  assert.equal(slots.ring.stats().inUse, 3);
+  let placed = false;
+  const later = slots.place(meta(3)).then((d) => (placed = true, d));
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(placed, false, "it waits for the consumer, whatever slots are free");
+  // batch 0 leaves (dropped here, as a batch of failed clips is): batch 3 is in reach
+  const failed = { ...meta(0), stage: "decode", error: "x", attempt: 0 } as unknown as ClipFailure;
+  slots.collate([{ clip: null, failures: [failed] }], [], true);
+  assert.ok((await later).length > 0);
+  assert.equal(slots.ring.stats().inUse, 3);
+});
+
+Deno.test("a ring larger than the memory left is refused naming slots, batchSize, numFrames, height, width and their costs", () => {
+  // Issue 30 item 5: 1024 slots of 38 MB were accepted on a 23 GB machine; larger products said "batch size must
+  // be a positive byte count, got 527765581332480000" or a bare "mmap failed (errno 12)".
+  const free = availableMemory();
+  if (free === null) return; // no /proc/meminfo: nothing to check against
+  const huge = testSpec({ numFrames: 10000, width: 16384, height: 16384 });
+  assert.throws(
+    () => slotsOf(1024, huge, 65536),
+    (e: Error) =>
+      e instanceof InvalidArgumentError &&
+      e.message.startsWith(
+        "loader: slots (1024) × batchSize (65536) × clip.numFrames (10000) × clip.height (16384) × clip.width " +
+          "(16384) × 3 channels × 1 byte (uint8) need 468.8 EiB of batch slots, more than the ",
+      ) &&
+      /one more of slots costs 468\.8 PiB \(a slot\), of batchSize 7\.3 PiB .* of clip\.numFrames 48\.0 PiB, of clip\.height 29\.3 PiB, of clip\.width 29\.3 PiB/
+        .test(e.message) &&
+      !/\d{12}/.test(e.message),
+  );
+  // 8 slots of a quarter of what is left: twice too much; 1 of an eighth fits
+  const row = 1024 * 3 * 4 * 1000; // a row of 1000 float32 frames 1024 wide
+  const spec = (part: number) =>
+    testSpec({ numFrames: 1000, width: 1024, height: Math.ceil(free.bytes / part / row), dtype: "float32" });
+  assert.throws(
+    () => slotsOf(8, spec(4), 1),
+    /float32\) need .* of batch slots, more than the .* \(.*\)\. Lower/,
+  );
+  using fits = slotsOf(1, spec(8), 1);
+  assert.equal(fits.ring.slots, 1);
 });

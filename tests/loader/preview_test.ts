@@ -126,6 +126,33 @@ Deno.test({
 });
 
 Deno.test({
+  name: "preview() leaves the loader's epochs as they are: the next iteration runs the epoch it drew, whole",
+  ignore: !hasFfmpegCliSync(),
+  async fn() {
+    // Issue 30 item 7: it ran the next epoch for its batches and left it, so the loop began at epoch 1.
+    const opts = await options();
+    const key = (b: Batch) => b.clips.map((c) => `${c.path}@${c.start}`);
+    const want: string[][] = [];
+    {
+      await using plain = await videoClassificationLoader(opts);
+      for await (using b of plain) want.push(key(b));
+    }
+    await using loader = await videoClassificationLoader(opts);
+    const preview = await loader.preview({ batches: 2 });
+    assert.deepEqual(preview.clips.map((c) => `${c.path}@${c.start}`), [...want[0], ...want[1]]);
+    assert.equal(loader.epoch, 0);
+    const got: string[][] = [];
+    for await (using b of loader) {
+      assert.ok(b.clips.every((c) => c.epoch === 0));
+      got.push(key(b));
+    }
+    assert.deepEqual(got, want);
+    const clips = loader.stats().clips.total;
+    assert.equal(clips.delivered, loader.clipsPerEpoch, "the preview's clips are not this loader's");
+  },
+});
+
+Deno.test({
   name:
     "planar batches: their planes joined into frames; float32 batches: normalisation undone, the uint8 sheet",
   ignore: !hasFfmpegCliSync(),

@@ -52,6 +52,7 @@ Deno.test("client messages: every field is checked, with the field named", () =>
   });
   assert.deepEqual(parseClientMessage({ type: "stats", taken: 4 }), { type: "stats", taken: 4 });
   assert.deepEqual(parseClientMessage({ type: "stats" }), { type: "stats" }); // an older client's
+  assert.deepEqual(parseClientMessage({ type: "taken", taken: 3 }), { type: "taken", taken: 3 });
   assert.deepEqual(parseClientMessage({ type: "resume", state: { epoch: 1 } }), {
     type: "resume",
     state: { epoch: 1 },
@@ -74,6 +75,8 @@ Deno.test("client messages: every field is checked, with the field named", () =>
     [{ type: "state", after: 3 }, /"after"/],
     [{ type: "state", after: { epoch: 0 } }, /"position"/],
     [{ type: "stats", taken: -1 }, /"taken"/],
+    [{ type: "taken" }, /"taken"/],
+    [{ type: "taken", taken: 1.5 }, /"taken"/],
     [{ type: "resume" }, /"state"/],
     [{ type: "resume", state: [1] }, /"state"/],
     [{ type: "preview", epoch: 0, batches: 1, path: "rel.png", html: false }, /absolute/],

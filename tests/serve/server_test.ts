@@ -327,6 +327,39 @@ Deno.test("an error building a client's loader names its class: the sluice class
   }
 });
 
+Deno.test("a client that reports what its code took (taken) gets at most welcome.ahead batches beyond it, whatever slots allows", async () => {
+  // Issue 30 item 5: `slots` was also how far the server ran ahead of a slow trainer (its memory grew with it).
+  const options = await loaderOptions();
+  const sampler = { seed: 1, clipsPerVideo: 4 }; // 12 batches an epoch
+  await using loader = await videoClassificationLoader({ ...options, sampler, slots: 8 });
+  const path = socketPath();
+  await using server = await serveLoader(loader, { socket: path, slots: 8, log: () => {} });
+  const a = await Client.connect(path);
+  try {
+    const w = await a.hello();
+    assert.equal(w.ahead, 2);
+    assert.equal(w.batchesPerEpoch, 12);
+    await a.send({ type: "taken", taken: 0 });
+    await a.send({ type: "epoch", epoch: 0 });
+    const batches: Msg[] = [];
+    const upTo = async (n: number) => {
+      while (batches.length < n) {
+        const m = await a.next();
+        if (m.type === "batch") batches.push(m);
+      }
+      await new Promise((r) => setTimeout(r, 400)); // and no more come
+      assert.equal(server.stats().sessions[0].sent, n);
+    };
+    await upTo(2);
+    await a.send({ type: "taken", taken: 1 }); // the code took batch 0 (and keeps it): one more may come
+    await upTo(3);
+    await a.send({ type: "release", slot: batches[1].slot, seq: batches[1].seq }); // batch 1 dropped untaken
+    await upTo(4);
+  } finally {
+    a.close();
+  }
+});
+
 Deno.test("zero copy: a loader with slots publishes its own memfd slots; bytes equal the copying loader's, nothing copied, a stalled client holds the slots", async () => {
   const want = await referenceEpochs(2);
   await using loader = await videoClassificationLoader({ ...await loaderOptions(), slots: 2 });

@@ -54,9 +54,7 @@ export const loadCommand = defineCommand({
       throw new UsageError("give --batches or --epochs, not both");
     }
     const ac = new AbortController();
-    let sigints = 0;
-    // The first Ctrl-C stops the run and prints the summary so far; a second one leaves at once.
-    const onSigint = () => sigints++ === 0 ? ac.abort() : Deno.exit(130);
+    const onSigint = ctrlCHandler(() => ac.abort(), () => Deno.exit(130));
     Deno.addSignalListener("SIGINT", onSigint);
     const statsJsonl = values["stats-jsonl"] ?? envStatsJsonl();
     try {
@@ -85,6 +83,29 @@ export const loadCommand = defineCommand({
     }
   },
 });
+
+/** SIGINTs this close to the first are one Ctrl-C delivered twice (see {@link ctrlCHandler}). */
+export const SAME_CTRL_C_MS = 1000;
+
+/**
+ * The `load` command's SIGINT handler: the first Ctrl-C calls `stop` (the run ends and prints its summary so
+ * far); another, {@link SAME_CTRL_C_MS} or more after it, calls `leave` (exit at once). One sooner is the same
+ * Ctrl-C delivered twice: under `deno task` this process gets the terminal's (it is in the foreground process
+ * group) and then the one `deno task` forwards, 1-10 ms apart; taken for a second Ctrl-C, it left without the
+ * summary whenever the two were not merged into one event.
+ * @param now the clock, ms
+ * @returns the listener for `Deno.addSignalListener("SIGINT", ...)`
+ */
+export function ctrlCHandler(stop: () => void, leave: () => void, now = () => performance.now()): () => void {
+  let first: number | null = null;
+  return () => {
+    const t = now();
+    if (first === null) {
+      first = t;
+      stop();
+    } else if (t - first >= SAME_CTRL_C_MS) leave();
+  };
+}
 
 /** The JSONL path from the `SLUICE_STATS_JSONL` environment variable, if set (and readable). */
 function envStatsJsonl(): string | undefined {

@@ -7,6 +7,7 @@
 
 import { defineCommand } from "../args.ts";
 import { videoClassificationLoader } from "../../loader/loader.ts";
+import { previewLoader } from "../../loader/preview.ts";
 import { print } from "../tty.ts";
 import { LOADER_FLAG_WORDS, LOADER_FLAGS, loaderOptionsOf } from "./loader_options.ts";
 
@@ -46,7 +47,8 @@ export const previewCommand = defineCommand({
       loaderOptionsOf(positionals[0], values),
       LOADER_FLAG_WORDS,
     );
-    const preview = await loader.preview({ batches: values.batches, html: values.html });
+    // this loader draws them itself (loader.preview() would build another so as to leave its epochs alone)
+    const preview = await previewLoader(loader, { batches: values.batches, html: values.html });
     if (values.html) await Deno.writeTextFile(out, preview.html!);
     else await Deno.writeFile(out, preview.png);
     const { width, height } = preview.image;
