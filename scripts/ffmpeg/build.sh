@@ -102,9 +102,12 @@ parsers=h264,hevc,vp8,vp9,av1,mpegvideo,mpeg4video,mjpeg,png,aac,aac_latm,ac3,mp
 bsfs=h264_mp4toannexb,hevc_mp4toannexb,vp9_superframe_split,extract_extradata,null
 asm_flag=--disable-x86asm
 [ $asm = 1 ] && asm_flag=--enable-x86asm
+# libpostproc left FFmpeg in 8.0: its configure refuses the option.
+postproc=()
+grep -q -- '--disable-postproc' "$src/configure" && postproc=(--disable-postproc)
 log "configure ($src → $prefix)"
 (cd "$src" && ./configure --prefix="$prefix" --enable-shared --disable-static --disable-programs --disable-doc \
-  --disable-everything --disable-autodetect --disable-avdevice --disable-avfilter --disable-postproc \
+  --disable-everything --disable-autodetect --disable-avdevice --disable-avfilter "${postproc[@]}" \
   --disable-network --enable-swscale --enable-swresample "$asm_flag" --enable-protocol=file,pipe \
   --enable-decoder="$decoders" --enable-demuxer="$demuxers" --enable-parser="$parsers" --enable-bsf="$bsfs" \
   >"$work/configure.log" 2>&1) || {

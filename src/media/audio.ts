@@ -25,10 +25,9 @@ import { CodecContext, Frame, Packet, ResampleContext } from "./av_objects.ts";
 import { check, errorText, ffmpeg } from "./ffmpeg.ts";
 import { ptsToSeconds } from "./packets.ts";
 import type { MediaSource } from "./source.ts";
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { ChannelLayout } from "./channel_layout.ts";
 import {
   AVDISCARD_ALL,
-  channelLayout,
   codecContext,
   codecpar,
   formatContext,
@@ -80,7 +79,7 @@ const AVDISCARD_DEFAULT = 0;
 const AVSEEK_FLAG_BYTE = 2;
 const INT64_MIN = -(2n ** 63n);
 /** Option names read from the decoder each frame (encoded once). */
-const OPT_AR = cstr("ar"), OPT_CH_LAYOUT = cstr("ch_layout");
+const OPT_AR = cstr("ar");
 /** Most input channels accepted (FFmpeg's own decoders give at most 64). */
 const MAX_IN_CHANNELS = 64;
 
@@ -170,7 +169,7 @@ interface InputFormat {
   rate: number;
   format: number;
   channels: number;
-  layout: Uint8Array<ArrayBuffer>;
+  layout: ChannelLayout;
 }
 
 /** One audio stream's decoder, packet and frame; {@link window} decodes a window's samples. */
@@ -311,7 +310,7 @@ class AudioTrack implements Disposable {
     try {
       return this.#place(out, s, f, nb, input);
     } finally {
-      ffmpeg().avutil.av_channel_layout_uninit(input.layout);
+      input.layout[Symbol.dispose]();
     }
   }
 
@@ -341,11 +340,10 @@ class AudioTrack implements Disposable {
     const ctx = this.#ctx.ptr, label = this.#src.label;
     const i64 = new BigInt64Array(1);
     check(avutil.av_opt_get_int(ctx, OPT_AR, 0, new Uint8Array(i64.buffer)), label, "av_opt_get_int(ar)");
-    const layout = channelLayout.alloc();
-    check(avutil.av_opt_get_chlayout(ctx, OPT_CH_LAYOUT, 0, layout), label, "av_opt_get_chlayout");
-    const channels = channelLayout.nbChannels(layout);
+    const layout = ChannelLayout.ofDecoder(ctx, label);
+    const channels = layout.channels;
     if (channels < 1 || channels > MAX_IN_CHANNELS || i64[0] <= 0n || i64[0] > 1_000_000n) {
-      avutil.av_channel_layout_uninit(layout);
+      layout[Symbol.dispose]();
       throw new MediaError(
         label,
         "audio decode",
@@ -360,29 +358,19 @@ class AudioTrack implements Disposable {
    * costs more than a window's resampling, and `swr_init` with the same formats keeps the filter.
    */
   #resampler(input: InputFormat, spec: AudioSpec): Ptr {
-    const { avutil, swresample } = ffmpeg();
+    const { swresample } = ffmpeg();
     const label = this.#src.label;
-    const key = [input.rate, input.format, ...input.layout, spec.sampleRate, spec.channels].join(",");
+    const key = [input.rate, input.format, input.layout.key, spec.sampleRate, spec.channels].join(",");
     if (this.#swr?.key !== key) {
       this.#swr?.ctx[Symbol.dispose]();
       this.#swr = null;
-      const outLayout = channelLayout.alloc();
-      avutil.av_channel_layout_default(outLayout, spec.channels);
-      const slot = new OutSlot();
-      const rc = swresample.swr_alloc_set_opts2(
-        slot.bytes,
-        outLayout,
-        AV_SAMPLE_FMT_FLTP,
-        spec.sampleRate,
-        input.layout,
-        input.format,
-        input.rate,
-        0,
-        null,
+      using outLayout = ChannelLayout.default(spec.channels);
+      const swr = ChannelLayout.resampler(
+        { layout: outLayout, format: AV_SAMPLE_FMT_FLTP, rate: spec.sampleRate },
+        { layout: input.layout, format: input.format, rate: input.rate },
+        label,
       );
-      avutil.av_channel_layout_uninit(outLayout);
-      check(rc, label, "swr_alloc_set_opts2");
-      this.#swr = { key, ctx: new ResampleContext(slot.pointer as Ptr) };
+      this.#swr = { key, ctx: new ResampleContext(swr) };
     }
     check(swresample.swr_init(this.#swr.ctx.ptr), label, "swr_init");
     return this.#swr.ctx.ptr;

@@ -27,8 +27,6 @@ import { settle } from "../settle.ts";
 
 /** `AVMediaType` values. */
 const MEDIA_TYPES = ["video", "audio", "data", "subtitle", "attachment"] as const;
-/** `AV_PKT_DATA_DISPLAYMATRIX`. */
-const AV_PKT_DATA_DISPLAYMATRIX = 5;
 /** `AV_DISPOSITION_DEFAULT`. */
 const AV_DISPOSITION_DEFAULT = 0x1;
 /** `AV_DISPOSITION_ATTACHED_PIC`. */
@@ -158,8 +156,7 @@ function secondsOrNull(v: bigint | null, tb: [number, number]): number | null {
 
 /** Display rotation as ffprobe prints it (`av_display_rotation_get` of the display matrix), 0 when none. */
 export function streamRotation(st: Ptr): number {
-  const matrix = stream.sideData(st, AV_PKT_DATA_DISPLAYMATRIX) ??
-    codecpar.codedSideData(stream.codecpar(st), AV_PKT_DATA_DISPLAYMATRIX);
+  const matrix = stream.displayMatrix(st);
   if (matrix === null || matrix.byteLength < 36) return 0;
   const aligned = new Uint8Array(36);
   aligned.set(matrix.subarray(0, 36));

@@ -5,7 +5,16 @@
  */
 import assert from "node:assert/strict";
 import { type LibVersion, loadFfmpeg, pickLayout, releaseOf } from "../../ffi/ffmpeg/library.ts";
-import { LAYOUT_5_1, LAYOUT_6_0, LAYOUT_6_1, LAYOUT_7_0, LAYOUT_7_1 } from "../../ffi/ffmpeg/layouts.ts";
+import {
+  LAYOUT_4_3,
+  LAYOUT_4_4,
+  LAYOUT_5_1,
+  LAYOUT_6_0,
+  LAYOUT_6_1,
+  LAYOUT_7_0,
+  LAYOUT_7_1,
+  LAYOUT_8_1,
+} from "../../ffi/ffmpeg/layouts.ts";
 import { AVERROR_EOF, AVERROR_INVALIDDATA, avErrorString } from "../../ffi/ffmpeg/errors.ts";
 import { LibraryVersionError } from "../../src/errors.ts";
 
@@ -108,8 +117,44 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name: "library: a release with no table (sonames sluice does not know, as FFmpeg 9's) is refused by name",
+  ignore: !installed,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "sluice-ffmpeg9-" });
+    try {
+      // FFmpeg "9" file names pointing at the real 5.1 libraries: named by what av_version_info says.
+      for (
+        const [name, real] of [["libavformat.so.63", "libavformat.so.59"], [
+          "libavutil.so.61",
+          "libavutil.so.57",
+        ]]
+      ) {
+        await Deno.symlink(`${LIB_DIR}/${real}`, `${dir}/${name}`);
+      }
+      const { code, stderr } = await loadInSubprocess(dir);
+      assert.equal(code, 3, stderr);
+      const probe = await ffprobeVersions();
+      assert.match(stderr, /^LibraryVersionError: FFmpeg \S+ \(libavutil /);
+      assert.ok(stderr.includes(`(libavutil ${probe.libavutil}, libavformat.so.63) in ${dir}`), stderr);
+      assert.match(
+        stderr,
+        /no struct layout table for; supported: 4\.3, 4\.4, 5\.1, 6\.0, 6\.1, 7\.0, 7\.1, 8\.1\./,
+      );
+      assert.doesNotMatch(stderr, /\n\s+at /);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
 Deno.test("library: releaseOf maps libavcodec versions to releases at the release minors", () => {
   const v = (major: number, minor: number): LibVersion => ({ major, minor, micro: 100 });
+  assert.equal(releaseOf(v(58, 54)), "4.2 or older");
+  assert.equal(releaseOf(v(58, 91)), "4.3");
+  assert.equal(releaseOf(v(58, 133)), "4.3");
+  assert.equal(releaseOf(v(58, 134)), "4.4");
+  assert.equal(releaseOf(v(59, 18)), "5.0");
   assert.equal(releaseOf(v(59, 37)), "5.1");
   assert.equal(releaseOf(v(60, 3)), "6.0");
   assert.equal(releaseOf(v(60, 30)), "6.0");
@@ -117,17 +162,32 @@ Deno.test("library: releaseOf maps libavcodec versions to releases at the releas
   assert.equal(releaseOf(v(61, 3)), "7.0");
   assert.equal(releaseOf(v(61, 18)), "7.0");
   assert.equal(releaseOf(v(61, 19)), "7.1");
-  assert.equal(releaseOf(v(62, 11)), "libavcodec62");
+  assert.equal(releaseOf(v(62, 11)), "8.0");
+  assert.equal(releaseOf(v(62, 28)), "8.1");
+  assert.equal(releaseOf(v(63, 3)), "9 or newer (libavcodec 63)");
 });
 
 Deno.test("library: pickLayout returns each release's table and refuses unknown releases", () => {
   const v = (major: number, minor: number): LibVersion => ({ major, minor, micro: 100 });
+  assert.equal(pickLayout(v(58, 91)), LAYOUT_4_3);
+  assert.equal(pickLayout(v(58, 134)), LAYOUT_4_4);
   assert.equal(pickLayout(v(59, 37)), LAYOUT_5_1);
   assert.equal(pickLayout(v(60, 3)), LAYOUT_6_0);
   assert.equal(pickLayout(v(60, 31)), LAYOUT_6_1);
   assert.equal(pickLayout(v(61, 3)), LAYOUT_7_0);
   assert.equal(pickLayout(v(61, 19)), LAYOUT_7_1);
-  assert.throws(() => pickLayout(v(62, 11)), LibraryVersionError);
+  assert.equal(pickLayout(v(62, 28)), LAYOUT_8_1);
+  for (const [major, minor, name] of [[62, 11, "8.0"], [59, 18, "5.0"], [58, 54, "4.2 or older"]] as const) {
+    assert.throws(
+      () => pickLayout(v(major, minor), undefined, "n-test"),
+      (e: Error) =>
+        e instanceof LibraryVersionError &&
+        e.message.startsWith(
+          `FFmpeg n-test (${name}), libavcodec ${major}.${minor}.100, has no struct layout`,
+        ) &&
+        e.message.includes("supported: 4.3, 4.4, 5.1, 6.0, 6.1, 7.0, 7.1, 8.1."),
+    );
+  }
   assert.throws(() => pickLayout(v(61, 19), [LAYOUT_5_1]), /no struct layout table.*supported: 5\.1/);
 });
 
