@@ -142,6 +142,7 @@ export const AVFORMAT_SYMBOLS = {
   },
   avio_context_free: { parameters: ["buffer"], result: "void" }, // void avio_context_free(AVIOContext **s)
   avio_open: { parameters: ["buffer", "buffer", "i32"], result: "i32" }, // int avio_open(AVIOContext **s, const char *url, int flags)
+  avio_feof: { parameters: ["pointer"], result: "i32" }, // int avio_feof(AVIOContext *s)
   avio_closep: { parameters: ["buffer"], result: "i32" }, // int avio_closep(AVIOContext **s)
   avformat_alloc_output_context2: {
     // int avformat_alloc_output_context2(AVFormatContext **ctx, const AVOutputFormat *oformat,

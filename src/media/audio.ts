@@ -24,7 +24,7 @@ import { InvalidArgumentError, MediaError } from "../errors.ts";
 import { CodecContext, Frame, Packet, ResampleContext } from "./av_objects.ts";
 import { check, errorText, ffmpeg } from "./ffmpeg.ts";
 import { ptsToSeconds } from "./packets.ts";
-import type { MediaSource } from "./source.ts";
+import { type MediaSource, readFrame } from "./source.ts";
 import { ChannelLayout } from "./channel_layout.ts";
 import {
   AVDISCARD_ALL,
@@ -261,7 +261,7 @@ class AudioTrack implements Disposable {
     this.#used = true;
     const pkt = this.#pkt.ptr;
     for (;;) {
-      const rc = avformat.av_read_frame(fmt, pkt);
+      const rc = readFrame(fmt, pkt);
       if (rc === AVERROR_EOF) break;
       check(rc, label, "av_read_frame(audio)");
       if (packet.streamIndex(pkt) !== this.#index) {
@@ -316,7 +316,8 @@ class AudioTrack implements Disposable {
 
   #place(out: WindowOutput, s: number, f: Ptr, nb: number, input: InputFormat): boolean {
     if (out.resampler === null) {
-      const t = frame.bestEffortTimestamp(f) ?? frame.pts(f);
+      // pts first: FFmpeg 4.x shifts it, not best_effort_timestamp, past the samples a decoder skips (priming).
+      const t = frame.pts(f) ?? frame.bestEffortTimestamp(f);
       if (t === null) return false; // cannot be placed on the timeline
       const first = Math.round(ptsToSeconds(t, this.#tb) * input.rate);
       const lowest = Math.ceil((s - MARGIN_SEC) * input.rate);

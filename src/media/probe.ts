@@ -12,7 +12,7 @@ import { readCString } from "../../ffi/cstring.ts";
 import { MediaError } from "../errors.ts";
 import { Packet } from "./av_objects.ts";
 import { ffmpeg } from "./ffmpeg.ts";
-import { type MediaInput, MediaSource } from "./source.ts";
+import { type MediaInput, MediaSource, readFrame } from "./source.ts";
 import {
   AV_PKT_FLAG_KEY,
   codecpar,
@@ -326,11 +326,10 @@ function streamList(fmt: Ptr): StreamInfo[] {
 function keyframeTimes(src: MediaSource, index: number): number[] {
   const fmt = src.fmt;
   const tb = stream.timeBase(formatContext.stream(fmt, index));
-  const { avformat } = ffmpeg();
   const times: number[] = [];
   using pkt = new Packet();
   for (;;) {
-    const rc = avformat.av_read_frame(fmt, pkt.ptr);
+    const rc = readFrame(fmt, pkt.ptr);
     if (rc < 0) break; // EOF or damage past the header: report what was read
     if (packet.streamIndex(pkt.ptr) === index && packet.flags(pkt.ptr) & AV_PKT_FLAG_KEY) {
       const t = packet.pts(pkt.ptr) ?? packet.dts(pkt.ptr);

@@ -17,6 +17,7 @@ import {
 } from "../../ffi/ffmpeg/layouts.ts";
 import { AVERROR_EOF, AVERROR_INVALIDDATA, avErrorString } from "../../ffi/ffmpeg/errors.ts";
 import { LibraryVersionError } from "../../src/errors.ts";
+import { skipBecause } from "../helpers/skip.ts";
 
 const LIB_DIR = "/usr/lib/x86_64-linux-gnu";
 const installed = (() => {
@@ -39,9 +40,12 @@ async function ffprobeVersions(): Promise<Record<string, string>> {
 
 const show = (v: LibVersion) => `${v.major}.${v.minor}.${v.micro}`;
 
+const override = Deno.env.get("SLUICE_FFMPEG_LIBDIR");
+
 Deno.test({
   name: "library: loads the installed FFmpeg 5.1 and its versions agree with ffprobe -version",
-  ignore: !installed,
+  ignore: !installed ||
+    (override !== undefined && skipBecause(`SLUICE_FFMPEG_LIBDIR=${override}: not the installed FFmpeg`)),
   fn: async () => {
     const f = loadFfmpeg();
     try {
@@ -53,6 +57,54 @@ Deno.test({
       assert.equal(show(f.versions.avutil), probe.libavutil);
       assert.equal(show(f.versions.swscale), probe.libswscale);
       assert.equal(f.dir, LIB_DIR);
+    } finally {
+      f.close();
+    }
+  },
+});
+
+/** `LIB<NAME>_VERSION_MAJOR/MINOR/MICRO` of one library from the `version*.h` headers in `include`. */
+function headerVersion(include: string, lib: string): string {
+  const text = ["version.h", "version_major.h"].map((f) => {
+    try {
+      return Deno.readTextFileSync(`${include}/lib${lib}/${f}`);
+    } catch {
+      return "";
+    }
+  }).join("\n");
+  const part = (p: string) =>
+    text.match(new RegExp(`#define LIB${lib.toUpperCase()}_VERSION_${p}\\s+(\\d+)`))![1];
+  return `${part("MAJOR")}.${part("MINOR")}.${part("MICRO")}`;
+}
+
+const buildInclude = override ? `${override.replace(/\/+$/, "")}/../include` : null;
+const isBuild = buildInclude !== null && (() => {
+  try {
+    return Deno.statSync(`${buildInclude}/libavcodec/version.h`).isFile;
+  } catch {
+    return false;
+  }
+})();
+
+Deno.test({
+  name:
+    "library: the build in SLUICE_FFMPEG_LIBDIR loads, its versions agree with its headers, its table is its release's",
+  ignore: !isBuild &&
+    skipBecause("SLUICE_FFMPEG_LIBDIR names no scripts/ffmpeg/build.sh build (lib/ beside include/)"),
+  fn: () => {
+    const f = loadFfmpeg();
+    try {
+      for (const lib of ["avformat", "avcodec", "avutil", "swscale", "swresample"] as const) {
+        assert.equal(show(f.versions[lib]), headerVersion(buildInclude!, lib), lib);
+      }
+      assert.equal(f.dir, override!.replace(/\/+$/, ""));
+      // The build's own version string (Debian's source version) names the release whose table is in use.
+      assert.ok(
+        f.versionInfo.startsWith(f.layout.release + "."),
+        `${f.versionInfo} vs table ${f.layout.release}`,
+      );
+      assert.equal(f.layout.provenance, "run-in-ci");
+      assert.equal(f.channels.kind, f.layout.release.startsWith("4.") ? "mask" : "ch_layout");
     } finally {
       f.close();
     }

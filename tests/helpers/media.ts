@@ -14,6 +14,7 @@
  */
 
 import { skipBecause } from "./skip.ts";
+import { ffmpeg } from "../../src/media/ffmpeg.ts";
 
 /** Directory of the shared media (`../shared/media` beside the repository). */
 export const SHARED_MEDIA_DIR: string = decodeURIComponent(
@@ -567,4 +568,27 @@ export async function ffmpegPacketMd5s(
     packets.push({ dts: Number(c[1]), pts: Number(c[2]), size: Number(c[4]), md5: c[5] });
   }
   return { packets, extradataMd5 };
+}
+
+/** FFmpeg codec ids of the decoders some builds lack (stable across releases). */
+const CODEC_IDS = { av1: 32797, png: 61 } as const;
+
+/**
+ * True (and says why once) when the FFmpeg sluice loads here has no decoder for `codec`: the minimal builds
+ * `scripts/ffmpeg/build.sh` makes have no external libraries, so no AV1 (libdav1d) and no PNG (zlib). The reason
+ * names the build. False where it can decode `codec`, and where FFmpeg cannot be loaded at all (those tests
+ * fail on their own, loudly).
+ */
+export function lacksDecoder(codec: keyof typeof CODEC_IDS): boolean {
+  let f: ReturnType<typeof ffmpeg>;
+  try {
+    f = ffmpeg();
+  } catch {
+    return false;
+  }
+  if (f.avcodec.avcodec_find_decoder(CODEC_IDS[codec]) !== null) return false;
+  return skipBecause(
+    `FFmpeg ${f.versionInfo} in ${f.dir} has no ${codec} decoder (a build without external libraries: ` +
+      `scripts/ffmpeg/build.sh): the tests that decode ${codec} skip on it`,
+  );
 }

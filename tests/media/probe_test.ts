@@ -6,6 +6,7 @@ import {
   ffprobePackets,
   generateClip,
   hasFfmpegCliSync,
+  lacksDecoder,
   parseRational,
   type ProbedStream,
   sharedMedia,
@@ -56,7 +57,8 @@ async function assertAgreesWithFfprobe(path: string): Promise<void> {
 for (const entry of FILES) {
   Deno.test({
     name: `probe agrees with ffprobe: ${entry.file}`,
-    ignore: !CLI,
+    // Without a decoder FFmpeg cannot tell the pixel format.
+    ignore: !CLI || (entry.video_codec === "av1" && lacksDecoder("av1")),
     fn: () => assertAgreesWithFfprobe(sharedMedia(entry.file)!),
   });
 }
