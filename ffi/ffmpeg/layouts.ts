@@ -49,6 +49,8 @@ export interface FfmpegLayout {
     max_analyze_duration: number;
   };
   AVInputFormat: { name: number };
+  /** A decoder: its implementation's name (`libdav1d`, `h264`). */
+  AVCodec: { name: number };
   AVStream: {
     index: number;
     codecpar: number;
@@ -156,7 +158,44 @@ export interface FfmpegLayout {
   /** Only the leading fields sluice's custom I/O frees (`buffer` may be reallocated by FFmpeg). */
   AVIOContext: { buffer: number };
   AVBSFContext: { par_in: number; par_out: number; time_base_in: number };
+  /** `enum AVCodecID` values sluice names: AV1's moved at the 5.0 bump (32797 → 226) and the 7.0 one (225). */
+  AVCodecID: Record<CodecIdName, number>;
 }
+
+/** The codecs whose ids sluice needs (`sluice doctor`'s decoder list, the tests' skips). */
+export type CodecIdName =
+  | "AV_CODEC_ID_H264"
+  | "AV_CODEC_ID_HEVC"
+  | "AV_CODEC_ID_VP9"
+  | "AV_CODEC_ID_AV1"
+  | "AV_CODEC_ID_VP8"
+  | "AV_CODEC_ID_MPEG4"
+  | "AV_CODEC_ID_MPEG2VIDEO"
+  | "AV_CODEC_ID_MJPEG"
+  | "AV_CODEC_ID_PRORES"
+  | "AV_CODEC_ID_PNG"
+  | "AV_CODEC_ID_AAC"
+  | "AV_CODEC_ID_MP3"
+  | "AV_CODEC_ID_OPUS"
+  | "AV_CODEC_ID_AC3";
+
+/** Codec ids of 5.1 and 6.x; the other releases differ in AV1's only (compiled against each one's headers). */
+const CODEC_IDS: Record<CodecIdName, number> = {
+  AV_CODEC_ID_H264: 27,
+  AV_CODEC_ID_HEVC: 173,
+  AV_CODEC_ID_VP9: 167,
+  AV_CODEC_ID_AV1: 226,
+  AV_CODEC_ID_VP8: 139,
+  AV_CODEC_ID_MPEG4: 12,
+  AV_CODEC_ID_MPEG2VIDEO: 2,
+  AV_CODEC_ID_MJPEG: 7,
+  AV_CODEC_ID_PRORES: 147,
+  AV_CODEC_ID_PNG: 61,
+  AV_CODEC_ID_AAC: 86018,
+  AV_CODEC_ID_MP3: 86017,
+  AV_CODEC_ID_OPUS: 86076,
+  AV_CODEC_ID_AC3: 86019,
+};
 
 /** Where the release headers of the tables not built here came from. */
 const RELEASE_HEADERS =
@@ -187,6 +226,7 @@ export const LAYOUT_4_4: FfmpegLayout = {
     max_analyze_duration: 1136,
   },
   AVInputFormat: { name: 0 },
+  AVCodec: { name: 0 },
   AVStream: {
     index: 0,
     codecpar: 208,
@@ -262,6 +302,7 @@ export const LAYOUT_4_4: FfmpegLayout = {
   AVRational: { $size: 8, num: 0, den: 4 },
   AVIOContext: { buffer: 8 },
   AVBSFContext: { par_in: 32, par_out: 40, time_base_in: 48 },
+  AVCodecID: { ...CODEC_IDS, AV_CODEC_ID_AV1: 32797 },
 };
 
 /**
@@ -294,6 +335,7 @@ export const LAYOUT_5_1: FfmpegLayout = {
     max_analyze_duration: 112,
   },
   AVInputFormat: { name: 0 },
+  AVCodec: { name: 0 },
   AVStream: {
     index: 0,
     codecpar: 208,
@@ -370,6 +412,7 @@ export const LAYOUT_5_1: FfmpegLayout = {
   AVChannelLayout: { $size: 24, order: 0, nb_channels: 4 },
   AVIOContext: { buffer: 8 },
   AVBSFContext: { par_in: 24, par_out: 32, time_base_in: 40 },
+  AVCodecID: CODEC_IDS,
 };
 
 /**
@@ -393,6 +436,7 @@ export const LAYOUT_6_0: FfmpegLayout = {
     max_analyze_duration: 112,
   },
   AVInputFormat: { name: 0 },
+  AVCodec: { name: 0 },
   AVStream: {
     index: 8,
     codecpar: 16,
@@ -469,6 +513,7 @@ export const LAYOUT_6_0: FfmpegLayout = {
   AVChannelLayout: { $size: 24, order: 0, nb_channels: 4 },
   AVIOContext: { buffer: 8 },
   AVBSFContext: { par_in: 24, par_out: 32, time_base_in: 40 },
+  AVCodecID: CODEC_IDS,
 };
 
 /**
@@ -493,6 +538,7 @@ export const LAYOUT_6_1: FfmpegLayout = {
     max_analyze_duration: 112,
   },
   AVInputFormat: { name: 0 },
+  AVCodec: { name: 0 },
   AVStream: {
     index: 8,
     codecpar: 16,
@@ -567,6 +613,7 @@ export const LAYOUT_6_1: FfmpegLayout = {
   AVChannelLayout: { $size: 24, order: 0, nb_channels: 4 },
   AVIOContext: { buffer: 8 },
   AVBSFContext: { par_in: 24, par_out: 32, time_base_in: 40 },
+  AVCodecID: CODEC_IDS,
 };
 
 /**
@@ -593,6 +640,7 @@ export const LAYOUT_7_1: FfmpegLayout = {
     max_analyze_duration: 144,
   },
   AVInputFormat: { name: 0 },
+  AVCodec: { name: 0 },
   AVStream: {
     index: 8,
     codecpar: 16,
@@ -667,6 +715,7 @@ export const LAYOUT_7_1: FfmpegLayout = {
   AVChannelLayout: { $size: 24, order: 0, nb_channels: 4 },
   AVIOContext: { buffer: 8 },
   AVBSFContext: { par_in: 24, par_out: 32, time_base_in: 40 },
+  AVCodecID: { ...CODEC_IDS, AV_CODEC_ID_AV1: 225 },
 };
 
 /**
@@ -703,6 +752,7 @@ export const LAYOUT_8_1: FfmpegLayout = {
     max_analyze_duration: 144,
   },
   AVInputFormat: { name: 0 },
+  AVCodec: { name: 0 },
   AVStream: {
     index: 8,
     codecpar: 16,
@@ -777,6 +827,7 @@ export const LAYOUT_8_1: FfmpegLayout = {
   AVChannelLayout: { $size: 24, order: 0, nb_channels: 4 },
   AVIOContext: { buffer: 8 },
   AVBSFContext: { par_in: 24, par_out: 32, time_base_in: 40 },
+  AVCodecID: { ...CODEC_IDS, AV_CODEC_ID_AV1: 225 },
 };
 
 /** Every layout table, oldest first. */

@@ -85,6 +85,14 @@ export const formatContext = {
 /** `AVFMT_FLAG_CUSTOM_IO`: the caller owns `pb`; `avformat_close_input` leaves it alone. */
 export const AVFMT_FLAG_CUSTOM_IO = 0x0080;
 
+// ---------------------------------------------------------------- AVCodec
+
+/** The name of a decoder or encoder (`AVCodec.name`, e.g. "libdav1d"): which implementation FFmpeg picked. */
+export function codecName(codec: Ptr): string {
+  const name = view(codec).getPointer(L().AVCodec.name);
+  return name === null ? "" : Deno.UnsafePointerView.getCString(name);
+}
+
 // ---------------------------------------------------------------- AVIOContext
 
 /** Fields of an `AVIOContext`. */

@@ -31,8 +31,12 @@ export function layoutEntries(layout: FfmpegLayout): [string, string, number][] 
   return out;
 }
 
-/** The C expression for one entry: `$size` = sizeof the struct, `<field>$bytes` = sizeof the field. */
+/**
+ * The C expression for one entry: `$size` = sizeof the struct, `<field>$bytes` = sizeof the field, an
+ * `AVCodecID` entry = the enum constant's value.
+ */
 export function entryExpression(struct: string, field: string): string {
+  if (struct === "AVCodecID") return field; // an enum constant: its value
   if (field === "$size") return `sizeof(${struct})`;
   if (field.endsWith("$bytes")) return `sizeof(((${struct} *)0)->${field.slice(0, -"$bytes".length)})`;
   return `offsetof(${struct}, ${field})`;

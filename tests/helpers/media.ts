@@ -570,8 +570,8 @@ export async function ffmpegPacketMd5s(
   return { packets, extradataMd5 };
 }
 
-/** FFmpeg codec ids of the decoders some builds lack (stable across releases). */
-const CODEC_IDS = { av1: 32797, png: 61 } as const;
+/** The codecs some builds have no decoder for, with their ids' names in the layout table. */
+const CODEC_IDS = { av1: "AV_CODEC_ID_AV1", png: "AV_CODEC_ID_PNG" } as const;
 
 /**
  * True (and says why once) when the FFmpeg sluice loads here has no decoder for `codec`: the minimal builds
@@ -586,7 +586,7 @@ export function lacksDecoder(codec: keyof typeof CODEC_IDS): boolean {
   } catch {
     return false;
   }
-  if (f.avcodec.avcodec_find_decoder(CODEC_IDS[codec]) !== null) return false;
+  if (f.avcodec.avcodec_find_decoder(f.layout.AVCodecID[CODEC_IDS[codec]]) !== null) return false;
   return skipBecause(
     `FFmpeg ${f.versionInfo} in ${f.dir} has no ${codec} decoder (a build without external libraries: ` +
       `scripts/ffmpeg/build.sh): the tests that decode ${codec} skip on it`,

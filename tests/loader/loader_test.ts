@@ -4,7 +4,7 @@ import type { Batch } from "../../src/loader/collate.ts";
 import type { ClipStats } from "../../src/loader/clip_stats.ts";
 import { assertAccounted } from "./accounting.ts";
 import { clipSeed, type SamplerOptions } from "../../src/dataset/sampler.ts";
-import { encodeSyntheticVideo, makeSyntheticDataset, readPattern } from "../../src/prep/synthetic.ts";
+import { encodeSyntheticVideo, makeSyntheticDataset, readPattern } from "../helpers/synthetic.ts";
 import { InvalidArgumentError, MediaError, PipelineFailure } from "../../src/errors.ts";
 import { generateClip, hasFfmpegCliSync, runCli, sharedMedia } from "../helpers/media.ts";
 import { probeFrameTimes } from "../helpers/decode_oracles.ts";

@@ -287,6 +287,28 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
   return DBL_SUCCESS;
 }
 
+/* NVML, the few calls `sluice doctor` makes (nvmlReturn_t: 0 success, 1 uninitialized, 2 invalid argument). */
+static int nvml_up = 0;
+int nvmlInit_v2(void) {
+  if (dbl_fault("nvmlInit_v2")) return 999; /* NVML_ERROR_UNKNOWN */
+  nvml_up = 1;
+  return 0;
+}
+int nvmlShutdown(void) { if (!nvml_up) return 1; nvml_up = 0; return 0; }
+const char *nvmlErrorString(int r) { return r == 0 ? "Success" : r == 1 ? "Uninitialized" : "Unknown Error"; }
+int nvmlSystemGetDriverVersion(char *version, unsigned int length) {
+  if (!nvml_up) return 1;
+  if (!version || length < 8) return 2;
+  snprintf(version, length, "double-%d.%d", driver_version / 1000, driver_version % 1000 / 10);
+  return 0;
+}
+int nvmlDeviceGetCount_v2(unsigned int *count) {
+  if (!nvml_up) return 1;
+  if (!count) return 2;
+  *count = (unsigned)(device_count > 0 ? device_count : 0);
+  return 0;
+}
+
 static CUcontext primary_of(CUdevice d) { return (CUcontext)(uintptr_t)(0xC0C0000000ULL + (unsigned)d * 0x1000); }
 static int device_of(CUcontext c) { return (int)(((uintptr_t)c - 0xC0C0000000ULL) / 0x1000); }
 

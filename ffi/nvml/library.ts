@@ -1,0 +1,21 @@
+/**
+ * Finds and opens NVML. `SLUICE_LIBNVML` (a file path) wins; otherwise `libnvidia-ml.so.1` in the standard
+ * library directories. Tests point `SLUICE_LIBNVML` at the ABI-level driver double.
+ * @module
+ */
+import { type LoadedLibrary, loadLibrary } from "../loader.ts";
+import { NVML_SYMBOLS } from "./symbols.ts";
+
+/** The opened management library. */
+export type NvmlLibrary = LoadedLibrary<typeof NVML_SYMBOLS>;
+
+/** Opens NVML. Throws `LibraryNotFoundError` when absent or unloadable. */
+export function loadNvml(): NvmlLibrary {
+  return loadLibrary({
+    what: "NVIDIA's management library",
+    sonames: ["libnvidia-ml.so.1", "libnvidia-ml.so"],
+    fileEnv: "SLUICE_LIBNVML",
+    hint: "It comes with the NVIDIA driver (in containers: NVIDIA_DRIVER_CAPABILITIES with utility); " +
+      "set SLUICE_LIBNVML to its path.",
+  }, NVML_SYMBOLS);
+}
