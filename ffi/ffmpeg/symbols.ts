@@ -102,6 +102,7 @@ export const AVCODEC_SYMBOLS = {
 export const AVFORMAT_SYMBOLS = {
   avformat_version: { parameters: [], result: "u32" }, // unsigned avformat_version(void)
   avformat_alloc_context: { parameters: [], result: "pointer" }, // AVFormatContext *avformat_alloc_context(void)
+  av_find_input_format: { parameters: ["buffer"], result: "pointer" }, // const AVInputFormat *av_find_input_format(const char *short_name)
   avformat_free_context: { parameters: ["pointer"], result: "void" }, // void avformat_free_context(AVFormatContext *s)
   avformat_open_input: {
     // int avformat_open_input(AVFormatContext **ps, const char *url, const AVInputFormat *fmt, AVDictionary **options)

@@ -592,3 +592,21 @@ export function lacksDecoder(codec: keyof typeof CODEC_IDS): boolean {
       `scripts/ffmpeg/build.sh): the tests that decode ${codec} skip on it`,
   );
 }
+
+/**
+ * True (and says why once) when the FFmpeg sluice loads here has no demuxer `name` (the minimal builds of
+ * `scripts/ffmpeg/build.sh` list the containers of the test media only).
+ */
+export function lacksDemuxer(name: string): boolean {
+  let f: ReturnType<typeof ffmpeg>;
+  try {
+    f = ffmpeg();
+  } catch {
+    return false;
+  }
+  if (f.avformat.av_find_input_format(new TextEncoder().encode(`${name}\0`)) !== null) return false;
+  return skipBecause(
+    `FFmpeg ${f.versionInfo} in ${f.dir} has no ${name} demuxer (scripts/ffmpeg/build.sh lists the test ` +
+      `media's containers): the tests that need it skip that part on it`,
+  );
+}
