@@ -158,6 +158,12 @@ export interface FfmpegLayout {
   /** Only the leading fields sluice's custom I/O frees (`buffer` may be reallocated by FFmpeg). */
   AVIOContext: { buffer: number };
   AVBSFContext: { par_in: number; par_out: number; time_base_in: number };
+  /**
+   * Whether a single-threaded HEVC decoder that was sent packets with `skip_frame = nonref` decodes as a fresh
+   * one after `avcodec_flush_buffers`. True where the tests showed it (4.3, 5.1); 7.1 and 8.1 decode one frame in
+   * forty then, so sluice opens a new decoder; releases not run here are treated as 7.1.
+   */
+  reuseHevcAfterSkip: boolean;
   /** `enum AVCodecID` values sluice names: AV1's moved at the 5.0 bump (32797 → 226) and the 7.0 one (225). */
   AVCodecID: Record<CodecIdName, number>;
 }
@@ -213,6 +219,7 @@ export const LAYOUT_4_4: FfmpegLayout = {
   release: "4.4",
   provenance: "headers-only",
   headers: `libavcodec 58.134.100: ${RELEASE_HEADERS}`,
+  reuseHevcAfterSkip: false,
   AVFormatContext: {
     iformat: 8,
     pb: 32,
@@ -314,6 +321,7 @@ export const LAYOUT_4_3: FfmpegLayout = {
   ...LAYOUT_4_4,
   release: "4.3",
   provenance: "run-in-ci",
+  reuseHevcAfterSkip: true,
   headers: "libavcodec 58.91.100: Debian 11's ffmpeg 4.3.7 source (scripts/ffmpeg/build.sh 4.3)",
 };
 
@@ -322,6 +330,7 @@ export const LAYOUT_5_1: FfmpegLayout = {
   release: "5.1",
   provenance: "run-in-ci",
   headers: "libavcodec 59.37.100: Debian 12's libavcodec-dev (the system's)",
+  reuseHevcAfterSkip: true,
   AVFormatContext: {
     iformat: 8,
     pb: 32,
@@ -423,6 +432,7 @@ export const LAYOUT_6_0: FfmpegLayout = {
   release: "6.0",
   provenance: "headers-only",
   headers: `libavcodec 60.3.100: ${RELEASE_HEADERS}`,
+  reuseHevcAfterSkip: false,
   AVFormatContext: {
     iformat: 8,
     pb: 32,
@@ -525,6 +535,7 @@ export const LAYOUT_6_1: FfmpegLayout = {
   release: "6.1",
   provenance: "headers-only",
   headers: `libavcodec 60.31.102: ${RELEASE_HEADERS}`,
+  reuseHevcAfterSkip: false,
   AVFormatContext: {
     iformat: 8,
     pb: 32,
@@ -627,6 +638,7 @@ export const LAYOUT_7_1: FfmpegLayout = {
   provenance: "run-in-ci",
   headers:
     "libavcodec 61.19.101: Debian 13's ffmpeg 7.1.5 source (scripts/ffmpeg/build.sh 7.1), and the 7.1.1 release's",
+  reuseHevcAfterSkip: false,
   AVFormatContext: {
     iformat: 8,
     pb: 32,
@@ -739,6 +751,7 @@ export const LAYOUT_8_1: FfmpegLayout = {
   release: "8.1",
   provenance: "run-in-ci",
   headers: "libavcodec 62.28.102: Debian sid's ffmpeg 8.1.2 source (scripts/ffmpeg/build.sh 8.1)",
+  reuseHevcAfterSkip: false,
   AVFormatContext: {
     iformat: 8,
     pb: 32,

@@ -610,3 +610,28 @@ export function lacksDemuxer(name: string): boolean {
       `media's containers): the tests that need it skip that part on it`,
   );
 }
+
+let oracleMajor: number | undefined;
+
+/**
+ * The container durations (seconds) an FFmpeg may report for a file ffprobe described: ffprobe's own, and, when
+ * the FFmpeg loaded here is another release than the system's ffprobe, the latest end of its audio and video
+ * streams too: FFmpeg 7.1 and 8.1 reckon a container's duration that way where 4.3 and 5.1 also count subtitle
+ * streams and the header (`h264_nasa_bframes_aac.mp4`: 13.056 s, not 16.57).
+ */
+export function acceptedContainerDurations(
+  oracle: { streams: ProbedStream[]; format: ProbedFormat },
+): number[] {
+  const own = [Number(oracle.format.duration)];
+  if (oracleMajor === undefined) {
+    const out = new Deno.Command("ffprobe", { args: ["-version"], stdout: "piped" }).outputSync();
+    const m = new TextDecoder().decode(out.stdout).match(/^libavcodec\s+(\d+)\./m);
+    oracleMajor = m ? Number(m[1]) : -1;
+  }
+  if (ffmpeg().versions.avcodec.major === oracleMajor) return own;
+  const ends = oracle.streams
+    .filter((s) => s.codec_type === "video" || s.codec_type === "audio")
+    .map((s) => Number(s.start_time ?? 0) + Number(s.duration ?? NaN))
+    .filter((t) => Number.isFinite(t));
+  return ends.length > 0 ? [...own, Math.max(...ends)] : own;
+}
