@@ -613,6 +613,16 @@ export function lacksDemuxer(name: string): boolean {
 
 let oracleMajor: number | undefined;
 
+/** Whether the FFmpeg sluice loads here is the release of the system's ffprobe (the oracle), by libavcodec major. */
+export function loadedIsFfprobeRelease(): boolean {
+  if (oracleMajor === undefined) {
+    const out = new Deno.Command("ffprobe", { args: ["-version"], stdout: "piped" }).outputSync();
+    const m = new TextDecoder().decode(out.stdout).match(/^libavcodec\s+(\d+)\./m);
+    oracleMajor = m ? Number(m[1]) : -1;
+  }
+  return ffmpeg().versions.avcodec.major === oracleMajor;
+}
+
 /**
  * The container durations (seconds) an FFmpeg may report for a file ffprobe described: ffprobe's own, and, when
  * the FFmpeg loaded here is another release than the system's ffprobe, the latest end of its audio and video
@@ -623,12 +633,7 @@ export function acceptedContainerDurations(
   oracle: { streams: ProbedStream[]; format: ProbedFormat },
 ): number[] {
   const own = [Number(oracle.format.duration)];
-  if (oracleMajor === undefined) {
-    const out = new Deno.Command("ffprobe", { args: ["-version"], stdout: "piped" }).outputSync();
-    const m = new TextDecoder().decode(out.stdout).match(/^libavcodec\s+(\d+)\./m);
-    oracleMajor = m ? Number(m[1]) : -1;
-  }
-  if (ffmpeg().versions.avcodec.major === oracleMajor) return own;
+  if (loadedIsFfprobeRelease()) return own;
   const ends = oracle.streams
     .filter((s) => s.codec_type === "video" || s.codec_type === "audio")
     .map((s) => Number(s.start_time ?? 0) + Number(s.duration ?? NaN))
