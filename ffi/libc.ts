@@ -19,6 +19,7 @@ export const LIBC_SYMBOLS = {
   __errno_location: { parameters: [], result: "pointer" }, // int *__errno_location(void) — this thread's errno
   strerror: { parameters: ["i32"], result: "pointer" }, // char *strerror(int errnum)
   clock_gettime: { parameters: ["i32", "buffer"], result: "i32" }, // int clock_gettime(clockid_t clk_id, struct timespec *tp)
+  statvfs: { parameters: ["buffer", "buffer"], result: "i32" }, // int statvfs(const char *path, struct statvfs *buf)
   // --- page cache control (src/prep/page_cache.ts) ---
   // `open` is variadic in C; it is bound without the `mode` argument, which only O_CREAT reads.
   open: { parameters: ["buffer", "i32"], result: "i32" }, // int open(const char *pathname, int flags)
@@ -52,6 +53,19 @@ export function libc(): Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"] | nu
   }
   return opened?.symbols ?? null;
 }
+
+/**
+ * `struct statvfs` of glibc on LP64 Linux (x86-64, aarch64): eleven 8-byte fields (`unsigned long`,
+ * `fsblkcnt_t`, `fsfilcnt_t`) then `int __f_spare[6]`. Sizes in units of `f_frsize`.
+ */
+export const STATVFS = {
+  $size: 112,
+  f_bsize: 0,
+  f_frsize: 8,
+  f_blocks: 16,
+  f_bfree: 24,
+  f_bavail: 32,
+} as const;
 
 /** `fcntl` commands from <fcntl.h> (Linux): set / get the capacity of a pipe, in bytes. */
 export const F_SETPIPE_SZ = 1031;

@@ -1,7 +1,9 @@
 /**
- * Symbol tables for the five FFmpeg libraries sluice calls. Only functions whose C prototypes are the same
- * in FFmpeg 5.1, 6.x and 7.x are listed; the few that exist only in some releases are `optional`.
- * Every argument is commented with its C type. All calls are synchronous: per-frame work runs as synchronous
+ * Symbol tables for the five FFmpeg libraries sluice calls. The main tables list functions whose C prototypes
+ * are the same in every supported release (4.3 to 8.1). Channel layouts are the one API that differs: FFmpeg
+ * 5.1 added the `AVChannelLayout` API and 7.0 removed the channel mask one, so each has its own small tables,
+ * and `ffi/ffmpeg/library.ts` opens the pair the loaded release has. Every argument is commented with its C
+ * type. All calls are synchronous: per-frame work runs as synchronous
  * calls inside Workers, where a `nonblocking` call would cost ~70 µs of thread hand-off each.
  * @module
  */
@@ -48,16 +50,9 @@ export const AVUTIL_SYMBOLS = {
     parameters: ["pointer", "buffer", "i32", "buffer"],
     result: "i32",
   },
-  av_opt_get_chlayout: {
-    // int av_opt_get_chlayout(void *obj, const char *name, int search_flags, AVChannelLayout *layout)
-    // FFmpeg >= 5.1 (the AVChannelLayout API).
-    parameters: ["pointer", "buffer", "i32", "buffer"],
-    result: "i32",
-  },
-  av_channel_layout_default: { parameters: ["buffer", "i32"], result: "void" }, // void av_channel_layout_default(AVChannelLayout *ch_layout, int nb_channels)
-  av_channel_layout_uninit: { parameters: ["buffer"], result: "void" }, // void av_channel_layout_uninit(AVChannelLayout *channel_layout)
   av_get_bytes_per_sample: { parameters: ["i32"], result: "i32" }, // int av_get_bytes_per_sample(enum AVSampleFormat sample_fmt)
   av_sample_fmt_is_planar: { parameters: ["i32"], result: "i32" }, // int av_sample_fmt_is_planar(enum AVSampleFormat sample_fmt)
+  av_version_info: { parameters: [], result: "pointer" }, // const char *av_version_info(void)
   av_image_get_buffer_size: {
     // int av_image_get_buffer_size(enum AVPixelFormat pix_fmt, int width, int height, int align)
     parameters: ["i32", "i32", "i32", "i32"],
@@ -94,18 +89,6 @@ export const AVCODEC_SYMBOLS = {
   av_packet_free: { parameters: ["buffer"], result: "void" }, // void av_packet_free(AVPacket **pkt)
   av_packet_unref: { parameters: ["pointer"], result: "void" }, // void av_packet_unref(AVPacket *pkt)
   av_new_packet: { parameters: ["pointer", "i32"], result: "i32" }, // int av_new_packet(AVPacket *pkt, int size)
-  av_packet_get_side_data: {
-    // uint8_t *av_packet_get_side_data(const AVPacket *pkt, enum AVPacketSideDataType type, size_t *size)
-    parameters: ["pointer", "i32", "buffer"],
-    result: "pointer",
-  },
-  av_packet_side_data_get: {
-    // const AVPacketSideData *av_packet_side_data_get(const AVPacketSideData *sd, int nb_sd, enum AVPacketSideDataType type)
-    // FFmpeg >= 6.1 only.
-    parameters: ["pointer", "i32", "i32"],
-    result: "pointer",
-    optional: true,
-  },
   av_bsf_get_by_name: { parameters: ["buffer"], result: "pointer" }, // const AVBitStreamFilter *av_bsf_get_by_name(const char *name)
   av_bsf_alloc: { parameters: ["pointer", "buffer"], result: "i32" }, // int av_bsf_alloc(const AVBitStreamFilter *filter, AVBSFContext **ctx)
   av_bsf_init: { parameters: ["pointer"], result: "i32" }, // int av_bsf_init(AVBSFContext *ctx)
@@ -119,6 +102,7 @@ export const AVCODEC_SYMBOLS = {
 export const AVFORMAT_SYMBOLS = {
   avformat_version: { parameters: [], result: "u32" }, // unsigned avformat_version(void)
   avformat_alloc_context: { parameters: [], result: "pointer" }, // AVFormatContext *avformat_alloc_context(void)
+  av_find_input_format: { parameters: ["buffer"], result: "pointer" }, // const AVInputFormat *av_find_input_format(const char *short_name)
   avformat_free_context: { parameters: ["pointer"], result: "void" }, // void avformat_free_context(AVFormatContext *s)
   avformat_open_input: {
     // int avformat_open_input(AVFormatContext **ps, const char *url, const AVInputFormat *fmt, AVDictionary **options)
@@ -159,14 +143,8 @@ export const AVFORMAT_SYMBOLS = {
   },
   avio_context_free: { parameters: ["buffer"], result: "void" }, // void avio_context_free(AVIOContext **s)
   avio_open: { parameters: ["buffer", "buffer", "i32"], result: "i32" }, // int avio_open(AVIOContext **s, const char *url, int flags)
+  avio_feof: { parameters: ["pointer"], result: "i32" }, // int avio_feof(AVIOContext *s)
   avio_closep: { parameters: ["buffer"], result: "i32" }, // int avio_closep(AVIOContext **s)
-  av_stream_get_side_data: {
-    // uint8_t *av_stream_get_side_data(const AVStream *stream, enum AVPacketSideDataType type, size_t *size)
-    // FFmpeg 5.1 and 6.x only (removed in 7.0).
-    parameters: ["pointer", "i32", "buffer"],
-    result: "pointer",
-    optional: true,
-  },
   avformat_alloc_output_context2: {
     // int avformat_alloc_output_context2(AVFormatContext **ctx, const AVOutputFormat *oformat,
     //                                    const char *format_name, const char *filename)
@@ -214,14 +192,6 @@ export const SWSCALE_SYMBOLS = {
 /** libswresample (audio resampling, sample format conversion and channel mixing). */
 export const SWRESAMPLE_SYMBOLS = {
   swresample_version: { parameters: [], result: "u32" }, // unsigned swresample_version(void)
-  swr_alloc_set_opts2: {
-    // int swr_alloc_set_opts2(struct SwrContext **ps,
-    //   const AVChannelLayout *out_ch_layout, enum AVSampleFormat out_sample_fmt, int out_sample_rate,
-    //   const AVChannelLayout *in_ch_layout, enum AVSampleFormat in_sample_fmt, int in_sample_rate,
-    //   int log_offset, void *log_ctx)   (FFmpeg >= 5.1)
-    parameters: ["buffer", "buffer", "i32", "i32", "buffer", "i32", "i32", "i32", "pointer"],
-    result: "i32",
-  },
   swr_init: { parameters: ["pointer"], result: "i32" }, // int swr_init(struct SwrContext *s)
   swr_free: { parameters: ["buffer"], result: "void" }, // void swr_free(struct SwrContext **s)
   swr_convert: {
@@ -230,4 +200,44 @@ export const SWRESAMPLE_SYMBOLS = {
     result: "i32",
   },
   swr_get_out_samples: { parameters: ["pointer", "i32"], result: "i32" }, // int swr_get_out_samples(struct SwrContext *s, int in_samples)
+} as const satisfies Deno.ForeignLibraryInterface;
+
+/** libavutil's `AVChannelLayout` API (FFmpeg >= 5.1). */
+export const AVUTIL_CH_LAYOUT_SYMBOLS = {
+  av_opt_get_chlayout: {
+    // int av_opt_get_chlayout(void *obj, const char *name, int search_flags, AVChannelLayout *layout)
+    parameters: ["pointer", "buffer", "i32", "buffer"],
+    result: "i32",
+  },
+  av_channel_layout_default: { parameters: ["buffer", "i32"], result: "void" }, // void av_channel_layout_default(AVChannelLayout *ch_layout, int nb_channels)
+  av_channel_layout_uninit: { parameters: ["buffer"], result: "void" }, // void av_channel_layout_uninit(AVChannelLayout *channel_layout)
+} as const satisfies Deno.ForeignLibraryInterface;
+
+/** libswresample's `AVChannelLayout` constructor (FFmpeg >= 5.1). */
+export const SWRESAMPLE_CH_LAYOUT_SYMBOLS = {
+  swr_alloc_set_opts2: {
+    // int swr_alloc_set_opts2(struct SwrContext **ps,
+    //   const AVChannelLayout *out_ch_layout, enum AVSampleFormat out_sample_fmt, int out_sample_rate,
+    //   const AVChannelLayout *in_ch_layout, enum AVSampleFormat in_sample_fmt, int in_sample_rate,
+    //   int log_offset, void *log_ctx)
+    parameters: ["buffer", "buffer", "i32", "i32", "buffer", "i32", "i32", "i32", "pointer"],
+    result: "i32",
+  },
+} as const satisfies Deno.ForeignLibraryInterface;
+
+/** libavutil's channel mask API (FFmpeg 4.x; deprecated in 5.1, removed in 7.0). */
+export const AVUTIL_MASK_SYMBOLS = {
+  av_get_default_channel_layout: { parameters: ["i32"], result: "i64" }, // int64_t av_get_default_channel_layout(int nb_channels)
+} as const satisfies Deno.ForeignLibraryInterface;
+
+/** libswresample's channel mask constructor (FFmpeg 4.x; deprecated in 5.1, removed in 7.0). */
+export const SWRESAMPLE_MASK_SYMBOLS = {
+  swr_alloc_set_opts: {
+    // struct SwrContext *swr_alloc_set_opts(struct SwrContext *s,
+    //   int64_t out_ch_layout, enum AVSampleFormat out_sample_fmt, int out_sample_rate,
+    //   int64_t in_ch_layout, enum AVSampleFormat in_sample_fmt, int in_sample_rate,
+    //   int log_offset, void *log_ctx)
+    parameters: ["pointer", "i64", "i32", "i32", "i64", "i32", "i32", "i32", "pointer"],
+    result: "pointer",
+  },
 } as const satisfies Deno.ForeignLibraryInterface;

@@ -17,7 +17,8 @@ export function loadNvml(): NvmlLibrary {
     what: "NVIDIA's management library (NVML)",
     sonames: ["libnvidia-ml.so.1", "libnvidia-ml.so"],
     fileEnv: "SLUICE_LIBNVML",
-    hint: "It comes with the NVIDIA driver; set SLUICE_LIBNVML to its path.",
+    hint: "It comes with the NVIDIA driver (in containers: NVIDIA_DRIVER_CAPABILITIES with utility); " +
+      "set SLUICE_LIBNVML to its path.",
   }, NVML_SYMBOLS);
 }
 

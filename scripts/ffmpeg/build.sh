@@ -26,25 +26,50 @@ case "$release" in
     ;;
 esac
 
+# What sluice and its tests read: the video and audio codecs of the test media, their containers, parsers and
+# the bitstream filters the demuxer and NVDEC use. Encoders and filters are left out (the tests encode with the
+# system's ffmpeg CLI). No external library either: software AV1 needs libdav1d and PNG needs zlib, so the tests
+# of those skip on these builds, naming the build.
+decoders=h264,hevc,vp8,vp9,mpeg1video,mpeg2video,mpeg4,h263,flv,mjpeg,rawvideo,wrapped_avframe,ffv1,prores,aac,aac_latm,mp3,mp3float,mp2,mp2float,ac3,eac3,opus,vorbis,flac,pcm_s16le,pcm_s24le,pcm_f32le,pcm_u8
+demuxers=mov,matroska,mpegts,avi,flv,mpegps,ivf,h264,hevc,ogg,wav,mp3,aac,ac3,rawvideo,image2
+parsers=h264,hevc,vp8,vp9,av1,mpegvideo,mpeg4video,h263,mjpeg,aac,aac_latm,ac3,mpegaudio,opus,vorbis,flac
+bsfs=h264_mp4toannexb,hevc_mp4toannexb,vp9_superframe_split,extract_extradata,null
+# A build is reused only if it was made from these lists (a changed list builds anew).
+config=$(echo "$decoders $demuxers $parsers $bsfs" | cksum | cut -d' ' -f1)
+
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/sluice/ffmpeg
 log() { echo "ffmpeg-build $release: $*" >&2; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-# Already built? Any version of this family (with the same asm choice) will do.
+# Already built? Any version of this family (with the same asm choice and lists) will do.
 suffix=""
 [ $asm = 1 ] && suffix="-asm"
-for done_dir in "$cache"/"$release".*"$suffix"; do
-  if [ -f "$done_dir/.complete" ] && [[ "$done_dir" != *-asm || $asm = 1 ]]; then
-    log "cached in $done_dir"
-    echo "$done_dir/lib"
-    exit 0
-  fi
-done
-
-command -v cc >/dev/null && command -v make >/dev/null || {
-  log "needs a C compiler and make: apt-get install build-essential"
-  exit 1
+cached() {
+  local done_dir
+  for done_dir in "$cache"/"$release".*"$suffix"; do
+    if grep -qs "config $config" "$done_dir/.complete" && [[ "$done_dir" != *-asm || $asm = 1 ]]; then
+      log "cached in $done_dir"
+      echo "$done_dir/lib"
+      return 0
+    fi
+  done
+  return 1
 }
+cached && exit 0
+# One build of a release at a time (another process may be building it: wait, then reuse its build).
+mkdir -p "$cache"
+exec 9>"$cache/.$release$suffix.lock"
+flock 9
+cached && exit 0
+
+tools=()
+command -v cc >/dev/null || tools+=(gcc libc6-dev)
+command -v make >/dev/null || tools+=(make)
+command -v xz >/dev/null || tools+=(xz-utils)
+if [ ${#tools[@]} -gt 0 ]; then
+  log "apt-get install ${tools[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${tools[@]}" >/dev/null
+fi
 if [ $asm = 1 ] && ! command -v nasm >/dev/null; then
   log "apt-get install nasm"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nasm >/dev/null
@@ -93,18 +118,14 @@ src=$(find "$work" -maxdepth 1 -type d -name "ffmpeg-*" | head -n 1)
 
 prefix="$cache/$upstream$suffix"
 rm -rf "$prefix"
-# What sluice and its tests read: the video and audio codecs of the test media, their containers, parsers and
-# the bitstream filters the demuxer and NVDEC use. Encoders and filters are left out (the tests encode with the
-# system's ffmpeg CLI). Software AV1 needs libdav1d (an external library): AV1 tests skip on these builds.
-decoders=h264,hevc,vp8,vp9,mpeg1video,mpeg2video,mpeg4,mjpeg,png,rawvideo,ffv1,prores,aac,aac_latm,mp3,mp3float,mp2,mp2float,ac3,eac3,opus,vorbis,flac,pcm_s16le,pcm_s24le,pcm_f32le,pcm_u8
-demuxers=mov,matroska,mpegts,avi,flv,mpegps,ivf,h264,hevc,ogg,wav,mp3,aac,ac3,rawvideo,image2
-parsers=h264,hevc,vp8,vp9,av1,mpegvideo,mpeg4video,mjpeg,png,aac,aac_latm,ac3,mpegaudio,opus,vorbis,flac
-bsfs=h264_mp4toannexb,hevc_mp4toannexb,vp9_superframe_split,extract_extradata,null
 asm_flag=--disable-x86asm
 [ $asm = 1 ] && asm_flag=--enable-x86asm
+# libpostproc left FFmpeg in 8.0: its configure refuses the option.
+postproc=()
+grep -q -- '--disable-postproc' "$src/configure" && postproc=(--disable-postproc)
 log "configure ($src → $prefix)"
 (cd "$src" && ./configure --prefix="$prefix" --enable-shared --disable-static --disable-programs --disable-doc \
-  --disable-everything --disable-autodetect --disable-avdevice --disable-avfilter --disable-postproc \
+  --disable-everything --disable-autodetect --disable-avdevice --disable-avfilter "${postproc[@]}" \
   --disable-network --enable-swscale --enable-swresample "$asm_flag" --enable-protocol=file,pipe \
   --enable-decoder="$decoders" --enable-demuxer="$demuxers" --enable-parser="$parsers" --enable-bsf="$bsfs" \
   >"$work/configure.log" 2>&1) || {
@@ -118,6 +139,6 @@ log "make -j$(nproc)"
   exit 1
 }
 rm -rf "$prefix/share" "$prefix/lib/pkgconfig"
-echo "ffmpeg $version (Debian $suite), built $(date -u +%FT%TZ) in $(($(date +%s) - start)) s, $asm_flag" >"$prefix/.complete"
+echo "ffmpeg $version (Debian $suite), built $(date -u +%FT%TZ) in $(($(date +%s) - start)) s, $asm_flag, config $config" >"$prefix/.complete"
 log "built in $(($(date +%s) - start)) s: $(du -sh "$prefix/lib" | cut -f1)"
 echo "$prefix/lib"

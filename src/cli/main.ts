@@ -17,6 +17,7 @@
  * sluice verify SHARD...
  * sluice bench-io DATASET... [--cold]
  * sluice tune MODULE [--budget 10m] [--out DIR | --resume DIR]
+ * sluice doctor [--json]
  * ```
  *
  * @example Run a command from code (as the tests do)

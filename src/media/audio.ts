@@ -24,11 +24,10 @@ import { InvalidArgumentError, MediaError } from "../errors.ts";
 import { CodecContext, Frame, Packet, ResampleContext } from "./av_objects.ts";
 import { check, errorText, ffmpeg } from "./ffmpeg.ts";
 import { ptsToSeconds } from "./packets.ts";
-import type { MediaSource } from "./source.ts";
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { type MediaSource, readFrame } from "./source.ts";
+import { ChannelLayout } from "./channel_layout.ts";
 import {
   AVDISCARD_ALL,
-  channelLayout,
   codecContext,
   codecpar,
   formatContext,
@@ -80,7 +79,7 @@ const AVDISCARD_DEFAULT = 0;
 const AVSEEK_FLAG_BYTE = 2;
 const INT64_MIN = -(2n ** 63n);
 /** Option names read from the decoder each frame (encoded once). */
-const OPT_AR = cstr("ar"), OPT_CH_LAYOUT = cstr("ch_layout");
+const OPT_AR = cstr("ar");
 /** Most input channels accepted (FFmpeg's own decoders give at most 64). */
 const MAX_IN_CHANNELS = 64;
 
@@ -170,7 +169,7 @@ interface InputFormat {
   rate: number;
   format: number;
   channels: number;
-  layout: Uint8Array<ArrayBuffer>;
+  layout: ChannelLayout;
 }
 
 /** One audio stream's decoder, packet and frame; {@link window} decodes a window's samples. */
@@ -266,7 +265,7 @@ class AudioTrack implements Disposable {
     if (!seek(ts) && !seek(0n)) return null; // a time before the first index entry: the start
     const pkt = this.#pkt.ptr;
     for (;;) {
-      const rc = avformat.av_read_frame(fmt, pkt);
+      const rc = readFrame(fmt, pkt);
       if (rc === AVERROR_EOF) return Infinity;
       check(rc, this.#src.label, "av_read_frame(audio)");
       if (packet.streamIndex(pkt) === this.#index) {
@@ -306,8 +305,8 @@ class AudioTrack implements Disposable {
     this.#used = true;
     const pkt = this.#pkt.ptr;
     // the landing's first packet, when there is one, is in `#pkt` already
-    let rc = landing !== null && landing !== Infinity ? 0 : avformat.av_read_frame(fmt, pkt);
-    for (;; rc = avformat.av_read_frame(fmt, pkt)) {
+    let rc = landing !== null && landing !== Infinity ? 0 : readFrame(fmt, pkt);
+    for (;; rc = readFrame(fmt, pkt)) {
       if (rc === AVERROR_EOF) break;
       check(rc, label, "av_read_frame(audio)");
       if (packet.streamIndex(pkt) !== this.#index) {
@@ -356,13 +355,14 @@ class AudioTrack implements Disposable {
     try {
       return this.#place(out, s, f, nb, input);
     } finally {
-      ffmpeg().avutil.av_channel_layout_uninit(input.layout);
+      input.layout[Symbol.dispose]();
     }
   }
 
   #place(out: WindowOutput, s: number, f: Ptr, nb: number, input: InputFormat): boolean {
     if (out.resampler === null) {
-      const t = frame.bestEffortTimestamp(f) ?? frame.pts(f);
+      // pts first: FFmpeg 4.x shifts it, not best_effort_timestamp, past the samples a decoder skips (priming).
+      const t = frame.pts(f) ?? frame.bestEffortTimestamp(f);
       if (t === null) return false; // cannot be placed on the timeline
       const first = Math.round(ptsToSeconds(t, this.#tb) * input.rate);
       const lowest = Math.ceil((s - MARGIN_SEC) * input.rate);
@@ -386,11 +386,10 @@ class AudioTrack implements Disposable {
     const ctx = this.#ctx.ptr, label = this.#src.label;
     const i64 = new BigInt64Array(1);
     check(avutil.av_opt_get_int(ctx, OPT_AR, 0, new Uint8Array(i64.buffer)), label, "av_opt_get_int(ar)");
-    const layout = channelLayout.alloc();
-    check(avutil.av_opt_get_chlayout(ctx, OPT_CH_LAYOUT, 0, layout), label, "av_opt_get_chlayout");
-    const channels = channelLayout.nbChannels(layout);
+    const layout = ChannelLayout.ofDecoder(ctx, label);
+    const channels = layout.channels;
     if (channels < 1 || channels > MAX_IN_CHANNELS || i64[0] <= 0n || i64[0] > 1_000_000n) {
-      avutil.av_channel_layout_uninit(layout);
+      layout[Symbol.dispose]();
       throw new MediaError(
         label,
         "audio decode",
@@ -405,29 +404,19 @@ class AudioTrack implements Disposable {
    * costs more than a window's resampling, and `swr_init` with the same formats keeps the filter.
    */
   #resampler(input: InputFormat, spec: AudioSpec): Ptr {
-    const { avutil, swresample } = ffmpeg();
+    const { swresample } = ffmpeg();
     const label = this.#src.label;
-    const key = [input.rate, input.format, ...input.layout, spec.sampleRate, spec.channels].join(",");
+    const key = [input.rate, input.format, input.layout.key, spec.sampleRate, spec.channels].join(",");
     if (this.#swr?.key !== key) {
       this.#swr?.ctx[Symbol.dispose]();
       this.#swr = null;
-      const outLayout = channelLayout.alloc();
-      avutil.av_channel_layout_default(outLayout, spec.channels);
-      const slot = new OutSlot();
-      const rc = swresample.swr_alloc_set_opts2(
-        slot.bytes,
-        outLayout,
-        AV_SAMPLE_FMT_FLTP,
-        spec.sampleRate,
-        input.layout,
-        input.format,
-        input.rate,
-        0,
-        null,
+      using outLayout = ChannelLayout.default(spec.channels);
+      const swr = ChannelLayout.resampler(
+        { layout: outLayout, format: AV_SAMPLE_FMT_FLTP, rate: spec.sampleRate },
+        { layout: input.layout, format: input.format, rate: input.rate },
+        label,
       );
-      avutil.av_channel_layout_uninit(outLayout);
-      check(rc, label, "swr_alloc_set_opts2");
-      this.#swr = { key, ctx: new ResampleContext(slot.pointer as Ptr) };
+      this.#swr = { key, ctx: new ResampleContext(swr) };
     }
     check(swresample.swr_init(this.#swr.ctx.ptr), label, "swr_init");
     return this.#swr.ctx.ptr;

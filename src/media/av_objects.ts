@@ -161,7 +161,7 @@ export class ScaleContext extends Owned {
   }
 }
 
-/** A `SwrContext` (`swr_free`). Wraps a pointer `swr_alloc_set_opts2` filled. */
+/** A `SwrContext` (`swr_free`). Wraps a pointer `ChannelLayout.resampler` made. */
 export class ResampleContext extends Owned {
   constructor(ptr: Ptr) {
     super(ptr, ffmpeg().swresample.swr_free, "SwrContext");

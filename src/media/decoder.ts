@@ -30,11 +30,20 @@ export class Decoder {
   failed = 0;
   /** The message of the first rejection since the last flush. */
   firstFailure = "";
-  readonly #ctx: CodecContext;
+  #ctx: CodecContext;
   readonly #pkt = new Packet();
   /** The frames it decodes into, kept while a selector holds them back. */
   readonly pool: FramePool = new FramePool();
   #skip = AVDISCARD_DEFAULT;
+  /**
+   * False once a packet was sent with `skip_frame = nonref` to a decoder that cannot be reused after it: the
+   * single-threaded HEVC decoder of FFmpeg 7.1 and 8.1 decodes one frame in forty after that and a flush (a
+   * fresh one decodes them all; 4.3's and 5.1's are not affected). The loaded release says (`ffi/`). Its
+   * {@link flush} then opens a new codec context instead: the cache reuses it and a pass that starts over
+   * decodes every frame right.
+   */
+  #reusable = true;
+  readonly #skipSpoils: boolean;
 
   /** The cache key: everything that decides how a decoder is opened (every copied field, time base, threads). */
   static keyOf(p: VideoPackets, threads: number): string {
@@ -44,6 +53,7 @@ export class Decoder {
   constructor(p: VideoPackets, threads: number) {
     this.key = Decoder.keyOf(p, threads);
     this.source = p.source;
+    this.#skipSpoils = p.codec === "hevc" && threads === 1 && !ffmpeg().layout.reuseHevcAfterSkip;
     const { avcodec } = ffmpeg();
     const codec = avcodec.avcodec_find_decoder(p.codecId);
     if (codec === null) {
@@ -61,19 +71,43 @@ export class Decoder {
       throw e;
     }
     try {
-      this.#open(p, codec, threads);
+      using par = new CodecParameters();
+      writeCodecParameters(par.ptr, p);
+      this.#open(par.ptr, p, codec, threads);
+      if (this.#skipSpoils) {
+        // What a reopen needs (see `#reusable`): the parameters, not the packets.
+        const kept = new CodecParameters();
+        check(
+          ffmpeg().avcodec.avcodec_parameters_copy(kept.ptr, par.ptr),
+          p.source,
+          "avcodec_parameters_copy",
+        );
+        const timeBase = p.timeBase, info = { source: p.source, codec: p.codec, timeBase };
+        this.#reopen = () => {
+          this.#ctx[Symbol.dispose]();
+          this.#ctx = new CodecContext(codec);
+          this.#open(kept.ptr, info, codec, threads);
+        };
+        this.#kept = kept;
+      }
     } catch (e) {
       this[Symbol.dispose]();
       throw e;
     }
   }
 
-  #open(p: VideoPackets, codec: Ptr, threads: number): void {
+  #reopen: (() => void) | null = null;
+  #kept: CodecParameters | null = null;
+
+  #open(
+    par: Ptr,
+    p: { source: string; codec: string; timeBase: VideoPackets["timeBase"] },
+    codec: Ptr,
+    threads: number,
+  ): void {
     const { avcodec, avutil } = ffmpeg();
-    using par = new CodecParameters();
-    writeCodecParameters(par.ptr, p);
     const ctx = this.#ctx.ptr;
-    check(avcodec.avcodec_parameters_to_context(ctx, par.ptr), p.source, "avcodec_parameters_to_context");
+    check(avcodec.avcodec_parameters_to_context(ctx, par), p.source, "avcodec_parameters_to_context");
     codecContext.setPktTimebase(ctx, p.timeBase);
     check(
       avutil.av_opt_set_int(ctx, cstr("threads"), BigInt(threads), 0),
@@ -87,6 +121,7 @@ export class Decoder {
   setSkipNonRef(skip: boolean): void {
     const want = skip ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
     if (want === this.#skip) return;
+    if (skip && this.#skipSpoils) this.#reusable = false;
     check(
       ffmpeg().avutil.av_opt_set_int(this.#ctx.ptr, cstr("skip_frame"), BigInt(want), 0),
       this.source,
@@ -134,7 +169,13 @@ export class Decoder {
 
   /** Back to the state after opening: drops buffered frames, clears the failure count. */
   flush(): void {
-    ffmpeg().avcodec.avcodec_flush_buffers(this.#ctx.ptr);
+    if (!this.#reusable && this.#reopen !== null) {
+      this.#reopen();
+      this.#skip = AVDISCARD_DEFAULT;
+      this.#reusable = true;
+    } else {
+      ffmpeg().avcodec.avcodec_flush_buffers(this.#ctx.ptr);
+    }
     this.failed = 0;
     this.firstFailure = "";
   }
@@ -147,6 +188,7 @@ export class Decoder {
   /** Frees the codec context, packet and frames. */
   [Symbol.dispose](): void {
     this.#ctx?.[Symbol.dispose]();
+    this.#kept?.[Symbol.dispose]();
     this.#disposeFrames();
   }
 }

@@ -12,7 +12,7 @@ import { readCString } from "../../ffi/cstring.ts";
 import { MediaError } from "../errors.ts";
 import { Packet } from "./av_objects.ts";
 import { ffmpeg } from "./ffmpeg.ts";
-import { type MediaInput, MediaSource } from "./source.ts";
+import { type MediaInput, MediaSource, readFrame } from "./source.ts";
 import {
   AV_PKT_FLAG_KEY,
   codecpar,
@@ -27,8 +27,6 @@ import { settle } from "../settle.ts";
 
 /** `AVMediaType` values. */
 const MEDIA_TYPES = ["video", "audio", "data", "subtitle", "attachment"] as const;
-/** `AV_PKT_DATA_DISPLAYMATRIX`. */
-const AV_PKT_DATA_DISPLAYMATRIX = 5;
 /** `AV_DISPOSITION_DEFAULT`. */
 const AV_DISPOSITION_DEFAULT = 0x1;
 /** `AV_DISPOSITION_ATTACHED_PIC`. */
@@ -158,8 +156,7 @@ function secondsOrNull(v: bigint | null, tb: [number, number]): number | null {
 
 /** Display rotation as ffprobe prints it (`av_display_rotation_get` of the display matrix), 0 when none. */
 export function streamRotation(st: Ptr): number {
-  const matrix = stream.sideData(st, AV_PKT_DATA_DISPLAYMATRIX) ??
-    codecpar.codedSideData(stream.codecpar(st), AV_PKT_DATA_DISPLAYMATRIX);
+  const matrix = stream.displayMatrix(st);
   if (matrix === null || matrix.byteLength < 36) return 0;
   const aligned = new Uint8Array(36);
   aligned.set(matrix.subarray(0, 36));
@@ -329,11 +326,10 @@ function streamList(fmt: Ptr): StreamInfo[] {
 function keyframeTimes(src: MediaSource, index: number): number[] {
   const fmt = src.fmt;
   const tb = stream.timeBase(formatContext.stream(fmt, index));
-  const { avformat } = ffmpeg();
   const times: number[] = [];
   using pkt = new Packet();
   for (;;) {
-    const rc = avformat.av_read_frame(fmt, pkt.ptr);
+    const rc = readFrame(fmt, pkt.ptr);
     if (rc < 0) break; // EOF or damage past the header: report what was read
     if (packet.streamIndex(pkt.ptr) === index && packet.flags(pkt.ptr) & AV_PKT_FLAG_KEY) {
       const t = packet.pts(pkt.ptr) ?? packet.dts(pkt.ptr);

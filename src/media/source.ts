@@ -11,7 +11,7 @@
  */
 import { OutSlot } from "../../ffi/out_slot.ts";
 import { cstr } from "../../ffi/cstring.ts";
-import { AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";
+import { AVERROR_EOF, AVERROR_INVALIDDATA } from "../../ffi/ffmpeg/errors.ts";
 import { InvalidArgumentError, MediaError } from "../errors.ts";
 import { check, ffmpeg } from "./ffmpeg.ts";
 import { AVFMT_FLAG_CUSTOM_IO, formatContext, ioContext, type Ptr } from "./structs.ts";
@@ -105,7 +105,9 @@ class MemoryIo {
       default:
         return BigInt(EINVAL);
     }
-    if (!Number.isFinite(target) || target < 0 || target > len) return BigInt(EINVAL);
+    // Past the end is allowed, as lseek allows it on a file (a read there is EOF): FFmpeg 4.x's MOV demuxer,
+    // refused such a seek into a truncated file, says "invalid data" where 5.0 on says end of file.
+    if (!Number.isFinite(target) || target < 0) return BigInt(EINVAL);
     this.#pos = target;
     return BigInt(target);
   }
@@ -217,4 +219,17 @@ export class MediaSource {
     this.#fmt = null;
     this.#io?.[Symbol.dispose]();
   }
+}
+
+/**
+ * `av_read_frame`, with one difference between releases smoothed over: at a truncated file's end FFmpeg 4.x's
+ * MOV demuxer reports `AVERROR_INVALIDDATA` ("partial file") where 5.0 on reports `AVERROR_EOF`; an
+ * invalid-data error once the input has reached its end (`avio_feof`) is that end, as 5.0 says.
+ */
+export function readFrame(fmt: Ptr, pkt: Ptr): number {
+  const { avformat } = ffmpeg();
+  const rc = avformat.av_read_frame(fmt, pkt);
+  if (rc !== AVERROR_INVALIDDATA) return rc;
+  const pb = formatContext.pb(fmt);
+  return pb !== null && avformat.avio_feof(pb) !== 0 ? AVERROR_EOF : rc;
 }

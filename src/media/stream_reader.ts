@@ -11,7 +11,7 @@ import { check, ffmpeg } from "./ffmpeg.ts";
 import { ptsToSeconds } from "./packets.ts";
 import { PacketRun } from "./packet_run.ts";
 import { addToPrefix, emptyPrefix, type PrefixStats } from "./frame_index.ts";
-import type { MediaSource } from "./source.ts";
+import { type MediaSource, readFrame } from "./source.ts";
 import { AVDISCARD_ALL, formatContext, packet, type Rational, stream } from "./structs.ts";
 
 const AVSEEK_FLAG_BACKWARD = 1;
@@ -59,10 +59,9 @@ export class StreamReader implements Disposable {
 
   /** Reads until at least one more packet is in the run, or EOF. Returns false at EOF. */
   next(): boolean {
-    const { avformat } = ffmpeg();
     const start = this.run.length;
     while (this.run.length === start && !this.eof) {
-      const rc = avformat.av_read_frame(this.#src.fmt, this.#pkt.ptr);
+      const rc = readFrame(this.#src.fmt, this.#pkt.ptr);
       if (rc === AVERROR_EOF) {
         this.eof = true;
         this.#drainBsf(true);

@@ -3,7 +3,7 @@
  * from the layout table of the loaded release (`ffi/ffmpeg/layouts.ts`). Everything else calls these.
  * @module
  */
-import type { FfmpegLayout } from "../../ffi/ffmpeg/layouts.ts";
+import { AV_FRAME_FLAG_INTERLACED, AV_FRAME_FLAG_KEY, type FfmpegLayout } from "../../ffi/ffmpeg/layouts.ts";
 import { ffmpeg } from "./ffmpeg.ts";
 import type { CodecInfo } from "./packets.ts";
 
@@ -85,6 +85,14 @@ export const formatContext = {
 /** `AVFMT_FLAG_CUSTOM_IO`: the caller owns `pb`; `avformat_close_input` leaves it alone. */
 export const AVFMT_FLAG_CUSTOM_IO = 0x0080;
 
+// ---------------------------------------------------------------- AVCodec
+
+/** The name of a decoder or encoder (`AVCodec.name`, e.g. "libdav1d"): which implementation FFmpeg picked. */
+export function codecName(codec: Ptr): string {
+  const name = view(codec).getPointer(L().AVCodec.name);
+  return name === null ? "" : Deno.UnsafePointerView.getCString(name);
+}
+
 // ---------------------------------------------------------------- AVIOContext
 
 /** Fields of an `AVIOContext`. */
@@ -113,16 +121,33 @@ export const stream = {
   setDiscard(p: Ptr, discard: number): void {
     writable(p, L().AVStream.discard, 4).setInt32(0, discard, true);
   },
-  /** The stream's side data of `type` (FFmpeg 5.1/6.0 `AVStream.side_data`), copied, or null. */
-  sideData(p: Ptr, type: number): Uint8Array | null {
+  /**
+   * The stream's display matrix (`AV_PKT_DATA_DISPLAYMATRIX`, 9 `int32`), copied, or null: from
+   * `codecpar.coded_side_data` where the release has it (6.1 on), else from the stream's side data.
+   */
+  displayMatrix(p: Ptr): Uint8Array | null {
     const l = L();
+    const par = l.AVCodecParameters;
+    if (par.coded_side_data !== undefined && par.nb_coded_side_data !== undefined) {
+      const cp = view(stream.codecpar(p));
+      return findSideData(
+        cp.getPointer(par.coded_side_data),
+        cp.getInt32(par.nb_coded_side_data),
+        DISPLAYMATRIX,
+      );
+    }
     if (l.AVStream.side_data === undefined || l.AVStream.nb_side_data === undefined) return null;
     const v = view(p);
-    const n = v.getInt32(l.AVStream.nb_side_data);
-    const arr = v.getPointer(l.AVStream.side_data);
-    return findSideData(arr, n, type);
+    return findSideData(
+      v.getPointer(l.AVStream.side_data),
+      v.getInt32(l.AVStream.nb_side_data),
+      DISPLAYMATRIX,
+    );
   },
 };
+
+/** `AV_PKT_DATA_DISPLAYMATRIX`. */
+const DISPLAYMATRIX = 5;
 
 /** `AVDISCARD_ALL`. */
 export const AVDISCARD_ALL = 48;
@@ -136,7 +161,8 @@ function findSideData(arr: Deno.PointerValue, n: number, type: number): Uint8Arr
     const base = i * sd.$size;
     if (v.getInt32(base + sd.type) !== type) continue;
     const data = v.getPointer(base + sd.data);
-    const size = Number(v.getBigUint64(base + sd.size));
+    // An `int` in 4.x, a `size_t` from 5.0.
+    const size = sd.size$bytes === 4 ? v.getInt32(base + sd.size) : Number(v.getBigUint64(base + sd.size));
     if (data === null || size <= 0) return null;
     return new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(data, size).slice(0));
   }
@@ -173,13 +199,6 @@ export const codecpar = {
   colorSpace: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.color_space),
   chromaLocation: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.chroma_location),
   sampleRate: (p: Ptr): number => view(p).getInt32(L().AVCodecParameters.sample_rate),
-  /** Coded side data of `type` (FFmpeg >= 6.1 `coded_side_data`), copied, or null (also on older releases). */
-  codedSideData(p: Ptr, type: number): Uint8Array | null {
-    const l = L().AVCodecParameters;
-    if (l.coded_side_data === undefined || l.nb_coded_side_data === undefined) return null;
-    const v = view(p);
-    return findSideData(v.getPointer(l.coded_side_data), v.getInt32(l.nb_coded_side_data), type);
-  },
   /**
    * Fills a fresh `AVCodecParameters` (from `avcodec_parameters_alloc`) for a video stream. `extradata` must be
    * memory from `av_malloc` with `AV_INPUT_BUFFER_PADDING_SIZE` zero bytes after it (the parameters own it and
@@ -244,7 +263,7 @@ export const packet = {
   /** Sets pts, dts, duration and flags of a packet before it is sent to a decoder or muxer. */
   setTiming(p: Ptr, pts: bigint | null, dts: bigint | null, duration: bigint, flags: number): void {
     const l = L().AVPacket;
-    const dv = writable(p, 0, l.time_base + 8);
+    const dv = writable(p, 0, Math.max(l.pts, l.dts, l.duration, l.flags) + 8);
     dv.setBigInt64(l.pts, pts ?? AV_NOPTS_VALUE, true);
     dv.setBigInt64(l.dts, dts ?? AV_NOPTS_VALUE, true);
     dv.setBigInt64(l.duration, duration, true);
@@ -275,11 +294,25 @@ export const frame = {
   nbSamples: (p: Ptr): number => view(p).getInt32(L().AVFrame.nb_samples),
   /** `extended_data`: the address of the array of plane pointers (one per channel when planar). */
   extendedData: (p: Ptr): Deno.PointerValue => view(p).getPointer(L().AVFrame.extended_data),
-  keyFrame: (p: Ptr): boolean => view(p).getInt32(L().AVFrame.key_frame) !== 0,
+  /** `key_frame` before FFmpeg 6.1, `flags & AV_FRAME_FLAG_KEY` from 6.1 (the table says which). */
+  keyFrame(p: Ptr): boolean {
+    const l = L().AVFrame;
+    const v = view(p);
+    return l.key_frame !== undefined
+      ? v.getInt32(l.key_frame) !== 0
+      : (v.getInt32(l.flags) & AV_FRAME_FLAG_KEY) !== 0;
+  },
   pictType: (p: Ptr): number => view(p).getInt32(L().AVFrame.pict_type),
   pts: (p: Ptr): bigint | null => ts(p, L().AVFrame.pts),
   bestEffortTimestamp: (p: Ptr): bigint | null => ts(p, L().AVFrame.best_effort_timestamp),
-  interlaced: (p: Ptr): boolean => view(p).getInt32(L().AVFrame.interlaced_frame) !== 0,
+  /** `interlaced_frame` before FFmpeg 6.1, `flags & AV_FRAME_FLAG_INTERLACED` from 6.1. */
+  interlaced(p: Ptr): boolean {
+    const l = L().AVFrame;
+    const v = view(p);
+    return l.interlaced_frame !== undefined
+      ? v.getInt32(l.interlaced_frame) !== 0
+      : (v.getInt32(l.flags) & AV_FRAME_FLAG_INTERLACED) !== 0;
+  },
   colorRange: (p: Ptr): number => view(p).getInt32(L().AVFrame.color_range),
   colorspace: (p: Ptr): number => view(p).getInt32(L().AVFrame.colorspace),
   decodeErrorFlags: (p: Ptr): number => view(p).getInt32(L().AVFrame.decode_error_flags),
@@ -321,13 +354,22 @@ export const codecContext = {
 
 // ---------------------------------------------------------------- AVChannelLayout
 
-/** Fields of an `AVChannelLayout` held in JavaScript memory (`buffer` of `$size` bytes). */
+/**
+ * Fields of an `AVChannelLayout` held in JavaScript memory (`buffer` of `$size` bytes). FFmpeg >= 5.1 only: the
+ * callers ask `ffmpeg().channels.kind` first (4.x has no such struct).
+ */
 export const channelLayout = {
   /** A zeroed buffer the size of an `AVChannelLayout`. */
-  alloc: (): Uint8Array<ArrayBuffer> => new Uint8Array(L().AVChannelLayout.$size),
+  alloc: (): Uint8Array<ArrayBuffer> => new Uint8Array(chLayout().$size),
   nbChannels: (b: Uint8Array): number =>
-    new DataView(b.buffer, b.byteOffset, b.byteLength).getInt32(L().AVChannelLayout.nb_channels, true),
+    new DataView(b.buffer, b.byteOffset, b.byteLength).getInt32(chLayout().nb_channels, true),
 };
+
+function chLayout(): NonNullable<FfmpegLayout["AVChannelLayout"]> {
+  const l = L().AVChannelLayout;
+  if (l === undefined) throw new Error(`FFmpeg ${L().release} has no AVChannelLayout`);
+  return l;
+}
 
 // ---------------------------------------------------------------- AVBSFContext
 

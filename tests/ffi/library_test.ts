@@ -5,10 +5,20 @@
  */
 import assert from "node:assert/strict";
 import { type LibVersion, loadFfmpeg, pickLayout, releaseOf } from "../../ffi/ffmpeg/library.ts";
-import { LAYOUT_5_1, LAYOUT_6_0, LAYOUT_6_1, LAYOUT_7_0, LAYOUT_7_1 } from "../../ffi/ffmpeg/layouts.ts";
+import {
+  LAYOUT_4_3,
+  LAYOUT_4_4,
+  LAYOUT_5_1,
+  LAYOUT_6_0,
+  LAYOUT_6_1,
+  LAYOUT_7_0,
+  LAYOUT_7_1,
+  LAYOUT_8_1,
+} from "../../ffi/ffmpeg/layouts.ts";
 import { AVERROR_EOF, AVERROR_INVALIDDATA, avErrorString } from "../../ffi/ffmpeg/errors.ts";
 import { LibraryNotFoundError, LibraryVersionError } from "../../src/errors.ts";
 import { loadLibrary } from "../../ffi/loader.ts";
+import { skipBecause } from "../helpers/skip.ts";
 
 const LIB_DIR = "/usr/lib/x86_64-linux-gnu";
 const installed = (() => {
@@ -31,9 +41,12 @@ async function ffprobeVersions(): Promise<Record<string, string>> {
 
 const show = (v: LibVersion) => `${v.major}.${v.minor}.${v.micro}`;
 
+const override = Deno.env.get("SLUICE_FFMPEG_LIBDIR");
+
 Deno.test({
   name: "library: loads the installed FFmpeg 5.1 and its versions agree with ffprobe -version",
-  ignore: !installed,
+  ignore: !installed ||
+    (override !== undefined && skipBecause(`SLUICE_FFMPEG_LIBDIR=${override}: not the installed FFmpeg`)),
   fn: async () => {
     const f = loadFfmpeg();
     try {
@@ -45,6 +58,54 @@ Deno.test({
       assert.equal(show(f.versions.avutil), probe.libavutil);
       assert.equal(show(f.versions.swscale), probe.libswscale);
       assert.equal(f.dir, LIB_DIR);
+    } finally {
+      f.close();
+    }
+  },
+});
+
+/** `LIB<NAME>_VERSION_MAJOR/MINOR/MICRO` of one library from the `version*.h` headers in `include`. */
+function headerVersion(include: string, lib: string): string {
+  const text = ["version.h", "version_major.h"].map((f) => {
+    try {
+      return Deno.readTextFileSync(`${include}/lib${lib}/${f}`);
+    } catch {
+      return "";
+    }
+  }).join("\n");
+  const part = (p: string) =>
+    text.match(new RegExp(`#define LIB${lib.toUpperCase()}_VERSION_${p}\\s+(\\d+)`))![1];
+  return `${part("MAJOR")}.${part("MINOR")}.${part("MICRO")}`;
+}
+
+const buildInclude = override ? `${override.replace(/\/+$/, "")}/../include` : null;
+const isBuild = buildInclude !== null && (() => {
+  try {
+    return Deno.statSync(`${buildInclude}/libavcodec/version.h`).isFile;
+  } catch {
+    return false;
+  }
+})();
+
+Deno.test({
+  name:
+    "library: the build in SLUICE_FFMPEG_LIBDIR loads, its versions agree with its headers, its table is its release's",
+  ignore: !isBuild &&
+    skipBecause("SLUICE_FFMPEG_LIBDIR names no scripts/ffmpeg/build.sh build (lib/ beside include/)"),
+  fn: () => {
+    const f = loadFfmpeg();
+    try {
+      for (const lib of ["avformat", "avcodec", "avutil", "swscale", "swresample"] as const) {
+        assert.equal(show(f.versions[lib]), headerVersion(buildInclude!, lib), lib);
+      }
+      assert.equal(f.dir, override!.replace(/\/+$/, ""));
+      // The build's own version string (Debian's source version) names the release whose table is in use.
+      assert.ok(
+        f.versionInfo.startsWith(f.layout.release + "."),
+        `${f.versionInfo} vs table ${f.layout.release}`,
+      );
+      assert.equal(f.layout.provenance, "run-in-ci");
+      assert.equal(f.channels.kind, f.layout.release.startsWith("4.") ? "mask" : "ch_layout");
     } finally {
       f.close();
     }
@@ -109,8 +170,44 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name: "library: a release with no table (sonames sluice does not know, as FFmpeg 9's) is refused by name",
+  ignore: !installed,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "sluice-ffmpeg9-" });
+    try {
+      // FFmpeg "9" file names pointing at the real 5.1 libraries: named by what av_version_info says.
+      for (
+        const [name, real] of [["libavformat.so.63", "libavformat.so.59"], [
+          "libavutil.so.61",
+          "libavutil.so.57",
+        ]]
+      ) {
+        await Deno.symlink(`${LIB_DIR}/${real}`, `${dir}/${name}`);
+      }
+      const { code, stderr } = await loadInSubprocess(dir);
+      assert.equal(code, 3, stderr);
+      const probe = await ffprobeVersions();
+      assert.match(stderr, /^LibraryVersionError: FFmpeg \S+ \(libavutil /);
+      assert.ok(stderr.includes(`(libavutil ${probe.libavutil}, libavformat.so.63) in ${dir}`), stderr);
+      assert.match(
+        stderr,
+        /no struct layout table for; supported: 4\.3, 4\.4, 5\.1, 6\.0, 6\.1, 7\.0, 7\.1, 8\.1\./,
+      );
+      assert.doesNotMatch(stderr, /\n\s+at /);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
 Deno.test("library: releaseOf maps libavcodec versions to releases at the release minors", () => {
   const v = (major: number, minor: number): LibVersion => ({ major, minor, micro: 100 });
+  assert.equal(releaseOf(v(58, 54)), "4.2 or older");
+  assert.equal(releaseOf(v(58, 91)), "4.3");
+  assert.equal(releaseOf(v(58, 133)), "4.3");
+  assert.equal(releaseOf(v(58, 134)), "4.4");
+  assert.equal(releaseOf(v(59, 18)), "5.0");
   assert.equal(releaseOf(v(59, 37)), "5.1");
   assert.equal(releaseOf(v(60, 3)), "6.0");
   assert.equal(releaseOf(v(60, 30)), "6.0");
@@ -118,17 +215,32 @@ Deno.test("library: releaseOf maps libavcodec versions to releases at the releas
   assert.equal(releaseOf(v(61, 3)), "7.0");
   assert.equal(releaseOf(v(61, 18)), "7.0");
   assert.equal(releaseOf(v(61, 19)), "7.1");
-  assert.equal(releaseOf(v(62, 11)), "libavcodec62");
+  assert.equal(releaseOf(v(62, 11)), "8.0");
+  assert.equal(releaseOf(v(62, 28)), "8.1");
+  assert.equal(releaseOf(v(63, 3)), "9 or newer (libavcodec 63)");
 });
 
 Deno.test("library: pickLayout returns each release's table and refuses unknown releases", () => {
   const v = (major: number, minor: number): LibVersion => ({ major, minor, micro: 100 });
+  assert.equal(pickLayout(v(58, 91)), LAYOUT_4_3);
+  assert.equal(pickLayout(v(58, 134)), LAYOUT_4_4);
   assert.equal(pickLayout(v(59, 37)), LAYOUT_5_1);
   assert.equal(pickLayout(v(60, 3)), LAYOUT_6_0);
   assert.equal(pickLayout(v(60, 31)), LAYOUT_6_1);
   assert.equal(pickLayout(v(61, 3)), LAYOUT_7_0);
   assert.equal(pickLayout(v(61, 19)), LAYOUT_7_1);
-  assert.throws(() => pickLayout(v(62, 11)), LibraryVersionError);
+  assert.equal(pickLayout(v(62, 28)), LAYOUT_8_1);
+  for (const [major, minor, name] of [[62, 11, "8.0"], [59, 18, "5.0"], [58, 54, "4.2 or older"]] as const) {
+    assert.throws(
+      () => pickLayout(v(major, minor), undefined, "n-test"),
+      (e: Error) =>
+        e instanceof LibraryVersionError &&
+        e.message.startsWith(
+          `FFmpeg n-test (${name}), libavcodec ${major}.${minor}.100, has no struct layout`,
+        ) &&
+        e.message.includes("supported: 4.3, 4.4, 5.1, 6.0, 6.1, 7.0, 7.1, 8.1."),
+    );
+  }
   assert.throws(() => pickLayout(v(61, 19), [LAYOUT_5_1]), /no struct layout table.*supported: 5\.1/);
 });
 

@@ -17,7 +17,7 @@ export interface LayoutMismatch {
 }
 
 /** Keys of a layout that are not structs. */
-const NOT_STRUCTS = new Set(["release", "provenance"]);
+const NOT_STRUCTS = new Set(["release", "provenance", "headers", "reuseHevcAfterSkip"]);
 
 /** `[struct, field]` for every entry of `layout`, in table order. */
 export function layoutEntries(layout: FfmpegLayout): [string, string, number][] {
@@ -31,10 +31,21 @@ export function layoutEntries(layout: FfmpegLayout): [string, string, number][] 
   return out;
 }
 
-/** The C source that prints `Struct.field value` for every entry of `layout` (`$size` = sizeof). */
+/**
+ * The C expression for one entry: `$size` = sizeof the struct, `<field>$bytes` = sizeof the field, an
+ * `AVCodecID` entry = the enum constant's value.
+ */
+export function entryExpression(struct: string, field: string): string {
+  if (struct === "AVCodecID") return field; // an enum constant: its value
+  if (field === "$size") return `sizeof(${struct})`;
+  if (field.endsWith("$bytes")) return `sizeof(((${struct} *)0)->${field.slice(0, -"$bytes".length)})`;
+  return `offsetof(${struct}, ${field})`;
+}
+
+/** The C source that prints `Struct.field value` for every entry of `layout` (see {@link entryExpression}). */
 export function offsetofProgram(layout: FfmpegLayout): string {
   const lines = layoutEntries(layout).map(([struct, field]) => {
-    const expr = field === "$size" ? `sizeof(${struct})` : `offsetof(${struct}, ${field})`;
+    const expr = entryExpression(struct, field);
     return `  printf("%s.%s %zu\\n", "${struct}", "${field}", (size_t)${expr});`;
   });
   return [

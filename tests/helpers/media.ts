@@ -14,6 +14,7 @@
  */
 
 import { skipBecause } from "./skip.ts";
+import { ffmpeg } from "../../src/media/ffmpeg.ts";
 
 /** Directory of the shared media (`../shared/media` beside the repository). */
 export const SHARED_MEDIA_DIR: string = decodeURIComponent(
@@ -567,4 +568,82 @@ export async function ffmpegPacketMd5s(
     packets.push({ dts: Number(c[1]), pts: Number(c[2]), size: Number(c[4]), md5: c[5] });
   }
   return { packets, extradataMd5 };
+}
+
+/** The codecs some builds have no decoder for, with their ids' names in the layout table. */
+const CODEC_IDS = { av1: "AV_CODEC_ID_AV1", png: "AV_CODEC_ID_PNG" } as const;
+
+/**
+ * True (and says why once) when the FFmpeg sluice loads here has no decoder for `codec`: the minimal builds
+ * `scripts/ffmpeg/build.sh` makes have no external libraries, so no AV1 (libdav1d) and no PNG (zlib). The reason
+ * names the build. False where it can decode `codec`, and where FFmpeg cannot be loaded at all (those tests
+ * fail on their own, loudly).
+ */
+export function lacksDecoder(codec: keyof typeof CODEC_IDS): boolean {
+  let f: ReturnType<typeof ffmpeg>;
+  try {
+    f = ffmpeg();
+  } catch {
+    return false;
+  }
+  if (f.avcodec.avcodec_find_decoder(f.layout.AVCodecID[CODEC_IDS[codec]]) !== null) return false;
+  return skipBecause(
+    `FFmpeg ${f.versionInfo} in ${f.dir} has no ${codec} decoder (a build without external libraries: ` +
+      `scripts/ffmpeg/build.sh): the tests that decode ${codec} skip on it`,
+  );
+}
+
+/**
+ * True (and says why once) when the FFmpeg sluice loads here has no demuxer `name` (the minimal builds of
+ * `scripts/ffmpeg/build.sh` list the containers of the test media only).
+ */
+export function lacksDemuxer(name: string): boolean {
+  let f: ReturnType<typeof ffmpeg>;
+  try {
+    f = ffmpeg();
+  } catch {
+    return false;
+  }
+  if (f.avformat.av_find_input_format(new TextEncoder().encode(`${name}\0`)) !== null) return false;
+  return skipBecause(
+    `FFmpeg ${f.versionInfo} in ${f.dir} has no ${name} demuxer (scripts/ffmpeg/build.sh lists the test ` +
+      `media's containers): the tests that need it skip that part on it`,
+  );
+}
+
+let oracleMajor: number | undefined;
+
+/** Whether the FFmpeg sluice loads here is the release of the system's ffprobe (the oracle), by libavcodec major. */
+export function loadedIsFfprobeRelease(): boolean {
+  if (oracleMajor === undefined) {
+    const out = new Deno.Command("ffprobe", { args: ["-version"], stdout: "piped" }).outputSync();
+    const m = new TextDecoder().decode(out.stdout).match(/^libavcodec\s+(\d+)\./m);
+    oracleMajor = m ? Number(m[1]) : -1;
+  }
+  const same = ffmpeg().versions.avcodec.major === oracleMajor;
+  if (!same) {
+    skipBecause(
+      `FFmpeg ${ffmpeg().versionInfo} is not the release of the system's ffprobe (the oracle): where FFmpeg itself ` +
+        "reckons otherwise (container duration, start time, a stream's end), its own reckoning is accepted too",
+    );
+  }
+  return same;
+}
+
+/**
+ * The container durations (seconds) an FFmpeg may report for a file ffprobe described: ffprobe's own, and, when
+ * the FFmpeg loaded here is another release than the system's ffprobe, the latest end of its audio and video
+ * streams too: FFmpeg 7.1 and 8.1 reckon a container's duration that way where 4.3 and 5.1 also count subtitle
+ * streams and the header (`h264_nasa_bframes_aac.mp4`: 13.056 s, not 16.57).
+ */
+export function acceptedContainerDurations(
+  oracle: { streams: ProbedStream[]; format: ProbedFormat },
+): number[] {
+  const own = [Number(oracle.format.duration)];
+  if (loadedIsFfprobeRelease()) return own;
+  const ends = oracle.streams
+    .filter((s) => s.codec_type === "video" || s.codec_type === "audio")
+    .map((s) => Number(s.start_time ?? 0) + Number(s.duration ?? NaN))
+    .filter((t) => Number.isFinite(t));
+  return ends.length > 0 ? [...own, Math.max(...ends)] : own;
 }

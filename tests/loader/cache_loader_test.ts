@@ -3,7 +3,7 @@ import { cacheLoader } from "../../src/loader/cache_loader.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
 import type { Batch } from "../../src/loader/collate.ts";
 import { videoClassificationLoader } from "../../src/loader/loader.ts";
-import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
+import { makeSyntheticDataset } from "../helpers/synthetic.ts";
 
 function counting(n: number): { it: AsyncIterable<number>; pulled: () => number; closed: () => boolean } {
   let pulled = 0, closed = false;

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { planLoader } from "../../src/loader/plan.ts";
 import { epochSource } from "../../src/loader/front.ts";
 import { epochOrder } from "../../src/dataset/epoch_order.ts";
-import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
+import { makeSyntheticDataset } from "../helpers/synthetic.ts";
 
 Deno.test("front: tasks start in the order of their first clip's output index (2 clips a video, a 64-clip buffer)", async () => {
   const dir = Deno.makeTempDirSync({ prefix: "sluice-front-" });

@@ -8,7 +8,7 @@ import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/
 import type { Batch } from "../../src/loader/collate.ts";
 import { assertAccounted } from "./accounting.ts";
 import { serveDir } from "../helpers/http_server.ts";
-import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
+import { makeSyntheticDataset } from "../helpers/synthetic.ts";
 import { BackendExitedError } from "../../src/errors.ts";
 import { alive, deadline } from "../backend/helpers.ts";
 

@@ -1,7 +1,7 @@
 /** The loader exposes its pipeline's stages: names, concurrency read and changed while an epoch runs. */
 import assert, { deepStrictEqual as assertEquals } from "node:assert/strict";
 import { videoClassificationLoader } from "../../src/loader/loader.ts";
-import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
+import { makeSyntheticDataset } from "../helpers/synthetic.ts";
 import { InvalidArgumentError, MediaError } from "../../src/errors.ts";
 import type { PipelineEvent } from "../../src/pipeline/hooks.ts";
 import type { PipelineStats } from "../../src/pipeline/stats.ts";

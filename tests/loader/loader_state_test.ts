@@ -16,7 +16,7 @@ import {
 } from "../../src/loader/loader.ts";
 import type { Batch, ClipMeta } from "../../src/loader/collate.ts";
 import { datasetFingerprint } from "../../src/loader/loader_state.ts";
-import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
+import { makeSyntheticDataset } from "../helpers/synthetic.ts";
 import { mixedDataset, mixedRows } from "./mixed_dataset.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
 

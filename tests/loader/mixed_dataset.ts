@@ -1,5 +1,5 @@
 /** A small dataset whose manifest has clips that fail, shared by the loader tests that replace them. @module */
-import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
+import { makeSyntheticDataset } from "../helpers/synthetic.ts";
 
 /** The dataset's directory, its manifest, and its good files (sorted). */
 export interface MixedDataset {

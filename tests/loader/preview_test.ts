@@ -11,7 +11,7 @@ import type { Batch } from "../../src/loader/collate.ts";
 import { contactSheet, frameLabels } from "../../src/loader/preview.ts";
 import { drawText, fitText } from "../../src/media/bitmap_font.ts";
 import { rgbImage } from "../../src/media/png.ts";
-import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
+import { makeSyntheticDataset } from "../helpers/synthetic.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
 import { decodePngCli } from "../helpers/decode_oracles.ts";
 

@@ -1,11 +1,14 @@
 import assert from "node:assert/strict";
 import { probe } from "../../src/media/probe.ts";
 import {
+  acceptedContainerDurations,
   decodableSharedMedia,
   ffprobeInfo,
   ffprobePackets,
   generateClip,
   hasFfmpegCliSync,
+  lacksDecoder,
+  loadedIsFfprobeRelease,
   parseRational,
   type ProbedStream,
   sharedMedia,
@@ -42,9 +45,10 @@ async function assertAgreesWithFfprobe(path: string): Promise<void> {
   const rotation = s.side_data_list?.find((d) => d.rotation !== undefined)?.rotation ?? 0;
   assert.equal(v.rotation, rotation, "rotation (ffprobe's sign)");
   assert.equal(info.format, oracle.format.format_name, "format");
+  const accepted = acceptedContainerDurations(oracle);
   assert.ok(
-    Math.abs((info.durationSec ?? NaN) - Number(oracle.format.duration)) < 1e-6,
-    "container duration",
+    accepted.some((d) => Math.abs((info.durationSec ?? NaN) - d) < 1e-6),
+    `container duration ${info.durationSec}, not one of ${accepted}`,
   );
   assert.equal(info.streams.length, oracle.streams.length, "stream count");
   info.streams.forEach((st, i) => {
@@ -56,7 +60,8 @@ async function assertAgreesWithFfprobe(path: string): Promise<void> {
 for (const entry of FILES) {
   Deno.test({
     name: `probe agrees with ffprobe: ${entry.file}`,
-    ignore: !CLI,
+    // Without a decoder FFmpeg cannot tell the pixel format.
+    ignore: !CLI || (entry.video_codec === "av1" && lacksDecoder("av1")),
     fn: () => assertAgreesWithFfprobe(sharedMedia(entry.file)!),
   });
 }
@@ -74,7 +79,12 @@ Deno.test({
     const mkv = await probe(sharedMedia("h264_opus_pancake.mkv")!);
     assert.equal(mkv.video!.numFrames, null);
     assert.equal(mkv.audio?.codec, "opus");
-    assert.ok(Math.abs(mkv.startTimeSec - -0.007) < 1e-9, "format start_time includes the Opus pre-skip");
+    // FFmpeg 8.1's Matroska demuxer no longer starts the container at the Opus pre-skip; 4.3 to 7.1 do.
+    const starts = loadedIsFfprobeRelease() ? [-0.007] : [-0.007, 0];
+    assert.ok(
+      starts.some((t) => Math.abs(mkv.startTimeSec - t) < 1e-9),
+      `format start_time ${mkv.startTimeSec}: the Opus pre-skip (-0.007 s)`,
+    );
   },
 });
 

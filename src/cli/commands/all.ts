@@ -13,6 +13,7 @@ import { packCommand } from "./pack.ts";
 import { verifyCommand } from "./verify.ts";
 import { benchIoCommand } from "./bench_io.ts";
 import { tuneCommand } from "./tune.ts";
+import { doctorCommand } from "./doctor.ts";
 
 /** Every `sluice` command, in the order `sluice --help` lists them. */
 export const COMMANDS: readonly Command[] = [
@@ -28,4 +29,5 @@ export const COMMANDS: readonly Command[] = [
   verifyCommand,
   benchIoCommand,
   tuneCommand,
+  doctorCommand,
 ];
