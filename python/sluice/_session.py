@@ -101,6 +101,8 @@ class Session:
             raise
         self.welcome = w
         self.slots = SlotMemory(w["decoder"], peer_pid)
+        if "ahead" in w:  # say at once that this client reports what its code takes: the bound holds from the start
+            self.send({"type": "taken", "taken": 0})
         self._server_next: int = w["nextEpoch"]  # the epoch the server's loader runs next unless asked to jump
 
     # ---- the epoch stream -------------------------------------------------------------------------------
