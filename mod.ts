@@ -191,6 +191,7 @@ export {
   BackendExitedError,
   BackendStalledError,
   ClipError,
+  ClipIntegrityError,
   CudaError,
   DatasetError,
   EncoderNotFoundError,
