@@ -194,6 +194,7 @@ export {
   BackendExitedError,
   BackendStalledError,
   ClipError,
+  ClipIntegrityError,
   CudaError,
   DatasetError,
   EncoderNotFoundError,

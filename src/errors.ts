@@ -74,6 +74,29 @@ export class ClipError extends MediaError {
   }
 }
 
+/**
+ * A decoded clip broke the delivery rule (`src/loader/clip_check.ts`), so it is failed instead of delivered:
+ * its frames are not in presentation order, one lies outside its window (beyond the one frame on screen at its
+ * start), its frame indices contradict its frames' timestamps, or its audio status contradicts its samples.
+ * Damaged input (timestamps, pictures) is what brings one; it is counted as a failed clip like any other
+ * `ClipError` and replaced per `onClipError`.
+ */
+export class ClipIntegrityError extends ClipError {
+  /** Which part of the rule the clip broke. */
+  readonly rule: "shape" | "order" | "window" | "frameIndex" | "audio";
+  /** `rule` names the part broken; `reason` says how, with the times or indices involved. */
+  constructor(
+    source: string,
+    window: [number, number],
+    rule: ClipIntegrityError["rule"],
+    reason: string,
+    options?: ErrorOptions,
+  ) {
+    super(source, "decode", window, `the clip breaks the delivery rule (${rule}): ${reason}`, options);
+    this.rule = rule;
+  }
+}
+
 /** Bytes that should follow one of sluice's binary layouts (packets, frames) do not. */
 export class ProtocolError extends SluiceError {
   /** Byte offset in the stream or buffer where the problem was found. */
@@ -384,6 +407,7 @@ for (
     LibraryVersionError,
     MediaError,
     ClipError,
+    ClipIntegrityError,
     ProtocolError,
     InvalidArgumentError,
     PipelineFailure,

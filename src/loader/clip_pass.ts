@@ -43,6 +43,7 @@ import { lap, type PhaseTimes, startSpans, takeSpans } from "../media/spans.ts";
 import type { ClipBase, DecodedClip } from "./collate.ts";
 import type { ClipOutcome, ClipSpec, FrameKind } from "./clip_spec.ts";
 import { AUDIO_STATUSES, type ClipAudio } from "../media/audio.ts";
+import { checkClip } from "./clip_check.ts";
 
 /** A clip decoded in another clip's pass: its metadata, its own packets in that pass, and its destination. */
 export interface SharedClip {
@@ -316,8 +317,11 @@ function finishPass(
     try {
       if (out.error !== undefined) throw out.error;
       const counts = { decoded: share(decoded, r.member), skipped: share(skipped, r.member), passClips: n };
-      r.member.clip = finishClip(pass.spec, r, out, counts, failures);
+      const clip = finishClip(pass.spec, r, out, counts, failures);
+      r.member.clip = clip;
       withAudio(pass.spec, r.member);
+      // The delivery rule, once for every decoder: a clip that breaks it fails instead of being delivered.
+      checkClip(pass.spec, clip, { packets: r.own, frameTimes: out.frameTimes });
     } catch (e) {
       fail(r.member, e);
     }

@@ -68,6 +68,11 @@ export interface OutputRun {
   /** Time of each of its frames (the grid time when resampling). */
   pts: Float64Array;
   /**
+   * The presentation time of the frame each slot shows (its own, not the grid's): what the delivery rule
+   * checks (`src/loader/clip_check.ts`).
+   */
+  frameTimes: Float64Array;
+  /**
    * The index in the stream's presentation order of the frame each slot shows (`frame_index.ts`); null when the
    * packets cannot tell.
    */
@@ -314,6 +319,7 @@ class Output implements FrameTarget<Frame> {
       data: this.#out.data,
       offset: this.#out.offset,
       pts: this.filler.times(),
+      frameTimes: this.filler.frameTimes(),
       frameIndex: frameIndices(p, this.filler.framePts()),
     };
     if (this.error !== undefined) run.error = this.error;
@@ -323,6 +329,17 @@ class Output implements FrameTarget<Frame> {
   /** Lets go of the frame kept back. */
   release(): void {
     this.filler.release();
+  }
+
+  /** A decoded frame comes out: offered to its slots; frames out of order fail this output alone. */
+  offer(f: Frame, t: number, pts: bigint): void {
+    try {
+      this.filler.offer(f, t, pts);
+    } catch (e) {
+      if (!(e instanceof MediaError)) throw e; // StartOver, or a bug
+      this.error = e;
+      this.filler.release();
+    }
   }
 
   write(f: Frame, first: number, count: number): void {
@@ -445,7 +462,7 @@ function drain(st: PassState, i: number): void {
       const pts = avframe.pts(cur.ptr);
       if (skips !== null) offerSkipped(st, skips.out(pts));
       const t = frameSeconds(cur.ptr, p.timeBase);
-      for (const out of outs) if (!out.done) out.filler.offer(cur, t, pts ?? NOPTS);
+      for (const out of outs) if (!out.done) out.offer(cur, t, pts ?? NOPTS);
     } finally {
       decoder.pool.release(cur);
     }

@@ -31,11 +31,19 @@
  * A window starting at or after `end` shows nothing. Frames presented at or after `e` are never shown. Frames
  * without a time are skipped inside a window (kept by `"consecutive"`/`"stride"` over a whole stream).
  *
+ * The rule assumes frames come in presentation order, as a sound decoder gives them. Damaged input (mutated
+ * timestamps, a duplicated run of packets, a picture the decoder emits late) can break that; a frame presented
+ * at or before one offered earlier is then ignored when no slot can show it (it precedes the window's start and
+ * a later frame at or before the start came first, so it is not the frame on screen there, or it lies at or
+ * after the window's end), and otherwise fails the decode with a `MediaError`: the slots already filled (or the
+ * frame held for the window's start) may be wrong, and frames out of order are never returned.
+ *
  * Decoders leave out what no slot shows: {@link ShownFrames} says which frames those are before decoding, and
  * {@link decodeOrStartOver} is the rule when the stream is not what that assumes. Everything here is pure: no
  * FFmpeg, no pixels.
  * @module
  */
+import { MediaError } from "../errors.ts";
 import { inWindow, NOPTS, ptsToSeconds, type VideoPackets } from "./packets.ts";
 import { rankOf } from "./frame_index.ts";
 
@@ -63,6 +71,8 @@ export interface SlotPlan {
   streamEnd: number;
   /** Earliest presentation time among the packets (the whole-stream grid of `"uniform"` starts there). */
   streamStart: number;
+  /** The packets' source, for messages (default `"frames"`). */
+  source?: string;
 }
 
 /** What to do with one offered frame: fill slots with the held frame, then with this one, then maybe hold it. */
@@ -122,6 +132,9 @@ export class FrameSelector {
   #before = NaN;
   readonly #stride: number;
   readonly #times: number[] = [];
+  /** The latest time offered so far, and the latest at or before the window's start (out-of-order checks). */
+  #latest = -Infinity;
+  #latestAtStart = -Infinity;
 
   constructor(plan: SlotPlan) {
     this.#plan = plan;
@@ -189,9 +202,14 @@ export class FrameSelector {
   /** Grid kinds: the grid slot of output slot 0. */
   #first = 0;
 
-  /** A decoded frame presented at `t` seconds (NaN when it has no time) comes out of the decoder. */
+  /**
+   * A decoded frame presented at `t` seconds (NaN when it has no time) comes out of the decoder.
+   * @throws {MediaError} when it comes out of presentation order where that decides what the slots show (see
+   *   the module docs)
+   */
   offer(t: number): SlotDecision {
     if (this.done) return SKIP;
+    if (!this.#inOrder(t)) return SKIP;
     const g = this.#grid;
     if (g === null) return this.#offerNative(t);
     const w = this.#plan.window;
@@ -206,6 +224,31 @@ export class FrameSelector {
     const d = this.#held ? { held: n, current: 0, hold: true } : { held: 0, current: n, hold: true };
     this.#held = true;
     return d;
+  }
+
+  /**
+   * Whether `t` comes in presentation order (later than every frame offered before); a frame out of order that
+   * no slot can show is left out (false), any other one throws. Frames without a time are not ordered.
+   */
+  #inOrder(t: number): boolean {
+    if (Number.isNaN(t)) return true;
+    const w = this.#plan.window;
+    const atStart = w !== null && t <= w[0] + AT_START_SEC;
+    if (t > this.#latest) {
+      this.#latest = t;
+      if (atStart) this.#latestAtStart = t;
+      return true;
+    }
+    // Too late for the window's start (a later frame at or before it came first), or after its end: not shown.
+    if (w !== null && (t >= w[1] || (atStart && t < this.#latestAtStart && t < w[0] - AT_START_SEC))) {
+      return false;
+    }
+    throw new MediaError(
+      this.#plan.source ?? "frames",
+      "decode",
+      `frames came out of presentation order: one presented at ${t} s after one at ${this.#latest} s ` +
+        `(damaged timestamps or pictures); the frames it would fill cannot be told right`,
+    );
   }
 
   /**
@@ -367,6 +410,7 @@ export function slotPlan(p: VideoPackets, o: { sampling: FrameSampling; numFrame
     numFrames: o.numFrames,
     streamEnd: p.endSec ?? end,
     streamStart: start,
+    source: p.source,
   };
 }
 

@@ -35,8 +35,10 @@ export class SlotFiller<F> {
   readonly #keeps: ((pts: bigint) => boolean) | null;
   #kept: Kept = "none";
   #keptPts: bigint = NOPTS;
-  /** The pts of the frame each filled slot shows. */
+  /** The pts and the time (seconds) of the frame each filled slot shows. */
   #framePts: bigint[] = [];
+  #frameTimes: number[] = [];
+  #keptTime = NaN;
 
   /**
    * @param plan the output's slots
@@ -66,14 +68,17 @@ export class SlotFiller<F> {
     return this.#sel.done;
   }
 
-  /** A decoded frame presented at `t` seconds (pts `pts`, NOPTS when it has none) comes out. */
+  /**
+   * A decoded frame presented at `t` seconds (pts `pts`, NOPTS when it has none) comes out.
+   * @throws {MediaError} when it comes out of presentation order where that matters (`FrameSelector.offer`)
+   */
   offer(frame: F, t: number, pts: bigint): void {
     const before = this.#sel.filled;
     const d = this.#sel.offer(t);
     this.#writeKept(before, d.held);
     if (d.current > 0) {
       this.#target.write(frame, before + d.held, d.current);
-      this.#record(pts, d.current);
+      this.#record(pts, t, d.current);
     }
     if (!d.hold) return;
     if (this.#keeps !== null && !this.#keeps(pts)) {
@@ -83,6 +88,7 @@ export class SlotFiller<F> {
     this.#target.keep(frame);
     this.#kept = "frame";
     this.#keptPts = pts;
+    this.#keptTime = t;
   }
 
   /** A frame left out (not decoded) presented at `t` would have come out here: it must fill no slot. */
@@ -105,6 +111,7 @@ export class SlotFiller<F> {
     this.release();
     this.#sel = new FrameSelector(this.plan);
     this.#framePts = [];
+    this.#frameTimes = [];
   }
 
   /** Lets go of the frame kept back. */
@@ -125,15 +132,26 @@ export class SlotFiller<F> {
     return BigInt64Array.from(this.#framePts);
   }
 
+  /**
+   * The presentation time (seconds) of the frame each filled slot shows: its pts, or its best-effort timestamp
+   * when it has none. It is {@link times} for the native kinds; the grid kinds report slot times there.
+   */
+  frameTimes(): Float64Array {
+    return Float64Array.from(this.#frameTimes);
+  }
+
   #writeKept(first: number, count: number): void {
     if (count === 0) return;
     if (this.#kept !== "frame") throw new StartOver("a frame that was not kept fills a slot");
     this.#target.writeKept(first, count);
-    this.#record(this.#keptPts, count);
+    this.#record(this.#keptPts, this.#keptTime, count);
   }
 
-  #record(pts: bigint, count: number): void {
-    for (let k = 0; k < count; k++) this.#framePts.push(pts);
+  #record(pts: bigint, t: number, count: number): void {
+    for (let k = 0; k < count; k++) {
+      this.#framePts.push(pts);
+      this.#frameTimes.push(t);
+    }
   }
 
   #leaveOut(): void {

@@ -63,12 +63,19 @@ function decodeNvdecPass(
       run.skippedFrames += frames.skippedFrames;
       // Indexed by the pass's packets: its own are a part of them, without the frames before.
       const frameIndex = frameIndices(p, decoded.framePts);
-      run.outputs.push({ data: dest.data, offset: dest.offset, pts: frames.pts, frameIndex });
+      run.outputs.push({
+        data: dest.data,
+        offset: dest.offset,
+        pts: frames.pts,
+        frameTimes: decoded.frameTimes,
+        frameIndex,
+      });
     } catch (e) {
       const failed: OutputRun = {
         data: new Uint8Array(0),
         offset: 0,
         pts: new Float64Array(0),
+        frameTimes: new Float64Array(0),
         frameIndex: null,
         error: e,
       };

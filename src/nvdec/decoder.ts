@@ -160,14 +160,14 @@ export function decodeVideoNvdecSync(packets: VideoPackets, opts: NvdecOptions =
 }
 
 /**
- * {@link decodeVideoNvdecSync}, with the pts of the frame each slot shows, and the frames' `frameIndex` taken from
+ * {@link decodeVideoNvdecSync}, with the pts and the time of the frame each slot shows, and the frames' `frameIndex` taken from
  * `indexBy` (the packets these are, or contain), none when null (the NVDEC clip pass indexes by the pass's).
  */
 export function decodeNvdec(
   given: VideoPackets,
   opts: NvdecOptions,
   indexBy: VideoPackets | null,
-): { frames: CudaFrames; framePts: BigInt64Array } {
+): { frames: CudaFrames; framePts: BigInt64Array; frameTimes: Float64Array } {
   const codec = validate(given, opts);
   const p = toAnnexB(given);
   const dc = acquireContext(opts.device ?? 0);
@@ -192,7 +192,7 @@ function decodeSession(
   mode: { leaveOut: boolean; skip: boolean },
   decodedBefore: number,
   indexBy: VideoPackets | null,
-): { frames: CudaFrames; framePts: BigInt64Array } {
+): { frames: CudaFrames; framePts: BigInt64Array; frameTimes: Float64Array } {
   const plan = slotPlan(p, resolveSampling(opts, (w) => new InvalidArgumentError(w)));
   const s = new NvdecSession(p, plan, opts, dc, mode);
   try {
@@ -216,7 +216,7 @@ function decodeSession(
       skippedFrames: s.skippedPictures,
       frameIndex: indexBy === null ? null : frameIndices(indexBy, framePts),
     });
-    return { frames, framePts };
+    return { frames, framePts, frameTimes: s.filler.frameTimes() };
   } catch (e) {
     if (e instanceof StartOver) {
       // The decoder is sound (only the plan was wrong): keep it; let the copies queued so far finish first.

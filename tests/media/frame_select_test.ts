@@ -12,6 +12,7 @@ import {
 } from "../../src/media/frame_select.ts";
 import { demuxVideo } from "../../src/media/demux.ts";
 import { ptsToSeconds, type VideoPackets } from "../../src/media/packets.ts";
+import { MediaError } from "../../src/errors.ts";
 import { decodeVideo } from "../../src/media/decode.ts";
 import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
 
@@ -254,4 +255,34 @@ Deno.test({
     assert.equal(frames.data.byteLength, 60 * 32 * 32 * 3);
     assert.ok(Math.abs(frames.pts[59] - (2 + 59 / 30)) < 1e-9);
   },
+});
+
+Deno.test("frame selector, frames out of presentation order (issue 30): left out where no slot shows them, else a MediaError", () => {
+  // Frames at 1.0, 1.2 before a window [1.25, 1.6), then 1.1 late: 1.2 stays the frame on screen at the start.
+  const native = plan({ kind: "consecutive" }, [1.25, 1.6], 4);
+  assert.deepEqual(select(native, [1.0, 1.2, 1.1, 1.3, 1.4]).pts, [1.2, 1.3, 1.4]);
+  // The same for a grid kind: 10 fps from 1.25: slot 0 (1.25) shows 1.2, slot 1 (1.35) 1.3, slot 2 (1.45) 1.4.
+  assert.deepEqual(
+    select(plan({ kind: "rate", frameRate: 10 }, [1.25, 1.5], 3, 2), [1.0, 1.2, 1.1, 1.3, 1.4]).frames,
+    [1, 3, 4],
+  );
+  // Late frames at or after the window's end decide nothing.
+  assert.deepEqual(select(native, [1.2, 1.3, 1.7, 1.65]).pts, [1.2, 1.3]);
+  // A frame presented in the window after a later one was offered: the slots already filled cannot be told right.
+  const late = (p: SlotPlan, times: number[]) =>
+    assert.throws(
+      () => select(p, times),
+      (e: unknown) => e instanceof MediaError && /presentation order/.test(e.message),
+    );
+  late(native, [1.2, 1.4, 1.3]); // 6.24 then 6.20, as issue 30 saw it
+  late(native, [1.2, 1.3, 1.3]); // the same time twice
+  late(native, [1.2, 1.3, 1.7, 1.4]); // one in the window after one past it: the stream's order is not to be trusted
+  // A frame before the start that comes after one in the window: the frame on screen at the start was not it.
+  late(native, [1.0, 1.3, 1.2]);
+  late(plan({ kind: "rate", frameRate: 10 }, [1.25, 1.5], 3, 2), [1.2, 1.4, 1.3]);
+  late(plan({ kind: "uniform" }, [1.25, 1.65], 4, 2), [1.3, 1.5, 1.4]);
+  // A whole stream has no slot that could leave a frame out: any frame out of order fails.
+  late(plan({ kind: "consecutive" }, null), [0, 0.04, 0.02]);
+  // Frames without a time are not ordered (kept over a whole stream, as before).
+  assert.equal(select(plan({ kind: "consecutive" }, null), [0, NaN, 0.04]).frames.length, 3);
 });
