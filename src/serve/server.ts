@@ -3,8 +3,9 @@
  * Python package, or any client of docs/serve_protocol.md): batches go into a ring of shared-memory slots
  * (`slot_ring.ts`), descriptors go over a Unix domain socket (`protocol.ts`).
  *
- * - The server listens and accepts; each connection is one {@link Session} (`session.ts`: credits, streaming,
- *   zero copy, a client gone). The server keeps accepting clients whatever happens to a session.
+ * - The server listens and accepts; each connection is one {@link Session} (`session.ts`: its messages and a
+ *   client gone; `session_hello.ts`: its loader; `publisher.ts`: credits, streaming, zero copy). The server
+ *   keeps accepting clients whatever happens to a session.
  * - A fixed loader (`serveLoader(loader, …)`) serves one client at a time; others get a `busy` error while it
  *   is connected. Its epochs run in order. A {@link LoaderFactory} instead builds one loader per session with
  *   the client's shard (`rank`, `worldSize`) and first epoch, so ranks of a job can share one server, and a
