@@ -108,7 +108,7 @@ export {
   type VideoDataset,
   type VideoItem,
 } from "./src/dataset/dataset.ts";
-export type { MemberRef } from "./src/dataset/shards/dataset.ts";
+export type { IndexedVideo, MemberRef } from "./src/dataset/items.ts";
 export type { MemberLocation } from "./src/dataset/shards/index_format.ts";
 export { fetchBytes, type FetchOptions } from "./src/dataset/fetch.ts";
 export {
@@ -124,7 +124,6 @@ export {
 export {
   type DatasetIndex,
   indexDataset,
-  type IndexedVideo,
   type IndexFailure,
   type IndexOptions,
 } from "./src/dataset/video_index.ts";
@@ -135,7 +134,7 @@ export { BatchServer, serveLoader, type ServeOptions, type ServeStats } from "./
 export type { LoaderFactory, LoaderRequest } from "./src/serve/session_host.ts";
 export type { SessionStats } from "./src/serve/session_stats.ts";
 export type { DataWaitStats } from "./src/serve/data_wait.ts";
-export type { NodeStats } from "./src/serve/node_hub.ts";
+export type { NodeStats } from "./src/serve/node_stats.ts";
 export type { LaneShareStats } from "./src/loader/lane_share.ts";
 export { SERVE_PROTOCOL_VERSION } from "./src/serve/protocol.ts";
 export { SERVER_OPTIONS } from "./src/serve/options.ts";

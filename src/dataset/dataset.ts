@@ -23,47 +23,11 @@
 
 import { DatasetError } from "../errors.ts";
 import { fetchBytes, isUrl } from "./fetch.ts";
-import type { IndexedVideo } from "./video_index.ts";
-import { type MemberRef, shardDataset } from "./shards/dataset.ts";
+import { shardDataset } from "./shards/dataset.ts";
 import { isShardSource, openShards } from "./shards/reader.ts";
+import type { SkippedFile, VideoDataset, VideoItem } from "./items.ts";
 
-/** One labelled video (or a time range of one). */
-export interface VideoItem {
-  /** Local path or http(s) URL. */
-  path: string;
-  /** Class index into `VideoDataset.classes`; -1 when the dataset has no labels. */
-  label: number;
-  /** Optional range of the video to sample from, seconds: its start... */
-  start?: number;
-  /** ...and its end. */
-  end?: number;
-  /** A manifest's other columns (captions, multi-label ids, targets), carried to each clip's metadata. */
-  fields?: Record<string, unknown>;
-  /** The video is this member of the file at `path` (a tar shard): one positioned read, checked (`readMember`). */
-  member?: MemberRef;
-  /** What indexing would find (time range, frame rate, keyframes) when it is known without probing. */
-  indexed?: IndexedVideo;
-}
-
-/** A file a directory tree left out, and why. */
-export interface SkippedFile {
-  /** The file (or link) under the dataset's root. */
-  path: string;
-  /** Why it was left out. */
-  reason: string;
-}
-
-/** A labelled list of videos. */
-export interface VideoDataset {
-  /** Where it came from (directory, manifest path or URL). */
-  root: string;
-  /** Class names; a label is an index into this list. */
-  classes: string[];
-  /** The videos, in the dataset's order. */
-  items: VideoItem[];
-  /** Files a directory tree left out, with the reason (empty for manifests). */
-  skipped?: SkippedFile[];
-}
+export type { SkippedFile, VideoDataset, VideoItem } from "./items.ts";
 
 /** File extensions a directory tree treats as videos. */
 export const VIDEO_EXTENSIONS: readonly string[] = [

@@ -7,16 +7,9 @@
  */
 
 import { probe } from "../media/probe.ts";
-import type { VideoDataset } from "./dataset.ts";
+import type { IndexedVideo, VideoDataset } from "./items.ts";
 import { fetchBytes, type FetchOptions, isUrl } from "./fetch.ts";
 import { readMember } from "./shards/reader.ts";
-import type { SampledVideo } from "./sampler.ts";
-
-/** What the index knows about one video. */
-export interface IndexedVideo extends SampledVideo {
-  /** Frames per second (0 when not probed or unknown). */
-  frameRate: number;
-}
 
 /** A video left out of the index. */
 export interface IndexFailure {

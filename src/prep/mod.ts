@@ -71,12 +71,7 @@ export type {
   ShardSample,
   ShardSet,
 } from "../dataset/shards/index_format.ts";
-export {
-  type MemberRef,
-  type ShardDataset,
-  shardDataset,
-  type ShardVideoItem,
-} from "../dataset/shards/dataset.ts";
+export { type ShardDataset, shardDataset, type ShardVideoItem } from "../dataset/shards/dataset.ts";
 export { benchIo, type BenchIoOptions, type IoPass } from "./bench_io.ts";
 export { canDropPageCache, dropFromPageCache } from "./page_cache.ts";
 export {
@@ -90,6 +85,5 @@ export {
 export type { MediaInput } from "../media/source.ts";
 export type { ShardError, SluiceError } from "../errors.ts";
 export type { FetchOptions } from "../dataset/fetch.ts";
-export type { SkippedFile, VideoDataset, VideoItem } from "../dataset/dataset.ts";
-export type { IndexedVideo } from "../dataset/video_index.ts";
+export type { IndexedVideo, MemberRef, SkippedFile, VideoDataset, VideoItem } from "../dataset/items.ts";
 export type { SampledVideo } from "../dataset/sampler.ts";

@@ -22,7 +22,7 @@ import { SERVER_TABLE } from "./options.ts";
 import { Session } from "./session.ts";
 import type { SessionStats } from "./session_stats.ts";
 import { type LoaderFactory, SessionHost } from "./session_host.ts";
-import type { NodeStats } from "./node_hub.ts";
+import type { NodeStats } from "./node_stats.ts";
 
 /** Options of {@link serveLoader}. */
 export interface ServeOptions {

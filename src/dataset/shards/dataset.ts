@@ -6,13 +6,8 @@
  * @module
  */
 
-import type { VideoDataset, VideoItem } from "../dataset.ts";
-import type { IndexedVideo } from "../video_index.ts";
-import type { MemberLocation } from "./index_format.ts";
+import type { IndexedVideo, MemberRef, VideoDataset, VideoItem } from "../items.ts";
 import type { OpenedShards } from "./reader.ts";
-
-/** Where a video lies inside a shard, and how to check it: what `readMember` needs. */
-export type MemberRef = Pick<MemberLocation, "name" | "offset" | "size" | "sha256">;
 
 /** A dataset item that lives inside a shard. */
 export interface ShardVideoItem extends VideoItem {

@@ -18,7 +18,7 @@
 import { FETCH_DEFAULTS, fetchBytes, type FetchOptions, isUrl } from "../fetch.ts";
 import { hashSeed, mulberry32, shuffleInPlace } from "../random.ts";
 import { FetchError, ShardError } from "../../errors.ts";
-import type { MemberRef } from "./dataset.ts";
+import type { MemberRef } from "../items.ts";
 import {
   indexNameOf,
   parseShardIndex,
