@@ -81,7 +81,7 @@ class RawClient:
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.s.connect(path)
         self.s.settimeout(60)
-        self.frames = proto.FrameReader()
+        self.frames = proto.MessageReader()
         self.queue = []
 
     def send(self, msg) -> None:

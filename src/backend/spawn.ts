@@ -31,7 +31,7 @@ import { failureLine } from "../pipeline/stage.ts";
 import type { BackendStats, ChildStats } from "./backend_stats.ts";
 import { BackendProcess } from "./backend_process.ts";
 import { readStream } from "./byte_reader.ts";
-import { type Frame, FrameReader } from "./frame_reader.ts";
+import { type Frame, MessageReader } from "./message_reader.ts";
 import { decodeItem } from "./item_codec.ts";
 import { Liveness } from "./liveness.ts";
 import { Outbox } from "./outbox.ts";
@@ -124,7 +124,7 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
   readonly #process: BackendProcess;
   readonly #outbox: Outbox;
   readonly #liveness: Liveness;
-  readonly #reader = new FrameReader({ source: STREAM, allowedTypes: CHILD_TO_PARENT });
+  readonly #reader = new MessageReader({ source: STREAM, allowedTypes: CHILD_TO_PARENT });
   readonly #queue: Entry[] = [];
   readonly #failure = new AbortController();
   readonly #errors: StageError[] = [];

@@ -20,8 +20,8 @@ import {
   encodeMessage,
   type ErrorMessage,
   errorMessage,
-  FrameDecoder,
   MAX_CLIENT_MESSAGE,
+  MessageDecoder,
   parseClientMessage,
   type ServerMessage,
   type StatsMessage,
@@ -44,7 +44,7 @@ export class Session {
   readonly #conn: Deno.UnixConn;
   readonly #opts: SessionOptions;
   readonly #log: (line: string) => void;
-  readonly #frames = new FrameDecoder(MAX_CLIENT_MESSAGE);
+  readonly #frames = new MessageDecoder(MAX_CLIENT_MESSAGE);
   readonly #loaders: SessionLoader;
   readonly #publisher: BatchPublisher;
   #writing: Promise<void> = Promise.resolve();

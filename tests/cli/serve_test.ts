@@ -1,7 +1,7 @@
 /** `sluice serve`: listens, welcomes a client with the loader the options describe, stops on SIGTERM. */
 import assert from "node:assert/strict";
 import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
-import { encodeMessage, FrameDecoder, MAX_SERVER_MESSAGE } from "../../src/serve/protocol.ts";
+import { encodeMessage, MAX_SERVER_MESSAGE, MessageDecoder } from "../../src/serve/protocol.ts";
 
 const MAIN = new URL("../../src/cli/main.ts", import.meta.url).pathname;
 
@@ -44,7 +44,7 @@ Deno.test("sluice serve: a client gets the loader of the options; SIGTERM stops 
     await conn.write(
       encodeMessage({ type: "hello", protocol: 1, client: "cli-test", rank: 1, worldSize: 2 }),
     );
-    const frames = new FrameDecoder(MAX_SERVER_MESSAGE);
+    const frames = new MessageDecoder(MAX_SERVER_MESSAGE);
     const buf = new Uint8Array(1 << 16);
     let msgs: unknown[] = [];
     while (msgs.length === 0) msgs = frames.push(buf.subarray(0, (await conn.read(buf))!));
@@ -105,7 +105,7 @@ Deno.test("sluice serve --node: waits for its first client, serves metrics, leav
     await conn.write(
       encodeMessage({ type: "hello", protocol: 1, client: "cli-test", rank: 0, worldSize: 1 }),
     );
-    const frames = new FrameDecoder(MAX_SERVER_MESSAGE);
+    const frames = new MessageDecoder(MAX_SERVER_MESSAGE);
     const buf = new Uint8Array(1 << 16);
     let msgs: unknown[] = [];
     while (msgs.length === 0) msgs = frames.push(buf.subarray(0, (await conn.read(buf))!));

@@ -4,7 +4,7 @@
  * needing its close deadline.
  */
 import assert from "node:assert/strict";
-import { encodeMessage, FrameDecoder, MAX_SERVER_MESSAGE } from "../../src/serve/protocol.ts";
+import { encodeMessage, MAX_SERVER_MESSAGE, MessageDecoder } from "../../src/serve/protocol.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
 import { withTempDir } from "../helpers/temp_dir.ts";
 import { deadline } from "../backend/helpers.ts";
@@ -14,7 +14,7 @@ const MAIN = new URL("../../src/serve/main.ts", import.meta.url).pathname;
 
 /** Messages from `conn` until one of type `type` (returned). */
 async function until(conn: Deno.UnixConn, type: string): Promise<Record<string, unknown>> {
-  const frames = new FrameDecoder(MAX_SERVER_MESSAGE);
+  const frames = new MessageDecoder(MAX_SERVER_MESSAGE);
   const buf = new Uint8Array(1 << 16);
   while (true) {
     const n = await conn.read(buf);

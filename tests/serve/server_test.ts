@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { videoClassificationLoader } from "../../src/loader/loader.ts";
 import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
-import { encodeMessage, FrameDecoder, MAX_SERVER_MESSAGE } from "../../src/serve/protocol.ts";
+import { encodeMessage, MAX_SERVER_MESSAGE, MessageDecoder } from "../../src/serve/protocol.ts";
 import { serveLoader } from "../../src/serve/server.ts";
 import { DatasetError, ServeError } from "../../src/errors.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
@@ -35,7 +35,7 @@ type Msg = any;
 /** A client speaking the protocol by hand. */
 class Client {
   readonly conn: Deno.UnixConn;
-  readonly #frames = new FrameDecoder(MAX_SERVER_MESSAGE);
+  readonly #frames = new MessageDecoder(MAX_SERVER_MESSAGE);
   readonly #queue: Msg[] = [];
   constructor(conn: Deno.UnixConn) {
     this.conn = conn;
