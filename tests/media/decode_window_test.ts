@@ -5,18 +5,9 @@ import { VideoPackets } from "../../src/media/packets.ts";
 import { readPackets } from "../helpers/read_packets.ts";
 import { framesOnScreen, sameBytes } from "../helpers/decode_oracles.ts";
 import { generateClip, hasFfmpegCliSync, sharedMedia } from "../helpers/media.ts";
+import { mulberry32 } from "../../src/dataset/random.ts";
 
 const cli = hasFfmpegCliSync();
-
-/** A small deterministic PRNG (mulberry32), so failures reproduce. */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Asserts that `win` holds exactly the frames of `full` on screen during `[s, e)`, byte for byte. */
 function assertWindow(full: VideoFrames, win: VideoFrames, [s, e]: [number, number]): void {
@@ -39,7 +30,7 @@ async function checkRandomWindows(
   const size = { width: 96, height: 72 };
   const full = await decodeVideo(readPackets(path, opts), size);
   const last = full.pts[full.pts.length - 1];
-  const next = rng(seed);
+  const next = mulberry32(seed);
   for (let n = 0; n < count; n++) {
     const s = next() * last;
     const e = s + 0.05 + next() * 1.5;

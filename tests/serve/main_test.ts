@@ -8,6 +8,7 @@ import { encodeMessage, MAX_SERVER_MESSAGE, MessageDecoder } from "../../src/ser
 import { hasFfmpegCliSync } from "../helpers/media.ts";
 import { withTempDir } from "../helpers/temp_dir.ts";
 import { deadline } from "../backend/helpers.ts";
+import { readUntil } from "../helpers/serve.ts";
 import { failingLoaderOptions } from "./fixtures/failing_loader.ts";
 
 const MAIN = new URL("../../src/serve/main.ts", import.meta.url).pathname;
@@ -50,12 +51,7 @@ for (const how of ["stdin's end", "SIGTERM"] as const) {
           stderr: "piped",
         }).spawn();
         const out = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-        let ready = "";
-        while (!ready.includes('"ready"')) {
-          const r = await out.read();
-          assert.ok(!r.done, "the server exited before it was ready");
-          ready += r.value;
-        }
+        await readUntil(out, '"ready"', "the server");
         const conn = await Deno.connect({ transport: "unix", path: config.socket });
         await conn.write(encodeMessage({ type: "hello", protocol: 1, client: "main-test" }));
         await until(conn, "welcome");
