@@ -261,7 +261,6 @@ const KNOWN_LATE_CHECKS: readonly string[] = [
 
 /** Imports of src/nvdec/ from outside it and the decode seam's registration (`importer → module`). */
 const KNOWN_NVDEC_IMPORTS: readonly string[] = [
-  "mod.ts → src/nvdec/available.ts",
   "src/cli/doctor.ts → src/nvdec/available.ts",
   "src/loader/batch_slots.ts → src/nvdec/cuda_buffer.ts",
   "src/loader/clip_pass.ts → src/nvdec/clip_pass.ts",
