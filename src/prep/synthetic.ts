@@ -230,7 +230,24 @@ export interface SyntheticDatasetOptions {
 
 /**
  * Writes `dir/class_KK/video_NNNN.mp4` (video n has label n mod classes), a directory-tree dataset whose labels,
- * sorted by name, match the labels drawn in the frames. Returns the paths written.
+ * sorted by name, match the labels drawn in the frames (`sluice make-dataset` does the same).
+ * @param dir the directory to write (created when missing)
+ * @param opts how many videos and classes, their length, frame rate, size and encoder
+ * @returns the paths written
+ * @throws {EncoderNotFoundError} when the loaded FFmpeg has no encoder for the videos
+ * @example A dataset to try the loader on
+ * ```ts
+ * import { makeSyntheticDataset, videoClassificationLoader } from "@sluice/sluice";
+ *
+ * const dir = await Deno.makeTempDir();
+ * makeSyntheticDataset(dir, { videos: 8, classes: 2, durationSec: 2, width: 160, height: 120 });
+ * await using loader = await videoClassificationLoader({
+ *   dataset: dir,
+ *   batchSize: 4,
+ *   clip: { numFrames: 8, width: 64, height: 64 },
+ * });
+ * for await (using batch of loader) console.log(batch.labels);
+ * ```
  */
 export function makeSyntheticDataset(dir: string, opts: SyntheticDatasetOptions): string[] {
   if (!(opts.videos >= 1) || !(opts.classes >= 1) || opts.classes > 256) {
