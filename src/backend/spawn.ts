@@ -143,7 +143,23 @@ function spawnSettings(opts: SpawnBackendOptions): SpawnSettings {
   };
 }
 
-/** Starts a backend child process; see the module docs and {@link SpawnBackendOptions}. */
+/** The failure of a child silent for `silentMs`, which is killed. */
+function stalledError(name: string, pid: number, silentMs: number, timeoutMs: number): BackendStalledError {
+  return new BackendStalledError(
+    `backend ${name} (pid ${pid}) sent nothing, not even a heartbeat, for ` +
+      `${(silentMs / 1000).toFixed(1)} s (stallTimeoutMs ${timeoutMs}): killed`,
+    name,
+    silentMs,
+  );
+}
+
+/**
+ * Starts a backend child process: a Deno child that runs `opts.module`'s export and streams its items back,
+ * each checked before use, against credits (at most `bufferSize` wait in this process), its liveness watched.
+ * @param opts the module and export to run, its arguments, and the transport's limits ({@link SpawnBackendOptions})
+ * @returns the source of its items: one iteration per epoch of the child's pipeline
+ * @throws {InvalidArgumentError} for `bufferSize` or a time limit out of range
+ */
 export function spawnBackend(opts: SpawnBackendOptions): BackendSource {
   return new BackendSource(opts);
 }
@@ -203,14 +219,7 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
       log: (line) => this.#log(`[backend ${this.pid}] ${line}`),
       ...(opts.clock ? { clock: opts.clock } : {}),
       onTimeout: (silent) => {
-        this.#fail(
-          new BackendStalledError(
-            `backend ${this.#name} (pid ${this.pid}) sent nothing, not even a heartbeat, for ` +
-              `${(silent / 1000).toFixed(1)} s (stallTimeoutMs ${stallTimeoutMs}): killed`,
-            this.#name,
-            silent,
-          ),
-        );
+        this.#fail(stalledError(name, this.pid, silent, stallTimeoutMs));
         this.#process.kill("SIGKILL");
       },
     });
@@ -243,7 +252,12 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
     return this.#failure.signal;
   }
 
-  /** One epoch of the child's pipeline. One iteration at a time; `break` (`return()`) terminates the child. */
+  /**
+   * One epoch of the child's pipeline. One iteration at a time; `break` (`return()`) terminates the child.
+   * @returns the epoch's items, in the order the child sent them
+   * @throws the backend's failure ({@link failure}'s reason) when it failed, {@link PipelineStoppedError} once
+   *   closed, {@link InvalidArgumentError} while another iteration runs
+   */
   [Symbol.asyncIterator](): AsyncIterator<unknown> {
     if (this.#failure.signal.aborted) throw this.#failure.signal.reason;
     if (this.#closing !== undefined || this.#terminated) {
@@ -265,7 +279,10 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
     };
   }
 
-  /** Transport counters, item failures, liveness, and the child pipeline's own stats as last relayed. */
+  /**
+   * Transport counters, item failures, liveness, and the child pipeline's own stats as last relayed.
+   * @returns the counters now
+   */
   stats(): BackendStats {
     return {
       pid: this.pid,

@@ -83,7 +83,20 @@ export function isUrl(source: string): boolean {
   return /^https?:\/\//i.test(source);
 }
 
-/** Reads a whole local file or URL (or a byte range of it); see the module docs. */
+/**
+ * Reads a whole local file or `http(s)://` URL, or a byte range of it (an HTTP `Range` request; a server that
+ * ignores it and sends the whole file is handled too). Each HTTP attempt has three time limits, so that a
+ * stalled server costs seconds, not minutes: `connectTimeoutMs` until the headers arrive, `idleTimeoutMs`
+ * between two body chunks, `timeoutMs` for the attempt; and the fetch has a total `deadlineMs`. 5xx answers,
+ * timeouts, network errors and connections dropped before the announced length arrived are retried with
+ * exponential backoff while the deadline allows; 4xx answers fail at once.
+ * @param source a local path or an `http(s)://` URL
+ * @param opts retries, time limits, a byte range, a signal ({@link FetchOptions})
+ * @returns the bytes
+ * @throws {FetchError} naming the source, the phase (`connect`, `status`, `body`, `deadline`, `read`) and the
+ *   time limit that fired, if one did
+ * @throws {InvalidArgumentError} for an option out of range
+ */
 export function fetchBytes(source: string, opts: FetchOptions = {}): Promise<Uint8Array<ArrayBuffer>> {
   return fetchOnClock(realClock, source, opts);
 }

@@ -23,7 +23,12 @@ export interface ShardDataset extends VideoDataset {
   items: ShardVideoItem[];
 }
 
-/** The samples of `set` as dataset items, shard by shard in set order, samples in shard order. */
+/**
+ * The samples of `set` as dataset items, shard by shard in set order, samples in shard order: each item's
+ * `path` is its shard and its `member` the video's place in it, its time range and keyframes from the index.
+ * @param set the opened shards
+ * @returns the dataset the loader samples
+ */
 export function shardDataset(set: OpenedShards): ShardDataset {
   const items = set.shards.flatMap((shard) =>
     shard.index.samples.map((s): ShardVideoItem => ({
