@@ -11,7 +11,8 @@
  *   native kinds, `"consecutive"` and `"stride"`, never show a frame twice), and grid slot times increase.
  * - window: every frame shown is presented before the window's end, and only the frame on screen at its start
  *   may be presented before its start: the latest of the clip's packets at or before it (checked when every
- *   packet has a time).
+ *   packet has a time), and not before the decode of the packets up to its own starts (their earliest dts;
+ *   where none has one, the stream's start).
  * - frame indices (when known): they agree with the frames' times, the same index exactly where the same frame,
  *   increasing with time, inside the range the clip's packets cover.
  * - audio (when asked): the status is one the loader gives, the samples are finite, and the status is true of
@@ -131,18 +132,40 @@ function windowProblem(clip: DecodedClip, { packets: p, frameTimes: t }: ClipFac
   const first = t[0];
   if (!(first < s - AT_START_SEC)) return null;
   // The frame on screen at the start is the latest presented at or before it (timed packets, one frame each).
-  let latest = -Infinity;
+  let latest = -Infinity, at = -1;
   for (let i = 0; i < p.numPackets; i++) {
     if (p.flags[i] & AV_PKT_FLAG_DISCARD) continue;
     if (p.pts[i] === NOPTS) return null; // a frame's time may then be a guess: nothing to compare with
     const x = ptsToSeconds(p.pts[i], p.timeBase);
-    if (x <= s + AT_START_SEC && x > latest) latest = x;
+    if (x <= s + AT_START_SEC && x >= latest) [latest, at] = [x, i];
   }
   if (first !== latest) {
     return `the first frame is presented at ${first} s, before the window's start, but the frame on screen ` +
       `there is the one presented at ${latest} s`;
   }
+  const floor = earliestPresentable(p, at);
+  if (first < floor.sec) {
+    return `the first frame is presented at ${first} s, before ${floor.what} (${floor.sec} s)`;
+  }
   return null;
+}
+
+/**
+ * The earliest time the frame of packet `at` can be presented: a frame is not presented before it is decoded
+ * (pts ≥ dts), nor decoded before the packets ahead of it, so not before the earliest decode time of the
+ * packets up to its own (the decode's starting keyframe's, its reorder depth before that keyframe's own time:
+ * an open GOP's leading pictures, B-frames and negative times of an edit list come after it). Where no packet
+ * up to it has a decode time (Matroska's H.264), no frame is presented before the stream's start (0 when the
+ * container does not say). Damaged timestamps are what break it (a frame before a window claimed at -4.8e22 s).
+ */
+function earliestPresentable(p: VideoPackets, at: number): { sec: number; what: string } {
+  let dts = Infinity;
+  for (let i = 0; i <= at; i++) {
+    if (p.dts[i] !== NOPTS) dts = Math.min(dts, ptsToSeconds(p.dts[i], p.timeBase));
+  }
+  return dts < Infinity
+    ? { sec: dts, what: "the decode of the clip's packets starts" }
+    : { sec: p.startTimeSec, what: "the stream starts" };
 }
 
 function indexProblem(clip: DecodedClip, { packets: p, frameTimes: t }: ClipFacts): string | null {

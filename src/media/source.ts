@@ -141,10 +141,12 @@ export class MediaSource {
   readonly label: string;
   #fmt: Ptr | null;
   readonly #io: MemoryIo | null;
+  readonly #input: MediaInput;
   #probed = false;
 
-  private constructor(label: string, fmt: Ptr, io: MemoryIo | null) {
-    this.label = label;
+  private constructor(input: MediaInput, fmt: Ptr, io: MemoryIo | null) {
+    this.#input = input;
+    this.label = sourceLabel(input);
     this.#fmt = fmt;
     this.#io = io;
   }
@@ -162,7 +164,7 @@ export class MediaSource {
     if (typeof src === "string") {
       const out = new OutParam();
       check(avformat.avformat_open_input(out.bytes, cstr(src), null, null), label, "avformat_open_input");
-      return new MediaSource(label, out.pointer as Ptr, null);
+      return new MediaSource(src, out.pointer as Ptr, null);
     }
     if (src.byteLength === 0) {
       throw new MediaError(label, "avformat_open_input", "the input is empty (0 bytes)");
@@ -182,13 +184,22 @@ export class MediaSource {
       io[Symbol.dispose]();
       check(rc, label, "avformat_open_input");
     }
-    return new MediaSource(label, out.pointer as Ptr, io);
+    return new MediaSource(src, out.pointer as Ptr, io);
   }
 
   /** The `AVFormatContext`; throws after release. */
   get fmt(): Ptr {
     if (this.#fmt === null) throw new InvalidArgumentError(`${this.label}: media source used after release`);
     return this.#fmt;
+  }
+
+  /**
+   * A new open of the same input: a demuxer of its own, whose first read is the file's first packet (bytes are
+   * shared, not copied). Throws as {@link open} does.
+   */
+  reopen(): MediaSource {
+    if (this.#fmt === null) throw new InvalidArgumentError(`${this.label}: media source used after release`);
+    return MediaSource.open(this.#input);
   }
 
   /** True once `avformat_find_stream_info` ran on this source. */

@@ -197,23 +197,35 @@ export function decodeItems(items: ClipPackets[], check: (problem: string) => ne
   return tally;
 }
 
-/** Each packet's presentation time in seconds (NaN: none, or a packet that gives no frame). */
-type PacketTimes = Float64Array;
+/**
+ * Each packet's presentation time in seconds (NaN: none, or a packet that gives no frame) and decode time (NaN:
+ * none), and the stream's start.
+ */
+interface PacketTimes {
+  pts: Float64Array;
+  dts: Float64Array;
+  start: number;
+}
 
 function packetTimes(p: VideoPackets): PacketTimes {
-  return Float64Array.from(
-    { length: p.numPackets },
-    (_, i) =>
-      p.flags[i] & AV_PKT_FLAG_DISCARD || p.pts[i] === NOPTS ? NaN : ptsToSeconds(p.pts[i], p.timeBase),
-  );
+  const sec = (t: bigint) => (t === NOPTS ? NaN : ptsToSeconds(t, p.timeBase));
+  return {
+    pts: Float64Array.from(
+      { length: p.numPackets },
+      (_, i) => p.flags[i] & AV_PKT_FLAG_DISCARD ? NaN : sec(p.pts[i]),
+    ),
+    dts: Float64Array.from({ length: p.numPackets }, (_, i) => sec(p.dts[i])),
+    start: p.startTimeSec,
+  };
 }
 
 /**
  * The test's own rule for a delivered clip (written apart from `src/loader/clip_check.ts`): its sampled frames'
  * times (the native kinds report each frame's own) strictly increase, lie before the window's end, and only the
  * first may lie before its start, as the frame on screen there: no packet of its own (`range` of `packets`) is
- * presented between it and the start. Grid kinds report slot times: there the frames shown (their indices) must
- * not go back. Null when the clip keeps the rule.
+ * presented between it and the start, and it is not presented before any of them is decoded (a frame's pts is
+ * never before its dts), nor, where they have no decode times, before the stream's start. Grid kinds report slot
+ * times: there the frames shown (their indices) must not go back. Null when the clip keeps the rule.
  */
 export function deliveredProblem(
   clip: DecodedClip,
@@ -241,14 +253,20 @@ export function deliveredProblem(
     }
   }
   if (t[0] < s - 1e-9 && packets !== null) {
-    const [from, to] = range ?? [0, packets.length];
-    for (let i = from; i < Math.min(to, packets.length); i++) {
-      const x = packets[i];
+    const [from, to] = range ?? [0, packets.pts.length];
+    const own = (col: Float64Array) => col.subarray(from, Math.min(to, col.length));
+    for (const x of own(packets.pts)) {
       if (x > t[0] && x <= s + 1e-9) {
         return `out of window: slot 0 at ${
           t[0]
         } s, but a frame presented at ${x} s is on screen at the start ${s}`;
       }
+    }
+    const floor = own(packets.dts).reduce((a, x) => (x < a ? x : a), Infinity);
+    if (t[0] < (floor < Infinity ? floor : packets.start) - 1e-9) {
+      return `out of window: slot 0 at ${
+        t[0]
+      } s, before its packets are decoded or the stream starts (${floor} s, ${packets.start} s)`;
     }
   }
   return null;

@@ -8,8 +8,11 @@
  *   "input": "<name>.bin" | "shared:<file in ../shared/media>",
  *   "ops": [ ...mutate.ts ops, applied to the input (for "packets": to its serialized packets; for
  *            "clip-packets": to the packets blob of its first clip item) ],
- *   "probe"?: {...}, "demux"?: {...}, "decode"?: {...}, "clip"?: {...} }
+ *   "probe"?: {...}, "demux"?: {...}, "decode"?: {...}, "clip"?: {...},
+ *   "clipsFailedBy"?: { "<error class>(<rule>)": count } }
  * ```
+ * `clipsFailedBy` (clip kinds): the clips its decode must fail, by class, where passing is not enough (a damaged
+ * clip the loader once delivered must now be failed, not dropped some other way).
  * A `.bin` input holds the failing bytes themselves (already mutated; for "packets" the serialized packets, for
  * "clip-packets" the clip item's ITEM payload), so it needs no ops; it is used when the bytes derive from a generated clip and are small. Inputs derived
  * from the shared media stay out of the repository: the fixture names the file and the ops, and is skipped
@@ -34,6 +37,7 @@ export interface Fixture {
   demux?: FuzzCase["demux"];
   decode?: FuzzCase["decode"];
   clip?: FuzzCase["clip"];
+  clipsFailedBy?: Record<string, number>;
 }
 
 /** Every fixture: its path and contents, sorted by name. */

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { hasFfmpegCliSync, sharedMediaAvailable } from "../helpers/media.ts";
 import { formatSummary, rssBytes, runFuzz } from "./run.ts";
-import type { FuzzCase } from "./cases.ts";
+import type { FuzzCase, Outcome } from "./cases.ts";
 import { fixtureInputPath, listFixtures } from "./fixtures.ts";
 import { knownBug } from "./known.ts";
 
@@ -70,17 +70,18 @@ for (const { path, fixture } of listFixtures()) {
       clearInterval(watch);
       const stdout = new TextDecoder().decode(out.stdout);
       const stderr = new TextDecoder().decode(out.stderr);
-      const r = failure !== undefined
+      const r: { status: string; detail: string; clips?: Outcome["clips"] } = failure !== undefined
         ? { status: failure, detail: "" }
         : out.signal !== null || out.code !== 0
         ? { status: "crash", detail: `${out.signal ?? `exit ${out.code}`}: ${stderr}` }
-        : JSON.parse(stdout.trim().replace(/^R /, "")) as { status: string; detail: string };
+        : JSON.parse(stdout.trim().replace(/^R /, "")) as Outcome;
       const known = knownBug(r.detail, r.status, { decode: fixture.decode } as FuzzCase);
       if (known !== undefined) {
         console.log(`  still an open bug (${r.status}): ${known.issue}`);
         return;
       }
       assert.ok(r.status === "ok" || r.status === "typed", `${r.status}: ${r.detail}`);
+      if (fixture.clipsFailedBy) assert.deepEqual(r.clips?.failedBy, fixture.clipsFailedBy, r.detail);
     },
   });
 }

@@ -12,7 +12,17 @@ import type { DecodedClip } from "../../src/loader/collate.ts";
 import type { ClipSpec } from "../../src/loader/clip_spec.ts";
 import { videoClassificationLoader } from "../../src/loader/loader.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
-import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
+import {
+  ffprobePackets,
+  generateClip,
+  hasFfmpegCliSync,
+  runCli,
+  tempFile,
+  vfrClipSpec,
+} from "../helpers/media.ts";
+import { probeFrameTimes } from "../helpers/decode_oracles.ts";
+import { NOPTS, ptsToSeconds, type VideoPackets } from "../../src/media/packets.ts";
+import { decodeItems, demuxItems } from "../fuzz/clip_cases.ts";
 import { FIXTURE_DIR } from "../fuzz/fixtures.ts";
 import { assertAccounted } from "./accounting.ts";
 import type { Batch } from "../../src/loader/collate.ts";
@@ -137,6 +147,101 @@ Deno.test({
     assert.equal(await broken(audio("missing", [0, 0.01, 0])), "audio");
     assert.equal(await broken(audio("error", [0, 0, 0])), null);
     assert.equal(await broken(audio("ok", [0, NaN, 0])), "audio");
+  },
+});
+
+Deno.test({
+  name: "delivery rule: the frame on screen before a window is not presented before its packets' decode " +
+    "starts, nor, where they have no decode times, before the stream's start",
+  ignore: !CLI,
+  async fn() {
+    // The window [0.5, 0.9) is cut from the keyframe at 0.48 s, its only packet at or before the start: a damaged
+    // pts on it (2^62 ticks before 0, as the fuzzer's damaged packet sets have it) makes that keyframe, by the
+    // packets, still the frame on screen at the start, so only its decode time (0.48 s) tells it is a lie.
+    const damaged = (dts: "kept" | "none") => ({ clip, facts }: { clip: DecodedClip; facts: ClipFacts }) => {
+      const p = facts.packets as VideoPackets;
+      assert.equal(p.pts[0], p.dts[0], "the keyframe at 0.48 s opens the packets");
+      p.pts[0] = -(2n ** 62n);
+      if (dts === "none") p.dts.fill(NOPTS); // as Matroska's H.264: the stream's start (0) is then the bound
+      const t = ptsToSeconds(p.pts[0], p.timeBase);
+      clip.outcome!.pts = [t, 0.52, 0.56, 0.6];
+      facts.frameTimes = [t, 0.52, 0.56, 0.6];
+    };
+    assert.equal(await broken(damaged("kept")), "window");
+    assert.equal(await broken(damaged("none")), "window");
+    // A leading picture of an open GOP: presented before its keyframe (0.48 s), decoded after it.
+    const leading = ({ facts }: { facts: ClipFacts }) => {
+      const p = facts.packets as VideoPackets;
+      const tick = (sec: number) => BigInt(Math.round(sec * p.timeBase[1] / p.timeBase[0]));
+      [p.pts[0], p.dts[0], p.pts[1], p.dts[1]] = [tick(0.52), tick(0.4), tick(0.48), tick(0.44)];
+    };
+    assert.equal(await broken(leading), null);
+  },
+});
+
+/** ffprobe's frame times of `path`'s stream 0 and the windows starting half a frame after some of them. */
+async function windowsAfterFrames(path: string, gapsAt: number[]): Promise<[number, number][]> {
+  const times = (await probeFrameTimes(path, 0)).filter((t) => Number.isFinite(t)).sort((a, b) => a - b);
+  const after = times.filter((_, i) => i % 3 === 0 && i + 8 < times.length) // 3 frames before the end
+    .map((t, i): [number, number] => [t + 0.02 + 0.001 * (i % 7), t + 0.3]);
+  return [...after, ...gapsAt.map((g): [number, number] => [g, g + 0.3])];
+}
+
+Deno.test({
+  name:
+    "delivery rule: clean files keep it where the frame on screen at a window's start precedes it: open " +
+    "GOPs with B-frames (H.264, HEVC; MP4 and Matroska, whose H.264 packets have no dts), VFR with 2.5 s gaps, an " +
+    "MP4 whose edit list starts after B-frames with negative times",
+  ignore: !CLI,
+  async fn() {
+    const openGop = ["-x264-params", "open-gop=1"];
+    const sources: { path: string; gaps: number[] }[] = [];
+    for (const container of ["mp4", "mkv"]) {
+      const size = { width: 64, height: 48, fps: 25, durationSec: 3, gop: 12, container };
+      sources.push({ path: await generateClip({ ...size, bframes: 3, extraArgs: openGop }), gaps: [] });
+      sources.push({ path: await generateClip({ ...size, codec: "libx265", bframes: 4 }), gaps: [] });
+      const vfr = vfrClipSpec({ gaps: [[1.5, 4]], keyframes: [0, 4.2], container, durationSec: 6 });
+      sources.push({ path: await generateClip(vfr), gaps: [1.7, 2.9, 3.95] });
+    }
+    const cut = await tempFile(".mp4");
+    try {
+      const src = await generateClip({
+        width: 64,
+        height: 48,
+        durationSec: 3,
+        bframes: 3,
+        extraArgs: openGop,
+      });
+      const r = await runCli("ffmpeg", [
+        "-v",
+        "error",
+        "-nostdin",
+        "-ss",
+        "1.3",
+        "-i",
+        src,
+        "-c",
+        "copy",
+        "-y",
+        cut,
+      ]);
+      assert.equal(r.code, 0, r.stderr);
+      const packets = await ffprobePackets(cut, 0);
+      assert.ok(packets.some((p) => p.ptsTime !== null && p.ptsTime < 0), "the cut has frames before 0 s");
+      sources.push({ path: cut, gaps: [0, 0.001] });
+      const spec = testSpec({ numFrames: 3, width: 8, height: 8 });
+      for (const { path, gaps } of sources) {
+        const windows = await windowsAfterFrames(path, gaps);
+        const tally = decodeItems(
+          demuxItems(path, path, { windows, spec, share: false }),
+          (problem) => assert.fail(`${path}: ${problem}`),
+        );
+        assert.deepEqual(tally.failedBy, {}, path);
+        assert.equal(tally.delivered, windows.length, path);
+      }
+    } finally {
+      await Deno.remove(cut);
+    }
   },
 });
 
