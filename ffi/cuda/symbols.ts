@@ -23,6 +23,12 @@ export const CUDA_SYMBOLS = {
     result: "i32",
   },
   cuDevicePrimaryCtxRelease_v2: { parameters: ["i32"], result: "i32" }, // CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+  cuDevicePrimaryCtxGetState: {
+    // CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+    parameters: ["i32", "buffer", "buffer"],
+    result: "i32",
+  },
+  cuDevicePrimaryCtxSetFlags_v2: { parameters: ["i32", "u32"], result: "i32" }, // CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
   cuCtxGetCurrent: { parameters: ["buffer"], result: "i32" }, // CUresult cuCtxGetCurrent(CUcontext *pctx)
   cuCtxGetDevice: { parameters: ["buffer"], result: "i32" }, // CUresult cuCtxGetDevice(CUdevice *device)
   cuCtxPushCurrent_v2: { parameters: ["pointer"], result: "i32" }, // CUresult cuCtxPushCurrent_v2(CUcontext ctx)
@@ -79,6 +85,12 @@ export const CU_IPC_HANDLE_SIZE = 64;
 
 /** `CUmemorytype` values used in `CUDA_MEMCPY2D`. */
 export const CU_MEMORYTYPE = { HOST: 1, DEVICE: 2 } as const;
+
+/** `CUctx_flags`' scheduling part: how a host thread waits for the GPU (`cuDevicePrimaryCtxSetFlags_v2`). */
+export const CU_CTX_SCHED = { AUTO: 0, SPIN: 1, YIELD: 2, BLOCKING_SYNC: 4, MASK: 7 } as const;
+
+/** `cuStreamCreate`'s flag: the stream does not synchronise with the legacy default stream. */
+export const CU_STREAM_NON_BLOCKING = 1;
 
 /** `CUresult` values sluice treats specially (from `cuda.h`). */
 export const CUDA_RESULT = {

@@ -1,7 +1,7 @@
 /**
  * The Deno phases of the GPU kit's run, one per process (`scripts/gpu/run.sh` gives each its own time limit):
  *
- *     deno run --allow-all scripts/gpu/phases.ts inventory|decode|kernels|loader|speed-decoders|speed-cache|speed-loader
+ *     deno run --allow-all scripts/gpu/phases.ts inventory|decode|kernels|loader|speed-decoders|speed-cache|speed-loader|speed-loader-profile
  *
  * `GPU_KIT` names the kit, `GPU_RESULT` the JSON-lines file the phase's checks go to (scripts/gpu/result.ts).
  * @module
@@ -12,6 +12,7 @@ import { decode } from "./correctness.ts";
 import { kernels } from "./kernels.ts";
 import { loader } from "./loader.ts";
 import { speedCache, speedDecoders, speedLoader } from "./speed.ts";
+import { speedLoaderProfile } from "./profile.ts";
 
 const PHASES: Record<string, (r: PhaseResult) => Promise<void>> = {
   inventory,
@@ -21,6 +22,7 @@ const PHASES: Record<string, (r: PhaseResult) => Promise<void>> = {
   "speed-decoders": speedDecoders,
   "speed-cache": speedCache,
   "speed-loader": speedLoader,
+  "speed-loader-profile": speedLoaderProfile,
 };
 
 if (import.meta.main) {

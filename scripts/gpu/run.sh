@@ -6,13 +6,15 @@
 #   scripts/gpu/run.sh KIT [PHASE...]
 #     KIT     the kit folder (scripts/gpu/build_kit.sh)
 #     PHASE   any of: inventory decode kernels loader trainer speed-decoders speed-cache speed-loader
-#             (default: all, in that order; name some to rerun only those: the report keeps the others)
+#             speed-loader-profile (default: all, in that order; name some to rerun only those: the report keeps
+#             the others)
 #
 # Environment: OUT (report folder; default out/gpu in the checkout), GPU_BUDGET_SECONDS (the whole run, default
 # 420), GPU_PYTHON (default python3), GPU_LIMITS ("phase=seconds,..." overrides the phases' limits),
 # GPU_NO_XZ=1 (unpack with Python's lzma even where xz exists). The rehearsal (tests/gpu/kit_rehearsal_test.ts)
 # also sets SLUICE_LIBCUDA / SLUICE_LIBNVCUVID / SLUICE_LIBNVML (the driver double) and small GPU_SPEED_SECONDS,
-# GPU_LOADER_SECONDS and GPU_CACHE_ROUNDS; GPU_HANG=PHASE makes that phase hang (a time-limit check).
+# GPU_LOADER_SECONDS, GPU_CACHE_ROUNDS and GPU_PROFILE_SECONDS (speed-loader-profile also reads
+# GPU_PROFILE_VARIANTS and GPU_PROFILE_CONCURRENCY: scripts/gpu/profile.ts); GPU_HANG=PHASE makes that phase hang (a time-limit check).
 # Exit status: 0 when no phase failed, timed out or crashed; 1 otherwise; 2 for a usage error.
 set -uo pipefail
 
@@ -23,7 +25,7 @@ if [ $# -lt 1 ] || [ ! -f "$1/kit.json" ]; then
 fi
 kit=$(cd "$1" && pwd)
 shift
-all=(inventory decode kernels loader trainer speed-decoders speed-cache speed-loader)
+all=(inventory decode kernels loader trainer speed-decoders speed-cache speed-loader speed-loader-profile)
 phases=("$@")
 [ ${#phases[@]} -eq 0 ] && phases=("${all[@]}")
 out=${OUT:-$root/out/gpu}
@@ -51,6 +53,7 @@ limit_of() {
     speed-decoders) echo 70 ;;
     speed-cache) echo 20 ;;
     speed-loader) echo 70 ;;
+    speed-loader-profile) echo 170 ;;
     *) echo 0 ;;
   esac
 }

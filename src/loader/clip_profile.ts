@@ -52,6 +52,11 @@ export interface ProfileStats {
   workerMsPerClip: number;
   /** Milliseconds per clip on the main thread. */
   mainMsPerClip: number;
+  /**
+   * NVDEC's steps (`decode: "nvdec"`; `src/nvdec/step_times.ts`), per clip: wall and CPU milliseconds of the
+   * decode threads, and calls; a step's wall well above its CPU is a wait that sleeps, the two close a busy one.
+   */
+  nvdecSteps: { step: string; wallMsPerClip: number; cpuMsPerClip: number; callsPerClip: number }[];
 }
 
 /** Adds up phase times per clip; see the module docs. */
@@ -86,7 +91,19 @@ export class ClipProfile {
       return { phase, where, totalMs, msPerClip: totalMs / n };
     });
     const sum = (w: string) => phases.filter((p) => p.where === w).reduce((s, p) => s + p.msPerClip, 0);
-    return { clips: this.#clips, phases, workerMsPerClip: sum("worker"), mainMsPerClip: sum("main") };
+    const nvdecSteps = Object.keys(this.#ms).filter((k) => k.startsWith("nvdec:") && k.endsWith(":wall")).map(
+      (k) => {
+        const step = k.slice(6, -5), at = (what: string) => (this.#ms[`nvdec:${step}:${what}`] ?? 0) / n;
+        return { step, wallMsPerClip: at("wall"), cpuMsPerClip: at("cpu"), callsPerClip: at("calls") };
+      },
+    );
+    return {
+      clips: this.#clips,
+      phases,
+      workerMsPerClip: sum("worker"),
+      mainMsPerClip: sum("main"),
+      nvdecSteps,
+    };
   }
 }
 

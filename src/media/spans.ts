@@ -40,6 +40,19 @@ export function lap(phase: string): void {
   last = now;
 }
 
+/** Whether this thread's spans are open (a profiled task runs). */
+export function spansOpen(): boolean {
+  return open !== null;
+}
+
+/**
+ * Adds `times` to the open spans as they are (measured by the caller, e.g. NVDEC's steps), without moving the
+ * next lap's start; nothing while no span is open.
+ */
+export function addToSpans(times: PhaseTimes): void {
+  if (open !== null) addPhases(open, times);
+}
+
 /** Closes the spans: their times (null when none was open). */
 export function takeSpans(): PhaseTimes | null {
   const t = open;

@@ -4,6 +4,8 @@
  * both, so each output is decoded from its own packets within the pass's (frames no position shows are still left
  * out); the clip kernel turns, flips, lays out and converts (`float32`) its frames on the GPU as its
  * `FrameWriter` asks, and the finished frames are copied once into the destination: no pixel is touched by the CPU.
+ * The decoded frames (and, for a host destination, the placed ones) go to the thread's scratch buffers, kept from
+ * clip to clip (`threadScratch`): no device allocation per clip.
  * @module
  */
 import type {
@@ -19,8 +21,10 @@ import type { DeviceFrames, FrameDestination, FrameWriter } from "../media/frame
 import { InvalidArgumentError } from "../errors.ts";
 import { decodeNvdec } from "./decoder.ts";
 import { frameIndices } from "../media/frame_index.ts";
-import { copyOnDevice, CudaBuffer, type CudaFrames } from "./cuda_buffer.ts";
+import { copyOnDevice, CudaBuffer, type CudaFrames, threadScratch } from "./cuda_buffer.ts";
 import { placeFrames } from "./convert.ts";
+import { NVDEC_SETTINGS } from "./driver.ts";
+import { profiledSteps, timeStep } from "./step_times.ts";
 
 /** Decodes each output of a pass with NVDEC on `device`; see the module docs. */
 function decodeNvdecPass(
@@ -42,7 +46,12 @@ function decodeNvdecPass(
       const w = out.writer;
       w.init(own.width, own.height);
       const [cw, ch] = w.codedSize;
+      // planar RGB at the coded size, at most numFrames of them (the frame selector's capacity)
+      const batch = !Number.isFinite(o.numFrames)
+        ? undefined
+        : threadScratch("decoded", o.numFrames * cw * ch * 3, device, NVDEC_SETTINGS.reuse) ?? undefined;
       const decoded = decodeNvdec(own, {
+        batch,
         device,
         width: cw,
         height: ch,
@@ -58,7 +67,7 @@ function decodeNvdecPass(
         data: w.spec.norm === null ? new Uint8Array(n * w.frameSize) : new Float32Array(n * w.frameSize),
         offset: 0,
       };
-      placeOnDevice(frames, w, dest, o.numFrames);
+      timeStep("place", () => placeOnDevice(frames, w, dest, o.numFrames));
       run.decodedFrames += frames.decodedFrames;
       run.skippedFrames += frames.skippedFrames;
       // Indexed by the pass's packets: its own are a part of them, without the frames before.
@@ -91,7 +100,7 @@ const PASSES = new Map<number, ClipPassDecoder>();
 export function nvdecPassDecoder(device = 0): ClipPassDecoder {
   let d = PASSES.get(device);
   if (d === undefined) {
-    d = { decode: (p, o, outputs) => decodeNvdecPass(p, o, outputs, device) };
+    d = { decode: (p, o, outputs) => profiledSteps(() => decodeNvdecPass(p, o, outputs, device)) };
     PASSES.set(device, d);
   }
   return d;
@@ -136,7 +145,8 @@ function placeOnDevice(frames: CudaFrames, w: FrameWriter, dest: FrameDestinatio
     }
     return place(onDevice.address + BigInt(dest.offset * size));
   }
-  using placed = CudaBuffer.alloc(bytes, frames.device);
+  using placed = threadScratch("placed", bytes, frames.device, NVDEC_SETTINGS.reuse) ??
+    CudaBuffer.alloc(bytes, frames.device);
   place(placed.devicePtr);
   const d = dest.data;
   const out = new Uint8Array(d.buffer, d.byteOffset + dest.offset * size, bytes);

@@ -8,7 +8,8 @@
 import { OutParam } from "../../ffi/out_param.ts";
 import { cstr } from "../../ffi/cstring.ts";
 import { NV12_TO_RGB_ENTRY, NV12_TO_RGB_PTX, RGB_PLANAR_TO_CLIP_ENTRY } from "./kernels/nv12_to_rgb_ptx.ts";
-import { checkCu, cuda, type DeviceContext, withContext } from "./driver.ts";
+import { checkCu, cuda, type DeviceContext, withContext, workStream } from "./driver.ts";
+import { timeStep } from "./step_times.ts";
 import type { CudaFrames } from "./cuda_buffer.ts";
 import { InvalidArgumentError } from "../errors.ts";
 import { type Normalisation, orientMap } from "../media/orient.ts";
@@ -196,14 +197,17 @@ export function placeFrames(
   }
   if (frames.pts.length === 0) return;
   withContext(frames.context, () => {
-    launchPlaceClip(frames.context, {
-      ...o,
-      src: frames.devicePtr,
-      srcWidth: frames.width,
-      srcHeight: frames.height,
-      frames: frames.pts.length,
-      dst,
-    });
-    checkCu(cuda().cuStreamSynchronize(null), "clip placement", "cuStreamSynchronize");
+    const stream = workStream(frames.context);
+    timeStep("place kernel", () =>
+      launchPlaceClip(frames.context, {
+        ...o,
+        src: frames.devicePtr,
+        srcWidth: frames.width,
+        srcHeight: frames.height,
+        frames: frames.pts.length,
+        dst,
+      }, stream));
+    const rc = timeStep("sync (place)", () => cuda().cuStreamSynchronize(stream));
+    checkCu(rc, "clip placement", "cuStreamSynchronize");
   });
 }

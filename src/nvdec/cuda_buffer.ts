@@ -10,6 +10,7 @@ import { SluiceError } from "../errors.ts";
 import { acquireContext, checkCu, cuda, type DeviceContext, releaseContext, withContext } from "./driver.ts";
 import { StructBuffer } from "./struct_buffer.ts";
 import { settle } from "../settle.ts";
+import { timeStep } from "./step_times.ts";
 
 /** A block of device memory on one GPU. */
 export class CudaBuffer {
@@ -51,15 +52,11 @@ export class CudaBuffer {
     const dc = acquireContext(device);
     try {
       const out = new OutParam();
-      withContext(
-        dc,
-        () =>
-          checkCu(
-            cuda().cuMemAlloc_v2(out.bytes, BigInt(byteLength)),
-            `${byteLength} bytes`,
-            "cuMemAlloc_v2",
-          ),
+      const rc = timeStep(
+        "cuMemAlloc",
+        () => withContext(dc, () => cuda().cuMemAlloc_v2(out.bytes, BigInt(byteLength))),
       );
+      checkCu(rc, `${byteLength} bytes`, "cuMemAlloc_v2");
       return new CudaBuffer(dc, out.u64[0], byteLength);
     } catch (e) {
       releaseContext(dc);
@@ -92,7 +89,8 @@ export class CudaBuffer {
       )
       .u32("dstMemoryType", CU_MEMORYTYPE.HOST).ptr("dstHost", Deno.UnsafePointer.of(out))
       .u64("dstPitch", rowBytes).u64("WidthInBytes", rowBytes).u64("Height", rows);
-    withContext(this.#dc, () => checkCu(cuda().cuMemcpy2D_v2(c.bytes), "device to host", "cuMemcpy2D_v2"));
+    const rc = timeStep("copy to host", () => withContext(this.#dc, () => cuda().cuMemcpy2D_v2(c.bytes)));
+    checkCu(rc, "device to host", "cuMemcpy2D_v2");
   }
 
   /** Frees the memory and drops the context reference (a view: nothing). Safe to call twice. */
@@ -101,7 +99,8 @@ export class CudaBuffer {
     const p = this.#ptr;
     this.#ptr = 0n;
     try {
-      withContext(this.#dc, () => checkCu(cuda().cuMemFree_v2(p), "", "cuMemFree_v2"));
+      const rc = timeStep("cuMemFree", () => withContext(this.#dc, () => cuda().cuMemFree_v2(p)));
+      checkCu(rc, "", "cuMemFree_v2");
     } finally {
       releaseContext(this.#dc);
     }
@@ -130,10 +129,43 @@ export function copyOnDevice(device: number, c: DeviceCopy): void {
       .u32("srcMemoryType", CU_MEMORYTYPE.DEVICE).u64("srcDevice", c.src).u64("srcPitch", c.srcPitch)
       .u32("dstMemoryType", CU_MEMORYTYPE.DEVICE).u64("dstDevice", c.dst).u64("dstPitch", c.dstPitch)
       .u64("WidthInBytes", c.rowBytes).u64("Height", c.rows);
-    withContext(dc, () => checkCu(cuda().cuMemcpy2D_v2(m.bytes), "device to device", "cuMemcpy2D_v2"));
+    const rc = timeStep("copy on device", () => withContext(dc, () => cuda().cuMemcpy2D_v2(m.bytes)));
+    checkCu(rc, "device to device", "cuMemcpy2D_v2");
   } finally {
     releaseContext(dc);
   }
+}
+
+/**
+ * This thread's scratch buffers, by `key` (one per use, e.g. a clip's decoded frames): at least `byteLength` bytes
+ * on `device`, kept for the next call (grown, never shrunk) so a thread decoding clip after clip allocates
+ * nothing; `cuMemFree` waits for the whole device, which every decode thread shares. Valid until the next call
+ * with the same key, or {@link releaseThreadScratch}. `SLUICE_NVDEC_REUSE=off`: null (allocate your own).
+ */
+export function threadScratch(
+  key: string,
+  byteLength: number,
+  device: number,
+  reuse = true,
+): CudaBuffer | null {
+  if (!reuse) return null;
+  const k = `${device}/${key}`;
+  const have = SCRATCH.get(k);
+  if (have !== undefined && have.byteLength >= byteLength) return have.view(0, byteLength);
+  SCRATCH.delete(k);
+  have?.[Symbol.dispose]();
+  const b = CudaBuffer.alloc(byteLength, device);
+  SCRATCH.set(k, b);
+  return b.view(0, byteLength);
+}
+
+const SCRATCH = new Map<string, CudaBuffer>();
+
+/** Frees this thread's scratch buffers ({@link threadScratch}). */
+export function releaseThreadScratch(): void {
+  const all = [...SCRATCH.values()];
+  SCRATCH.clear();
+  for (const b of all) b[Symbol.dispose]();
 }
 
 /** Output layout of a GPU decode. */

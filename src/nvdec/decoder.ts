@@ -60,7 +60,9 @@ import {
   nvcuvid,
   releaseContext,
   withContext,
+  workStream,
 } from "./driver.ts";
+import { timeStep } from "./step_times.ts";
 import { CudaBuffer, CudaFrames, type NvdecPixelFormat } from "./cuda_buffer.ts";
 import { StructBuffer } from "./struct_buffer.ts";
 import { settle } from "../settle.ts";
@@ -169,7 +171,7 @@ export function decodeNvdec(
   indexBy: VideoPackets | null,
 ): { frames: CudaFrames; framePts: BigInt64Array; frameTimes: Float64Array } {
   const codec = validate(given, opts);
-  const p = toAnnexB(given);
+  const p = timeStep("annex-b filter", () => toAnnexB(given));
   const dc = acquireContext(opts.device ?? 0);
   try {
     // First leaving out what no position shows; when the stream is not what that assumes, every picture decoded and
@@ -197,9 +199,12 @@ function decodeSession(
   const s = new NvdecSession(p, plan, opts, dc, mode);
   try {
     withContext(dc, () => {
-      parseAll(p, opts, codec, s);
+      timeStep("parse (decode, map, convert)", () => parseAll(p, opts, codec, s));
       if (s.error === undefined && s.buffer) s.finish();
-      if (s.error === undefined) checkCu(cuda().cuStreamSynchronize(null), p.source, "cuStreamSynchronize");
+      if (s.error === undefined) {
+        const rc = timeStep("sync (decode's stream)", () => cuda().cuStreamSynchronize(workStream(dc)));
+        checkCu(rc, p.source, "cuStreamSynchronize");
+      }
     });
     if (s.error !== undefined) throw s.error;
     if (!s.buffer) s.outWidth = s.outHeight = 0;
@@ -221,7 +226,10 @@ function decodeSession(
     if (e instanceof StartOver) {
       // The decoder is sound (only the plan was wrong): keep it; let the copies queued so far finish first.
       e.decoded = decodedBefore + s.decodedPictures;
-      withContext(dc, () => checkCu(cuda().cuStreamSynchronize(null), p.source, "cuStreamSynchronize"));
+      withContext(
+        dc,
+        () => checkCu(cuda().cuStreamSynchronize(workStream(dc)), p.source, "cuStreamSynchronize"),
+      );
     } else {
       // A failure leaves the decoder in an unknown state: destroy it, and free what this call allocated.
       releaseDecoderNvdec();
@@ -255,7 +263,8 @@ function parseAll(p: VideoPackets, o: NvdecOptions, codec: number, s: NvdecSessi
       )
       .ptr("pExtVideoInfo", seqhdr.length > 0 ? Deno.UnsafePointer.of(ext.bytes) : null);
     const out = new OutParam();
-    checkCu(nv.cuvidCreateVideoParser(out.bytes, params.bytes), p.source, "cuvidCreateVideoParser");
+    const rc = timeStep("parser create", () => nv.cuvidCreateVideoParser(out.bytes, params.bytes));
+    checkCu(rc, p.source, "cuvidCreateVideoParser");
     parser = out.pointer;
     const pkt = new StructBuffer(CUVIDSOURCEDATAPACKET);
     if (seqhdr.length > 0) {
@@ -287,7 +296,7 @@ function parseAll(p: VideoPackets, o: NvdecOptions, codec: number, s: NvdecSessi
       if (s.error === undefined && rc !== 0) throw cudaError(rc, p.source, "cuvidParseVideoData");
     }
   } finally {
-    if (parser !== null) nv.cuvidDestroyVideoParser(parser);
+    if (parser !== null) timeStep("parser destroy", () => nv.cuvidDestroyVideoParser(parser));
     seq.close();
     dec.close();
     disp.close();

@@ -4,13 +4,27 @@
  * within its limits) reconfigures it instead (`cuvidReconfigureDecoder`): every field that changes the output
  * (coded size, display area, target size) is sent again on every reuse, so a video with the coded size of the
  * last one but another display area is not cropped as the last one was (torchcodec #1704).
- * {@link releaseDecoderNvdec} destroys it; a failed decode does too (its state is unknown).
+ * {@link releaseDecoderNvdec} destroys it and frees the thread's scratch buffers (`threadScratch`); a failed decode
+ * does too (its state is unknown).
  * @module
  */
 import { OutParam } from "../../ffi/out_param.ts";
-import { CUVIDDECODECREATEINFO, CUVIDRECONFIGUREDECODERINFO } from "../../ffi/nvcuvid/layouts.ts";
+import {
+  CUVIDDECODECAPS,
+  CUVIDDECODECREATEINFO,
+  CUVIDRECONFIGUREDECODERINFO,
+} from "../../ffi/nvcuvid/layouts.ts";
 import { CUDA_VIDEO_SURFACE } from "../../ffi/nvcuvid/symbols.ts";
-import { checkCu, type DeviceContext, nvcuvid, releaseContext, withContext } from "./driver.ts";
+import {
+  checkCu,
+  type DeviceContext,
+  nvcuvid,
+  NVDEC_SETTINGS,
+  releaseContext,
+  withContext,
+} from "./driver.ts";
+import { releaseThreadScratch } from "./cuda_buffer.ts";
+import { timeStep } from "./step_times.ts";
 import { StructBuffer } from "./struct_buffer.ts";
 
 /** What the parser's sequence callback reports of a stream (`CUVIDEOFORMAT`), as the decoder needs it. */
@@ -59,8 +73,18 @@ export function cachedDecoder(): Deno.PointerObject | null {
   return cached?.handle ?? null;
 }
 
-/** Destroys this thread's cached decoder, if any, and drops its context reference. */
+/**
+ * Destroys this thread's cached decoder, if any, its scratch buffers and its caps answers, and drops their
+ * context references.
+ */
 export function releaseDecoderNvdec(): void {
+  CAPS.clear();
+  releaseThreadScratch();
+  destroyCached();
+}
+
+/** Destroys the cached decoder, if any (the scratch buffers stay: a decode in progress may be using them). */
+function destroyCached(): void {
   const c = cached;
   if (!c) return;
   cached = undefined;
@@ -70,6 +94,30 @@ export function releaseDecoderNvdec(): void {
     releaseContext(c.dc);
   }
 }
+
+/**
+ * `cuvidGetDecoderCaps` for `f`'s codec, chroma and depth on `device` (its context current), asked once per
+ * thread until {@link releaseDecoderNvdec}: each query is a driver round trip, and a loader would ask for every
+ * clip. `SLUICE_NVDEC_REUSE=off` asks every time.
+ */
+export function decoderCaps(
+  f: StreamFormat,
+  device: number,
+  source: string,
+): StructBuffer<typeof CUVIDDECODECAPS> {
+  const key = `${device}/${f.codec}/${f.chroma}/${f.bitDepth}`;
+  const known = NVDEC_SETTINGS.reuse ? CAPS.get(key) : undefined;
+  if (known) return known;
+  const caps = new StructBuffer(CUVIDDECODECAPS)
+    .i32("eCodecType", f.codec).i32("eChromaFormat", f.chroma).u32("nBitDepthMinus8", f.bitDepth - 8);
+  const rc = timeStep("cuvidGetDecoderCaps", () => nvcuvid().cuvidGetDecoderCaps(caps.bytes));
+  checkCu(rc, source, "cuvidGetDecoderCaps");
+  CAPS.set(key, caps);
+  return caps;
+}
+
+/** This thread's decoder caps by device/codec/chroma/depth. */
+const CAPS = new Map<string, StructBuffer<typeof CUVIDDECODECAPS>>();
 
 /**
  * Makes this thread's decoder decode `f` into `outWidth`×`outHeight` frames of `area`: reconfigures the cached
@@ -98,11 +146,15 @@ export function configureDecoder(
         "displayBottom",
         area.bottom,
       );
-    checkCu(nvcuvid().cuvidReconfigureDecoder(c.handle, r.bytes), source, "cuvidReconfigureDecoder");
+    const rc = timeStep(
+      "cuvidReconfigureDecoder",
+      () => nvcuvid().cuvidReconfigureDecoder(c.handle, r.bytes),
+    );
+    checkCu(rc, source, "cuvidReconfigureDecoder");
     counts.reconfigured++;
     return c.surfaces;
   }
-  releaseDecoderNvdec();
+  destroyCached();
   const ci = new StructBuffer(CUVIDDECODECREATEINFO)
     .u64("ulWidth", f.codedWidth).u64("ulHeight", f.codedHeight).u64("ulNumDecodeSurfaces", surfaces)
     .i32("CodecType", f.codec).i32("ChromaFormat", f.chroma).u64("bitDepthMinus8", f.bitDepth - 8)
@@ -114,7 +166,8 @@ export function configureDecoder(
     .i32("OutputFormat", CUDA_VIDEO_SURFACE.NV12).i32("DeinterlaceMode", 0)
     .u64("ulTargetWidth", outWidth).u64("ulTargetHeight", outHeight).u64("ulNumOutputSurfaces", 2);
   const h = new OutParam();
-  checkCu(nvcuvid().cuvidCreateDecoder(h.bytes, ci.bytes), source, "cuvidCreateDecoder");
+  const rc = timeStep("cuvidCreateDecoder", () => nvcuvid().cuvidCreateDecoder(h.bytes, ci.bytes));
+  checkCu(rc, source, "cuvidCreateDecoder");
   counts.created++;
   dc.refs++; // the cached decoder holds its own context reference
   cached = {

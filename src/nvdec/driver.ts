@@ -8,6 +8,7 @@ import { type CudaLibrary, loadCuda } from "../../ffi/cuda/library.ts";
 import { loadNvcuvid, type NvcuvidLibrary } from "../../ffi/nvcuvid/library.ts";
 import { cudaErrorText } from "../../ffi/cuda/errors.ts";
 import { CudaError, InvalidArgumentError } from "../errors.ts";
+import { CU_CTX_SCHED, CU_STREAM_NON_BLOCKING } from "../../ffi/cuda/symbols.ts";
 
 /** The driver's symbols. */
 export type CudaSymbols = CudaLibrary["symbols"];
@@ -51,6 +52,47 @@ export function cudaError(code: number, source: string, operation: string): Cuda
 
 // ------------------------------------------------------------------------------------------ contexts
 
+/** `SLUICE_CUDA_SCHED`'s values, the default first. */
+const SCHED_FLAGS = {
+  auto: CU_CTX_SCHED.AUTO,
+  spin: CU_CTX_SCHED.SPIN,
+  yield: CU_CTX_SCHED.YIELD,
+  blocking: CU_CTX_SCHED.BLOCKING_SYNC,
+} as const;
+
+/**
+ * How sluice's NVDEC work meets the driver, from the environment (read once per thread; the GPU kit A/Bs them):
+ * - `SLUICE_CUDA_SCHED`: `auto` (default: the driver's choice, which spins while the context's threads are fewer
+ *   than the cores), `spin`, `yield` or `blocking` (a waiting thread sleeps): set on the primary context when
+ *   sluice is the first to retain it, else left as its owner set it;
+ * - `SLUICE_NVDEC_STREAM`: `own` (default: each thread's work on a stream of its own, so threads sharing the
+ *   primary context do not wait for each other's copies and kernels) or `legacy` (the legacy default stream);
+ * - `SLUICE_NVDEC_REUSE`: `on` (default: keep a thread's decoder caps and device buffers
+ *   between clips) or `off` (query and allocate for every clip).
+ */
+export const NVDEC_SETTINGS: { sched: keyof typeof SCHED_FLAGS; stream: "own" | "legacy"; reuse: boolean } =
+  (() => {
+    const env = (name: string) => {
+      try {
+        return Deno.env.get(name)?.trim().toLowerCase() || undefined;
+      } catch {
+        return undefined; // no env permission: defaults
+      }
+    };
+    const pick = <T extends string>(name: string, allowed: readonly T[]): T => {
+      const v = env(name) ?? allowed[0];
+      if (!allowed.includes(v as T)) {
+        throw new InvalidArgumentError(`${name}=${v}: expected one of ${allowed.join(", ")}`);
+      }
+      return v as T;
+    };
+    return {
+      sched: pick("SLUICE_CUDA_SCHED", Object.keys(SCHED_FLAGS) as (keyof typeof SCHED_FLAGS)[]),
+      stream: pick("SLUICE_NVDEC_STREAM", ["own", "legacy"] as const),
+      reuse: pick("SLUICE_NVDEC_REUSE", ["on", "off"] as const) === "on",
+    };
+  })();
+
 /** One device's context on this thread, shared by reference count. */
 export interface DeviceContext {
   readonly device: number;
@@ -60,6 +102,8 @@ export interface DeviceContext {
   refs: number;
   /** Resources to release (while current) before the context reference goes, e.g. the kernel module. */
   cleanups: (() => void)[];
+  /** This thread's stream in the context ({@link workStream}); undefined until made. */
+  stream?: Deno.PointerValue;
 }
 
 const contexts = new Map<number, DeviceContext>();
@@ -91,6 +135,7 @@ export function acquireContext(device = 0): DeviceContext {
       return dc;
     }
   }
+  setSchedule(cu, dev.i32[0]);
   const pctx = new OutParam();
   checkCu(
     cu.cuDevicePrimaryCtxRetain(pctx.bytes, dev.i32[0]),
@@ -100,6 +145,65 @@ export function acquireContext(device = 0): DeviceContext {
   const dc = { device, ctx: pctx.pointer as Deno.PointerObject, retained: true, refs: 1, cleanups: [] };
   contexts.set(device, dc);
   return dc;
+}
+
+/** `SLUICE_CUDA_SCHED` onto an inactive primary context (an active one keeps what its owner chose). */
+function setSchedule(cu: CudaSymbols, dev: number): void {
+  if (NVDEC_SETTINGS.sched === "auto") return;
+  const flags = new Uint32Array(1), active = new Int32Array(1);
+  const state = cu.cuDevicePrimaryCtxGetState(
+    dev,
+    new Uint8Array(flags.buffer),
+    new Uint8Array(active.buffer),
+  );
+  checkCu(state, `CUDA device ${dev}`, "cuDevicePrimaryCtxGetState");
+  if (active[0] !== 0) return;
+  const sched = (flags[0] & ~CU_CTX_SCHED.MASK) | SCHED_FLAGS[NVDEC_SETTINGS.sched];
+  checkCu(
+    cu.cuDevicePrimaryCtxSetFlags_v2(dev, sched),
+    `CUDA device ${dev}`,
+    "cuDevicePrimaryCtxSetFlags_v2",
+  );
+}
+
+/** The primary context's scheduling flags now (`cuDevicePrimaryCtxGetState`): which wait the threads get. */
+export function contextSchedule(device = 0): { flags: number; active: boolean; schedule: string } {
+  const cu = cuda();
+  const dev = new OutParam();
+  checkCu(cu.cuDeviceGet(dev.bytes, device), `CUDA device ${device}`, "cuDeviceGet");
+  const flags = new Uint32Array(1), active = new Int32Array(1);
+  const rc = cu.cuDevicePrimaryCtxGetState(
+    dev.i32[0],
+    new Uint8Array(flags.buffer),
+    new Uint8Array(active.buffer),
+  );
+  checkCu(rc, `CUDA device ${device}`, "cuDevicePrimaryCtxGetState");
+  const s = flags[0] & CU_CTX_SCHED.MASK;
+  const schedule = Object.entries(SCHED_FLAGS).find(([, v]) => v === s)?.[0] ?? `flags ${s}`;
+  return { flags: flags[0], active: active[0] !== 0, schedule };
+}
+
+/**
+ * This thread's stream in `dc` (made on first use, non-blocking, destroyed with the context's last reference), or
+ * null (the legacy default stream) under `SLUICE_NVDEC_STREAM=legacy`. `dc` must be current.
+ */
+export function workStream(dc: DeviceContext): Deno.PointerValue {
+  if (NVDEC_SETTINGS.stream === "legacy") return null;
+  if (dc.stream === undefined) {
+    const out = new OutParam();
+    checkCu(
+      cuda().cuStreamCreate(out.bytes, CU_STREAM_NON_BLOCKING),
+      `CUDA device ${dc.device}`,
+      "cuStreamCreate",
+    );
+    const s = out.pointer;
+    dc.stream = s;
+    dc.cleanups.push(() => {
+      dc.stream = undefined;
+      checkCu(cuda().cuStreamDestroy_v2(s), "", "cuStreamDestroy_v2");
+    });
+  }
+  return dc.stream;
 }
 
 /** Drops a reference taken by {@link acquireContext}; the last one runs the cleanups and releases the context. */

@@ -13,7 +13,6 @@
  */
 import { OutParam } from "../../ffi/out_param.ts";
 import {
-  CUVIDDECODECAPS,
   CUVIDEOFORMAT,
   CUVIDPARSERDISPINFO,
   CUVIDPICPARAMS,
@@ -27,11 +26,18 @@ import { NOPTS, ptsToSeconds, type VideoPackets } from "../media/packets.ts";
 import { framesInWindow, type PositionPlan, ShownFrames, StartOver } from "../media/frame_select.ts";
 import { type FrameTarget, PositionFiller } from "../media/position_filler.ts";
 import type { CropRect } from "../media/crop.ts";
-import { checkCu, cuda, type DeviceContext, nvcuvid } from "./driver.ts";
-import { CudaBuffer, type NvdecPixelFormat } from "./cuda_buffer.ts";
+import { checkCu, cuda, type DeviceContext, nvcuvid, NVDEC_SETTINGS, workStream } from "./driver.ts";
+import { timeStep } from "./step_times.ts";
+import { CudaBuffer, type NvdecPixelFormat, threadScratch } from "./cuda_buffer.ts";
 import { type ColorMatrix, launchNv12ToRgb } from "./convert.ts";
 import { StructBuffer, StructView } from "./struct_buffer.ts";
-import { cachedDecoder, configureDecoder, type DisplayArea, type StreamFormat } from "./decoder_cache.ts";
+import {
+  cachedDecoder,
+  configureDecoder,
+  decoderCaps,
+  type DisplayArea,
+  type StreamFormat,
+} from "./decoder_cache.ts";
 
 /** What a session makes of the frames: size, region, layout, destination (`NvdecOptions`' fields). */
 export interface SessionOutput {
@@ -51,6 +57,7 @@ class DisplayedPicture {
     readonly info: StructView<typeof CUVIDPARSERDISPINFO>,
     readonly decoder: Deno.PointerObject,
     readonly source: string,
+    readonly stream: Deno.PointerValue,
   ) {}
 
   /** The mapped surface: its device address and pitch. */
@@ -58,20 +65,19 @@ class DisplayedPicture {
     if (!this.#mapped) {
       const vpp = new StructBuffer(CUVIDPROCPARAMS)
         .i32("progressive_frame", this.info.i32("progressive_frame"))
-        .i32("top_field_first", this.info.i32("top_field_first"));
+        .i32("top_field_first", this.info.i32("top_field_first"))
+        .ptr("output_stream", this.stream);
       const dptr = new OutParam();
       const pitch = new Uint32Array(1);
-      checkCu(
+      const rc = timeStep("map (waits for the picture)", () =>
         nvcuvid().cuvidMapVideoFrame64(
           this.decoder,
           this.info.i32("picture_index"),
           dptr.bytes,
           new Uint8Array(pitch.buffer),
           vpp.bytes,
-        ),
-        this.source,
-        "cuvidMapVideoFrame64",
-      );
+        ));
+      checkCu(rc, this.source, "cuvidMapVideoFrame64");
       this.#ptr = dptr.u64[0];
       this.#pitch = pitch[0];
       this.#mapped = true;
@@ -83,8 +89,25 @@ class DisplayedPicture {
   unmap(): void {
     if (!this.#mapped) return;
     this.#mapped = false;
-    checkCu(nvcuvid().cuvidUnmapVideoFrame64(this.decoder, this.#ptr), this.source, "cuvidUnmapVideoFrame64");
+    const rc = timeStep("unmap", () => nvcuvid().cuvidUnmapVideoFrame64(this.decoder, this.#ptr));
+    checkCu(rc, this.source, "cuvidUnmapVideoFrame64");
   }
+}
+
+/** Copies `rows` rows of `width` bytes within device memory, on the thread's stream (`dc` current). */
+function copy2d(
+  dc: DeviceContext,
+  src: bigint,
+  srcPitch: number,
+  dst: bigint,
+  width: number,
+  rows: number,
+): void {
+  const c = new StructBuffer(CUDA_MEMCPY2D)
+    .u32("srcMemoryType", CU_MEMORYTYPE.DEVICE).u64("srcDevice", src).u64("srcPitch", srcPitch)
+    .u32("dstMemoryType", CU_MEMORYTYPE.DEVICE).u64("dstDevice", dst).u64("dstPitch", width)
+    .u64("WidthInBytes", width).u64("Height", rows);
+  checkCu(cuda().cuMemcpy2DAsync_v2(c.bytes, workStream(dc)), "NV12 surface to output", "cuMemcpy2DAsync_v2");
 }
 
 /** One decode's state; see the module docs. */
@@ -103,7 +126,8 @@ export class NvdecSession implements FrameTarget<DisplayedPicture> {
   /** Pictures sent to `cuvidDecodePicture`, and pictures left undecoded (their frames fill no position). */
   decodedPictures = 0;
   skippedPictures = 0;
-  /** Grid sampling: the frame kept back for later positions (converted once, copied into each). */
+  /** Grid sampling: the frame kept back for later positions (converted once, copied into each); a view of the
+   * thread's scratch (disposing it frees nothing) unless `SLUICE_NVDEC_REUSE=off`. */
   #scratch: CudaBuffer | undefined;
   readonly #p: VideoPackets;
   readonly #o: SessionOutput;
@@ -177,7 +201,10 @@ export class NvdecSession implements FrameTarget<DisplayedPicture> {
         );
       }
       this.#allocateOutput();
-      return configureDecoder(this.#dc, f, area, this.outWidth, this.outHeight, this.#p.source);
+      return timeStep(
+        "decoder configure",
+        () => configureDecoder(this.#dc, f, area, this.outWidth, this.outHeight, this.#p.source),
+      );
     });
   }
 
@@ -203,7 +230,8 @@ export class NvdecSession implements FrameTarget<DisplayedPicture> {
           return 1;
         }
       }
-      checkCu(nvcuvid().cuvidDecodePicture(handle, pic), this.#p.source, "cuvidDecodePicture");
+      const rc = timeStep("cuvidDecodePicture", () => nvcuvid().cuvidDecodePicture(handle, pic));
+      checkCu(rc, this.#p.source, "cuvidDecodePicture");
       this.decodedPictures++;
       return 1;
     });
@@ -229,7 +257,7 @@ export class NvdecSession implements FrameTarget<DisplayedPicture> {
         }
       }
       this.displayed++;
-      const pic = new DisplayedPicture(info, cachedDecoder()!, this.#p.source);
+      const pic = new DisplayedPicture(info, cachedDecoder()!, this.#p.source, workStream(this.#dc));
       try {
         this.filler.offer(pic, t, ts);
       } finally {
@@ -285,12 +313,14 @@ export class NvdecSession implements FrameTarget<DisplayedPicture> {
   }
 
   #scratchPtr(): bigint {
-    this.#scratch ??= CudaBuffer.alloc(this.frameSize, this.#dc.device);
+    // the thread's (kept between decodes, see `threadScratch`), else one of its own
+    this.#scratch ??= threadScratch("kept", this.frameSize, this.#dc.device, NVDEC_SETTINGS.reuse) ??
+      CudaBuffer.alloc(this.frameSize, this.#dc.device);
     return this.#scratch.devicePtr;
   }
 
   #copyFrame(src: bigint, dst: bigint): void {
-    this.#copy2d(src, this.outWidth, dst, this.outWidth, this.frameSize / this.outWidth);
+    copy2d(this.#dc, src, this.outWidth, dst, this.outWidth, this.frameSize / this.outWidth);
   }
 
   #writeFrame(src: bigint, pitch: number, dst: bigint): void {
@@ -298,29 +328,22 @@ export class NvdecSession implements FrameTarget<DisplayedPicture> {
     const h = this.outHeight;
     const chroma = src + BigInt(pitch * ((h + 1) & ~1));
     if (this.#fmt === "nv12") {
-      this.#copy2d(src, pitch, dst, w, h);
-      this.#copy2d(chroma, pitch, dst + BigInt(w * h), w, h / 2);
+      copy2d(this.#dc, src, pitch, dst, w, h);
+      copy2d(this.#dc, chroma, pitch, dst + BigInt(w * h), w, h / 2);
       return;
     }
-    launchNv12ToRgb(this.#dc, {
-      luma: src,
-      chroma,
-      srcPitch: pitch,
-      dst,
-      width: w,
-      height: h,
-      matrix: this.matrix,
-      fullRange: this.fullRange,
-      bgr: this.#fmt === "bgr24-planar",
-    });
-  }
-
-  #copy2d(src: bigint, srcPitch: number, dst: bigint, width: number, rows: number): void {
-    const c = new StructBuffer(CUDA_MEMCPY2D)
-      .u32("srcMemoryType", CU_MEMORYTYPE.DEVICE).u64("srcDevice", src).u64("srcPitch", srcPitch)
-      .u32("dstMemoryType", CU_MEMORYTYPE.DEVICE).u64("dstDevice", dst).u64("dstPitch", width)
-      .u64("WidthInBytes", width).u64("Height", rows);
-    checkCu(cuda().cuMemcpy2DAsync_v2(c.bytes, null), "NV12 surface to output", "cuMemcpy2DAsync_v2");
+    timeStep("convert kernel", () =>
+      launchNv12ToRgb(this.#dc, {
+        luma: src,
+        chroma,
+        srcPitch: pitch,
+        dst,
+        width: w,
+        height: h,
+        matrix: this.matrix,
+        fullRange: this.fullRange,
+        bgr: this.#fmt === "bgr24-planar",
+      }, workStream(this.#dc)));
   }
 
   #guard(fn: () => number): number {
@@ -347,9 +370,7 @@ export class NvdecSession implements FrameTarget<DisplayedPicture> {
         "chroma 4:2:0",
       );
     }
-    const caps = new StructBuffer(CUVIDDECODECAPS)
-      .i32("eCodecType", f.codec).i32("eChromaFormat", f.chroma).u32("nBitDepthMinus8", f.bitDepth - 8);
-    checkCu(nvcuvid().cuvidGetDecoderCaps(caps.bytes), src, "cuvidGetDecoderCaps");
+    const caps = decoderCaps(f, this.#dc.device, src);
     const limit = (what: string, msg: string) =>
       new NvdecUnsupportedError(`${src}: the GPU's decoder ${msg}`, what);
     if (!caps.getU8("bIsSupported")) {

@@ -91,6 +91,9 @@ Deno.test({ name: "gpu kit: built small, rehearsed against the driver double", i
         GPU_PYTHON: "/usr/bin/python3",
         GPU_SPEED_SECONDS: "0.3",
         GPU_LOADER_SECONDS: "1.5",
+        GPU_PROFILE_SECONDS: "0.5",
+        GPU_PROFILE_VARIANTS: "before,default",
+        GPU_PROFILE_CONCURRENCY: "1,2",
         GPU_CACHE_ROUNDS: "2",
         GPU_NO_XZ: "1", // the unpack GPU machines without xz take
         OUT: `${tmp}/out`,
@@ -123,6 +126,7 @@ Deno.test({ name: "gpu kit: built small, rehearsed against the driver double", i
         "speed-decoders",
         "speed-cache",
         "speed-loader",
+        "speed-loader-profile",
       ]);
       for (const n of names) assert.ok(md.includes(`\n## ${n}: `), `the markdown has a section for ${n}`);
       assert.ok(md.includes("the ABI-level driver double"), "the report says it did not run on a GPU");
@@ -182,6 +186,23 @@ Deno.test({ name: "gpu kit: built small, rehearsed against the driver double", i
         check("speed-loader", "loader, 4 clips per video, spread, NVDEC decode (device batches)").figures
           .clipsPerSecond > 0,
       );
+      // The profile: each variant in its own process, each row with its NVDEC steps. The double counts the calls:
+      // before, every clip queried the caps and allocated its device buffers; the defaults keep them.
+      const steps = (variant: string, n: number) =>
+        check("speed-loader-profile", `NVDEC ${variant}, ${n} decode thread${n > 1 ? "s" : ""}`).figures
+          .nvdecSteps;
+      for (const n of [1, 2]) {
+        const before = steps("before", n), now = steps("default", n);
+        assert.ok(before.cuvidDecodePicture[2] > 0 && now.cuvidDecodePicture[2] > 0, JSON.stringify(now));
+        // per clip counted (the profile's count takes in a few clips the measured time did not decode)
+        assert.ok(before.cuvidGetDecoderCaps[2] > 0.9, JSON.stringify(before));
+        assert.ok(before.cuMemAlloc[2] > 1.8, JSON.stringify(before)); // the decoded frames, the kept frame
+        assert.ok(
+          (now.cuvidGetDecoderCaps?.[2] ?? 0) < 0.5 && (now.cuMemAlloc?.[2] ?? 0) < 0.5,
+          JSON.stringify(now),
+        );
+      }
+      assert.ok(check("speed-loader-profile", "CPU decode (2 cores), 64 clips per video") !== undefined);
     });
 
     await t.step(

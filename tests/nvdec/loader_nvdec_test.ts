@@ -95,9 +95,16 @@ Deno.test({
     assert.ok(worst >= LOADER_PSNR_DB, `PSNR ${worst.toFixed(2)} dB`);
     const lines = Deno.readTextFileSync(log).split("\n");
     const count = (re: RegExp) => lines.filter((l) => re.test(l)).length;
-    // One Worker: one decoder created and reconfigured for the following clips (cached per Worker).
+    // One Worker, 8 clips: one decoder created and reconfigured for the following clips (cached per Worker), one
+    // caps query, and the device buffers (decoded frames, the frame kept back, placed clip) allocated once, not per
+    // clip: cuMemFree waits for the whole device, which every decode thread shares (before: 8 queries, 24 buffers).
     assert.equal(count(/^cuvidCreateDecoder rc=0/), 1);
     assert.equal(count(/^cuvidReconfigureDecoder rc=0/), 7);
+    assert.equal(count(/^cuvidGetDecoderCaps rc=0/), 1);
+    assert.equal(count(/^cuMemAlloc_v2 rc=0/), 3);
+    // its copies, kernels and maps on a stream of its own: not the legacy default stream every thread shares
+    assert.equal(count(/^cuStreamCreate rc=0/), 1);
+    assert.equal(count(/^cuStreamDestroy_v2 rc=0/), 1);
     assert.equal(count(/^cuvidCreateVideoParser rc=0/), count(/^cuvidDestroyVideoParser rc=0/));
     assert.equal(count(/^cuvidMapVideoFrame64 rc=0/), count(/^cuvidUnmapVideoFrame64 rc=0/));
   } finally {

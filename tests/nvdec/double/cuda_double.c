@@ -313,6 +313,25 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
   return DBL_SUCCESS;
 }
 
+/* The primary contexts' flags (cuDevicePrimaryCtxSetFlags_v2), settable while no retain is held, as the driver's. */
+static unsigned primary_flags[8];
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned int *flags, int *active) {
+  if (!initialized) return DBL_NOT_INITIALIZED;
+  if (d < 0 || d >= device_count || !flags || !active) return DBL_INVALID_VALUE;
+  *flags = __atomic_load_n(&primary_flags[d], __ATOMIC_SEQ_CST);
+  *active = __atomic_load_n(&retains[d], __ATOMIC_SEQ_CST) > 0;
+  return DBL_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice d, unsigned int flags) {
+  if (!initialized) return DBL_NOT_INITIALIZED;
+  if (d < 0 || d >= device_count || (flags & ~0x1fu)) return DBL_INVALID_VALUE;
+  __atomic_store_n(&primary_flags[d], flags, __ATOMIC_SEQ_CST);
+  dbl_log("cuDevicePrimaryCtxSetFlags_v2 rc=0 h=dev%d flags=%u", d, flags);
+  return DBL_SUCCESS;
+}
+
 CUresult cuCtxGetCurrent(CUcontext *pctx) {
   if (!initialized) return DBL_NOT_INITIALIZED;
   *pctx = depth ? stack[depth - 1] : NULL;
