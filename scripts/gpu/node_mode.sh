@@ -5,8 +5,10 @@
 # made here beforehand (the machine has no ffmpeg CLI) and carried with it:
 #
 #   deno run -A bench/node_mode_set.ts --videos 32      # → .cache/bench/clip_workload (ignored)
-#   run(command: "bash scripts/gpu/node_mode.sh .gpu-kit", carry: [".gpu-kit", ".cache/bench/clip_workload"])
+#   (a kit of Deno and FFmpeg only: the full kit and the videos pass 64 MiB together)
+#   run(command: "bash scripts/gpu/node_mode.sh .cache/gpu-kit-node", carry: [".cache/gpu-kit-node", ".cache/bench/clip_workload"])
 #
+# Without the workload's videos the SummaryWriter check reads the kit's dataset (a full kit).
 # Environment: OUT (default out/gpu), NODE_ARGS (default "--videos 32 --epochs 8 --ranks 1,2,4,8"; "none": only the
 # SummaryWriter check).
 # Writes $OUT/NODE_MODE.md (the bench's table) and $OUT/node-mode.log.
@@ -34,7 +36,7 @@ if [ "${NODE_ARGS:-}" != none ]; then
     2>&1 | tee "$out/node-mode.log"
   status=${PIPESTATUS[0]}
 fi
-python3 - "$root" <<'EOF' 2>&1 | tee -a "$out/node-mode.log"
+python3 - "$root" "$kit" <<'EOF' 2>&1 | tee -a "$out/node-mode.log"
 # log_stats into TensorBoard's own SummaryWriter, read back with TensorBoard's event reader
 import json, sys, tempfile
 from pathlib import Path
@@ -47,7 +49,9 @@ except ImportError as e:
     raise SystemExit(0)
 import sluice
 import sluice.torch
-d = json.loads(Path(sys.argv[1], ".cache/bench/clip_workload/node_mode.json").read_text())["shapes"]["sampler"]
+made = Path(sys.argv[1], ".cache/bench/clip_workload/node_mode.json")  # the bench's workload, else the kit's dataset
+d = (json.loads(made.read_text())["shapes"]["sampler"] if made.exists() else
+     {"dataset": sys.argv[2] + "/dataset", "batch_size": 4, "num_frames": 8, "width": 112, "height": 112})
 logs = tempfile.mkdtemp()
 w = SummaryWriter(logs)
 with sluice.Loader(**d) as l:
