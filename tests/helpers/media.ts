@@ -432,10 +432,10 @@ export async function ffprobeFrames(path: string, streamIndex: number): Promise<
 }
 
 /**
- * When a video stream stops being on screen, by ffprobe's numbers: the end of its last frame (`pts_time +
- * duration_time`), or later while the file's other streams have packets (an audio track that outlasts the
- * video), but never past the duration the header declares (the stream's own, else the container's, from the
- * stream's start).
+ * When a video stream stops being on screen, by ffprobe's numbers: the end of its last frame (the packet presented
+ * last: `pts_time + duration_time`), or later while the file's other streams have packets (an audio track that
+ * outlasts the video), but never past the duration the header declares (the stream's own, else the container's,
+ * from the stream's start).
  */
 export async function ffprobeStreamEnd(path: string, streamIndex: number): Promise<number> {
   const j = await ffprobeJson(path, [
@@ -445,13 +445,13 @@ export async function ffprobeStreamEnd(path: string, streamIndex: number): Promi
     "-show_streams",
     "-show_format",
   ]);
-  let video = -Infinity, data = -Infinity;
+  let last = -Infinity, video = -Infinity, data = -Infinity;
   for (const p of (j.packets ?? []) as Record<string, unknown>[]) {
     const t = num(p.pts_time) ?? num(p.dts_time);
     if (t === null) continue;
     const end = t + (num(p.duration_time) ?? 0);
     data = Math.max(data, end);
-    if (Number(p.stream_index) === streamIndex) video = Math.max(video, end);
+    if (Number(p.stream_index) === streamIndex && t > last) [last, video] = [t, end];
   }
   const st = ((j.streams ?? []) as Record<string, unknown>[]).find((x) => Number(x.index) === streamIndex)!;
   const duration = num(st.duration) ?? num((j.format as Record<string, unknown>).duration);
