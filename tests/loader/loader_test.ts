@@ -6,7 +6,7 @@ import { assertAccounted } from "./accounting.ts";
 import { clipSeed, type SamplerOptions } from "../../src/dataset/sampler.ts";
 import { encodeSyntheticVideo, makeSyntheticDataset, readPattern } from "../helpers/synthetic.ts";
 import { InvalidArgumentError, MediaError, PipelineFailure } from "../../src/errors.ts";
-import { generateClip, hasFfmpegCliSync, runCli, sharedMedia } from "../helpers/media.ts";
+import { generateClip, hasFfmpegCliSync, oracleCli, runCli, sharedMedia } from "../helpers/media.ts";
 import { probeFrameTimes } from "../helpers/decode_oracles.ts";
 import { serveDir } from "../helpers/http_server.ts";
 
@@ -703,7 +703,7 @@ Deno.test({
     // The end of each recording's stream: its last frame's end, or (MKV with audio) the container's.
     const streamEnd = await Promise.all(vfr.map(async (p, n) => {
       if (n !== 2) return times[n].at(-1)! + 1 / FPS;
-      const r = await runCli("ffprobe", [
+      const r = await runCli(oracleCli("ffprobe"), [
         "-v",
         "error",
         "-show_entries",
