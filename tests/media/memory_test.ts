@@ -7,9 +7,9 @@
  * runs on every FFmpeg release (measured: 8 runs each of the old check grew -10.8 to +18.9 MB on 8.1 and -6.0 to
  * +26.7 MB on 5.1, against its 30 MB bound): the output arrays a single `gc()` leaves to V8's concurrent
  * ArrayBuffer sweeper (still allocated when read) and the free memory glibc's malloc arenas keep. The child runs
- * `gc()` over several event-loop turns until V8's external memory stops changing, then `malloc_trim(0)`, and
- * reports the bytes in use (malloc's, all arenas, and V8's heap) as well as RSS. Settled, 200 decodes grow the
- * bytes in use by 0.1-0.3 MB on 5.1 and 8.1 alike.
+ * `gc()` twice (the second finishes the first's sweep) over event-loop turns until V8's external memory and heap
+ * stop changing, then `malloc_trim(0)`, and reports the bytes in use (malloc's, all arenas, and V8's heap) as
+ * well as RSS. Settled, 200 decodes grow the bytes in use by 0.2-0.3 MB on 5.1 and 8.1 alike.
  * @module
  */
 import assert from "node:assert/strict";
@@ -46,11 +46,16 @@ function glibc() {
 async function settled(libc: ReturnType<typeof glibc>): Promise<{ inUse: number; rss: number }> {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (!gc) throw new Error("the child needs --v8-flags=--expose-gc");
-  let external = -1;
-  for (let turn = 0; turn < 20 && Deno.memoryUsage().external !== external; turn++) {
-    external = Deno.memoryUsage().external;
+  let last = "";
+  for (let turn = 0; turn < 20; turn++) {
+    // A collection leaves the ArrayBuffers it found dead to a concurrent sweeper, which the next one finishes
+    // first: one gc() read at once still counts them (125 MB of dropped arrays: 125 MB after one, 0.3 after two).
     gc();
-    await new Promise((r) => setTimeout(r, 20));
+    gc();
+    await new Promise((r) => setTimeout(r, 10)); // FinalizationRegistry callbacks (native objects' safety net)
+    const { external, heapUsed } = Deno.memoryUsage();
+    if (`${external}/${heapUsed}` === last) break;
+    last = `${external}/${heapUsed}`;
   }
   libc.symbols.malloc_trim(0n);
   const info = new BigUint64Array(libc.symbols.mallinfo2().buffer);
@@ -70,6 +75,15 @@ async function child(clip: string): Promise<void> {
     );
     if (frames.shape[0] !== 25) throw new Error(`expected 25 frames, got ${frames.shape[0]}`);
   };
+  // The instrument first: 64 MiB of arrays dropped must not count once settled.
+  const empty = await settled(libc);
+  let dropped: Uint8Array[] | null = Array.from({ length: 1024 }, () => new Uint8Array(65536).fill(1));
+  const held = { ...await settled(libc), arrays: dropped.length }; // read after settling: kept alive until here
+  dropped = null;
+  const freed = await settled(libc);
+  if (held.inUse - empty.inUse < 60 << 20 || freed.inUse - empty.inUse > 1 << 20) {
+    throw new Error(`settling does not free dropped arrays: ${JSON.stringify({ empty, held, freed })}`);
+  }
   for (let i = 0; i < 100; i++) await run(i); // warm-up: heaps and malloc arenas reach their working size
   const before = await settled(libc);
   for (let i = 0; i < RUNS; i++) await run(i);
