@@ -1,9 +1,9 @@
 /**
- * `Scaler`: converts and resizes decoded `AVFrame`s with libswscale straight into a slot of a caller's output
- * buffer (no intermediate frame). The colour handling follows the scale filter of the loaded release's ffmpeg CLI
- * with its defaults: the input matrix comes from the frame's `colorspace` (unknown → BT.601) and the input range
- * from the frame's `color_range` when set; the output matrix is the input's, but for gray output from FFmpeg 8
- * on (the table's `grayMatrix`); so with the same flags the output is byte-identical to
+ * `Scaler`: converts and resizes decoded `AVFrame`s with libswscale straight into a frame position of a caller's
+ * output buffer (no intermediate frame). The colour handling follows the scale filter of the loaded release's
+ * ffmpeg CLI with its defaults: the input matrix comes from the frame's `colorspace` (unknown → BT.601) and the
+ * input range from the frame's `color_range` when set; the output matrix is the input's, but for gray output
+ * from FFmpeg 8 on (the table's `grayMatrix`); so with the same flags the output is byte-identical to
  * `ffmpeg -i F -vf scale=W:H:flags=bilinear -pix_fmt rgb24` of that release.
  * @module
  */
@@ -200,16 +200,16 @@ export class Scaler {
     const d = this.#details;
     const bytes = new Uint8Array(d.buffer);
     // Layout of #details: [0..1] inv_table ptr, [2..3] table ptr, then srcRange, dstRange, brightness, contrast, saturation.
-    const slot = (i: number) => bytes.subarray(i * 4, i * 4 + 8);
+    const field = (i: number) => bytes.subarray(i * 4, i * 4 + 8);
     const got = swscale.sws_getColorspaceDetails(
       ctx,
-      slot(0),
-      slot(4),
-      slot(2),
-      slot(5),
-      slot(6),
-      slot(7),
-      slot(8),
+      field(0),
+      field(4),
+      field(2),
+      field(5),
+      field(6),
+      field(7),
+      field(8),
     );
     if (got < 0) return; // not a YUV/RGB conversion swscale applies a matrix to
     const ptrs = new BigUint64Array(d.buffer, 0, 2);

@@ -124,7 +124,9 @@ for (const name of ["load", "preview", "serve"]) {
       if (spec.required) continue; // given in every command line below
       const { valid, invalid } = edges(kind);
       // what the option needs beside it (the audio group's rate)
-      const needs = path === "audio.channels" ? ["--audio-rate", "16000"] : [];
+      const needs = path === "audio.channels" ? ["--audio-rate", "16000"] : path === "cpuBudget" // a node server's budget
+        ? ["--node"]
+        : [];
       for (const text of valid) {
         const parsed = parseCommandLine(command, [...base(name), ...needs, `--${spec.flag}`, text]);
         assert.ok(typeof parsed === "object", `${path} ${text}`);
@@ -137,7 +139,7 @@ for (const name of ["load", "preview", "serve"]) {
         if (name === "load") {
           checkLoaderOptions(loaderOptionsOf("d", parsed.values as Record<string, unknown>));
         }
-        libraryCheck(table, options);
+        libraryCheck(table, path === "cpuBudget" ? { ...options, node: true } : options);
       }
       for (const text of invalid) {
         assert.throws(

@@ -1,8 +1,10 @@
 /**
  * The fuzzer in CI (see run.ts): 6,000 seeded cases (`SLUICE_FUZZ_CASES`, `SLUICE_FUZZ_SEED` to change them)
- * of mutated real and generated media through probe, demux, decode and the serialized packet form, each in a
- * child process with a deadline and a memory cap; and every regression fixture of tests/fixtures/fuzz/, each in
- * a process of its own. A crash, hang, memory blow-up, untyped error or broken invariant fails the test and
+ * of mutated real and generated media through probe, demux, decode and the serialized packet form, and through
+ * the loader's clip path (from mutated files, and from damaged serialized packet sets as the subprocess backend
+ * sends them), each in a child process with a deadline and a memory cap; and every regression fixture of
+ * tests/fixtures/fuzz/, each in a process of its own. A crash, hang, memory blow-up, untyped error or broken
+ * invariant (frames delivered out of presentation order or out of their window among them) fails the test and
  * prints the command that replays it.
  */
 import assert from "node:assert/strict";
@@ -33,6 +35,8 @@ Deno.test({
     assert.deepEqual(summary.failures, [], `${formatSummary(summary)}\n${lines.join("\n")}`);
     // The mutations must leave work for the decoders: a run where nothing decodes tests only the parsers.
     assert.ok((summary.byKind["decode ok"] ?? 0) > CASES / 20, JSON.stringify(summary.byKind));
+    // ...and clips for the loader's delivery check: every one of them was in order and in its window.
+    assert.ok(summary.clips.delivered > CASES / 20, JSON.stringify(summary.clips));
   },
 });
 
