@@ -164,6 +164,13 @@ export interface FfmpegLayout {
    * forty then, so sluice opens a new decoder; releases not run here are treated as 7.1.
    */
   reuseHevcAfterSkip: boolean;
+  /**
+   * The YUV matrix this release's ffmpeg CLI gives a gray output when it converts YUV to gray: `"input"` up to 7.1
+   * (`vf_scale` uses the input's matrix for its output: luma is kept), `"unspecified"` from 8.0 (libswscale 9
+   * gives a gray frame no matrix, so the default BT.601 one: BT.709 or BT.2020 luma is re-derived through RGB,
+   * up to 4 levels off on a BT.2020 clip). sluice's scaler tells libswscale the same, to give the CLI's pixels.
+   */
+  grayMatrix: "input" | "unspecified";
   /** `enum AVCodecID` values sluice names: AV1's moved at the 5.0 bump (32797 → 226) and the 7.0 one (225). */
   AVCodecID: Record<CodecIdName, number>;
 }
@@ -220,6 +227,7 @@ export const LAYOUT_4_4: FfmpegLayout = {
   provenance: "headers-only",
   headers: `libavcodec 58.134.100: ${RELEASE_HEADERS}`,
   reuseHevcAfterSkip: false,
+  grayMatrix: "input",
   AVFormatContext: {
     iformat: 8,
     pb: 32,
@@ -331,6 +339,7 @@ export const LAYOUT_5_1: FfmpegLayout = {
   provenance: "run-in-ci",
   headers: "libavcodec 59.37.100: Debian 12's libavcodec-dev (the system's)",
   reuseHevcAfterSkip: true,
+  grayMatrix: "input",
   AVFormatContext: {
     iformat: 8,
     pb: 32,
@@ -433,6 +442,7 @@ export const LAYOUT_6_0: FfmpegLayout = {
   provenance: "headers-only",
   headers: `libavcodec 60.3.100: ${RELEASE_HEADERS}`,
   reuseHevcAfterSkip: false,
+  grayMatrix: "input",
   AVFormatContext: {
     iformat: 8,
     pb: 32,
@@ -536,6 +546,7 @@ export const LAYOUT_6_1: FfmpegLayout = {
   provenance: "headers-only",
   headers: `libavcodec 60.31.102: ${RELEASE_HEADERS}`,
   reuseHevcAfterSkip: false,
+  grayMatrix: "input",
   AVFormatContext: {
     iformat: 8,
     pb: 32,
@@ -639,6 +650,7 @@ export const LAYOUT_7_1: FfmpegLayout = {
   headers:
     "libavcodec 61.19.101: Debian 13's ffmpeg 7.1.5 source (scripts/ffmpeg/build.sh 7.1), and the 7.1.1 release's",
   reuseHevcAfterSkip: false,
+  grayMatrix: "input",
   AVFormatContext: {
     iformat: 8,
     pb: 32,
@@ -752,6 +764,7 @@ export const LAYOUT_8_1: FfmpegLayout = {
   provenance: "run-in-ci",
   headers: "libavcodec 62.28.102: Debian sid's ffmpeg 8.1.2 source (scripts/ffmpeg/build.sh 8.1)",
   reuseHevcAfterSkip: false,
+  grayMatrix: "unspecified",
   AVFormatContext: {
     iformat: 8,
     pb: 32,

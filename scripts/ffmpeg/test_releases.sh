@@ -12,10 +12,17 @@
 #
 #   scripts/ffmpeg/test_releases.sh [RELEASE...]     (default: 4.3 7.1 8.1)
 #
-# The builds have FFmpeg's x86 assembly (--asm): the tests compare decoded RGB byte for byte with the system's
-# ffmpeg CLI, whose libswscale runs SIMD code; a C-only libswscale rounds differently (up to 3 levels in 41% of
-# the bytes of an H.264 clip). A test that needs what a build lacks (AV1: libdav1d; PNG: zlib; encoders: the
-# synthetic datasets are then made with the system's FFmpeg) says so, naming the build.
+# The builds have FFmpeg's x86 assembly (--asm): the tests compare decoded RGB byte for byte with an ffmpeg CLI
+# (the system's, or the release's own: below) whose libswscale runs SIMD code; a C-only libswscale rounds
+# differently (up to 3 levels in 41% of the bytes of an H.264 clip). A test that needs what a build lacks (AV1:
+# libdav1d; PNG: zlib; encoders: the synthetic datasets are then made with the system's FFmpeg) says so, naming
+# the build.
+#
+# The oracle: tests compare with the ffmpeg/ffprobe CLI of the release they load (tests/helpers/media.ts,
+# `oracleCli`). Where a release's CLI reckons otherwise than the system's 5.1 (7.1: a container's duration; 8.1:
+# that, the Matroska start, MP4 packet durations and libswscale 9's pixels), its own programs are built too
+# (`build.sh R --asm --programs`: static ffmpeg + ffprobe, the same components plus the filters, encoders and
+# muxers the oracle commands use) and named by SLUICE_FFMPEG_BINDIR; 4.3 agrees with 5.1 wherever the tests look.
 #
 # Prints one line per release and then "releases: N passed, M failed, K ignored"; exits 1 when a build fails or
 # a test fails. Logs: ${TMPDIR:-/tmp}/sluice-releases/<release>.log.
@@ -24,6 +31,7 @@ cd "$(dirname "$0")/../.."
 
 releases=("$@")
 [ ${#releases[@]} -eq 0 ] && releases=(4.3 7.1 8.1)
+oracle_releases=" 7.1 8.1 " # the releases whose own programs are the oracle (see above)
 tests=(tests/ffi tests/media tests/cli/doctor_test.ts)
 for t in loader_test audio_test clip_truth_test clip_worker_test clip_group_test clip_profile_test \
   batch_slots_test decode_less_test; do
@@ -45,11 +53,22 @@ for release in "${releases[@]}"; do
     status=1
     continue
   fi
+  oracle=(env -u SLUICE_FFMPEG_BINDIR) oracle_name="the system's CLI"
+  if [[ "$oracle_releases" == *" $release "* ]]; then
+    if ! bindir=$(bash scripts/ffmpeg/build.sh "$release" --asm --programs 2>>"$log.build"); then
+      tail -n 20 "$log.build" >&2
+      summary+=("ffmpeg $release: the build of its programs failed (see $log.build)")
+      status=1
+      continue
+    fi
+    oracle=(env SLUICE_FFMPEG_BINDIR="$bindir") oracle_name="its own CLI, $bindir"
+  fi
   built=$(($(date +%s) - start))
   version=$(sed 's/^ffmpeg \([^ ]*\).*/\1/' "$libdir/../.complete")
-  echo "== FFmpeg $release ($version, $libdir): ${tests[*]}" >&2
+  echo "== FFmpeg $release ($version, $libdir; oracle: $oracle_name): ${tests[*]}" >&2
   start=$(date +%s)
-  SLUICE_FFMPEG_LIBDIR=$libdir NO_COLOR=1 "$deno" test --allow-all --parallel "${tests[@]}" </dev/null >"$log" 2>&1
+  "${oracle[@]}" SLUICE_FFMPEG_LIBDIR="$libdir" NO_COLOR=1 "$deno" test --allow-all --parallel "${tests[@]}" \
+    </dev/null >"$log" 2>&1
   rc=$?
   took=$(($(date +%s) - start))
   line=$(grep -E '^(ok|FAILED) \| [0-9]+ passed' "$log" | tail -n 1)

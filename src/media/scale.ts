@@ -1,9 +1,10 @@
 /**
- * `Scaler`: converts and resizes decoded `AVFrame`s with libswscale straight into a frame position of a caller's output
- * buffer (no intermediate frame). The colour handling follows the ffmpeg CLI's scale filter (FFmpeg 5.1
- * `vf_scale` with its defaults): the input matrix comes from the frame's `colorspace` (unknown → BT.601) and the
- * input range from the frame's `color_range` when set; so with the same flags the output is byte-identical to
- * `ffmpeg -i F -vf scale=W:H:flags=bilinear -pix_fmt rgb24`.
+ * `Scaler`: converts and resizes decoded `AVFrame`s with libswscale straight into a frame position of a caller's
+ * output buffer (no intermediate frame). The colour handling follows the scale filter of the loaded release's
+ * ffmpeg CLI with its defaults: the input matrix comes from the frame's `colorspace` (unknown → BT.601) and the
+ * input range from the frame's `color_range` when set; the output matrix is the input's, but for gray output
+ * from FFmpeg 8 on (the table's `grayMatrix`); so with the same flags the output is byte-identical to
+ * `ffmpeg -i F -vf scale=W:H:flags=bilinear -pix_fmt rgb24` of that release.
  * @module
  */
 import { ffmpeg } from "./ffmpeg.ts";
@@ -27,6 +28,8 @@ export const SWS_FLAGS = {
 const AVCOL_RANGE_JPEG = 2;
 /** `AVCOL_SPC_BT470BG`, what `vf_scale` falls back to for an unknown matrix. */
 const AVCOL_SPC_BT470BG = 5;
+/** `AVCOL_SPC_UNSPECIFIED`: libswscale's default (BT.601) coefficients. */
+const AVCOL_SPC_UNSPECIFIED = 2;
 
 /** The FFmpeg pixel format written for each output format, and which output plane each FFmpeg plane is. */
 const OUTPUT_FORMATS: Record<PixelFormat, { name: string; planeOrder: number[] }> = {
@@ -184,13 +187,16 @@ export class Scaler {
     }
     this.#ctx = new ScaleContext(p);
     this.#key = key;
-    this.#setColorspace(this.#ctx.ptr, cs, range);
+    this.#setColorspace(this.#ctx.ptr, cs, range, target.format === "gray");
     return this.#ctx.ptr;
   }
 
-  /** What `vf_scale` does per frame: input matrix from the frame's colorspace, range from its color_range. */
-  #setColorspace(ctx: Ptr, colorspace: number, range: number): void {
-    const { swscale } = ffmpeg();
+  /**
+   * What `vf_scale` does per frame: input matrix from the frame's colorspace, range from its color_range; the
+   * output matrix the input's, but none for a gray output where the release's libswscale gives gray none (8.x).
+   */
+  #setColorspace(ctx: Ptr, colorspace: number, range: number, gray: boolean): void {
+    const { swscale, layout } = ffmpeg();
     const d = this.#details;
     const bytes = new Uint8Array(d.buffer);
     // Layout of #details: [0..1] inv_table ptr, [2..3] table ptr, then srcRange, dstRange, brightness, contrast, saturation.
@@ -211,7 +217,10 @@ export class Scaler {
     const inv = swscale.sws_getCoefficients(matrixFor(colorspace));
     const srcFull = range === AVCOL_RANGE_JPEG ? 1 : range === 0 ? d[4] : 0;
     // vf_scale with in_color_matrix=auto and no out_color_matrix uses the input matrix for the output too.
-    swscale.sws_setColorspaceDetails(ctx, inv, srcFull, inv ?? table, d[5], d[6], d[7], d[8]);
+    const out = gray && layout.grayMatrix === "unspecified"
+      ? swscale.sws_getCoefficients(AVCOL_SPC_UNSPECIFIED)
+      : inv;
+    swscale.sws_setColorspaceDetails(ctx, inv, srcFull, out ?? table, d[5], d[6], d[7], d[8]);
   }
 
   /** Frees the swscale context. */

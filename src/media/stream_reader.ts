@@ -190,18 +190,26 @@ export class StreamReader implements Disposable {
   }
 }
 
-/** End of the last frame in the run: the latest `pts + duration` (`fallback` seconds when no duration). */
+/**
+ * End of the last frame in the run: the latest-presented packet's `pts + duration` (`fallback` seconds when it
+ * has no duration). Not the latest `pts + duration` of any packet: a packet's duration is the gap to the next
+ * packet in *decode* order where the container stores it so (MP4's sample table, as FFmpeg 8's MOV demuxer reads
+ * it): a reordered frame decoded just before a VFR gap (its dts before the gap, its pts after it) gets the gap's
+ * length (2.52 s), not its time on screen.
+ */
 function runEnd(run: PacketRun, tb: Rational, fallback: number): number {
-  let end = -Infinity;
+  let last = -1, lastSec = -Infinity;
   for (let i = 0; i < run.length; i++) {
-    const d = run.duration[i] > 0n
-      ? ptsToSeconds(run.duration[i], tb)
-      : Number.isFinite(fallback)
-      ? fallback
-      : 0;
-    end = Math.max(end, run.seconds(i, tb) + d);
+    const t = run.seconds(i, tb);
+    if (t > lastSec) [last, lastSec] = [i, t];
   }
-  return end;
+  if (last < 0) return -Infinity;
+  const d = run.duration[last] > 0n
+    ? ptsToSeconds(run.duration[last], tb)
+    : Number.isFinite(fallback)
+    ? fallback
+    : 0;
+  return lastSec + d;
 }
 
 /**

@@ -17,7 +17,7 @@ export interface LayoutMismatch {
 }
 
 /** Keys of a layout that are not structs. */
-const NOT_STRUCTS = new Set(["release", "provenance", "headers", "reuseHevcAfterSkip"]);
+const NOT_STRUCTS = new Set(["release", "provenance", "headers", "reuseHevcAfterSkip", "grayMatrix"]);
 
 /** `[struct, field]` for every entry of `layout`, in table order. */
 export function layoutEntries(layout: FfmpegLayout): [string, string, number][] {

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import type { ClipOutcome, ClipSpec } from "../../src/loader/clip_spec.ts";
 import { codedRect, orientedSize } from "../../src/media/orient.ts";
 import { framesOnScreen } from "./decode_oracles.ts";
-import { runCli } from "./media.ts";
+import { oracleCli, runCli } from "./media.ts";
 
 /**
  * The rule of `frame_select.ts`, slot by slot: the index of the frame each sampled slot shows, from every frame's
@@ -83,7 +83,7 @@ export async function cliFrames(
   const args = ["-v", "error", "-nostdin", "-noautorotate", "-threads", "1", "-i", path, "-map", map];
   args.push("-vf", filters.join(","), "-pix_fmt", fmt, "-vsync", "passthrough", "-frames:v", String(frames));
   args.push("-f", "rawvideo", "-");
-  const r = await runCli("ffmpeg", args);
+  const r = await runCli(oracleCli("ffmpeg"), args);
   assert.equal(r.code, 0, r.stderr);
   if (!planar) return r.stdout;
   const px = spec.width * spec.height, out = new Uint8Array(r.stdout.length);

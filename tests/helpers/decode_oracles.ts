@@ -1,63 +1,33 @@
 /**
- * Oracles for the decoder tests: the ffmpeg CLI's raw decode in the coded orientation (`-noautorotate`, since
- * sluice reports rotation instead of applying it), ffprobe's frame times, PSNR, and a PNG file as ffprobe and
- * ffmpeg's own PNG decoder read it.
+ * Oracles for the decoder tests (the loaded release's programs: `oracleCli`): the ffmpeg CLI's raw decode in
+ * the coded orientation (`-noautorotate`, since sluice reports rotation instead of applying it), ffprobe's frame
+ * times, PSNR, and a PNG file as ffprobe and ffmpeg's own PNG decoder read it.
  * @module
  */
-import { ffprobeFrames, ffprobeInfo, runCli } from "./media.ts";
-import { ffmpeg } from "../../src/media/ffmpeg.ts";
-import { skipBecause } from "./skip.ts";
-
-let cliSwscale: number | undefined;
-
-/** Whether the libswscale sluice loaded here is another major than the one the system's ffmpeg CLI runs. */
-export function swscaleDiffersFromCli(): boolean {
-  if (cliSwscale === undefined) {
-    const out = new Deno.Command("ffmpeg", { args: ["-version"], stdout: "piped" }).outputSync();
-    const m = new TextDecoder().decode(out.stdout).match(/^libswscale\s+(\d+)\./m);
-    cliSwscale = m ? Number(m[1]) : -1;
-  }
-  return ffmpeg().versions.swscale.major !== cliSwscale;
-}
-
-/** PSNR that sluice's pixels must reach where its libswscale is not the CLI's (see {@link matchesCli}). */
-export const OTHER_SWSCALE_PSNR_DB = 45;
-
-/**
- * Whether sluice's converted pixels `got` are the ffmpeg CLI's `ref`: byte for byte when both run the same
- * libswscale major (the system's, and the 4.3 and 7.1 builds, measured identical), else within
- * {@link OTHER_SWSCALE_PSNR_DB}: FFmpeg 8's libswscale 9 rounds 10-bit input and odd sizes otherwise (49.7 dB on a
- * 161×121 VP9, 59.9 dB on 10-bit HEVC, max 17 levels at the odd edge), which says so once.
- */
-export function matchesCli(got: Uint8Array, ref: Uint8Array): boolean {
-  if (sameBytes(got, ref)) return true;
-  if (!swscaleDiffersFromCli()) return false;
-  const db = psnr(got, ref);
-  skipBecause(
-    `FFmpeg ${ffmpeg().versionInfo}'s libswscale ${ffmpeg().versions.swscale.major} is not the ffmpeg CLI's: ` +
-      `pixels are compared within ${OTHER_SWSCALE_PSNR_DB} dB, not byte for byte`,
-  );
-  return db >= OTHER_SWSCALE_PSNR_DB;
-}
+import { ffprobeFrames, oracleCli, runCli } from "./media.ts";
 
 /**
  * Raw frames from `ffmpeg -noautorotate -threads 1 -i F -map 0:<stream> [-vf filter] -pix_fmt fmt -f rawvideo`,
- * every decoded frame kept (`-vsync passthrough` unless the filter resamples).
+ * every decoded frame kept (`-vsync passthrough` unless the filter resamples). `program`: the ffmpeg to run (the
+ * oracle for the loaded release by default).
  */
 export async function cliRaw(
   path: string,
-  opts: { streamIndex?: number; filter?: string; pixFmt: string; vsync?: string },
+  opts: { streamIndex?: number; filter?: string; pixFmt: string; vsync?: string; program?: string },
 ): Promise<Uint8Array> {
   const map = opts.streamIndex === undefined ? "0:v:0" : `0:${opts.streamIndex}`;
   const args = ["-v", "error", "-nostdin", "-noautorotate", "-threads", "1", "-i", path, "-map", map];
   if (opts.filter) args.push("-vf", opts.filter);
   args.push("-pix_fmt", opts.pixFmt, "-vsync", opts.vsync ?? "passthrough", "-f", "rawvideo", "-");
-  const r = await runCli("ffmpeg", args);
+  const r = await runCli(opts.program ?? oracleCli("ffmpeg"), args);
   if (r.code !== 0) throw new Error(`ffmpeg ${args.join(" ")} failed: ${r.stderr.slice(-1000)}`);
   return r.stdout;
 }
 
-/** A PNG file (bytes, or a path) as ffprobe sizes it and the ffmpeg CLI decodes it: packed RGB bytes. */
+/**
+ * A PNG file (bytes, or a path) as ffprobe sizes it and the ffmpeg CLI decodes it: packed RGB bytes. The system's
+ * programs: PNG is lossless, the same in every release, and the minimal builds have no PNG decoder.
+ */
 export async function decodePngCli(
   png: Uint8Array | string,
 ): Promise<{ width: number; height: number; rgb: Uint8Array }> {
@@ -67,10 +37,10 @@ export async function decodePngCli(
     await Deno.writeFile(path, png);
   }
   try {
-    const { streams } = await ffprobeInfo(path);
-    const [{ width, height, codec_name }] = streams;
+    const probe = await runCli("ffprobe", ["-v", "error", "-of", "json", "-show_streams", path]);
+    const [{ width, height, codec_name }] = JSON.parse(new TextDecoder().decode(probe.stdout)).streams;
     if (codec_name !== "png") throw new Error(`${path}: ffprobe reads ${codec_name}, not png`);
-    return { width: width!, height: height!, rgb: await cliRaw(path, { pixFmt: "rgb24" }) };
+    return { width, height, rgb: await cliRaw(path, { pixFmt: "rgb24", program: "ffmpeg" }) };
   } finally {
     if (typeof png !== "string") await Deno.remove(path);
   }
@@ -92,6 +62,15 @@ export function psnr(a: Uint8Array, b: Uint8Array): number {
   }
   if (se === 0) return Infinity;
   return 10 * Math.log10((255 * 255 * a.length) / se);
+}
+
+/** Fails unless `got` is the CLI's `ref` byte for byte, saying by how much it is not (PSNR, largest difference). */
+export function assertSameBytes(got: Uint8Array, ref: Uint8Array, what: string): void {
+  if (sameBytes(got, ref)) return;
+  if (got.length !== ref.length) throw new Error(`${what}: ${got.length} bytes, the CLI's ${ref.length}`);
+  let max = 0;
+  for (let i = 0; i < got.length; i++) max = Math.max(max, Math.abs(got[i] - ref[i]));
+  throw new Error(`${what}: not byte-identical (${psnr(got, ref).toFixed(1)} dB, up to ${max} levels)`);
 }
 
 /** True when two byte arrays are equal. */

@@ -139,6 +139,41 @@ async function runOk(cmd: string, args: string[]): Promise<Uint8Array> {
   return r.stdout;
 }
 
+/**
+ * The ffmpeg or ffprobe program that is the oracle for the FFmpeg sluice loads here: `$SLUICE_FFMPEG_BINDIR/<name>`
+ * where that is set (the loaded release's own programs, `scripts/ffmpeg/build.sh 8.1 --asm --programs`; the release
+ * runner sets it), else the system's. FFmpeg's own reckonings differ between releases (8.1's container duration,
+ * Matroska start and MP4 packet durations; its libswscale's pixels), so the tests compare with the loaded
+ * release's CLI and strictly. Clips are still made with the system's ffmpeg (those programs have no encoders).
+ * Throws when the programs named are not of the loaded release: an oracle of another release proves nothing.
+ */
+export function oracleCli(name: "ffmpeg" | "ffprobe"): string {
+  const dir = Deno.env.get("SLUICE_FFMPEG_BINDIR");
+  if (dir === undefined) return name;
+  const path = `${dir}/${name}`;
+  if (!oracleChecked.has(path)) {
+    let version: string | undefined;
+    try {
+      const out = new Deno.Command(path, { args: ["-version"], stdout: "piped", stderr: "null" })
+        .outputSync();
+      version = new TextDecoder().decode(out.stdout).match(/^\S+ version (\S+)/)?.[1];
+    } catch {
+      // not there, or not a program: said below
+    }
+    const loaded = ffmpeg().versionInfo;
+    if (version !== loaded) {
+      const found = version ?? "(did not run)";
+      throw new Error(
+        `SLUICE_FFMPEG_BINDIR=${dir}: ${name} is FFmpeg ${found}, the loaded libraries FFmpeg ${loaded}: the ` +
+          "oracle must be the loaded release's own program",
+      );
+    }
+    oracleChecked.add(path);
+  }
+  return path;
+}
+const oracleChecked = new Set<string>();
+
 let cliAvailable: boolean | undefined;
 
 /** Says once why the tests with ffmpeg CLI oracles are skipped; false. */
@@ -294,7 +329,7 @@ export async function tempFile(suffix = ""): Promise<string> {
 
 /** Runs ffprobe with `-of json` and returns the parsed output. */
 export async function ffprobeJson(path: string, args: string[]): Promise<Record<string, unknown>> {
-  const out = await runOk("ffprobe", ["-v", "error", "-of", "json", ...args, path]);
+  const out = await runOk(oracleCli("ffprobe"), ["-v", "error", "-of", "json", ...args, path]);
   return JSON.parse(new TextDecoder().decode(out));
 }
 
@@ -432,10 +467,10 @@ export async function ffprobeFrames(path: string, streamIndex: number): Promise<
 }
 
 /**
- * When a video stream stops being on screen, by ffprobe's numbers: the end of its last frame (`pts_time +
- * duration_time`), or later while the file's other streams have packets (an audio track that outlasts the
- * video), but never past the duration the header declares (the stream's own, else the container's, from the
- * stream's start).
+ * When a video stream stops being on screen, by ffprobe's numbers: the end of its last frame (the packet presented
+ * last: `pts_time + duration_time`), or later while the file's other streams have packets (an audio track that
+ * outlasts the video), but never past the duration the header declares (the stream's own, else the container's,
+ * from the stream's start).
  */
 export async function ffprobeStreamEnd(path: string, streamIndex: number): Promise<number> {
   const j = await ffprobeJson(path, [
@@ -445,13 +480,13 @@ export async function ffprobeStreamEnd(path: string, streamIndex: number): Promi
     "-show_streams",
     "-show_format",
   ]);
-  let video = -Infinity, data = -Infinity;
+  let last = -Infinity, video = -Infinity, data = -Infinity;
   for (const p of (j.packets ?? []) as Record<string, unknown>[]) {
     const t = num(p.pts_time) ?? num(p.dts_time);
     if (t === null) continue;
     const end = t + (num(p.duration_time) ?? 0);
     data = Math.max(data, end);
-    if (Number(p.stream_index) === streamIndex) video = Math.max(video, end);
+    if (Number(p.stream_index) === streamIndex && t > last) [last, video] = [t, end];
   }
   const st = ((j.streams ?? []) as Record<string, unknown>[]).find((x) => Number(x.index) === streamIndex)!;
   const duration = num(st.duration) ?? num((j.format as Record<string, unknown>).duration);
@@ -491,7 +526,7 @@ export async function ffmpegDecodeRaw(path: string, opts: RawDecodeOptions = {})
   if (opts.filter) args.push("-vf", opts.filter);
   if (opts.pixFmt) args.push("-pix_fmt", opts.pixFmt);
   args.push("-vsync", "passthrough", "-f", "rawvideo", "-");
-  return await runOk("ffmpeg", args);
+  return await runOk(oracleCli("ffmpeg"), args);
 }
 
 /**
@@ -515,7 +550,7 @@ export async function ffmpegFrameMd5s(path: string, opts: RawDecodeOptions = {})
   if (opts.filter) args.push("-vf", opts.filter);
   if (opts.pixFmt) args.push("-pix_fmt", opts.pixFmt);
   args.push("-vsync", "passthrough", "-f", "framemd5", "-");
-  const text = new TextDecoder().decode(await runOk("ffmpeg", args));
+  const text = new TextDecoder().decode(await runOk(oracleCli("ffmpeg"), args));
   const out: FrameMd5[] = [];
   let tb = 1;
   for (const line of text.split("\n")) {
@@ -557,7 +592,7 @@ export async function ffmpegPacketMd5s(
   const args = ["-v", "error", "-nostdin", "-copyts", "-i", path, "-map", `0:${streamIndex}`, "-c", "copy"];
   if (bsf) args.push("-bsf:0", bsf);
   args.push("-f", "framemd5", "-");
-  const text = new TextDecoder().decode(await runOk("ffmpeg", args));
+  const text = new TextDecoder().decode(await runOk(oracleCli("ffmpeg"), args));
   const packets: PacketMd5[] = [];
   let extradataMd5: string | null = null;
   for (const line of text.split("\n")) {
@@ -609,41 +644,4 @@ export function lacksDemuxer(name: string): boolean {
     `FFmpeg ${f.versionInfo} in ${f.dir} has no ${name} demuxer (scripts/ffmpeg/build.sh lists the test ` +
       `media's containers): the tests that need it skip that part on it`,
   );
-}
-
-let oracleMajor: number | undefined;
-
-/** Whether the FFmpeg sluice loads here is the release of the system's ffprobe (the oracle), by libavcodec major. */
-export function loadedIsFfprobeRelease(): boolean {
-  if (oracleMajor === undefined) {
-    const out = new Deno.Command("ffprobe", { args: ["-version"], stdout: "piped" }).outputSync();
-    const m = new TextDecoder().decode(out.stdout).match(/^libavcodec\s+(\d+)\./m);
-    oracleMajor = m ? Number(m[1]) : -1;
-  }
-  const same = ffmpeg().versions.avcodec.major === oracleMajor;
-  if (!same) {
-    skipBecause(
-      `FFmpeg ${ffmpeg().versionInfo} is not the release of the system's ffprobe (the oracle): where FFmpeg itself ` +
-        "reckons otherwise (container duration, start time, a stream's end), its own reckoning is accepted too",
-    );
-  }
-  return same;
-}
-
-/**
- * The container durations (seconds) an FFmpeg may report for a file ffprobe described: ffprobe's own, and, when
- * the FFmpeg loaded here is another release than the system's ffprobe, the latest end of its audio and video
- * streams too: FFmpeg 7.1 and 8.1 reckon a container's duration that way where 4.3 and 5.1 also count subtitle
- * streams and the header (`h264_nasa_bframes_aac.mp4`: 13.056 s, not 16.57).
- */
-export function acceptedContainerDurations(
-  oracle: { streams: ProbedStream[]; format: ProbedFormat },
-): number[] {
-  const own = [Number(oracle.format.duration)];
-  if (loadedIsFfprobeRelease()) return own;
-  const ends = oracle.streams
-    .filter((s) => s.codec_type === "video" || s.codec_type === "audio")
-    .map((s) => Number(s.start_time ?? 0) + Number(s.duration ?? NaN))
-    .filter((t) => Number.isFinite(t));
-  return ends.length > 0 ? [...own, Math.max(...ends)] : own;
 }

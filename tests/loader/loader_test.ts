@@ -6,13 +6,7 @@ import { assertAccounted } from "./accounting.ts";
 import { clipSeed, type SamplerOptions } from "../../src/dataset/sampler.ts";
 import { encodeSyntheticVideo, makeSyntheticDataset, readPattern } from "../helpers/synthetic.ts";
 import { InvalidArgumentError, MediaError, PipelineFailure } from "../../src/errors.ts";
-import {
-  generateClip,
-  hasFfmpegCliSync,
-  loadedIsFfprobeRelease,
-  runCli,
-  sharedMedia,
-} from "../helpers/media.ts";
+import { generateClip, hasFfmpegCliSync, oracleCli, runCli, sharedMedia } from "../helpers/media.ts";
 import { probeFrameTimes } from "../helpers/decode_oracles.ts";
 import { serveDir } from "../helpers/http_server.ts";
 
@@ -709,7 +703,7 @@ Deno.test({
     // The end of each recording's stream: its last frame's end, or (MKV with audio) the container's.
     const streamEnd = await Promise.all(vfr.map(async (p, n) => {
       if (n !== 2) return times[n].at(-1)! + 1 / FPS;
-      const r = await runCli("ffprobe", [
+      const r = await runCli(oracleCli("ffprobe"), [
         "-v",
         "error",
         "-show_entries",
@@ -761,10 +755,7 @@ Deno.test({
           const repeats = T - Math.min(T, filled);
           const goesOn = ts.some((x) => x >= c.end) || streamEnd[n] >= c.end;
           const what = `${c.path} [${c.start}, ${c.end})`;
-          // Past the oracle's end of stream, another release may declare the stream longer (FFmpeg 8.1 does):
-          // its last frame is then held, not padded.
-          const either = !goesOn && !loadedIsFfprobeRelease() && c.held === repeats;
-          assert.deepEqual([c.held, c.padded], goesOn || either ? [repeats, 0] : [0, repeats], what);
+          assert.deepEqual([c.held, c.padded], goesOn ? [repeats, 0] : [0, repeats], what);
           heldSeen += c.held;
           paddedSeen += c.padded;
           for (let t = 0; t < T; t++) {
@@ -791,20 +782,14 @@ Deno.test({
       }
       if (fixed) {
         const last = batches.flatMap((b) => b.clips).filter((c) => c.start === 7.9);
-        // Held, not padded, where another release than the oracle's declares the stream longer (8.1).
-        const held = !loadedIsFfprobeRelease() && last.every((c) => c.held === 3 && c.padded === 0);
         assert.ok(
-          last.length > 0 && (held || last.every((c) => c.held === 0 && c.padded === 3)),
+          last.length > 0 && last.every((c) => c.held === 0 && c.padded === 3),
           "past the end: padding",
         );
       }
     }
     assert.ok(inGap >= 3 && tail >= 1, `clips inside a gap: ${inGap}, past the last frame: ${tail}`);
-    // FFmpeg 8.1 declares these recordings' streams to last to the header's end: nothing past it to pad.
-    assert.ok(
-      heldSeen > 0 && (paddedSeen > 0 || !loadedIsFfprobeRelease()),
-      `held ${heldSeen}, padded ${paddedSeen}`,
-    );
+    assert.ok(heldSeen > 0 && paddedSeen > 0, `held ${heldSeen}, padded ${paddedSeen}`);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

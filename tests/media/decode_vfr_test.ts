@@ -109,6 +109,15 @@ for (const container of ["mp4", "mkv", "ts"]) {
         const stride = await decodeWindow(r, w, { sampling: { kind: "stride", stride: 3 } });
         assertFrames(r, stride, want.filter((_, j) => j % 3 === 0), `${what} stride 3`);
       }
+      // Past the last frame (7.96 s, 25 fps) the stream ends with it: at 8 s, by ffprobe's packets and by hand. Not
+      // at a packet's end in decode order: FFmpeg 8's MOV demuxer gives the frame decoded last before each gap
+      // (presented after it) the gap's length as its duration.
+      const tail = await demuxVideo(r.path, { window: [t0 + 7.9, t0 + 8.5] });
+      assert.ok(Math.abs(r.end - (r.times.at(-1)! + 1 / 25)) < 1e-6, `${container}: ffprobe's end ${r.end}`);
+      assert.ok(
+        Math.abs(tail.endSec! - r.end) < 1e-6,
+        `${container}: on screen until ${tail.endSec}, not ${r.end}`,
+      );
       // The window inside a gap needs the GOP before the frame it shows (what the demuxer's keyframe search reaches).
       const [lead] = framesOnScreen(r.times, [t0 + 3.0, t0 + 3.7]);
       assert.ok(
