@@ -2,7 +2,7 @@
  * The loader's decode pass, written once for every decoder: a clip, and the clips its pass serves with it
  * (`ClipPackets.shared`), are checked (a clip its packets cannot fill fails before anything is decoded or
  * allocated), given their seeded choices (flip, region), their `FrameWriter` and destination, decoded by a
- * {@link ClipPassDecoder} (the CPU's one forward pass for all, or NVDEC's, `src/nvdec/clip_pass.ts`), then each
+ * {@link ClipPassDecoder} (the CPU's one forward pass for all, or NVDEC's, `src/nvdec/pass_decoder.ts`), then each
  * finished: held frames and padding added and counted, its {@link ClipOutcome} built. One clip's failure is its
  * `ClipError` and leaves the others' frames.
  * @module
@@ -37,7 +37,7 @@ import {
   serializeError,
 } from "../errors.ts";
 import { releaseBuffers, transferable, type Transferring } from "../pipeline/transfer.ts";
-import { isNvdecPass, repeatLastFrameOnDevice } from "../nvdec/clip_pass.ts";
+import { isNvdecPass, repeatLastFrameOnDevice } from "../nvdec/pass_decoder.ts";
 import { mulberry32 } from "../dataset/random.ts";
 import { lap, type PhaseTimes, startSpans, takeSpans } from "../media/spans.ts";
 import type { ClipBase, DecodedClip } from "./collate.ts";

@@ -19,7 +19,7 @@
 import { cpuPassDecoder } from "../media/decode_pass.ts";
 import { releaseDecoder } from "../media/decoder.ts";
 import { type NativeObjectCounts, nativeObjectCounts } from "../media/av_objects.ts";
-import { nvdecPassDecoder } from "../nvdec/clip_pass.ts";
+import { nvdecPassDecoder } from "../nvdec/pass_decoder.ts";
 import { releaseDecoderNvdec } from "../nvdec/decoder_cache.ts";
 import { demuxGroupsSync } from "../media/demux.ts";
 import { MediaError } from "../errors.ts";
@@ -165,7 +165,7 @@ export function decodeClipNvdec(item: ClipPackets): Promise<Transferring<Decoded
 
 /**
  * {@link decodeClipGroup} with NVDEC. The decoder's crop and resize are set per decode, and clips differ in both,
- * so each clip is decoded from its own packets within the pass's (`src/nvdec/clip_pass.ts`).
+ * so each clip is decoded from its own packets within the pass's (`src/nvdec/pass_decoder.ts`).
  */
 export function decodeClipGroupNvdec(item: ClipPackets): Promise<Transferring<ClipResult[]>> {
   return Promise.resolve().then(() => decodeGroup(item, nvdecPassDecoder(item.spec.device)));

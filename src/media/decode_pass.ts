@@ -6,7 +6,7 @@
  * stream is not what that assumes (`decodeOrStartOver`), so the output never depends on the shortcut.
  *
  * {@link ClipPassDecoder} is the seam the loader's clip pass (`src/loader/clip_pass.ts`) decodes through: the CPU
- * implements it here ({@link cpuPassDecoder}), NVDEC in `src/nvdec/clip_pass.ts`.
+ * implements it here ({@link cpuPassDecoder}), NVDEC in `src/nvdec/pass_decoder.ts`.
  * @module
  */
 import { errorText } from "./ffmpeg.ts";
