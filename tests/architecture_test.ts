@@ -174,7 +174,7 @@ const KNOWN_LONG: readonly string[] = [
   "src/cli/load.ts runLoad 115",
   "src/dataset/fetch.ts attemptOnce 87",
   "src/loader/batch_slots.ts BatchSlots 369",
-  "src/loader/clip_steps.ts ClipDecodeStep.decode 91",
+  "src/loader/clip_steps.ts ClipDecodeStep.decode 88",
   "src/loader/collate.ts collate 81",
   "src/loader/loader.ts loaderOfPlan 171",
   "src/media/demux.ts cutGroups 89",
@@ -269,21 +269,12 @@ const KNOWN_NVDEC_IMPORTS: readonly string[] = [
   "mod.ts → src/nvdec/available.ts",
   "src/cli/doctor.ts → src/nvdec/available.ts",
   "src/loader/batch_slots.ts → src/nvdec/cuda_buffer.ts",
-  "src/loader/clip_pass.ts → src/nvdec/pass_decoder.ts",
-  "src/loader/clip_worker.ts → src/nvdec/decoder_cache.ts",
-  "src/loader/clip_worker.ts → src/nvdec/pass_decoder.ts",
-  "src/loader/loader.ts → src/nvdec/available.ts",
   "src/memory/cuda_slots.ts → src/nvdec/cuda_buffer.ts",
   "src/memory/cuda_slots.ts → src/nvdec/driver.ts",
-  "src/serve/node_hub.ts → src/nvdec/available.ts",
 ];
 
 /** The clip Worker module's decode exports beyond the one it should have. */
-const KNOWN_DECODE_EXPORTS: readonly string[] = [
-  "decodeClipGroup",
-  "decodeClipGroupNvdec",
-  "decodeClipNvdec",
-];
+const KNOWN_DECODE_EXPORTS: readonly string[] = [];
 
 /** Where NVDEC may be imported from: its own room and the decode seam's registration. */
 const NVDEC_IMPORTERS = /^src\/nvdec\/|^src\/loader\/decode\/devices\.ts$/;

@@ -6,7 +6,7 @@
  * planned clip is.
  *
  * {@link ClipDecodeStep} is the loader's decode stage. It decodes a clip whose pass serves others too (decode
- * once, see `front.ts`) with `decodeClipGroup` and keeps the others' results until their own items come
+ * once, see `front.ts`) in one task and keeps the others' results until their own items come
  * (`servedBy`); items come in the order of the epoch's output, and a pass is led by the clip of its group that
  * comes first, so a result never waits for a clip that is not on its way, and the front's horizon bounds how
  * many wait. It also chooses each task's FFmpeg threads (`decode_threads.ts`).
@@ -16,9 +16,9 @@
 import type { Executor, PipeFn, TaskContext } from "../pipeline/executor.ts";
 import type { TaskPool } from "../pipeline/pool_lease.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
-import { ClipError, deserializeError } from "../errors.ts";
+import { ClipError } from "../errors.ts";
 import { clipFailure, type FailedClip, isFailedClip } from "./clip_failure.ts";
-import type { ClipBase, ClipPackets, ClipResult, VideoTask } from "./clip_worker.ts";
+import type { ClipBase, ClipPackets, VideoTask } from "./clip_worker.ts";
 import type { FilledClip } from "./collate.ts";
 import { decodeThreads, type ThreadBudget } from "./decode_threads.ts";
 import type { BatchSlots } from "./batch_slots.ts";
@@ -33,9 +33,6 @@ const DEMUX = "demux", DECODE = "decode";
 
 /** A clip on its way: its packets, or its failure. */
 export type ClipItem = ClipPackets | FailedClip;
-
-/** The Worker export that decodes one clip. */
-export type DecodeExport = "decodeClip" | "decodeClipNvdec";
 
 /**
  * The executor of the stages that call these steps: it runs their functions on the main thread (they await
@@ -113,7 +110,6 @@ export async function demuxVideo(
  */
 export async function decodeClipItem(
   pool: TaskPool,
-  exportName: DecodeExport,
   item: ClipItem,
   signal: AbortSignal,
   attempt = 0,
@@ -127,14 +123,10 @@ export async function decodeClipItem(
       const dest = await slots.place(meta, signal);
       if (slots.direct) item.dest = dest;
     }
-    // The Workers return exactly the clip the spec promises (with its outcome) or throw a ClipError.
+    // The Workers return exactly the clip the spec promises (with its outcome) or its failure record.
     ownAudio(item);
-    const clip = await profiled(
-      profile,
-      item,
-      1,
-      () => pool.run(exportName, item, { signal, stage: DECODE }),
-    ) as FilledClip;
+    const [clip] = await profiled(profile, item, 1, () => decodeTask(pool, item, signal));
+    if (isFailedClip(clip)) return { failed: { ...clip.failed, attempt } };
     return slots?.direct ? await placed(profile, () => slots.adopt(clip, signal)) : clip;
   } catch (e) {
     if (signal.aborted) throw e;
@@ -150,13 +142,13 @@ async function profiled(
   profile: ClipProfile | null,
   item: ClipPackets,
   clips: number,
-  run: () => Promise<unknown>,
-): Promise<unknown> {
+  run: () => Promise<(FilledClip | FailedClip)[]>,
+): Promise<(FilledClip | FailedClip)[]> {
   if (profile === null) return await run();
   item.profile = true;
   profile.count(clips);
   const r = await run();
-  const timed = (Array.isArray(r) ? r.find((x) => "clip" in x)?.clip : r) as FilledClip | undefined;
+  const timed = r.find((x) => !isFailedClip(x)) as FilledClip | undefined;
   if (timed !== undefined) {
     profile.add(timed.phases);
     delete timed.phases;
@@ -184,12 +176,6 @@ export function ownAudio(item: ClipPackets): void {
     if (s !== undefined && s.byteLength !== s.buffer.byteLength) c.audio!.samples = s.slice();
   }
 }
-
-/** Group exports of the clip Worker, by the export that decodes one clip. */
-export const GROUP_EXPORT = {
-  decodeClip: "decodeClipGroup",
-  decodeClipNvdec: "decodeClipGroupNvdec",
-} as const;
 
 /** How the loader's decode stage decodes (each switch of issue 14's "decode less"). */
 export interface ClipDecodeOptions {
@@ -229,7 +215,6 @@ interface Waiting {
 /** The loader's decode stage; see the module docs. */
 export class ClipDecodeStep {
   readonly #pool: TaskPool;
-  readonly #export: DecodeExport;
   readonly #skip: boolean;
   readonly #budget: ThreadBudget | null;
   readonly #perEpoch: number;
@@ -244,12 +229,10 @@ export class ClipDecodeStep {
 
   /**
    * @param pool the clip Worker pool
-   * @param exportName the Worker export decoding one clip (CPU or NVDEC)
    * @param opts the decode-less switches
    */
-  constructor(pool: TaskPool, exportName: DecodeExport, opts: ClipDecodeOptions = {}) {
+  constructor(pool: TaskPool, opts: ClipDecodeOptions = {}) {
     this.#pool = pool;
-    this.#export = exportName;
     this.#skip = opts.skipUnshown ?? true;
     this.#budget = opts.threads ?? null;
     this.#perEpoch = opts.perEpoch ?? 0;
@@ -336,17 +319,14 @@ export class ClipDecodeStep {
           const data = item.spec.dtype === "float32" ? new Float32Array(reuse) : new Uint8Array(reuse);
           item.dest = { data, offset: 0 };
         }
-        return await decodeClipItem(this.#pool, this.#export, item, signal, 0, slots, this.#profile);
+        return await decodeClipItem(this.#pool, item, signal, 0, slots, this.#profile);
       }
       ownAudio(item);
-      const results = await profiled(
+      const [own, ...others] = await profiled(
         this.#profile,
         item,
         1 + shared.length,
-        () => this.#pool.run(GROUP_EXPORT[this.#export], item, { signal, stage: DECODE }),
-      );
-      const [own, ...others] = (results as ClipResult[]).map((r, k) =>
-        fromResult(r, k === 0 ? meta : shared[k - 1].meta)
+        () => decodeTask(this.#pool, item, signal),
       );
       others.forEach((r, k) => waits[k].settle(r));
       return await this.#adopt(own, signal);
@@ -428,8 +408,15 @@ function key(meta: ClipBase): string {
   return `${meta.epoch}/${meta.position}`;
 }
 
-/** A Worker's result for one clip of a pass as the stage's item. */
-export function fromResult(r: ClipResult, meta: ClipBase): FilledClip | FailedClip {
-  if ("clip" in r) return r.clip as FilledClip;
-  return { failed: clipFailure(meta, "decode", deserializeError(r.error)) };
+/**
+ * Decodes `item` and the clips its pass serves in `pool` (the clip Worker's one decode export, its decoder named
+ * by the item's spec): one result per clip, the item's first.
+ */
+export async function decodeTask(
+  pool: TaskPool,
+  item: ClipPackets,
+  signal: AbortSignal,
+  stage = DECODE,
+): Promise<(FilledClip | FailedClip)[]> {
+  return await pool.run("decodeClip", item, { signal, stage }) as (FilledClip | FailedClip)[];
 }

@@ -25,7 +25,7 @@
  * `⌊index / batchSize⌋`, slot `index mod batchSize`). Each video task carries its clips' output indices; the
  * demux Worker puts clips whose packets overlap (the same GOP, or one window's packets reaching into the next
  * one's) and whose output indices are at most `shareHorizon` apart into one group, led by the one that comes out
- * first. The leader carries the packets of all and decodes them in one forward pass (`decodeClipGroup`), each
+ * first. The leader carries the packets of all and decodes them in one forward pass (`decodeClip`), each
  * clip into its own destination and with its own failure; the others carry no packets, only `servedBy`, and the
  * decode stage hands them the leader's results when they come (`ClipDecodeStep`). The batches are the same as
  * with every clip decoded on its own: the order of the items does not change, only who decodes which. Clips of

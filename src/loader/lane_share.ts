@@ -40,8 +40,8 @@
 import type { TaskPool } from "../pipeline/pool_lease.ts";
 import type { BufferPool } from "../memory/buffer_pool.ts";
 import { clipFailure, type FailedClip, isFailedClip } from "./clip_failure.ts";
-import { type ClipItem, fromResult, ownAudio } from "./clip_steps.ts";
-import type { ClipBase, ClipPackets, ClipResult, VideoTask } from "./clip_worker.ts";
+import { type ClipItem, decodeTask, ownAudio } from "./clip_steps.ts";
+import type { ClipBase, ClipPackets, VideoTask } from "./clip_worker.ts";
 import type { FilledClip } from "./collate.ts";
 import type { ThreadBudget } from "./decode_threads.ts";
 
@@ -182,8 +182,7 @@ export class LaneShares {
     return (async () => {
       const held = budget == null ? 0 : await budget.acquire(1);
       try {
-        const results = await pool.run("decodeClipGroup", item, { signal, stage: "node" }) as ClipResult[];
-        return results.map((r, k) => fromResult(r, metas[k]));
+        return await decodeTask(pool, item, signal, "node");
       } catch (e) {
         return metas.map((m) => ({ failed: clipFailure(m, "decode", e) }));
       } finally {

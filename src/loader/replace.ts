@@ -15,7 +15,7 @@
 import type { TaskPool } from "../pipeline/pool_lease.ts";
 import type { ClipFailure } from "./clip_failure.ts";
 import type { PlacedClip } from "./clip_stats.ts";
-import { decodeClipItem, type DecodeExport, demuxVideo, fetchVideo } from "./clip_steps.ts";
+import { decodeClipItem, demuxVideo, fetchVideo } from "./clip_steps.ts";
 import type { ClipBase, VideoTask } from "./clip_worker.ts";
 import type { FailedClip } from "./clip_failure.ts";
 import type { FilledClip } from "./collate.ts";
@@ -57,21 +57,18 @@ export class Replacer {
   readonly #args: FrontArgs;
   readonly #sampler: ClipSampler;
   readonly #pool: TaskPool;
-  readonly #decode: DecodeExport;
   readonly #slots: BatchSlots | null;
   #plan: { epoch: number; clips: ClipRequest[] } | undefined;
 
   /**
    * @param args the front's arguments (the same plan as the clips came from)
-   * @param pool Workers running `clip_worker.ts` (demux and decode)
-   * @param decode the decode export in use
+   * @param pool Workers running `clip_worker.ts` (demux and decode; the decoder is the one `args.spec` names)
    * @param slots the loader's batch slots: a substitute is decoded into the failed clip's place
    */
-  constructor(args: FrontArgs, pool: TaskPool, decode: DecodeExport, slots: BatchSlots | null = null) {
+  constructor(args: FrontArgs, pool: TaskPool, slots: BatchSlots | null = null) {
     this.#args = args;
     this.#sampler = new ClipSampler(args.ranges, args.sampler);
     this.#pool = pool;
-    this.#decode = decode;
     this.#slots = slots;
   }
 
@@ -128,6 +125,6 @@ export class Replacer {
     };
     const fetched = await fetchVideo(task, this.#args.fetch, signal, attempt);
     const [packets] = await demuxVideo(this.#pool, fetched, signal, attempt);
-    return await decodeClipItem(this.#pool, this.#decode, packets, signal, attempt, this.#slots);
+    return await decodeClipItem(this.#pool, packets, signal, attempt, this.#slots);
   }
 }

@@ -27,7 +27,8 @@ import { type FrameSampling, resolveSampling, type SamplingOptions } from "./fra
 import type { CropRect } from "./crop.ts";
 import { type FrameDestination, FrameWriter } from "./frame_writer.ts";
 import { releaseDecoder, threadScaler } from "./decoder.ts";
-import { decodePass, type ResolvedOptions } from "./decode_pass.ts";
+import { decodePass } from "./decode_pass.ts";
+import type { ResolvedOptions } from "./pass_decoder.ts";
 
 export { releaseDecoder };
 

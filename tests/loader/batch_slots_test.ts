@@ -83,16 +83,13 @@ Deno.test("Workers write a clip by address into a memfd: the bytes are the copyi
   await using pool = new WorkerPool(CLIP_WORKER, { size: 1 });
   const ctx = { signal: new AbortController().signal, stage: "decode" };
   using shm = new SharedMemory("sluice-test-slots", 3 * clipBytes);
-  const copied = await pool.run("decodeClip", item(), ctx) as { data: Uint8Array };
+  const [copied] = await pool.run("decodeClip", item(), ctx) as { data: Uint8Array }[];
   assert.equal(copied.data.length, clipBytes);
   const at = 2 * clipBytes - 100; // any place: not page-aligned
-  const placed = await pool.run("decodeClip", {
+  const [placed] = await pool.run("decodeClip", {
     ...item(),
     dest: { address: shm.address + BigInt(at), length: clipBytes },
-  }, ctx) as {
-    data: Uint8Array;
-    outcome: unknown;
-  };
+  }, ctx) as { data: Uint8Array; outcome: unknown }[];
   assert.equal(placed.data.length, 0, "the pixels stay where they were written");
   assert.deepEqual(shm.bytes.subarray(at, at + clipBytes), copied.data);
   assert.ok(shm.bytes.subarray(0, at).every((b) => b === 0), "nothing written before the place");
