@@ -268,9 +268,6 @@ const KNOWN_LATE_CHECKS: readonly string[] = [
 const KNOWN_NVDEC_IMPORTS: readonly string[] = [
   "mod.ts → src/nvdec/available.ts",
   "src/cli/doctor.ts → src/nvdec/available.ts",
-  "src/loader/batch_slots.ts → src/nvdec/cuda_buffer.ts",
-  "src/memory/cuda_slots.ts → src/nvdec/cuda_buffer.ts",
-  "src/memory/cuda_slots.ts → src/nvdec/driver.ts",
 ];
 
 /** The clip Worker module's decode exports beyond the one it should have. */

@@ -4,7 +4,7 @@
  * @module
  */
 import { nvdecAvailable } from "../../src/nvdec/available.ts";
-import { checkCu, cuda } from "../../src/nvdec/driver.ts";
+import { checkCu, cuda } from "../../src/cuda/driver.ts";
 import { OutSlot } from "../../ffi/out_slot.ts";
 
 /** One clip of the kit (media/manifest.json). */

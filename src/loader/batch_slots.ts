@@ -38,7 +38,7 @@ import { HostSlots, SlotRing } from "../memory/slot_ring.ts";
 import { availableMemory, bytesText } from "../memory/available.ts";
 import { pageAlign } from "../memory/shm.ts";
 import { CudaSlots } from "../memory/cuda_slots.ts";
-import { copyOnDevice } from "../nvdec/cuda_buffer.ts";
+import { copyOnDevice } from "../cuda/cuda_buffer.ts";
 import { viewAt } from "../memory/shm.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
 import type { ClipSampler } from "../dataset/sampler.ts";

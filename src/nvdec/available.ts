@@ -6,8 +6,9 @@
 import { OutSlot } from "../../ffi/out_slot.ts";
 import { CUVIDDECODECAPS } from "../../ffi/nvcuvid/layouts.ts";
 import { CUDA_VIDEO_CHROMA, CUDA_VIDEO_CODEC } from "../../ffi/nvcuvid/symbols.ts";
-import { acquireContext, checkCu, cuda, nvcuvid, releaseContext, withContext } from "./driver.ts";
-import { StructBuffer } from "./struct_buffer.ts";
+import { acquireContext, checkCu, cuda, releaseContext, withContext } from "../cuda/driver.ts";
+import { nvcuvid } from "./nvcuvid.ts";
+import { StructBuffer } from "../cuda/struct_buffer.ts";
 
 /** The answer of {@link nvdecAvailable}. */
 export type NvdecAvailability = { ok: true; device: string; driverVersion: number } | {

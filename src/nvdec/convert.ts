@@ -8,8 +8,8 @@
 import { OutSlot } from "../../ffi/out_slot.ts";
 import { cstr } from "../../ffi/cstring.ts";
 import { NV12_TO_RGB_ENTRY, NV12_TO_RGB_PTX, RGB_PLANAR_TO_CLIP_ENTRY } from "./kernels/nv12_to_rgb_ptx.ts";
-import { checkCu, cuda, type DeviceContext, withContext } from "./driver.ts";
-import type { CudaFrames } from "./cuda_buffer.ts";
+import { checkCu, cuda, type DeviceContext, withContext } from "../cuda/driver.ts";
+import type { CudaFrames } from "../cuda/cuda_buffer.ts";
 import { InvalidArgumentError } from "../errors.ts";
 import { type Normalisation, orientMap } from "../media/orient.ts";
 

@@ -57,12 +57,12 @@ import {
   cuda,
   cudaError,
   type DeviceContext,
-  nvcuvid,
   releaseContext,
   withContext,
-} from "./driver.ts";
-import { CudaBuffer, CudaFrames, type NvdecPixelFormat } from "./cuda_buffer.ts";
-import { StructBuffer } from "./struct_buffer.ts";
+} from "../cuda/driver.ts";
+import { nvcuvid } from "./nvcuvid.ts";
+import { CudaBuffer, CudaFrames, type NvdecPixelFormat } from "../cuda/cuda_buffer.ts";
+import { StructBuffer } from "../cuda/struct_buffer.ts";
 import { settle } from "../settle.ts";
 import { NvdecSession } from "./session.ts";
 import { releaseDecoderNvdec } from "./decoder_cache.ts";

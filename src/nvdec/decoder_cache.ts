@@ -10,8 +10,9 @@
 import { OutSlot } from "../../ffi/out_slot.ts";
 import { CUVIDDECODECREATEINFO, CUVIDRECONFIGUREDECODERINFO } from "../../ffi/nvcuvid/layouts.ts";
 import { CUDA_VIDEO_SURFACE } from "../../ffi/nvcuvid/symbols.ts";
-import { checkCu, type DeviceContext, nvcuvid, releaseContext, withContext } from "./driver.ts";
-import { StructBuffer } from "./struct_buffer.ts";
+import { checkCu, type DeviceContext, releaseContext, withContext } from "../cuda/driver.ts";
+import { nvcuvid } from "./nvcuvid.ts";
+import { StructBuffer } from "../cuda/struct_buffer.ts";
 
 /** What the parser's sequence callback reports of a stream (`CUVIDEOFORMAT`), as the decoder needs it. */
 export interface StreamFormat {

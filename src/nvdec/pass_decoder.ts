@@ -25,7 +25,7 @@ import { InvalidArgumentError } from "../errors.ts";
 import { decodeNvdec } from "./decoder.ts";
 import { releaseDecoderNvdec } from "./decoder_cache.ts";
 import { frameIndices } from "../media/frame_index.ts";
-import { copyOnDevice, CudaBuffer, type CudaFrames } from "./cuda_buffer.ts";
+import { copyOnDevice, CudaBuffer, type CudaFrames } from "../cuda/cuda_buffer.ts";
 import { placeFrames } from "./convert.ts";
 
 /** Decodes each output of a pass with NVDEC on `device`; see the module docs. */

@@ -27,10 +27,11 @@ import { NOPTS, ptsToSeconds, type VideoPackets } from "../media/packets.ts";
 import { framesInWindow, ShownFrames, type SlotPlan, StartOver } from "../media/frame_select.ts";
 import { type FrameTarget, SlotFiller } from "../media/slot_filler.ts";
 import type { CropRect } from "../media/crop.ts";
-import { checkCu, cuda, type DeviceContext, nvcuvid } from "./driver.ts";
-import { CudaBuffer, type NvdecPixelFormat } from "./cuda_buffer.ts";
+import { checkCu, cuda, type DeviceContext } from "../cuda/driver.ts";
+import { nvcuvid } from "./nvcuvid.ts";
+import { CudaBuffer, type NvdecPixelFormat } from "../cuda/cuda_buffer.ts";
 import { type ColorMatrix, launchNv12ToRgb } from "./convert.ts";
-import { StructBuffer, StructView } from "./struct_buffer.ts";
+import { StructBuffer, StructView } from "../cuda/struct_buffer.ts";
 import { cachedDecoder, configureDecoder, type DisplayArea, type StreamFormat } from "./decoder_cache.ts";
 
 /** What a session makes of the frames: size, region, layout, destination (`NvdecOptions`' fields). */
