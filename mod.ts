@@ -90,13 +90,13 @@ export type {
   Interpolation,
   ResizeMode,
 } from "./src/loader/clip_spec.ts";
-export type { ClipFailure } from "./src/loader/clip_failure.ts";
+export type { ClipBase, ClipFailure, ClipMeta } from "./src/loader/clip/life.ts";
 export type { WorkerMemory } from "./src/loader/clip_worker.ts";
 export type { NativeObjectCounts } from "./src/media/av_objects.ts";
 export type { FrontArgs } from "./src/loader/front.ts";
 export type { ClipCounts, ClipEpochStats, ClipStats } from "./src/loader/clip_stats.ts";
 export type { PhaseStats, ProfileStats } from "./src/loader/clip_profile.ts";
-export type { Batch, BatchDevice, BatchLayout, ClipMeta } from "./src/loader/collate.ts";
+export type { Batch, BatchDevice, BatchLayout } from "./src/loader/collate.ts";
 export { cacheLoader, type CacheLoaderOptions } from "./src/loader/cache_loader.ts";
 
 // Datasets and sampling

@@ -12,7 +12,7 @@
 import { packetRange } from "../media/decode_pass.ts";
 import type { ClipPassDecoder, OutputRun, ResolvedOptions } from "../media/pass_decoder.ts";
 import { threadScaler } from "../media/decoder.ts";
-import { VideoPackets, type VideoPacketsInit } from "../media/packets.ts";
+import { VideoPackets } from "../media/packets.ts";
 import {
   FrameSelector,
   framesInWindow,
@@ -28,87 +28,19 @@ import { SWS_FLAGS } from "../media/scale.ts";
 import { ClipError, InvalidArgumentError, MediaError, NvdecUnsupportedError } from "../errors.ts";
 import { releaseBuffers, transferable, type Transferring } from "../pipeline/transfer.ts";
 import { mulberry32 } from "../dataset/random.ts";
-import { lap, type PhaseTimes, startSpans, takeSpans } from "../media/spans.ts";
-import type { ClipBase, DecodedClip } from "./collate.ts";
+import { lap, startSpans, takeSpans } from "../media/spans.ts";
 import type { ClipOutcome, ClipSpec, FrameKind } from "./clip_spec.ts";
-import { AUDIO_STATUSES, type ClipAudio } from "../media/audio.ts";
+import { AUDIO_STATUSES } from "../media/audio.ts";
 import { checkClip } from "./clip_check.ts";
-import { clipFailure, type FailedClip } from "./clip_failure.ts";
-
-/** A clip decoded in another clip's pass: its metadata, its own packets in that pass, and its destination. */
-export interface SharedClip {
-  meta: ClipBase;
-  /** Its own packets `[from, to)` within the pass's packets (exactly what demux cuts for its window alone). */
-  range: [number, number];
-  /** Where its frames go (see {@link ClipPackets.dest}); default: a new buffer. */
-  dest?: ClipDestination;
-  /** Its audio, decoded at demux (with `ClipSpec.audio`); checked before use (it may come from another process). */
-  audio?: ClipAudio;
-}
-
-/**
- * A clip's place given by address: `length` bytes at `address` of this process (a batch slot's clip place,
- * `BatchSlots.place`). The caller keeps the memory mapped while the clip decodes.
- */
-export interface AddressedDestination {
-  address: bigint;
-  /** Bytes; must be exactly the clip's size (`numFrames × 3 × width × height × bytes per sample`). */
-  length: number;
-  /**
-   * `address` is in the memory of this CUDA device (NVDEC only; a device batch slot), not of the process: the
-   * clip is written there on the GPU.
-   */
-  device?: number;
-  /** With `device`: the clip is laid out `[3, T, H, W]` (its part of a `"BCTHW"` batch). */
-  planesFirst?: boolean;
-}
-
-/** Where a clip's frames go: a buffer (with an element offset) or an address. */
-export type ClipDestination = FrameDestination | AddressedDestination;
-
-/**
- * One clip after demux: its packets, or why its window could not be served, or (decoded once with other clips)
- * the pass that serves it.
- */
-export interface ClipPackets {
-  meta: ClipBase;
-  spec: ClipSpec;
-  /**
-   * The packets its decode pass reads; absent when demux failed for this window (`failure` says why) or when
-   * another clip's pass serves it (`servedBy`).
-   */
-  packets?: VideoPackets | VideoPacketsInit;
-  failure?: string;
-  /**
-   * Write the frames here: `numFrames` frames of `3·width·height` elements from `offset` on, a `Float32Array`
-   * for `dtype: "float32"`; or by address (a batch slot in shared memory, {@link AddressedDestination}), when
-   * the clip comes back with empty `data`. Default: a new buffer per clip. A buffer given here (moved with the
-   * item, e.g. one the loader reuses) comes back, moved, as the clip's `data`.
-   */
-  dest?: ClipDestination;
-  /** Its own packets `[from, to)` within `packets` (default: all of them). */
-  range?: [number, number];
-  /** Its audio (with `ClipSpec.audio`), see {@link SharedClip.audio}. */
-  audio?: ClipAudio;
-  /**
-   * The other clips the same pass serves (same video; their packets overlap this clip's): `decodeClips`
-   * returns one result for each, after this clip's.
-   */
-  shared?: SharedClip[];
-  /**
-   * Set when the pass of the clip at this position (same epoch) serves this clip, which its `shared` lists: this
-   * item carries no packets, its result comes with that clip's (see `clip_steps.ts`).
-   */
-  servedBy?: number;
-  /** Leave undecoded the frames no slot shows (`DecodeOptions.skipUnshown`, default true; set by the decode step). */
-  skipUnshown?: boolean;
-  /** FFmpeg threads for the decoder (default 1; set by the decode step from the cores left idle). */
-  threads?: number;
-  /** Time the decode's phases (`clip_profile.ts`; set by the decode step): they come back as the clip's `phases`. */
-  profile?: boolean;
-  /** Times of the demux task that cut this clip's packets (on one clip of the task), for the profile. */
-  phases?: PhaseTimes;
-}
+import { clipFailure } from "./clip_failure.ts";
+import type {
+  ClipBase,
+  ClipDestination,
+  ClipPackets,
+  DecodedClip,
+  FailedClip,
+  SharedClip,
+} from "./clip/life.ts";
 
 /**
  * Decodes a clip and the clips it shares its pass with (`item.shared`; none: a pass of its own) with `decoder`:
@@ -327,7 +259,7 @@ function withAudio(spec: ClipSpec, m: Member): void {
   }
   m.clip!.audio = a.samples;
   m.clip!.audioChannels = want.channels;
-  m.clip!.outcome!.audio = a.status;
+  m.clip!.outcome.audio = a.status;
   if (a.samples.buffer instanceof ArrayBuffer) m.transfer.push(a.samples.buffer);
 }
 

@@ -17,22 +17,25 @@ import type { Executor, PipeFn, TaskContext } from "../pipeline/executor.ts";
 import type { TaskPool } from "../pipeline/pool_lease.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
 import { ClipError } from "../errors.ts";
-import { clipFailure, type FailedClip, isFailedClip } from "./clip_failure.ts";
-import type { ClipBase, ClipPackets, VideoTask } from "./clip_worker.ts";
-import type { FilledClip } from "./collate.ts";
+import { clipFailure, isFailedClip } from "./clip_failure.ts";
 import { decodeThreads, type ThreadBudget } from "./decode_threads.ts";
-import type { BatchSlots } from "./batch_slots.ts";
 import { fetchBytes, type FetchOptions, isUrl } from "../dataset/fetch.ts";
 import { readMember } from "../dataset/shards/reader.ts";
 import type { ClipProfile } from "./clip_profile.ts";
 import type { BufferPool } from "../memory/buffer_pool.ts";
 import { threadMs } from "../media/spans.ts";
+import type {
+  ClipBase,
+  ClipItem,
+  ClipPackets,
+  ClipPlaces,
+  DecodedClip,
+  FailedClip,
+  VideoTask,
+} from "./clip/life.ts";
 
 /** The loader's stage names of these steps: their tasks' Worker calls and waits count as those stages'. */
 const DEMUX = "demux", DECODE = "decode";
-
-/** A clip on its way: its packets, or its failure. */
-export type ClipItem = ClipPackets | FailedClip;
 
 /**
  * The executor of the stages that call these steps: it runs their functions on the main thread (they await
@@ -113,9 +116,9 @@ export async function decodeClipItem(
   item: ClipItem,
   signal: AbortSignal,
   attempt = 0,
-  slots: BatchSlots | null = null,
+  slots: ClipPlaces | null = null,
   profile: ClipProfile | null = null,
-): Promise<FilledClip | FailedClip> {
+): Promise<DecodedClip | FailedClip> {
   if (isFailedClip(item)) return item;
   const { meta } = item;
   try {
@@ -142,13 +145,13 @@ async function profiled(
   profile: ClipProfile | null,
   item: ClipPackets,
   clips: number,
-  run: () => Promise<(FilledClip | FailedClip)[]>,
-): Promise<(FilledClip | FailedClip)[]> {
+  run: () => Promise<(DecodedClip | FailedClip)[]>,
+): Promise<(DecodedClip | FailedClip)[]> {
   if (profile === null) return await run();
   item.profile = true;
   profile.count(clips);
   const r = await run();
-  const timed = r.find((x) => !isFailedClip(x)) as FilledClip | undefined;
+  const timed = r.find((x) => !isFailedClip(x)) as DecodedClip | undefined;
   if (timed !== undefined) {
     profile.add(timed.phases);
     delete timed.phases;
@@ -185,8 +188,8 @@ export interface ClipDecodeOptions {
   threads?: ThreadBudget | null;
   /** Clips per epoch (what is still to come decides the threads). */
   perEpoch?: number;
-  /** The loader's batch slots: each clip is decoded into its place in its batch (see `batch_slots.ts`). */
-  slots?: BatchSlots | null;
+  /** Where each clip goes in its batch (the loader's batch slots): each clip is decoded into its place there. */
+  slots?: ClipPlaces | null;
   /** Add each task's phase times here (`clip_profile.ts`); null: no spans (default). */
   profile?: ClipProfile | null;
   /**
@@ -198,14 +201,14 @@ export interface ClipDecodeOptions {
    * Loads a planned clip on its own (fetch, demux, decode): what a clip another clip's pass was to serve gets
    * when that pass failed it or did not run. Null: it fails with the pass (default).
    */
-  reload?: ((meta: ClipBase, signal: AbortSignal) => Promise<FilledClip | FailedClip>) | null;
+  reload?: ((meta: ClipBase, signal: AbortSignal) => Promise<DecodedClip | FailedClip>) | null;
 }
 
 /** A pass's result for a clip that comes later: settled when the pass ends. */
 interface Waiting {
   epoch: number;
-  result: Promise<FilledClip | FailedClip>;
-  settle: (r: FilledClip | FailedClip) => void;
+  result: Promise<DecodedClip | FailedClip>;
+  settle: (r: DecodedClip | FailedClip) => void;
   /** Its item has come and taken the result. */
   taken: boolean;
   /** Where the clip's buffer goes once copied into its place (a node pass's buffers); default: freed. */
@@ -218,7 +221,7 @@ export class ClipDecodeStep {
   readonly #skip: boolean;
   readonly #budget: ThreadBudget | null;
   readonly #perEpoch: number;
-  readonly #slots: BatchSlots | null;
+  readonly #slots: ClipPlaces | null;
   readonly #profile: ClipProfile | null;
   readonly #buffers: BufferPool | null;
   readonly #reload: ClipDecodeOptions["reload"];
@@ -250,7 +253,7 @@ export class ClipDecodeStep {
   }
 
   /** Decodes one clip item (or takes its result from the pass that served it); on failure, the clip failed. */
-  async decode(item: ClipItem, signal: AbortSignal): Promise<FilledClip | FailedClip> {
+  async decode(item: ClipItem, signal: AbortSignal): Promise<DecodedClip | FailedClip> {
     const slots = this.#slots;
     if (isFailedClip(item)) {
       // Every position takes its place in turn, failed or not: batches get their slots in order, and a
@@ -267,7 +270,7 @@ export class ClipDecodeStep {
     if (item.servedBy !== undefined) {
       if (slots !== null) await slots.place(meta, signal);
       const w = this.#waiting.get(key(meta));
-      let r: FilledClip | FailedClip | undefined;
+      let r: DecodedClip | FailedClip | undefined;
       let recycle: Waiting["recycle"];
       if (w !== undefined) {
         recycle = w.recycle;
@@ -346,7 +349,7 @@ export class ClipDecodeStep {
    */
   expectResult(
     meta: ClipBase,
-    result: Promise<FilledClip | FailedClip>,
+    result: Promise<DecodedClip | FailedClip>,
     recycle?: (buffer: ArrayBuffer) => void,
   ): void {
     const w = this.#expect(meta);
@@ -376,18 +379,18 @@ export class ClipDecodeStep {
 
   /** A decoded clip in its batch slot's place (with slots writing directly), as is otherwise. */
   async #adopt(
-    r: FilledClip | FailedClip,
+    r: DecodedClip | FailedClip,
     signal: AbortSignal,
     recycle?: (buffer: ArrayBuffer) => void,
-  ): Promise<FilledClip | FailedClip> {
+  ): Promise<DecodedClip | FailedClip> {
     const slots = this.#slots;
     if (isFailedClip(r) || !slots?.direct) return r;
     return await placed(this.#profile, () => slots.adopt(r, signal, recycle));
   }
 
   #expect(meta: ClipBase): Waiting {
-    let settle!: (r: FilledClip | FailedClip) => void;
-    const result = new Promise<FilledClip | FailedClip>((r) => settle = r);
+    let settle!: (r: DecodedClip | FailedClip) => void;
+    const result = new Promise<DecodedClip | FailedClip>((r) => settle = r);
     const w: Waiting = { epoch: meta.epoch, result, settle, taken: false };
     this.#waiting.set(key(meta), w);
     return w;
@@ -417,6 +420,6 @@ export async function decodeTask(
   item: ClipPackets,
   signal: AbortSignal,
   stage = DECODE,
-): Promise<(FilledClip | FailedClip)[]> {
-  return await pool.run("decodeClip", item, { signal, stage }) as (FilledClip | FailedClip)[];
+): Promise<(DecodedClip | FailedClip)[]> {
+  return await pool.run("decodeClip", item, { signal, stage }) as (DecodedClip | FailedClip)[];
 }

@@ -1,7 +1,7 @@
 /**
  * Worker functions of the video loader, run in `WorkerPool`s: `demuxClips` cuts one video into the packets of its
  * clips (one open of the file for all of them), `decodeClip` decodes a clip (and the clips its pass serves) into
- * exactly what its {@link ClipSpec} asks, with the decoder the spec names: on the CPU (frames chosen by
+ * exactly what its `ClipSpec` asks, with the decoder the spec names: on the CPU (frames chosen by
  * `src/media/frame_select.ts`, rotated, cropped, resized, flipped and converted in one pass by
  * `src/media/frame_writer.ts`) or on an NVIDIA GPU (frame choice, crop, resize, rotation, flip, layout and
  * `float32` on the GPU, then one copy to host, or none into a device batch slot). Both are the one clip pass
@@ -23,45 +23,8 @@ import { demuxGroupsSync } from "../media/demux.ts";
 import { MediaError } from "../errors.ts";
 import { lap, startSpans, takeSpans } from "../media/spans.ts";
 import { transferable, type Transferring } from "../pipeline/transfer.ts";
-import type { ClipBase, DecodedClip } from "./collate.ts";
-import type { ClipSpec } from "./clip_spec.ts";
-import type { MemberRef } from "../dataset/shards/dataset.ts";
-import { type ClipPackets, decodeClips } from "./clip_pass.ts";
-import type { FailedClip } from "./clip_failure.ts";
-
-export type { ClipBase };
-export type { AddressedDestination, ClipDestination, ClipPackets, SharedClip } from "./clip_pass.ts";
-
-/** One video with the clips to cut from it, after fetching. */
-export interface VideoTask {
-  epoch: number;
-  video: number;
-  path: string;
-  /** Each clip's metadata, window (`start`, `end`) and transform seed (`seed`) included, as the loader planned it. */
-  clips: ClipBase[];
-  /** The video is this member of the file at `path` (a tar shard). */
-  member?: MemberRef;
-  /** The bytes (URLs, after fetching) or the local path itself. */
-  src?: Uint8Array | string;
-  /** What each clip becomes (travels with each clip). */
-  spec: ClipSpec;
-  /**
-   * Decode once for several clips (set by the loader's front): clips whose packets overlap are served by one
-   * decode pass when their places in the epoch's output (`order[i]` for `clips[i]`: the index at which the clip
-   * leaves the shuffle buffer) are at most `horizon` apart. Absent: every clip is decoded on its own.
-   * `order[clips.length + j]` is `extras[j]`'s place.
-   */
-  share?: { order: number[]; horizon: number };
-  /**
-   * Decode once across rows (set by the loader's front): clips of other tasks of the same file that leave the
-   * shuffle buffer after every clip of this one, offered to this task's passes. An extra is cut only into a
-   * group one of `clips` opens (never on its own: `optionalFrom`) and gets no item here: the pass that serves
-   * it lists it in `shared`, and its own task emits it with `servedBy`.
-   */
-  extras?: ClipBase[];
-  /** Time the demux's phases (`clip_profile.ts`): they come back as the first clip's `phases`. */
-  profile?: boolean;
-}
+import { decodeClips } from "./clip_pass.ts";
+import type { ClipPackets, DecodedClip, FailedClip, VideoTask } from "./clip/life.ts";
 
 /**
  * Demuxes every clip window of one video; see the module docs. With `task.share`, clips whose packets overlap

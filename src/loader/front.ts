@@ -47,8 +47,7 @@ import { mainThread } from "../pipeline/executor.ts";
 import { WaitLedger } from "../pipeline/wait_ledger.ts";
 import { WorkerPool } from "../pipeline/worker_pool.ts";
 import type { TaskPool } from "../pipeline/pool_lease.ts";
-import { callingPool, type ClipItem, demuxVideo, fetchVideo } from "./clip_steps.ts";
-import type { ClipBase, VideoTask } from "./clip_worker.ts";
+import { callingPool, demuxVideo, fetchVideo } from "./clip_steps.ts";
 import type { ClipSpec } from "./clip_spec.ts";
 import type { VideoItem } from "../dataset/dataset.ts";
 import type { FetchOptions } from "../dataset/fetch.ts";
@@ -64,6 +63,7 @@ import { ShuffleBuffer } from "../dataset/shuffle_buffer.ts";
 import type { ThreadBudget } from "./decode_threads.ts";
 import { RowShares } from "./row_share.ts";
 import { byPosition, type ClaimedTask, type LaneShare } from "./lane_share.ts";
+import type { ClipBase, ClipItem, VideoTask } from "./clip/life.ts";
 
 /** Everything the front half needs; JSON-compatible so it can cross into a backend child. */
 export interface FrontArgs {

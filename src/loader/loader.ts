@@ -68,14 +68,14 @@ import { nativeObjectCounts } from "../media/av_objects.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
 import { fixMmapThreshold } from "../memory/mmap_threshold.ts";
 import { BufferPool } from "../memory/buffer_pool.ts";
-import { clipFailureError, type FailedClip, isFailedClip } from "./clip_failure.ts";
+import { clipFailureError, isFailedClip } from "./clip_failure.ts";
 import type { ClipSpec } from "./clip_spec.ts";
-import { ClipAccounting, type ClipStats, type PlacedClip } from "./clip_stats.ts";
+import { ClipAccounting, type ClipStats } from "./clip_stats.ts";
 import { ClipProfile, type ProfileStats } from "./clip_profile.ts";
 import { threadMs } from "../media/spans.ts";
-import { callingPool, ClipDecodeStep, type ClipItem } from "./clip_steps.ts";
+import { callingPool, ClipDecodeStep } from "./clip_steps.ts";
 import { ThreadBudget } from "./decode_threads.ts";
-import { type Batch, collate, type FilledClip } from "./collate.ts";
+import { type Batch, collate } from "./collate.ts";
 import { BatchSlots } from "./batch_slots.ts";
 import type { VideoDataset } from "../dataset/dataset.ts";
 import { buildFront, CLIP_WORKER, type FrontArgs } from "./front.ts";
@@ -95,6 +95,7 @@ export type { LoaderState } from "./loader_state.ts";
 export { type LoaderPlan, planLoader } from "./plan.ts";
 export type { ClipOptions } from "./clip_options.ts";
 export type { DecodeLessOptions, LoaderOptions, OnClipError, StageConcurrency } from "./loader_options.ts";
+import type { ClipItem, DecodedClip, FailedClip, PlacedClip } from "./clip/life.ts";
 
 /**
  * What the loaders of a node's ranks share (the node server, `src/serve/node_hub.ts`): given to
@@ -488,7 +489,7 @@ function loaderOfPlan(
     front = buildFront(args, decodePool, budget, lane);
   }
   const replacer = new Replacer(args, decodePool, slots);
-  const place = async (x: FilledClip | FailedClip, signal: AbortSignal): Promise<PlacedClip> => {
+  const place = async (x: DecodedClip | FailedClip, signal: AbortSignal): Promise<PlacedClip> => {
     if (!isFailedClip(x)) return { clip: x, failures: [] };
     if (onClipError === "replace") return await replacer.replace(x.failed, signal);
     if (onClipError === "skip") return { clip: null, failures: [x.failed] };
@@ -543,7 +544,7 @@ function loaderOfPlan(
       concurrency: decodeConcurrency,
       ordered,
     })
-    .pipe((x: FilledClip | FailedClip, ctx) => place(x, ctx.signal), {
+    .pipe((x: DecodedClip | FailedClip, ctx) => place(x, ctx.signal), {
       name: "replace",
       concurrency: decodeConcurrency,
       ordered,

@@ -9,16 +9,16 @@
  * screen at its start. A clip that breaks that is an `invariant` failure of the case.
  * @module
  */
-import { type ClipPackets, decodeClip, demuxClips } from "../../src/loader/clip_worker.ts";
+import { decodeClip, demuxClips } from "../../src/loader/clip_worker.ts";
 import type { ClipSpec } from "../../src/loader/clip_spec.ts";
-import type { DecodedClip } from "../../src/loader/collate.ts";
 import { SluiceError } from "../../src/errors.ts";
-import { type ClipFailure, isFailedClip } from "../../src/loader/clip_failure.ts";
+import { isFailedClip } from "../../src/loader/clip_failure.ts";
 import { decodeItem, encodeItem } from "../../src/backend/item_codec.ts";
 import { NOPTS, ptsToSeconds, VideoPackets } from "../../src/media/packets.ts";
 import { AV_PKT_FLAG_DISCARD } from "../../src/media/frame_index.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
 import type { Rng } from "./mutate.ts";
+import type { ClipFailure, ClipPackets, DecodedClip } from "../../src/loader/clip/life.ts";
 
 /** The clip side of a case: its windows, what each clip becomes, and whether overlapping clips share a pass. */
 export interface ClipRequest {

@@ -9,17 +9,17 @@ import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/
 import type { Batch } from "../../src/loader/collate.ts";
 import { BatchSlots, slotOf } from "../../src/loader/batch_slots.ts";
 import type { ClipSpec } from "../../src/loader/clip_spec.ts";
-import type { ClipFailure } from "../../src/loader/clip_failure.ts";
 import { ClipSampler } from "../../src/dataset/sampler.ts";
 import { availableMemory } from "../../src/memory/available.ts";
 import { cacheLoader } from "../../src/loader/cache_loader.ts";
-import { type ClipPackets, demuxClips, type VideoTask } from "../../src/loader/clip_worker.ts";
+import { demuxClips } from "../../src/loader/clip_worker.ts";
 import { CLIP_WORKER } from "../../src/loader/front.ts";
 import { mixedDataset } from "./mixed_dataset.ts";
 import { WorkerPool } from "../../src/pipeline/worker_pool.ts";
 import { SharedMemory } from "../../src/memory/shm.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
+import type { ClipFailure, ClipPackets, VideoTask } from "../../src/loader/clip/life.ts";
 
 let datasetDir: Promise<{ dir: string; manifest: string }> | undefined;
 /** 5 synthetic videos, plus a manifest that adds a missing and a truncated file (clips that fail). */

@@ -6,14 +6,14 @@
  * than the clips on their own.
  */
 import assert from "node:assert/strict";
-import { type ClipPackets, decodeClip, demuxClips, type VideoTask } from "../../src/loader/clip_worker.ts";
+import { decodeClip, demuxClips } from "../../src/loader/clip_worker.ts";
 import type { ClipSpec } from "../../src/loader/clip_spec.ts";
-import type { DecodedClip } from "../../src/loader/collate.ts";
 import { isFailedClip } from "../../src/loader/clip_failure.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
 import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
 import { sameBytes } from "../helpers/decode_oracles.ts";
 import { useDouble } from "../nvdec/nvdec_helpers.ts";
+import type { ClipPackets, DecodedClip, VideoTask } from "../../src/loader/clip/life.ts";
 
 const CLI = hasFfmpegCliSync();
 

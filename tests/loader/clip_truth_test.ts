@@ -16,7 +16,7 @@
  * Figures (byte-identical count, worst PSNR) are printed for the closing note.
  */
 import assert from "node:assert/strict";
-import { type ClipPackets, demuxClips, type VideoTask } from "../../src/loader/clip_worker.ts";
+import { demuxClips } from "../../src/loader/clip_worker.ts";
 import { decodeAlone } from "./decode_alone.ts";
 import type { ClipSpec } from "../../src/loader/clip_spec.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
@@ -50,6 +50,7 @@ function meanSquare(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return s / a.length;
 }
 import { useDouble } from "../nvdec/nvdec_helpers.ts";
+import type { ClipPackets, VideoTask } from "../../src/loader/clip/life.ts";
 
 const CLI = hasFfmpegCliSync();
 const NVDEC_PSNR_DB = 40;

@@ -6,15 +6,15 @@
  * caller's destination.
  */
 import assert from "node:assert/strict";
-import { type ClipPackets, decodeClip, demuxClips, type VideoTask } from "../../src/loader/clip_worker.ts";
+import { decodeClip, demuxClips } from "../../src/loader/clip_worker.ts";
 import type { ClipSpec } from "../../src/loader/clip_spec.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
-import type { DecodedClip } from "../../src/loader/collate.ts";
-import { type ClipFailure, isFailedClip } from "../../src/loader/clip_failure.ts";
+import { isFailedClip } from "../../src/loader/clip_failure.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
 import { decodeVideo } from "../../src/media/decode.ts";
 import { demuxVideo } from "../../src/media/demux.ts";
 import { generateClip, hasFfmpegCliSync, tempFile } from "../helpers/media.ts";
+import type { ClipFailure, ClipPackets, DecodedClip, VideoTask } from "../../src/loader/clip/life.ts";
 
 const CLI = hasFfmpegCliSync();
 const ignore = !CLI;

@@ -3,9 +3,9 @@
  * thrown as an `Error` carrying the failure record's text.
  * @module
  */
-import { type ClipPackets, decodeClip } from "../../src/loader/clip_worker.ts";
-import type { DecodedClip } from "../../src/loader/collate.ts";
+import { decodeClip } from "../../src/loader/clip_worker.ts";
 import { isFailedClip } from "../../src/loader/clip_failure.ts";
+import type { ClipPackets, DecodedClip } from "../../src/loader/clip/life.ts";
 
 /** `item` (no `shared` clips) decoded by `decoder` (default: the one its spec names). */
 export function decodeAlone(item: ClipPackets, decoder?: "cpu" | "nvdec"): DecodedClip {

@@ -6,15 +6,15 @@
  */
 import assert from "node:assert/strict";
 import type { LoaderOptions } from "../../src/loader/loader.ts";
-import type { DecodedClip } from "../../src/loader/collate.ts";
 import { ClipDecodeStep, decodeClipItem } from "../../src/loader/clip_steps.ts";
-import { type ClipPackets, demuxClips, type VideoTask } from "../../src/loader/clip_worker.ts";
+import { demuxClips } from "../../src/loader/clip_worker.ts";
 import { CLIP_WORKER } from "../../src/loader/front.ts";
 import { WorkerPool } from "../../src/pipeline/worker_pool.ts";
 import { assertSameBatches, gopVideos, runEpochs } from "./same_batches.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
 import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
 import { sameBytes } from "../helpers/decode_oracles.ts";
+import type { ClipPackets, DecodedClip, VideoTask } from "../../src/loader/clip/life.ts";
 
 const CLI = hasFfmpegCliSync();
 

@@ -7,16 +7,16 @@
  * same pixels up to the NV12 → RGB conversion (the PTX kernel vs libswscale).
  */
 import assert from "node:assert/strict";
-import { type ClipPackets, demuxClips, type VideoTask } from "../../src/loader/clip_worker.ts";
+import { demuxClips } from "../../src/loader/clip_worker.ts";
 import { decodeAlone } from "../loader/decode_alone.ts";
 import type { ClipSpec } from "../../src/loader/clip_spec.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
-import type { DecodedClip } from "../../src/loader/collate.ts";
 import { releaseDecoderNvdec } from "../../src/nvdec/decoder.ts";
 import { mulberry32 } from "../../src/dataset/random.ts";
 import { generateClip, hasFfmpegCliSync, runCli, tempFile, vfrClipSpec } from "../helpers/media.ts";
 import { framesOnScreen, probeFrameTimes } from "../helpers/decode_oracles.ts";
 import { psnr, useDouble } from "./nvdec_helpers.ts";
+import type { ClipPackets, DecodedClip, VideoTask } from "../../src/loader/clip/life.ts";
 
 const ignore = !hasFfmpegCliSync();
 
