@@ -14,6 +14,7 @@
 
 import { FetchError, type FetchPhase } from "../errors.ts";
 import { checkOptions, defaultsOf, type OptionTable, tsVocabulary, withDefaults } from "../options.ts";
+import { type Clock, realClock } from "../pipeline/clock.ts";
 
 /** Options of {@link fetchBytes}; their ranges and defaults are {@link FETCH_OPTIONS}'s. */
 export interface FetchOptions {
@@ -82,11 +83,33 @@ export function isUrl(source: string): boolean {
   return /^https?:\/\//i.test(source);
 }
 
-/** Reads a whole local file or URL (or a byte range of it); see the module docs. */
-export async function fetchBytes(source: string, opts: FetchOptions = {}): Promise<Uint8Array<ArrayBuffer>> {
+/**
+ * Reads a whole local file or `http(s)://` URL, or a byte range of it (an HTTP `Range` request; a server that
+ * ignores it and sends the whole file is handled too). Each HTTP attempt has three time limits, so that a
+ * stalled server costs seconds, not minutes: `connectTimeoutMs` until the headers arrive, `idleTimeoutMs`
+ * between two body chunks, `timeoutMs` for the attempt; and the fetch has a total `deadlineMs`. 5xx answers,
+ * timeouts, network errors and connections dropped before the announced length arrived are retried with
+ * exponential backoff while the deadline allows; 4xx answers fail at once.
+ * @param source a local path or an `http(s)://` URL
+ * @param opts retries, time limits, a byte range, a signal ({@link FetchOptions})
+ * @returns the bytes
+ * @throws {FetchError} naming the source, the phase (`connect`, `status`, `body`, `deadline`, `read`) and the
+ *   time limit that fired, if one did
+ * @throws {InvalidArgumentError} for an option out of range
+ */
+export function fetchBytes(source: string, opts: FetchOptions = {}): Promise<Uint8Array<ArrayBuffer>> {
+  return fetchOnClock(realClock, source, opts);
+}
+
+/** {@link fetchBytes} with its timers and time read from `clock` (tests: a virtual clock). */
+export async function fetchOnClock(
+  clock: Clock,
+  source: string,
+  opts: FetchOptions = {},
+): Promise<Uint8Array<ArrayBuffer>> {
   if (!isUrl(source)) return await readLocal(source, opts.range);
   const o = limits(opts);
-  const deadline = performance.now() + o.deadlineMs;
+  const deadline = clock.now() + o.deadlineMs;
   const overDeadline = (attempts: number, last: Failure): FetchError =>
     new FetchError(
       source,
@@ -97,17 +120,17 @@ export async function fetchBytes(source: string, opts: FetchOptions = {}): Promi
     );
   for (let attempt = 1;; attempt++) {
     opts.signal?.throwIfAborted();
-    const r = await attemptOnce(source, opts, o, deadline);
+    const r = await attemptOnce(clock, source, opts, o, deadline);
     if (r.ok) return r.bytes;
     const fail = () =>
       new FetchError(source, r.status, attempt, r.reason, { cause: r.cause, phase: r.phase, limit: r.limit });
     if (!r.retry || attempt > o.retries) throw fail();
     const wait = o.backoffMs * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5);
     // A retry that could not even start before the deadline is not made.
-    if (performance.now() + wait >= deadline) {
+    if (clock.now() + wait >= deadline) {
       throw r.limit?.name === "deadlineMs" ? fail() : overDeadline(attempt, r);
     }
-    await sleep(wait, opts.signal);
+    await sleep(clock, wait, opts.signal);
   }
 }
 
@@ -133,26 +156,39 @@ class Timeout {
   constructor(readonly name: string, readonly ms: number, readonly what: string) {}
 }
 
-async function attemptOnce(url: string, opts: FetchOptions, o: Limits, deadline: number): Promise<Attempt> {
-  const ac = new AbortController();
-  const onAbort = () => ac.abort(opts.signal!.reason);
-  opts.signal?.addEventListener("abort", onAbort, { once: true });
-  const timers = new Map<string, ReturnType<typeof setTimeout>>();
-  const arm = (t: Timeout) => {
-    clearTimeout(timers.get(t.name));
-    timers.set(t.name, setTimeout(() => ac.abort(t), t.ms));
-  };
-  const left = Math.max(1, deadline - performance.now());
-  arm(
-    left < o.timeoutMs
-      ? new Timeout("deadlineMs", left, `the deadline of the item ran out`)
-      : new Timeout("timeoutMs", o.timeoutMs, `the attempt took longer than ${o.timeoutMs} ms`),
-  );
-  arm(new Timeout("connectTimeoutMs", o.connectTimeoutMs, `no response within ${o.connectTimeoutMs} ms`));
-  let phase: FetchPhase = "connect";
-  const failed = (e: unknown, status: number): Failure => {
-    opts.signal?.throwIfAborted();
-    const t = ac.signal.reason;
+/** One attempt's time limits on a clock: each aborts the attempt's request with itself as the reason. */
+class AttemptLimits implements Disposable {
+  /** Aborted by a limit, or by the caller's signal. */
+  readonly ac: AbortController = new AbortController();
+  readonly #clock: Clock;
+  readonly #signal: AbortSignal | undefined;
+  readonly #timers = new Map<string, unknown>();
+  readonly #onAbort = () => this.ac.abort(this.#signal!.reason);
+
+  constructor(clock: Clock, signal: AbortSignal | undefined) {
+    this.#clock = clock;
+    this.#signal = signal;
+    signal?.addEventListener("abort", this.#onAbort, { once: true });
+  }
+
+  /** Starts limit `t`, or starts it again. */
+  arm(t: Timeout): void {
+    this.clear(t.name);
+    this.#timers.set(t.name, this.#clock.setTimer(() => this.ac.abort(t), t.ms));
+  }
+
+  /** Stops limit `name`. */
+  clear(name: string): void {
+    this.#clock.clearTimer(this.#timers.get(name));
+  }
+
+  /**
+   * The failure `e` made of the attempt in `phase`: the limit that fired, or `e`'s message.
+   * @throws the caller's abort reason, when the caller aborted
+   */
+  failed(e: unknown, status: number, phase: FetchPhase): Failure {
+    this.#signal?.throwIfAborted();
+    const t = this.ac.signal.reason;
     if (t instanceof Timeout) {
       return {
         ok: false,
@@ -166,58 +202,75 @@ async function attemptOnce(url: string, opts: FetchOptions, o: Limits, deadline:
     }
     const message = e instanceof Error ? e.message : String(e);
     return { ok: false, retry: true, status, phase, reason: `${phase}: ${message}`, cause: e };
-  };
+  }
+
+  [Symbol.dispose](): void {
+    for (const t of this.#timers.values()) this.#clock.clearTimer(t);
+    this.#signal?.removeEventListener("abort", this.#onAbort);
+  }
+}
+
+async function attemptOnce(
+  clock: Clock,
+  url: string,
+  opts: FetchOptions,
+  o: Limits,
+  deadline: number,
+): Promise<Attempt> {
+  using limits = new AttemptLimits(clock, opts.signal);
+  const left = Math.max(1, deadline - clock.now());
+  limits.arm(
+    left < o.timeoutMs
+      ? new Timeout("deadlineMs", left, `the deadline of the item ran out`)
+      : new Timeout("timeoutMs", o.timeoutMs, `the attempt took longer than ${o.timeoutMs} ms`),
+  );
+  limits.arm(
+    new Timeout("connectTimeoutMs", o.connectTimeoutMs, `no response within ${o.connectTimeoutMs} ms`),
+  );
+  const headers: Record<string, string> = {};
+  if (opts.range) headers["range"] = `bytes=${opts.range[0]}-${opts.range[1] - 1}`;
+  let res: Response;
   try {
-    const headers: Record<string, string> = {};
-    if (opts.range) headers["range"] = `bytes=${opts.range[0]}-${opts.range[1] - 1}`;
-    let res: Response;
-    try {
-      res = await fetch(url, { headers, signal: ac.signal });
-    } catch (e) {
-      return failed(e, 0);
-    }
-    clearTimeout(timers.get("connectTimeoutMs"));
-    if (res.status >= 400) {
-      await res.body?.cancel().catch(() => {});
-      const retry = res.status >= 500 || res.status === 408 || res.status === 429;
-      const reason = `HTTP ${res.status} ${res.statusText}`.trim();
-      return { ok: false, retry, status: res.status, phase: "status", reason };
-    }
-    phase = "body";
-    const idle = new Timeout("idleTimeoutMs", o.idleTimeoutMs, `no byte for ${o.idleTimeoutMs} ms`);
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    try {
-      if (res.body !== null) {
-        const reader = res.body.getReader();
-        arm(idle);
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          arm(idle);
-          chunks.push(value);
-          size += value.length;
-        }
-      }
-    } catch (e) {
-      return failed(e, res.status);
-    }
-    const expected = Number(res.headers.get("content-length") ?? NaN);
-    if (Number.isFinite(expected) && size !== expected) {
-      return {
-        ok: false,
-        retry: true,
-        status: res.status,
-        phase,
-        reason: `connection dropped: got ${size} of ${expected} bytes`,
-      };
-    }
-    let bytes = concat(chunks, size);
-    if (opts.range && res.status === 200) bytes = bytes.slice(opts.range[0], opts.range[1]);
-    return { ok: true, bytes };
-  } finally {
-    for (const t of timers.values()) clearTimeout(t);
-    opts.signal?.removeEventListener("abort", onAbort);
+    res = await fetch(url, { headers, signal: limits.ac.signal });
+  } catch (e) {
+    return limits.failed(e, 0, "connect");
+  }
+  limits.clear("connectTimeoutMs");
+  if (res.status >= 400) {
+    await res.body?.cancel().catch(() => {});
+    const retry = res.status >= 500 || res.status === 408 || res.status === 429;
+    const reason = `HTTP ${res.status} ${res.statusText}`.trim();
+    return { ok: false, retry, status: res.status, phase: "status", reason };
+  }
+  const idle = new Timeout("idleTimeoutMs", o.idleTimeoutMs, `no byte for ${o.idleTimeoutMs} ms`);
+  let body: Uint8Array[];
+  try {
+    body = await readBody(res, limits, idle);
+  } catch (e) {
+    return limits.failed(e, res.status, "body");
+  }
+  const size = body.reduce((n, c) => n + c.length, 0);
+  const expected = Number(res.headers.get("content-length") ?? NaN);
+  if (Number.isFinite(expected) && size !== expected) {
+    const reason = `connection dropped: got ${size} of ${expected} bytes`;
+    return { ok: false, retry: true, status: res.status, phase: "body", reason };
+  }
+  let bytes = concat(body, size);
+  if (opts.range && res.status === 200) bytes = bytes.slice(opts.range[0], opts.range[1]);
+  return { ok: true, bytes };
+}
+
+/** The chunks of `res`'s body, with the `idle` limit started again at each. */
+async function readBody(res: Response, limits: AttemptLimits, idle: Timeout): Promise<Uint8Array[]> {
+  const chunks: Uint8Array[] = [];
+  if (res.body === null) return chunks;
+  const reader = res.body.getReader();
+  limits.arm(idle);
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return chunks;
+    limits.arm(idle);
+    chunks.push(value);
   }
 }
 
@@ -254,15 +307,15 @@ async function readLocal(path: string, range?: [number, number]): Promise<Uint8A
   }
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    const t = setTimeout(done, ms);
+    const t = clock.setTimer(done, ms);
     function done() {
       signal?.removeEventListener("abort", abort);
       resolve();
     }
     function abort() {
-      clearTimeout(t);
+      clock.clearTimer(t);
       reject(signal!.reason);
     }
     signal?.addEventListener("abort", abort, { once: true });

@@ -16,9 +16,9 @@ import { VideoPackets } from "../media/packets.ts";
 import {
   FrameSelector,
   framesInWindow,
+  type PositionPlan,
+  positionPlan,
   repeatsHeld,
-  type SlotPlan,
-  slotPlan,
 } from "../media/frame_select.ts";
 import { resizeRegion } from "../media/crop.ts";
 import { normalisation } from "../media/orient.ts";
@@ -126,7 +126,7 @@ interface Prepared {
   member: Member;
   own: VideoPackets;
   /** Its frame selector's plan (window, stream end). */
-  plan: SlotPlan;
+  plan: PositionPlan;
   choice: ClipChoice;
   writer: FrameWriter;
   dest: FrameDestination;
@@ -319,11 +319,11 @@ function clipPackets(item: ClipPackets): VideoPackets {
 
 /**
  * Fails before decoding (and before allocating) a clip its packets cannot fill: the frames the window can give
- * at most (packets presented in it, or grid slots before the stream's end) leave more padding than allowed. A
+ * at most (packets presented in it, or grid positions before the stream's end) leave more padding than allowed. A
  * window the stream goes on past pads nothing (its last frame is held: `repeatsHeld`).
  */
-function checkFillable(spec: ClipSpec, meta: ClipBase, p: VideoPackets, o: ResolvedOptions): SlotPlan {
-  const plan = slotPlan(p, o);
+function checkFillable(spec: ClipSpec, meta: ClipBase, p: VideoPackets, o: ResolvedOptions): PositionPlan {
+  const plan = positionPlan(p, o);
   const most = new FrameSelector(plan).capacity(framesInWindow(p));
   const w: [number, number] = [meta.start, meta.end];
   if (most === 0) throw new ClipError(meta.path, "decode", w, "no frame is on screen in the window");

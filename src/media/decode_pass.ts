@@ -1,7 +1,7 @@
 /**
  * The CPU decode pass: `decodePass(p, o, outputs)` decodes one run of packets once, forward, for one output (a
  * `decodeVideo` call) or several (windows of one video whose packets overlap: the loader's clips), each output a
- * {@link SlotFiller} over its own selector writing through its `FrameWriter`. It leaves undecoded the frames no
+ * {@link PositionFiller} over its own selector writing through its `FrameWriter`. It leaves undecoded the frames no
  * output shows (`ShownFrames`, sent with `skip_frame = nonref`) and starts over decoding every frame when the
  * stream is not what that assumes (`decodeOrStartOver`), so the output never depends on the shortcut.
  *
@@ -19,12 +19,12 @@ import { NOPTS, ptsToSeconds, VideoPackets } from "./packets.ts";
 import {
   decodeOrStartOver,
   framesInWindow,
+  type PositionPlan,
+  positionPlan,
   ShownFrames,
-  type SlotPlan,
-  slotPlan,
   StartOver,
 } from "./frame_select.ts";
-import { type FrameTarget, SlotFiller } from "./slot_filler.ts";
+import { type FrameTarget, PositionFiller } from "./position_filler.ts";
 import { frameIndices } from "./frame_index.ts";
 import { type FrameDestination, type FrameWriter, repeatLastFrameOnHost } from "./frame_writer.ts";
 import type { ClipPassDecoder, OutputRun, PassOutput, PassRun, ResolvedOptions } from "./pass_decoder.ts";
@@ -51,7 +51,7 @@ export const cpuPassDecoder: ClipPassDecoder = {
  * Decodes `p` once, forward, for several outputs (windows of one video whose packets overlap): each decoded frame
  * is offered to every output's selector and written into every output that shows it; decoding stops when every
  * output is full. Output `k` gets exactly the frames it gets when decoded alone from its own packets (`range`).
- * A failure that concerns one output (its destination is too small, its window would fill too many slots) is
+ * A failure that concerns one output (its destination is too small, its window would fill too many positions) is
  * recorded in its {@link OutputRun.error} and the others go on; a failure of the decoder fails the pass.
  *
  * With `o.skipUnshown`, the frames no output shows ({@link ShownFrames}) are sent with `skip_frame = nonref`: the
@@ -118,11 +118,11 @@ export function packetRange(
 }
 
 /** Output frames a decode may produce per packet (resampling repeats frames; nothing else does). */
-const MAX_SLOTS_PER_PACKET = 1000;
+const MAX_POSITIONS_PER_PACKET = 1000;
 
 /** The time range the packets' timestamps claim, for messages. */
-function slotSpan(p: VideoPackets): string {
-  const plan = slotPlan(p, { sampling: { kind: "consecutive" }, numFrames: Infinity });
+function packetSpan(p: VideoPackets): string {
+  const plan = positionPlan(p, { sampling: { kind: "consecutive" }, numFrames: Infinity });
   return `[${Number(plan.streamStart.toFixed(3))}, ${Number(plan.streamEnd.toFixed(3))}) s`;
 }
 
@@ -209,31 +209,31 @@ class SkipTracker {
 
 // ------------------------------------------------------------------------------------------ outputs
 
-/** One output of a pass: its slots (a {@link SlotFiller}), the AVFrame it keeps back, and its failure. */
+/** One output of a pass: its positions (a {@link PositionFiller}), the AVFrame it keeps back, and its failure. */
 class Output implements FrameTarget<Frame> {
-  readonly plan: SlotPlan;
-  readonly filler: SlotFiller<Frame>;
+  readonly plan: PositionPlan;
+  readonly filler: PositionFiller<Frame>;
   error: unknown = undefined;
-  readonly #out: SlotBuffer;
+  readonly #out: PositionBuffer;
   readonly #pool: FramePool;
   #kept: Frame | null = null;
 
   constructor(p: VideoPackets, o: ResolvedOptions, spec: PassOutput, pool: FramePool) {
     this.#pool = pool;
     const own = packetRange(p, spec.range, spec.window);
-    this.plan = slotPlan(own, o);
-    this.filler = new SlotFiller(this.plan, this);
+    this.plan = positionPlan(own, o);
+    this.filler = new PositionFiller(this.plan, this);
     const capacity = this.filler.selector.capacity(framesInWindow(own));
-    this.#out = new SlotBuffer(p.source, spec.writer, spec.dest, capacity);
-    if (capacity > MAX_SLOTS_PER_PACKET * Math.max(1, own.numPackets)) {
+    this.#out = new PositionBuffer(p.source, spec.writer, spec.dest, capacity);
+    if (capacity > MAX_POSITIONS_PER_PACKET * Math.max(1, own.numPackets)) {
       // Only resampling repeats frames; this many repeats means the timestamps (or the window) are not a video's.
       this.error = new MediaError(
         p.source,
         "decode",
         `${own.numPackets} packets with timestamps over ${
-          slotSpan(own)
+          packetSpan(own)
         } would fill ${capacity} output frames ` +
-          `(more than ${MAX_SLOTS_PER_PACKET} a packet): pass numFrames or a narrower window`,
+          `(more than ${MAX_POSITIONS_PER_PACKET} a packet): pass numFrames or a narrower window`,
       );
     }
   }
@@ -243,7 +243,7 @@ class Output implements FrameTarget<Frame> {
     return this.error !== undefined || this.filler.done;
   }
 
-  /** End of stream: the frame kept back fills the slots left. */
+  /** End of stream: the frame kept back fills the positions left. */
   finish(): void {
     if (this.error === undefined) this.filler.finish();
   }
@@ -411,8 +411,8 @@ function drain(st: PassState, i: number): void {
 
 // ------------------------------------------------------------------------------------------ output
 
-/** The output slots: the caller's destination, or a buffer grown as frames come. */
-class SlotBuffer {
+/** The output positions: the caller's destination, or a buffer grown as frames come. */
+class PositionBuffer {
   data: Uint8Array | Float32Array;
   offset: number;
   readonly #source: string;
@@ -429,7 +429,7 @@ class SlotBuffer {
     this.#capacity = Math.max(1, capacity);
   }
 
-  /** Writes frame `f` into slots `[first, first + count)`: converted once, copied for the others. */
+  /** Writes frame `f` into positions `[first, first + count)`: converted once, copied for the others. */
   fill(f: Ptr, first: number, count: number): void {
     const w = this.#writer;
     if (!w.ready) w.init(avframe.width(f), avframe.height(f));
@@ -439,22 +439,22 @@ class SlotBuffer {
     for (let k = 1; k < count; k++) this.data.copyWithin(at + k * size, at, at + size);
   }
 
-  #reserve(slots: number): void {
+  #reserve(positions: number): void {
     const size = this.#writer.frameSize;
     if (this.#fixed) {
-      if (this.offset + slots * size > this.data.length) {
+      if (this.offset + positions * size > this.data.length) {
         throw new InvalidArgumentError(
           `${this.#source}: the destination has room for ${
             Math.floor((this.data.length - this.offset) / size)
           } ` +
-            `frames of ${size} elements from offset ${this.offset}; frame ${slots - 1} does not fit`,
+            `frames of ${size} elements from offset ${this.offset}; frame ${positions - 1} does not fit`,
         );
       }
       return;
     }
     if (this.data.length === 0) this.data = this.#alloc(this.#capacity * size);
-    if (slots * size <= this.data.length) return;
-    this.#capacity = Math.max(slots, this.#capacity + 4, Math.ceil(this.#capacity * 1.5));
+    if (positions * size <= this.data.length) return;
+    this.#capacity = Math.max(positions, this.#capacity + 4, Math.ceil(this.#capacity * 1.5));
     const next = this.#alloc(this.#capacity * size);
     next.set(this.data);
     this.data = next;

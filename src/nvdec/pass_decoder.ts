@@ -1,7 +1,7 @@
 /**
  * NVDEC's `ClipPassDecoder` (the seam the loader's clip pass decodes through, `src/media/pass_decoder.ts`): the
  * decoder's crop (display area) and resize (target size) are set per decode, and the clips of a pass differ in
- * both, so each output is decoded from its own packets within the pass's (frames no slot shows are still left
+ * both, so each output is decoded from its own packets within the pass's (frames no position shows are still left
  * out); the clip kernel turns, flips, lays out and converts (`float32`) its frames on the GPU as its
  * `FrameWriter` asks, and the finished frames are copied once into the destination: no pixel is touched by the CPU.
  * @module

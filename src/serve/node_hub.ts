@@ -25,7 +25,7 @@ import { buildLoader, type LoaderPlan, planLoader } from "../loader/loader.ts";
 import { CLIP_WORKER } from "../loader/front.ts";
 import { ThreadBudget } from "../loader/decode_threads.ts";
 import { decodeDevice } from "../loader/decode/devices.ts";
-import { LaneShares, type LaneShareStats } from "../loader/lane_share.ts";
+import { LaneShares } from "../loader/lane_share.ts";
 import { LOADER_TABLE, type LoaderOptions } from "../loader/loader_options.ts";
 import { ClipSampler } from "../dataset/sampler.ts";
 import { PoolLease } from "../pipeline/pool_lease.ts";
@@ -35,6 +35,7 @@ import { fixMmapThreshold } from "../memory/mmap_threshold.ts";
 import { type Vocabulary, withDefaults } from "../options.ts";
 import type { ServedLoaderOptions } from "./options.ts";
 import type { LoaderFactory, LoaderRequest } from "./session_host.ts";
+import type { NodeStats } from "./node_stats.ts";
 
 /** The node's default CPU budget: the cores less one per local rank (`localRanks`), at least one. */
 export function defaultCpuBudget(
@@ -66,20 +67,6 @@ export interface NodeHubOptions {
   vocabulary?: Vocabulary;
   /** Where the loaders log. */
   log?: (line: string) => void;
-}
-
-/** The node's counters (`stats.node` of a node server's `stats` replies, and its metrics). */
-export interface NodeStats {
-  /** Decode Workers the node's CPU budget allows. */
-  cpuBudget: number;
-  /** The pool's size now (the budget, plus NVDEC ranks' engines). */
-  poolSize: number;
-  /** Workers running now. */
-  workers: number;
-  /** Ranks (lanes) served now. */
-  ranks: number;
-  /** Clips shared across ranks (`lane_share.ts`). */
-  shares: LaneShareStats;
 }
 
 /** A node server's shared plan, pool and shares; see the module docs. */

@@ -5,6 +5,8 @@
  * @module
  */
 
+import { mulberry32 } from "../../src/dataset/random.ts";
+
 /** One primitive edit. `why` says which mutator made it and what it aimed at. */
 export type Op =
   | { op: "write"; at: number; bytes: number[]; why: string }
@@ -12,17 +14,11 @@ export type Op =
   | { op: "insert"; at: number; from: number; n: number; why: string }
   | { op: "remove"; at: number; n: number; why: string };
 
-/** mulberry32: a small seeded PRNG; `int(n)` is uniform in [0, n). */
+/** The library's mulberry32 (`src/dataset/random.ts`) with draws for mutators; `int(n)` is uniform in [0, n). */
 export class Rng {
-  #s: number;
+  readonly next: () => number;
   constructor(seed: number) {
-    this.#s = seed >>> 0;
-  }
-  next(): number {
-    let t = (this.#s = (this.#s + 0x6d2b79f5) >>> 0);
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    this.next = mulberry32(seed);
   }
   int(n: number): number {
     return Math.floor(this.next() * n);

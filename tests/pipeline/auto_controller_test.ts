@@ -10,7 +10,7 @@ import { formatStats } from "../../src/pipeline/format_stats.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
 import { AutoController } from "../../src/pipeline/auto_controller.ts";
 import { autoConfig } from "../../src/pipeline/auto_policy.ts";
-import { FakeClock } from "./fake_clock.ts";
+import { FakeClock } from "../helpers/fake_clock.ts";
 import { kneeLatency } from "./contention.ts";
 
 function* forever(): Generator<number> {

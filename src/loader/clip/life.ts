@@ -24,7 +24,7 @@ import type { VideoPackets, VideoPacketsInit } from "../../media/packets.ts";
 import type { FrameDestination } from "../../media/frame_writer.ts";
 import type { ClipAudio } from "../../media/audio.ts";
 import type { PhaseTimes } from "../../media/spans.ts";
-import type { MemberRef } from "../../dataset/shards/dataset.ts";
+import type { MemberRef } from "../../dataset/items.ts";
 
 // ------------------------------------------------------------------------------------------ 2. planned
 
@@ -155,7 +155,7 @@ export interface ClipPackets {
    * item carries no packets, its result comes with that clip's (see `ClipDecodeStep`).
    */
   servedBy?: number;
-  /** Leave undecoded the frames no slot shows (`DecodeOptions.skipUnshown`, default true; set by the decode step). */
+  /** Leave undecoded the frames no position shows (`DecodeOptions.skipUnshown`, default true; set by the decode step). */
   skipUnshown?: boolean;
   /** FFmpeg threads for the decoder (default 1; set by the decode step from the cores left idle). */
   threads?: number;
