@@ -52,7 +52,8 @@ export {
   videoClassificationLoader,
 } from "./src/loader/loader.ts";
 export type { ClipOptions } from "./src/loader/clip_options.ts";
-export type { DecodeLessOptions, LoaderOptions, OnClipError } from "./src/loader/loader_options.ts";
+export type { DecodeLessOptions, LoaderOptions } from "./src/loader/loader_options.ts";
+export type { OnClipError } from "./src/loader/replace.ts";
 export type { LoaderState } from "./src/loader/loader_state.ts";
 export type { Preview, PreviewOptions } from "./src/loader/preview.ts";
 export { cacheLoader, type CacheLoaderOptions } from "./src/loader/cache_loader.ts";

@@ -51,7 +51,7 @@ import { callingPool, demuxVideo, fetchVideo } from "./clip_steps.ts";
 import type { ClipSpec } from "./clip_spec.ts";
 import type { VideoItem } from "../dataset/dataset.ts";
 import type { FetchOptions } from "../dataset/fetch.ts";
-import { type StageConcurrency, startSize } from "./loader_options.ts";
+import { type StageConcurrency, startSize } from "../pipeline/stage.ts";
 import {
   type ClipRequest,
   ClipSampler,

@@ -80,12 +80,13 @@ import { BatchSlots } from "./batch_slots.ts";
 import type { VideoDataset } from "../dataset/dataset.ts";
 import { buildFront, CLIP_WORKER, type FrontArgs } from "./front.ts";
 import { type LoaderPlan, planLoader } from "./plan.ts";
-import { LOADER_TABLE, type LoaderOptions, type OnClipError, startSize } from "./loader_options.ts";
+import { LOADER_TABLE, type LoaderOptions } from "./loader_options.ts";
+import { startSize } from "../pipeline/stage.ts";
 import { checkOption, type Vocabulary, withDefaults } from "../options.ts";
 import { LOADER_VOCABULARY } from "./clip_options.ts";
 import { type LoaderState, LoaderStates, stateIdentity } from "./loader_state.ts";
 import { type Preview, previewLoader, type PreviewOptions } from "./preview.ts";
-import { Replacer } from "./replace.ts";
+import { type OnClipError, Replacer } from "./replace.ts";
 import type { LaneShare } from "./lane_share.ts";
 import { type ClipSampler, envInt } from "../dataset/sampler.ts";
 import type { IndexFailure } from "../dataset/video_index.ts";
@@ -94,7 +95,7 @@ import { chooseDecoder } from "./decode/devices.ts";
 export type { LoaderState } from "./loader_state.ts";
 export { type LoaderPlan, planLoader } from "./plan.ts";
 export type { ClipOptions } from "./clip_options.ts";
-export type { DecodeLessOptions, LoaderOptions, OnClipError, StageConcurrency } from "./loader_options.ts";
+export type { DecodeLessOptions, LoaderOptions } from "./loader_options.ts";
 import type { ClipItem, DecodedClip, FailedClip, PlacedClip } from "./clip/life.ts";
 
 /**

@@ -22,7 +22,7 @@ import { datasetRelative } from "../dataset/dataset.ts";
 import type { ClipSpec } from "./clip_spec.ts";
 import type { BatchLayout } from "./collate.ts";
 import type { FrontArgs } from "./front.ts";
-import type { OnClipError } from "./loader_options.ts";
+import type { OnClipError } from "./replace.ts";
 
 /** Version of the {@link LoaderState} format. */
 export const LOADER_STATE_VERSION = 1;

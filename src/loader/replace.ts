@@ -27,6 +27,9 @@ import type {
   VideoTask,
 } from "./clip/life.ts";
 
+/** What happens to a clip that cannot be loaded; see docs/loader.md, "Full batches". */
+export type OnClipError = "replace" | "skip" | "fail";
+
 /** Substitutes tried for one failed clip before its position is left empty. */
 export const SUBSTITUTE_ATTEMPTS = 8;
 
