@@ -17,12 +17,27 @@ export type { CodecInfo, VideoPacketsInit };
 /** FFmpeg's "no timestamp" (`AV_NOPTS_VALUE`, INT64_MIN) as stored in the packet table. */
 export const NOPTS: bigint = -0x8000000000000000n;
 
-/** Seconds of a timestamp in `timeBase` units, computed as ffprobe computes `pts_time` (`t * (num / den)`). */
+/**
+ * Seconds of a timestamp in `timeBase` units, computed as ffprobe computes `pts_time` (`t * (num / den)`).
+ * @param t a timestamp (a packet table's entry, or a number of ticks)
+ * @param timeBase the stream's time base `[num, den]`
+ * @returns the time in seconds on the stream's timeline (no start time subtracted)
+ * @example
+ * ```ts
+ * import { ptsToSeconds } from "@sluice/sluice/media";
+ * ptsToSeconds(3003n, [1, 30000]); // 0.1001
+ * ```
+ */
 export function ptsToSeconds(t: bigint | number, timeBase: readonly [number, number]): number {
   return Number(t) * (timeBase[0] / timeBase[1]);
 }
 
-/** True when `seconds` lies in the window `[start, end)`; every time lies in a null window (the whole stream). */
+/**
+ * Whether a time lies in a window `[start, end)`; every time lies in a null window (the whole stream).
+ * @param window `[start, end)` in seconds, or null for the whole stream
+ * @param seconds a presentation time in seconds
+ * @returns true when `start <= seconds < end`, or the window is null
+ */
 export function inWindow(window: readonly [number, number] | null, seconds: number): boolean {
   return window === null || (seconds >= window[0] && seconds < window[1]);
 }
@@ -96,7 +111,11 @@ export class VideoPackets implements VideoPacketsInit {
   /** See {@link VideoPacketsInit.data}. */
   data!: Uint8Array;
 
-  /** Wraps the fields as they are (no copy); see {@link VideoPackets.deserialize} for untrusted bytes. */
+  /**
+   * Wraps the fields as they are (no copy, no check); see {@link VideoPackets.deserialize} for untrusted
+   * bytes.
+   * @param init the packet table, payload and codec parameters
+   */
   constructor(init: VideoPacketsInit) {
     Object.assign(this, init);
   }
@@ -113,28 +132,50 @@ export class VideoPackets implements VideoPacketsInit {
     return out;
   }
 
-  /** The payload of packet `i` (a view, no copy). */
+  /**
+   * The payload of one packet.
+   * @param i the packet's index, in decode order
+   * @returns a view of its bytes in `data` (no copy)
+   */
   packet(i: number): Uint8Array {
     return this.data.subarray(this.offsets[i], this.offsets[i] + this.sizes[i]);
   }
 
-  /** Presentation time of packet `i` in seconds (its dts when it has no pts), or null when it has neither. */
+  /**
+   * The presentation time of one packet.
+   * @param i the packet's index, in decode order
+   * @returns its pts in seconds (its dts when it has no pts), or null when it has neither
+   */
   ptsSeconds(i: number): number | null {
     const t = this.pts[i] !== NOPTS ? this.pts[i] : this.dts[i];
     return t === NOPTS ? null : ptsToSeconds(t, this.timeBase);
   }
 
-  /** True when a frame presented at `seconds` belongs to this object's window (always, for a whole stream). */
+  /**
+   * Whether a frame presented at a time belongs to these packets' window.
+   * @param seconds a presentation time in seconds
+   * @returns true when it lies in `window` (always, for a whole stream)
+   */
   inWindow(seconds: number): boolean {
     return inWindow(this.window, seconds);
   }
 
-  /** The versioned binary form (layout in `src/media/packet_format.ts`); one copy of the payload. */
+  /**
+   * The versioned binary form, for another process (layout in `src/media/packet_format.ts`).
+   * @returns one buffer holding the table, the codec parameters and a copy of the payload
+   */
   serialize(): Uint8Array<ArrayBuffer> {
     return encodePackets(this);
   }
 
-  /** Parses {@link serialize}'s output; throws `ProtocolError` on anything malformed (never reads out of bounds). */
+  /**
+   * Parses {@link serialize}'s output, checking every field before it can reach a decoder (never reads out of
+   * bounds).
+   * @param bytes untrusted bytes, e.g. from another process
+   * @returns the packets, viewing `bytes`
+   * @throws {ProtocolError} on anything malformed: a wrong version, a truncated table, offsets past the
+   *   payload, codec parameters no demuxer produces
+   */
   static deserialize(bytes: Uint8Array): VideoPackets {
     return new VideoPackets(decodePackets(bytes));
   }
@@ -155,7 +196,12 @@ export class VideoPackets implements VideoPacketsInit {
     return [...new Set(buffers)];
   }
 
-  /** Rebuilds a VideoPackets from the plain object `postMessage` delivers (class identity is lost in transit). */
+  /**
+   * Rebuilds a `VideoPackets` from the plain object `postMessage` delivers (class identity is lost in
+   * transit).
+   * @param obj the fields as a Worker received them (or a `VideoPackets`, returned as it is)
+   * @returns a `VideoPackets` over the same buffers (no copy)
+   */
   static fromStructured(obj: VideoPacketsInit): VideoPackets {
     return obj instanceof VideoPackets ? obj : new VideoPackets(obj);
   }
