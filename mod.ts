@@ -52,15 +52,16 @@ export {
   videoClassificationLoader,
 } from "./src/loader/loader.ts";
 export type { ClipOptions } from "./src/loader/clip_options.ts";
-export type { DecodeLessOptions, LoaderOptions, OnClipError } from "./src/loader/loader_options.ts";
+export type { DecodeLessOptions, LoaderOptions } from "./src/loader/loader_options.ts";
+export type { OnClipError } from "./src/loader/replace.ts";
 export type { LoaderState } from "./src/loader/loader_state.ts";
 export type { Preview, PreviewOptions } from "./src/loader/preview.ts";
 export { cacheLoader, type CacheLoaderOptions } from "./src/loader/cache_loader.ts";
 
 // Batches and what each clip became
-export type { Batch, BatchDevice, BatchLayout, ClipMeta } from "./src/loader/collate.ts";
+export type { Batch, BatchDevice, BatchLayout } from "./src/loader/collate.ts";
+export type { ClipBase, ClipFailure, ClipMeta } from "./src/loader/clip/life.ts";
 export type { ClipOutcome, FrameKind } from "./src/loader/clip_spec.ts";
-export type { ClipFailure } from "./src/loader/clip_failure.ts";
 export type { ClipCounts, ClipEpochStats, ClipStats } from "./src/loader/clip_stats.ts";
 
 // Datasets

@@ -29,6 +29,13 @@ export const ROOMS: readonly Room[] = [
       "error decoding. No behaviour.",
   },
   {
+    dir: "src/cuda",
+    about:
+      "CUDA through the driver API: the library and its contexts per thread, device memory (buffers, frames " +
+      "on the GPU, device-to-device copies, host to device), structs by layout table. Below both what decodes on " +
+      "the GPU (`src/nvdec`) and what shares GPU memory with trainers (`src/memory`).",
+  },
+  {
     dir: "src/media",
     about:
       "FFmpeg through FFI: probe, demux (windows, seeking), bitstream filters, decode, scale, the frame " +
@@ -37,8 +44,8 @@ export const ROOMS: readonly Room[] = [
   },
   {
     dir: "src/nvdec",
-    about: "NVIDIA's decoder through libcuda and libnvcuvid: availability, the driver, device buffers, the " +
-      "parser and decoder session, NV12 to RGB on the GPU (PTX).",
+    about: "NVIDIA's decoder through libnvcuvid (over `src/cuda`): availability, the parser and decoder " +
+      "session, NV12 to RGB on the GPU (PTX), the clip pass's NVDEC decoder.",
   },
   {
     dir: "src/pipeline",

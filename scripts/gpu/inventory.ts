@@ -10,15 +10,9 @@ import { loadNvml, nvmlErrorText } from "../../ffi/nvml/library.ts";
 import { CUVIDDECODECAPS } from "../../ffi/nvcuvid/layouts.ts";
 import { CUDA_VIDEO_CHROMA, CUDA_VIDEO_CODEC } from "../../ffi/nvcuvid/symbols.ts";
 import { OutParam } from "../../ffi/out_param.ts";
-import {
-  acquireContext,
-  checkCu,
-  cuda,
-  nvcuvid,
-  releaseContext,
-  withContext,
-} from "../../src/nvdec/driver.ts";
-import { StructBuffer } from "../../src/nvdec/struct_buffer.ts";
+import { acquireContext, checkCu, cuda, releaseContext, withContext } from "../../src/cuda/driver.ts";
+import { nvcuvid } from "../../src/nvdec/nvcuvid.ts";
+import { StructBuffer } from "../../src/cuda/struct_buffer.ts";
 import { ffmpegInfo } from "../../src/media/ffmpeg.ts";
 import { demuxVideo } from "../../src/media/demux.ts";
 import { decodeVideo } from "../../src/media/decode.ts";

@@ -5,10 +5,10 @@
  * the device batch slots (one allocation exported for CUDA IPC).
  * @module
  */
-import { toCuda } from "../../src/nvdec/to_cuda.ts";
-import { CudaBuffer, CudaFrames } from "../../src/nvdec/cuda_buffer.ts";
+import { toCuda } from "../../src/cuda/to_cuda.ts";
+import { CudaBuffer, CudaFrames } from "../../src/cuda/cuda_buffer.ts";
 import { launchNv12ToRgb, placeFrames } from "../../src/nvdec/convert.ts";
-import { checkCu, cuda, withContext } from "../../src/nvdec/driver.ts";
+import { checkCu, cuda, withContext } from "../../src/cuda/driver.ts";
 import { CudaSlots } from "../../src/memory/cuda_slots.ts";
 import { decodeVideo } from "../../src/media/decode.ts";
 import { FrameWriter } from "../../src/media/frame_writer.ts";

@@ -4,7 +4,7 @@
  * @module
  */
 import { nvdecAvailable } from "../../src/nvdec/available.ts";
-import { checkCu, cuda } from "../../src/nvdec/driver.ts";
+import { checkCu, cuda } from "../../src/cuda/driver.ts";
 import { OutParam } from "../../ffi/out_param.ts";
 
 /** One clip of the kit (media/manifest.json). */

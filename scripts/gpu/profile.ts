@@ -2,7 +2,7 @@
  * The speed-loader-profile phase: where the NVDEC loader's time goes, and which of the candidate remedies moves it,
  * on the hardware, in one run. The "64 clips per video" workload of speed-loader is run:
  * - on the CPU (every core), the baseline every NVDEC row's `ratioToCpu` is against;
- * - with NVDEC under each variant (`VARIANTS`: the driver settings `src/nvdec/driver.ts` reads, `NVDEC_SETTINGS`),
+ * - with NVDEC under each variant (`VARIANTS`: the driver settings `src/cuda/driver.ts` reads, `NVDEC_SETTINGS`),
  *   each in a process of its own (the primary context's scheduling is fixed once a process retains it), at each of
  *   its decode concurrencies, with the loader's profile on: clips/s, the process's CPU per clip and cores busy, the
  *   primary context's scheduling as the driver reports it, and per clip the wall and CPU milliseconds of each NVDEC
@@ -14,7 +14,7 @@
  * @module
  */
 import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
-import { contextSchedule } from "../../src/nvdec/driver.ts";
+import { contextSchedule } from "../../src/cuda/driver.ts";
 import { nvdecEngines } from "../../src/nvdec/available.ts";
 import { DATASET, nvdecMissing, setting } from "./kit.ts";
 import { pass, type PhaseResult, round, skip } from "./result.ts";

@@ -11,7 +11,7 @@
  * @module
  */
 import { decodeVideoNvdec, releaseDecoderNvdec } from "../../src/nvdec/decoder.ts";
-import { CudaBuffer } from "../../src/nvdec/cuda_buffer.ts";
+import { CudaBuffer } from "../../src/cuda/cuda_buffer.ts";
 import { packetsOf } from "./compare.ts";
 import type { VideoPackets } from "../../src/media/packets.ts";
 

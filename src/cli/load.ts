@@ -9,13 +9,13 @@ import { formatStats } from "../pipeline/format_stats.ts";
 import type { PipelineStats } from "../pipeline/stats.ts";
 import { type LoaderOptions, videoClassificationLoader } from "../loader/loader.ts";
 import type { Vocabulary } from "../options.ts";
-import type { ClipFailure } from "../loader/clip_failure.ts";
 import type { ClipCounts } from "../loader/clip_stats.ts";
 import { formatProfile, type ProfileStats } from "../loader/clip_profile.ts";
 import { BackendExitedError } from "../errors.ts";
 import { formatLoaderStats, loaderStatsParts } from "../loader/stats_text.ts";
 import { procRss } from "../tune/proc.ts";
 import { LiveBlock, type Out } from "./tty.ts";
+import type { ClipFailure } from "../loader/clip/life.ts";
 
 /** Options of {@link runLoad}: the loader's, plus how long to run. */
 export interface RunLoadOptions extends LoaderOptions {

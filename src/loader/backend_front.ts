@@ -9,8 +9,8 @@
 
 import type { BackendStats } from "../backend/backend_stats.ts";
 import { type BackendSource, spawnBackend } from "../backend/spawn.ts";
-import type { ClipItem } from "./clip_steps.ts";
 import type { FrontArgs } from "./front.ts";
+import type { ClipItem } from "./clip/life.ts";
 
 /** The loader's backend child; see the module docs. */
 export class BackendFront implements AsyncIterable<ClipItem> {

@@ -38,17 +38,16 @@ import { HostSlots, SlotRing } from "../memory/slot_ring.ts";
 import { availableMemory, bytesText } from "../memory/available.ts";
 import { pageAlign } from "../memory/shm.ts";
 import { CudaSlots } from "../memory/cuda_slots.ts";
-import { copyOnDevice } from "../nvdec/cuda_buffer.ts";
+import { copyOnDevice } from "../cuda/cuda_buffer.ts";
 import { viewAt } from "../memory/shm.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
 import type { ClipSampler } from "../dataset/sampler.ts";
-import type { AddressedDestination, ClipBase } from "./clip_worker.ts";
 import type { ClipSpec } from "./clip_spec.ts";
 import { LOADER_VOCABULARY } from "./clip_options.ts";
 import type { Vocabulary } from "../options.ts";
-import type { PlacedClip } from "./clip_stats.ts";
-import { type Batch, type BatchLayout, collate, type FilledClip, hostBatch } from "./collate.ts";
+import { type Batch, type BatchLayout, collate, hostBatch } from "./collate.ts";
 import { epochOrder } from "../dataset/epoch_order.ts";
+import type { AddressedDestination, ClipBase, ClipPlaces, DecodedClip, PlacedClip } from "./clip/life.ts";
 
 /** A clip's place in its epoch's plan (a planned clip's, or a failed one's). */
 type Position = Pick<ClipBase, "epoch" | "position">;
@@ -88,7 +87,7 @@ export function ownedBatch(batch: Batch): Batch {
 }
 
 /** The loader's batch slots; see the module docs. */
-export class BatchSlots implements Disposable {
+export class BatchSlots implements ClipPlaces, Disposable {
   readonly ring: SlotRing;
   readonly batchSize: number;
   /** Bytes of one clip. */
@@ -229,12 +228,12 @@ export class BatchSlots implements Disposable {
    * copied there, its buffer then given to `recycle` (default: freed).
    */
   async adopt(
-    clip: FilledClip,
+    clip: DecodedClip,
     signal?: AbortSignal,
     recycle?: (buffer: ArrayBuffer) => void,
-  ): Promise<FilledClip> {
+  ): Promise<DecodedClip> {
     const dest = await this.place(clip.meta, signal);
-    const done = (data: FilledClip["data"]) => {
+    const done = (data: DecodedClip["data"]) => {
       this.#copied += dest.length;
       if (recycle !== undefined && data.buffer instanceof ArrayBuffer) recycle(data.buffer);
       else releaseBuffers(data);
@@ -262,7 +261,7 @@ export class BatchSlots implements Disposable {
    * The batch of `placed` (one batch's positions, in order) in its slot; undefined (the slot given back) when it
    * has no clip or is dropped. `clips` are the placed clips (`"BCTHW"`: in their own buffers, regrouped here).
    */
-  collate(placed: readonly PlacedClip[], clips: FilledClip[], drop: boolean): Batch | undefined {
+  collate(placed: readonly PlacedClip[], clips: DecodedClip[], drop: boolean): Batch | undefined {
     const first = placed[0];
     const where = this.#where(first.clip?.meta ?? first.failures[0]);
     const slot = this.#batches.get(where.key);

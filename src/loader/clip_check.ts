@@ -28,7 +28,7 @@ import { AV_PKT_FLAG_DISCARD } from "../media/frame_index.ts";
 import { NOPTS, ptsToSeconds, type VideoPackets } from "../media/packets.ts";
 import { AUDIO_STATUSES } from "../media/audio.ts";
 import type { ClipSpec } from "./clip_spec.ts";
-import type { DecodedClip } from "./collate.ts";
+import type { DecodedClip } from "./clip/life.ts";
 
 /** A frame time this close to the window's start is at the start (as `frame_select.ts` counts it). */
 const AT_START_SEC = 1e-9;
@@ -103,7 +103,7 @@ function shapeProblem(spec: ClipSpec, clip: DecodedClip, facts: ClipFacts): stri
 }
 
 function orderProblem(spec: ClipSpec, clip: DecodedClip, { frameTimes: t }: ClipFacts): string | null {
-  const m = clip.outcome!;
+  const m = clip.outcome;
   const native = isNative(spec);
   for (let k = 0; k < t.length; k++) {
     if (!Number.isFinite(t[k])) return `slot ${k} shows a frame without a time (${t[k]})`;
@@ -169,7 +169,7 @@ function earliestPresentable(p: VideoPackets, at: number): { sec: number; what: 
 }
 
 function indexProblem(clip: DecodedClip, { packets: p, frameTimes: t }: ClipFacts): string | null {
-  const ix = clip.outcome!.frameIndex;
+  const ix = clip.outcome.frameIndex;
   if (ix === null) return null;
   let frames = 0;
   for (let i = 0; i < p.numPackets; i++) if (!(p.flags[i] & AV_PKT_FLAG_DISCARD)) frames++;
@@ -192,7 +192,7 @@ function indexProblem(clip: DecodedClip, { packets: p, frameTimes: t }: ClipFact
 function audioProblem(spec: ClipSpec, clip: DecodedClip): string | null {
   const want = spec.audio;
   if (want === undefined) return null;
-  const status = clip.outcome!.audio;
+  const status = clip.outcome.audio;
   const a = clip.audio, c = want.channels, n = want.samples;
   if (status === undefined || !AUDIO_STATUSES.includes(status)) return `audio status ${status}`;
   if (!(a instanceof Float32Array) || a.length !== c * n || clip.audioChannels !== c) {

@@ -7,35 +7,7 @@
  */
 
 import { errorText, MediaError, type SluiceError } from "../errors.ts";
-
-/** Why one clip failed. */
-export interface ClipFailure {
-  /** Video path or URL. */
-  path: string;
-  /** Index of the video in the dataset. */
-  video: number;
-  /** The epoch of the plan (0-based). */
-  epoch: number;
-  /** The clip's position in the rank's plan of the epoch (a substitute's: the position it was to fill). */
-  position: number;
-  /** The window that was asked for, seconds: its start... */
-  start: number;
-  /** ...and its end. */
-  end: number;
-  /** Where it failed: `"fetch"`, `"demux"` or `"decode"` (or the stage the error itself names). */
-  stage: string;
-  /** The error's class name, e.g. `"MediaError"`. */
-  errorName: string;
-  /** The error as one line, `Name: message`, the file left out (it is `path`). */
-  error: string;
-  /** 0 for the planned clip; `k` for the `k`-th substitute tried in its position (see the loader's docs). */
-  attempt: number;
-}
-
-/** A failed clip travelling in a clip's place. */
-export interface FailedClip {
-  failed: ClipFailure;
-}
+import type { ClipFailure, FailedClip } from "./clip/life.ts";
 
 /** The clip fields a failure record is made from. */
 export type FailedClipIdentity = Pick<ClipFailure, "path" | "video" | "epoch" | "position" | "start" | "end">;

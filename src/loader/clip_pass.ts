@@ -2,20 +2,17 @@
  * The loader's decode pass, written once for every decoder: a clip, and the clips its pass serves with it
  * (`ClipPackets.shared`), are checked (a clip its packets cannot fill fails before anything is decoded or
  * allocated), given their seeded choices (flip, region), their `FrameWriter` and destination, decoded by a
- * {@link ClipPassDecoder} (the CPU's one forward pass for all, or NVDEC's, `src/nvdec/clip_pass.ts`), then each
- * finished: held frames and padding added and counted, its {@link ClipOutcome} built. One clip's failure is its
- * `ClipError` and leaves the others' frames.
+ * {@link ClipPassDecoder} (the CPU's one forward pass for all, or NVDEC's, `src/nvdec/pass_decoder.ts`), then each
+ * finished: held frames and padding added (by the decoder, in host or device memory) and counted, its
+ * {@link ClipOutcome} built. One clip's failure is its `ClipError`, returned as its failure record, and leaves the
+ * others' frames. What is asked of the device goes through the decoder: this module names none.
  * @module
  */
 
-import {
-  type ClipPassDecoder,
-  type OutputRun,
-  packetRange,
-  type ResolvedOptions,
-} from "../media/decode_pass.ts";
+import { packetRange } from "../media/decode_pass.ts";
+import type { ClipPassDecoder, OutputRun, ResolvedOptions } from "../media/pass_decoder.ts";
 import { threadScaler } from "../media/decoder.ts";
-import { VideoPackets, type VideoPacketsInit } from "../media/packets.ts";
+import { VideoPackets } from "../media/packets.ts";
 import {
   FrameSelector,
   framesInWindow,
@@ -28,108 +25,41 @@ import { normalisation } from "../media/orient.ts";
 import { type FrameDestination, FrameWriter, type WriterSpec } from "../media/frame_writer.ts";
 import { viewAt } from "../memory/shm.ts";
 import { SWS_FLAGS } from "../media/scale.ts";
-import {
-  ClipError,
-  InvalidArgumentError,
-  MediaError,
-  NvdecUnsupportedError,
-  type SerializedError,
-  serializeError,
-} from "../errors.ts";
+import { ClipError, InvalidArgumentError, MediaError, NvdecUnsupportedError } from "../errors.ts";
 import { releaseBuffers, transferable, type Transferring } from "../pipeline/transfer.ts";
-import { isNvdecPass, repeatLastFrameOnDevice } from "../nvdec/clip_pass.ts";
 import { mulberry32 } from "../dataset/random.ts";
-import { lap, type PhaseTimes, startSpans, takeSpans } from "../media/spans.ts";
-import type { ClipBase, DecodedClip } from "./collate.ts";
+import { lap, startSpans, takeSpans } from "../media/spans.ts";
 import type { ClipOutcome, ClipSpec, FrameKind } from "./clip_spec.ts";
-import { AUDIO_STATUSES, type ClipAudio } from "../media/audio.ts";
+import { AUDIO_STATUSES } from "../media/audio.ts";
 import { checkClip } from "./clip_check.ts";
-
-/** A clip decoded in another clip's pass: its metadata, its own packets in that pass, and its destination. */
-export interface SharedClip {
-  meta: ClipBase;
-  /** Its own packets `[from, to)` within the pass's packets (exactly what demux cuts for its window alone). */
-  range: [number, number];
-  /** Where its frames go (see {@link ClipPackets.dest}); default: a new buffer. */
-  dest?: ClipDestination;
-  /** Its audio, decoded at demux (with `ClipSpec.audio`); checked before use (it may come from another process). */
-  audio?: ClipAudio;
-}
+import { clipFailure } from "./clip_failure.ts";
+import type {
+  ClipBase,
+  ClipDestination,
+  ClipPackets,
+  DecodedClip,
+  FailedClip,
+  SharedClip,
+} from "./clip/life.ts";
 
 /**
- * A clip's place given by address: `length` bytes at `address` of this process (a batch slot's clip place,
- * `BatchSlots.place`). The caller keeps the memory mapped while the clip decodes.
+ * Decodes a clip and the clips it shares its pass with (`item.shared`; none: a pass of its own) with `decoder`:
+ * one result per clip, this one first, each its clip or its failure record (one clip's failure leaves the others'
+ * frames). The pass's phase times (`item.profile`) go with the first clip that has a result.
  */
-export interface AddressedDestination {
-  address: bigint;
-  /** Bytes; must be exactly the clip's size (`numFrames × 3 × width × height × bytes per sample`). */
-  length: number;
-  /**
-   * `address` is in the memory of this CUDA device (NVDEC only; a device batch slot), not of the process: the
-   * clip is written there on the GPU.
-   */
-  device?: number;
-  /** With `device`: the clip is laid out `[3, T, H, W]` (its part of a `"BCTHW"` batch). */
-  planesFirst?: boolean;
-}
-
-/** Where a clip's frames go: a buffer (with an element offset) or an address. */
-export type ClipDestination = FrameDestination | AddressedDestination;
-
-/**
- * One clip after demux: its packets, or why its window could not be served, or (decoded once with other clips)
- * the pass that serves it.
- */
-export interface ClipPackets {
-  meta: ClipBase;
-  spec: ClipSpec;
-  /**
-   * The packets its decode pass reads; absent when demux failed for this window (`failure` says why) or when
-   * another clip's pass serves it (`servedBy`).
-   */
-  packets?: VideoPackets | VideoPacketsInit;
-  failure?: string;
-  /**
-   * Write the frames here: `numFrames` frames of `3·width·height` elements from `offset` on, a `Float32Array`
-   * for `dtype: "float32"`; or by address (a batch slot in shared memory, {@link AddressedDestination}), when
-   * the clip comes back with empty `data`. Default: a new buffer per clip. A buffer given here (moved with the
-   * item, e.g. one the loader reuses) comes back, moved, as the clip's `data`.
-   */
-  dest?: ClipDestination;
-  /** Its own packets `[from, to)` within `packets` (default: all of them). */
-  range?: [number, number];
-  /** Its audio (with `ClipSpec.audio`), see {@link SharedClip.audio}. */
-  audio?: ClipAudio;
-  /**
-   * The other clips the same pass serves (same video; their packets overlap this clip's): `decodeClipGroup`
-   * returns one result for each, after this clip's.
-   */
-  shared?: SharedClip[];
-  /**
-   * Set when the pass of the clip at this position (same epoch) serves this clip, which its `shared` lists: this
-   * item carries no packets, its result comes with that clip's (see `clip_steps.ts`).
-   */
-  servedBy?: number;
-  /** Leave undecoded the frames no position shows (`DecodeOptions.skipUnshown`, default true; set by the decode step). */
-  skipUnshown?: boolean;
-  /** FFmpeg threads for the decoder (default 1; set by the decode step from the cores left idle). */
-  threads?: number;
-  /** Time the decode's phases (`clip_profile.ts`; set by the decode step): they come back as the clip's `phases`. */
-  profile?: boolean;
-  /** Times of the demux task that cut this clip's packets (on one clip of the task), for the profile. */
-  phases?: PhaseTimes;
-}
-
-/** One clip's result in a {@link decodeGroup}: the clip, or its `ClipError` (serialized: it crosses a Worker). */
-export type ClipResult = { clip: DecodedClip } | { error: SerializedError };
-
-/** Decodes one clip (its own packets only; `shared` clips are left to {@link decodeGroup}) with `decoder`. */
-export function decodeOne(item: ClipPackets, decoder: ClipPassDecoder): Transferring<DecodedClip> {
+export function decodeClips(
+  item: ClipPackets,
+  decoder: ClipPassDecoder,
+): Transferring<(DecodedClip | FailedClip)[]> {
   if (item.profile) startSpans();
   try {
-    const [m] = runPass(item, [ownMember(item)], decoder);
-    if (m.error !== undefined) throw m.error;
-    return transferable(withPhases(m.clip!), m.transfer);
+    const members = runPass(item, [ownMember(item), ...(item.shared ?? [])], decoder);
+    const first = members.find((m) => m.clip !== undefined);
+    if (first !== undefined) withPhases(first.clip!);
+    const out = members.map((m): DecodedClip | FailedClip =>
+      m.error !== undefined ? { failed: clipFailure(m.meta, "decode", m.error) } : m.clip!
+    );
+    return transferable(out, members.flatMap((m) => m.transfer));
   } finally {
     // The packets came here by transfer and are spent: free them now rather than at this Worker's next GC.
     if (item.packets) releaseBuffers(item.packets);
@@ -143,27 +73,6 @@ function withPhases<T extends DecodedClip>(clip: T): T {
   const phases = takeSpans();
   if (phases !== null) clip.phases = phases;
   return clip;
-}
-
-/**
- * Decodes a clip and the clips it shares its pass with (`item.shared`) with `decoder`: one result per clip, this
- * one first, each its clip or its own `ClipError` (one clip's failure leaves the others' frames).
- */
-export function decodeGroup(item: ClipPackets, decoder: ClipPassDecoder): Transferring<ClipResult[]> {
-  if (item.profile) startSpans();
-  try {
-    const members = runPass(item, [ownMember(item), ...(item.shared ?? [])], decoder);
-    // the pass's times go with the first clip that has a result
-    const first = members.find((m) => m.clip !== undefined);
-    if (first !== undefined) withPhases(first.clip!);
-    const out = members.map((m): ClipResult =>
-      m.error !== undefined ? { error: serializeError(m.error) } : { clip: m.clip! }
-    );
-    return transferable(out, members.flatMap((m) => m.transfer));
-  } finally {
-    if (item.packets) releaseBuffers(item.packets);
-    takeSpans();
-  }
 }
 
 /** The pass over `item`'s packets for `shared` (this clip first): open, decode, finish. */
@@ -228,6 +137,7 @@ interface Prepared {
 /** A pass about to run: its packets and options, every member, and those that passed the checks. */
 interface Pass {
   spec: ClipSpec;
+  decoder: ClipPassDecoder;
   members: Member[];
   p: VideoPackets;
   o: ResolvedOptions;
@@ -252,7 +162,7 @@ function openPass(item: ClipPackets, shared: SharedClip[], decoder: ClipPassDeco
     p = clipPackets(item);
   } catch (e) {
     for (const m of members) fail(m, e);
-    return { spec: item.spec, members, p: null!, o: null!, ready: [] };
+    return { spec: item.spec, decoder, members, p: null!, o: null!, ready: [] };
   }
   const o = decodeOptions(item);
   const ready: Prepared[] = [];
@@ -263,7 +173,7 @@ function openPass(item: ClipPackets, shared: SharedClip[], decoder: ClipPassDeco
       fail(m, e);
     }
   }
-  return { spec: item.spec, members, p, o, ready };
+  return { spec: item.spec, decoder, members, p, o, ready };
 }
 
 function prepare(
@@ -279,7 +189,7 @@ function prepare(
   const writer = new FrameWriter(writerSpec(spec, own, choice), threadScaler(o.flags));
   const plan = checkFillable(spec, member.meta, own, o);
   const dest = member.dest === undefined ? newDestination(spec) : destination(spec, member.dest);
-  if (dest.device !== undefined && !isNvdecPass(decoder)) {
+  if (dest.device !== undefined && !decoder.acceptsDevice(dest.device)) {
     throw new InvalidArgumentError("a clip place in device memory needs the NVDEC decoder");
   }
   // A buffer of its own (new, or one the caller moved here to be reused) goes back moved, not copied.
@@ -317,7 +227,7 @@ function finishPass(
     try {
       if (out.error !== undefined) throw out.error;
       const counts = { decoded: share(decoded, r.member), skipped: share(skipped, r.member), passClips: n };
-      const clip = finishClip(pass.spec, r, out, counts, failures);
+      const clip = finishClip(pass, r, out, counts, failures);
       r.member.clip = clip;
       withAudio(pass.spec, r.member);
       // The delivery rule, once for every decoder: a clip that breaks it fails instead of being delivered.
@@ -349,7 +259,7 @@ function withAudio(spec: ClipSpec, m: Member): void {
   }
   m.clip!.audio = a.samples;
   m.clip!.audioChannels = want.channels;
-  m.clip!.outcome!.audio = a.status;
+  m.clip!.outcome.audio = a.status;
   if (a.samples.buffer instanceof ArrayBuffer) m.transfer.push(a.samples.buffer);
 }
 
@@ -468,7 +378,7 @@ function destination(spec: ClipSpec, dest: ClipDestination): FrameDestination {
 
 /** Checks the frames decoded, pads to `numFrames`, and builds the clip with its outcome. */
 function finishClip(
-  spec: ClipSpec,
+  { spec, decoder }: Pass,
   { member: { meta }, own: p, plan, writer, choice, dest, addressed }: Prepared,
   out: OutputRun,
   counts: { decoded: number; skipped: number; passClips: number },
@@ -486,13 +396,10 @@ function finishClip(
   if (padded > spec.maxPadFraction * spec.numFrames) {
     throw new ClipError(meta.path, "decode", w, paddingReason(filled, spec, false) + failures);
   }
-  const size = writer.frameSize, last = dest.offset + (filled - 1) * size;
+  const size = writer.frameSize;
   const frameKind: FrameKind[] = Array(filled).fill("sampled");
-  if (dest.device !== undefined) {
-    repeatLastFrameOnDevice(dest.device, filled, spec.numFrames, size * dest.data.BYTES_PER_ELEMENT);
-  }
+  decoder.repeatLastFrame(dest, filled, spec.numFrames, size);
   for (let k = filled; k < spec.numFrames; k++) {
-    if (dest.device === undefined) dest.data.copyWithin(dest.offset + k * size, last, last + size);
     pts.push(pts[filled - 1]);
     frameIndex?.push(frameIndex[filled - 1]);
     frameKind.push(k < filled + held ? "held" : "padded");

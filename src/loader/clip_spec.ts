@@ -25,6 +25,11 @@ export type Interpolation = "bilinear" | "bicubic" | "area";
 export interface ClipSpec {
   /** Frames per clip: every clip has exactly this many (padding counted), or fails. */
   numFrames: number;
+  /**
+   * The decoder its decode Worker uses (the loader's `decode`, resolved; default `"cpu"`): the Worker takes it
+   * from here (`decode/devices.ts`).
+   */
+  decoder?: "cpu" | "nvdec";
   /** NVDEC: the CUDA device that decodes (the loader's `device`; default 0). */
   device?: number;
   /** Which frames of the window fill the clip (see `frame_select.ts`). Default `{ kind: "consecutive" }`. */

@@ -24,16 +24,8 @@ import { InvalidArgumentError, PipelineFailure } from "../errors.ts";
 import type { Vocabulary } from "../options.ts";
 import type { MaxFailures } from "../pipeline/stage.ts";
 import { LOADER_VOCABULARY } from "./clip_options.ts";
-import { type ClipFailure, formatClipFailure } from "./clip_failure.ts";
-import type { ClipMeta, FilledClip } from "./collate.ts";
-
-/** One position of the plan after the replacement step: the clip for its batch, or none, and what failed. */
-export interface PlacedClip {
-  /** The position's own clip, a substitute (its `meta.replaces` is set), or null when it has none. */
-  clip: FilledClip | null;
-  /** The planned clip's failure (attempt 0), then each failed substitute's, in the order they were tried. */
-  failures: ClipFailure[];
-}
+import { formatClipFailure } from "./clip_failure.ts";
+import type { ClipFailure, ClipMeta, PlacedClip } from "./clip/life.ts";
 
 /** Clip counts; see the module docs for how they add up. */
 export interface ClipCounts {
@@ -105,11 +97,6 @@ export interface ClipStats {
   /** Complete epochs folded into `total` and no longer listed in `epochs`. */
   foldedEpochs: number;
 }
-
-/** What {@link ClipAccounting.delivered} reads of a clip handed to the consumer. */
-export type DeliveredClip =
-  & Pick<ClipMeta, "epoch" | "padded" | "replaces" | "pts">
-  & Partial<Pick<ClipMeta, "held" | "decodedFrames" | "skippedFrames" | "passClips" | "audio">>;
 
 /** Epochs listed in {@link ClipStats.epochs}; older complete ones are folded into the total. */
 export const KEPT_EPOCHS = 64;
@@ -257,7 +244,7 @@ export class ClipAccounting {
    * decode work. With `sign` -1, takes that count back (the batch never reached the training code, e.g. a
    * relay's client discarded it): its positions are pending again, and its epoch not complete.
    */
-  delivered(clips: readonly DeliveredClip[], sign: 1 | -1 = 1): void {
+  delivered(clips: readonly ClipMeta[], sign: 1 | -1 = 1): void {
     for (const c of clips) countDelivered(this.#epoch(c.epoch), c, sign);
   }
 
@@ -299,7 +286,7 @@ export class ClipAccounting {
    * training code yet (a relay's batches on their way to its client), counted in the copy as pending, as if
    * their delivery were taken back (see {@link delivered}); the accounting itself is left as it is.
    */
-  stats(unconsumed: readonly DeliveredClip[] = []): ClipStats {
+  stats(unconsumed: readonly ClipMeta[] = []): ClipStats {
     const copies = new Map([...this.#epochs].map(([n, e]) => [n, {
       ...e,
       failedByStage: { ...e.failedByStage },
@@ -319,7 +306,7 @@ export class ClipAccounting {
 }
 
 /** Counts (`sign` 1) or takes back (-1) the delivery of clip `c` in its epoch's entry `e`. */
-function countDelivered(e: ClipEpochStats, c: DeliveredClip, sign: 1 | -1): void {
+function countDelivered(e: ClipEpochStats, c: ClipMeta, sign: 1 | -1): void {
   if (c.replaces === undefined) {
     e.delivered += sign;
     e.pending -= sign;

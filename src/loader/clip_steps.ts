@@ -6,7 +6,7 @@
  * planned clip is.
  *
  * {@link ClipDecodeStep} is the loader's decode stage. It decodes a clip whose pass serves others too (decode
- * once, see `front.ts`) with `decodeClipGroup` and keeps the others' results until their own items come
+ * once, see `front.ts`) in one task and keeps the others' results until their own items come
  * (`servedBy`); items come in the order of the epoch's output, and a pass is led by the clip of its group that
  * comes first, so a result never waits for a clip that is not on its way, and the front's horizon bounds how
  * many wait. It also chooses each task's FFmpeg threads (`decode_threads.ts`).
@@ -16,26 +16,26 @@
 import type { Executor, PipeFn, TaskContext } from "../pipeline/executor.ts";
 import type { TaskPool } from "../pipeline/pool_lease.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
-import { ClipError, deserializeError } from "../errors.ts";
-import { clipFailure, type FailedClip, isFailedClip } from "./clip_failure.ts";
-import type { ClipBase, ClipPackets, ClipResult, VideoTask } from "./clip_worker.ts";
-import type { FilledClip } from "./collate.ts";
+import { ClipError } from "../errors.ts";
+import { clipFailure, isFailedClip } from "./clip_failure.ts";
 import { decodeThreads, type ThreadBudget } from "./decode_threads.ts";
-import type { BatchSlots } from "./batch_slots.ts";
 import { fetchBytes, type FetchOptions, isUrl } from "../dataset/fetch.ts";
 import { readMember } from "../dataset/shards/reader.ts";
 import type { ClipProfile } from "./clip_profile.ts";
 import type { BufferPool } from "../memory/buffer_pool.ts";
 import { threadMs } from "../media/spans.ts";
+import type {
+  ClipBase,
+  ClipItem,
+  ClipPackets,
+  ClipPlaces,
+  DecodedClip,
+  FailedClip,
+  VideoTask,
+} from "./clip/life.ts";
 
 /** The loader's stage names of these steps: their tasks' Worker calls and waits count as those stages'. */
 const DEMUX = "demux", DECODE = "decode";
-
-/** A clip on its way: its packets, or its failure. */
-export type ClipItem = ClipPackets | FailedClip;
-
-/** The Worker export that decodes one clip. */
-export type DecodeExport = "decodeClip" | "decodeClipNvdec";
 
 /**
  * The executor of the stages that call these steps: it runs their functions on the main thread (they await
@@ -113,13 +113,12 @@ export async function demuxVideo(
  */
 export async function decodeClipItem(
   pool: TaskPool,
-  exportName: DecodeExport,
   item: ClipItem,
   signal: AbortSignal,
   attempt = 0,
-  slots: BatchSlots | null = null,
+  slots: ClipPlaces | null = null,
   profile: ClipProfile | null = null,
-): Promise<FilledClip | FailedClip> {
+): Promise<DecodedClip | FailedClip> {
   if (isFailedClip(item)) return item;
   const { meta } = item;
   try {
@@ -127,14 +126,10 @@ export async function decodeClipItem(
       const dest = await slots.place(meta, signal);
       if (slots.direct) item.dest = dest;
     }
-    // The Workers return exactly the clip the spec promises (with its outcome) or throw a ClipError.
+    // The Workers return exactly the clip the spec promises (with its outcome) or its failure record.
     ownAudio(item);
-    const clip = await profiled(
-      profile,
-      item,
-      1,
-      () => pool.run(exportName, item, { signal, stage: DECODE }),
-    ) as FilledClip;
+    const [clip] = await profiled(profile, item, 1, () => decodeTask(pool, item, signal));
+    if (isFailedClip(clip)) return { failed: { ...clip.failed, attempt } };
     return slots?.direct ? await placed(profile, () => slots.adopt(clip, signal)) : clip;
   } catch (e) {
     if (signal.aborted) throw e;
@@ -150,13 +145,13 @@ async function profiled(
   profile: ClipProfile | null,
   item: ClipPackets,
   clips: number,
-  run: () => Promise<unknown>,
-): Promise<unknown> {
+  run: () => Promise<(DecodedClip | FailedClip)[]>,
+): Promise<(DecodedClip | FailedClip)[]> {
   if (profile === null) return await run();
   item.profile = true;
   profile.count(clips);
   const r = await run();
-  const timed = (Array.isArray(r) ? r.find((x) => "clip" in x)?.clip : r) as FilledClip | undefined;
+  const timed = r.find((x) => !isFailedClip(x)) as DecodedClip | undefined;
   if (timed !== undefined) {
     profile.add(timed.phases);
     delete timed.phases;
@@ -185,12 +180,6 @@ export function ownAudio(item: ClipPackets): void {
   }
 }
 
-/** Group exports of the clip Worker, by the export that decodes one clip. */
-export const GROUP_EXPORT = {
-  decodeClip: "decodeClipGroup",
-  decodeClipNvdec: "decodeClipGroupNvdec",
-} as const;
-
 /** How the loader's decode stage decodes (each switch of issue 14's "decode less"). */
 export interface ClipDecodeOptions {
   /** Leave undecoded the frames no slot shows (`ClipPackets.skipUnshown`; default true). */
@@ -199,8 +188,8 @@ export interface ClipDecodeOptions {
   threads?: ThreadBudget | null;
   /** Clips per epoch (what is still to come decides the threads). */
   perEpoch?: number;
-  /** The loader's batch slots: each clip is decoded into its place in its batch (see `batch_slots.ts`). */
-  slots?: BatchSlots | null;
+  /** Where each clip goes in its batch (the loader's batch slots): each clip is decoded into its place there. */
+  slots?: ClipPlaces | null;
   /** Add each task's phase times here (`clip_profile.ts`); null: no spans (default). */
   profile?: ClipProfile | null;
   /**
@@ -212,14 +201,14 @@ export interface ClipDecodeOptions {
    * Loads a planned clip on its own (fetch, demux, decode): what a clip another clip's pass was to serve gets
    * when that pass failed it or did not run. Null: it fails with the pass (default).
    */
-  reload?: ((meta: ClipBase, signal: AbortSignal) => Promise<FilledClip | FailedClip>) | null;
+  reload?: ((meta: ClipBase, signal: AbortSignal) => Promise<DecodedClip | FailedClip>) | null;
 }
 
 /** A pass's result for a clip that comes later: settled when the pass ends. */
 interface Waiting {
   epoch: number;
-  result: Promise<FilledClip | FailedClip>;
-  settle: (r: FilledClip | FailedClip) => void;
+  result: Promise<DecodedClip | FailedClip>;
+  settle: (r: DecodedClip | FailedClip) => void;
   /** Its item has come and taken the result. */
   taken: boolean;
   /** Where the clip's buffer goes once copied into its place (a node pass's buffers); default: freed. */
@@ -229,11 +218,10 @@ interface Waiting {
 /** The loader's decode stage; see the module docs. */
 export class ClipDecodeStep {
   readonly #pool: TaskPool;
-  readonly #export: DecodeExport;
   readonly #skip: boolean;
   readonly #budget: ThreadBudget | null;
   readonly #perEpoch: number;
-  readonly #slots: BatchSlots | null;
+  readonly #slots: ClipPlaces | null;
   readonly #profile: ClipProfile | null;
   readonly #buffers: BufferPool | null;
   readonly #reload: ClipDecodeOptions["reload"];
@@ -244,12 +232,10 @@ export class ClipDecodeStep {
 
   /**
    * @param pool the clip Worker pool
-   * @param exportName the Worker export decoding one clip (CPU or NVDEC)
    * @param opts the decode-less switches
    */
-  constructor(pool: TaskPool, exportName: DecodeExport, opts: ClipDecodeOptions = {}) {
+  constructor(pool: TaskPool, opts: ClipDecodeOptions = {}) {
     this.#pool = pool;
-    this.#export = exportName;
     this.#skip = opts.skipUnshown ?? true;
     this.#budget = opts.threads ?? null;
     this.#perEpoch = opts.perEpoch ?? 0;
@@ -267,7 +253,7 @@ export class ClipDecodeStep {
   }
 
   /** Decodes one clip item (or takes its result from the pass that served it); on failure, the clip failed. */
-  async decode(item: ClipItem, signal: AbortSignal): Promise<FilledClip | FailedClip> {
+  async decode(item: ClipItem, signal: AbortSignal): Promise<DecodedClip | FailedClip> {
     const slots = this.#slots;
     if (isFailedClip(item)) {
       // Every position takes its place in turn, failed or not: batches get their slots in order, and a
@@ -284,7 +270,7 @@ export class ClipDecodeStep {
     if (item.servedBy !== undefined) {
       if (slots !== null) await slots.place(meta, signal);
       const w = this.#waiting.get(key(meta));
-      let r: FilledClip | FailedClip | undefined;
+      let r: DecodedClip | FailedClip | undefined;
       let recycle: Waiting["recycle"];
       if (w !== undefined) {
         recycle = w.recycle;
@@ -336,17 +322,14 @@ export class ClipDecodeStep {
           const data = item.spec.dtype === "float32" ? new Float32Array(reuse) : new Uint8Array(reuse);
           item.dest = { data, offset: 0 };
         }
-        return await decodeClipItem(this.#pool, this.#export, item, signal, 0, slots, this.#profile);
+        return await decodeClipItem(this.#pool, item, signal, 0, slots, this.#profile);
       }
       ownAudio(item);
-      const results = await profiled(
+      const [own, ...others] = await profiled(
         this.#profile,
         item,
         1 + shared.length,
-        () => this.#pool.run(GROUP_EXPORT[this.#export], item, { signal, stage: DECODE }),
-      );
-      const [own, ...others] = (results as ClipResult[]).map((r, k) =>
-        fromResult(r, k === 0 ? meta : shared[k - 1].meta)
+        () => decodeTask(this.#pool, item, signal),
       );
       others.forEach((r, k) => waits[k].settle(r));
       return await this.#adopt(own, signal);
@@ -366,7 +349,7 @@ export class ClipDecodeStep {
    */
   expectResult(
     meta: ClipBase,
-    result: Promise<FilledClip | FailedClip>,
+    result: Promise<DecodedClip | FailedClip>,
     recycle?: (buffer: ArrayBuffer) => void,
   ): void {
     const w = this.#expect(meta);
@@ -396,18 +379,18 @@ export class ClipDecodeStep {
 
   /** A decoded clip in its batch slot's place (with slots writing directly), as is otherwise. */
   async #adopt(
-    r: FilledClip | FailedClip,
+    r: DecodedClip | FailedClip,
     signal: AbortSignal,
     recycle?: (buffer: ArrayBuffer) => void,
-  ): Promise<FilledClip | FailedClip> {
+  ): Promise<DecodedClip | FailedClip> {
     const slots = this.#slots;
     if (isFailedClip(r) || !slots?.direct) return r;
     return await placed(this.#profile, () => slots.adopt(r, signal, recycle));
   }
 
   #expect(meta: ClipBase): Waiting {
-    let settle!: (r: FilledClip | FailedClip) => void;
-    const result = new Promise<FilledClip | FailedClip>((r) => settle = r);
+    let settle!: (r: DecodedClip | FailedClip) => void;
+    const result = new Promise<DecodedClip | FailedClip>((r) => settle = r);
     const w: Waiting = { epoch: meta.epoch, result, settle, taken: false };
     this.#waiting.set(key(meta), w);
     return w;
@@ -428,8 +411,15 @@ function key(meta: ClipBase): string {
   return `${meta.epoch}/${meta.position}`;
 }
 
-/** A Worker's result for one clip of a pass as the stage's item. */
-export function fromResult(r: ClipResult, meta: ClipBase): FilledClip | FailedClip {
-  if ("clip" in r) return r.clip as FilledClip;
-  return { failed: clipFailure(meta, "decode", deserializeError(r.error)) };
+/**
+ * Decodes `item` and the clips its pass serves in `pool` (the clip Worker's one decode export, its decoder named
+ * by the item's spec): one result per clip, the item's first.
+ */
+export async function decodeTask(
+  pool: TaskPool,
+  item: ClipPackets,
+  signal: AbortSignal,
+  stage = DECODE,
+): Promise<(DecodedClip | FailedClip)[]> {
+  return await pool.run("decodeClip", item, { signal, stage }) as (DecodedClip | FailedClip)[];
 }

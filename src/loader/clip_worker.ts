@@ -1,74 +1,30 @@
 /**
  * Worker functions of the video loader, run in `WorkerPool`s: `demuxClips` cuts one video into the packets of its
- * clips (one open of the file for all of them), `decodeClip` decodes one clip into exactly what its
- * {@link ClipSpec} asks (frames chosen by `src/media/frame_select.ts`, rotated, cropped, resized, flipped and
- * converted in one pass by `src/media/frame_writer.ts`), `decodeClipNvdec` does the same on an NVIDIA GPU
- * (frame choice, crop, resize, rotation, flip, layout and `float32` on the GPU, then one copy to host). Both are the
- * one clip pass (`clip_pass.ts`) over a different `ClipPassDecoder`.
+ * clips (one open of the file for all of them), `decodeClip` decodes a clip (and the clips its pass serves) into
+ * exactly what its `ClipSpec` asks, with the decoder the spec names: on the CPU (frames chosen by
+ * `src/media/frame_select.ts`, rotated, cropped, resized, flipped and converted in one pass by
+ * `src/media/frame_writer.ts`) or on an NVIDIA GPU (frame choice, crop, resize, rotation, flip, layout and
+ * `float32` on the GPU, then one copy to host, or none into a device batch slot). Both are the one clip pass
+ * (`clip_pass.ts`) over a different `ClipPassDecoder` (`decode/devices.ts`).
  *
  * Every clip comes back with exactly `numFrames` frames (a short clip repeats its last frame: `held` while it is
- * still on screen, `padded` beyond the end of the stream) or fails alone with a {@link ClipError} naming the file, the window, the stage and the cause: a
- * window the demuxer cannot serve travels on as a failed item and fails at decode, so one bad window never takes
- * the other clips of its video with it. Buffers go back as transferables (nothing copied), or straight into a
+ * still on screen, `padded` beyond the end of the stream) or fails alone, as its `FailedClip` (the record of its
+ * `ClipError`, naming the file, the window, the stage and the cause): a window the demuxer cannot serve travels on
+ * as a failed item and fails at decode, so one bad window never takes the other clips of its video with it. Buffers go back as transferables (nothing copied), or straight into a
  * caller's destination (`ClipPackets.dest`): a buffer, or a native address (a batch slot in shared memory,
  * `batch_slots.ts`; Workers share the process's address space), in which case the clip comes back with empty
  * `data` (its pixels are already where the caller said).
  * @module
  */
 
-import { cpuPassDecoder } from "../media/decode_pass.ts";
-import { releaseDecoder } from "../media/decoder.ts";
 import { type NativeObjectCounts, nativeObjectCounts } from "../media/av_objects.ts";
-import { nvdecPassDecoder } from "../nvdec/clip_pass.ts";
-import { releaseDecoderNvdec } from "../nvdec/decoder_cache.ts";
+import { passDecoderFor, releaseDecoders } from "./decode/devices.ts";
 import { demuxGroupsSync } from "../media/demux.ts";
 import { MediaError } from "../errors.ts";
 import { lap, startSpans, takeSpans } from "../media/spans.ts";
 import { transferable, type Transferring } from "../pipeline/transfer.ts";
-import type { ClipBase, DecodedClip } from "./collate.ts";
-import type { ClipSpec } from "./clip_spec.ts";
-import type { MemberRef } from "../dataset/items.ts";
-import { type ClipPackets, type ClipResult, decodeGroup, decodeOne } from "./clip_pass.ts";
-
-export type { ClipBase };
-export type {
-  AddressedDestination,
-  ClipDestination,
-  ClipPackets,
-  ClipResult,
-  SharedClip,
-} from "./clip_pass.ts";
-
-/** One video with the clips to cut from it, after fetching. */
-export interface VideoTask {
-  epoch: number;
-  video: number;
-  path: string;
-  /** Each clip's metadata, window (`start`, `end`) and transform seed (`seed`) included, as the loader planned it. */
-  clips: ClipBase[];
-  /** The video is this member of the file at `path` (a tar shard). */
-  member?: MemberRef;
-  /** The bytes (URLs, after fetching) or the local path itself. */
-  src?: Uint8Array | string;
-  /** What each clip becomes (travels with each clip). */
-  spec: ClipSpec;
-  /**
-   * Decode once for several clips (set by the loader's front): clips whose packets overlap are served by one
-   * decode pass when their places in the epoch's output (`order[i]` for `clips[i]`: the index at which the clip
-   * leaves the shuffle buffer) are at most `horizon` apart. Absent: every clip is decoded on its own.
-   * `order[clips.length + j]` is `extras[j]`'s place.
-   */
-  share?: { order: number[]; horizon: number };
-  /**
-   * Decode once across rows (set by the loader's front): clips of other tasks of the same file that leave the
-   * shuffle buffer after every clip of this one, offered to this task's passes. An extra is cut only into a
-   * group one of `clips` opens (never on its own: `optionalFrom`) and gets no item here: the pass that serves
-   * it lists it in `shared`, and its own task emits it with `servedBy`.
-   */
-  extras?: ClipBase[];
-  /** Time the demux's phases (`clip_profile.ts`): they come back as the first clip's `phases`. */
-  profile?: boolean;
-}
+import { decodeClips } from "./clip_pass.ts";
+import type { ClipPackets, DecodedClip, FailedClip, VideoTask } from "./clip/life.ts";
 
 /**
  * Demuxes every clip window of one video; see the module docs. With `task.share`, clips whose packets overlap
@@ -142,33 +98,13 @@ export function demuxClips(task: VideoTask): Transferring<ClipPackets[]> {
   return transferable(out, buffers);
 }
 
-/** Decodes one clip on the CPU (its own packets only; `shared` clips are left to `decodeClipGroup`). */
-export function decodeClip(item: ClipPackets): Transferring<DecodedClip> {
-  return decodeOne(item, cpuPassDecoder);
-}
-
 /**
- * Decodes a clip and the clips it shares its pass with (`item.shared`) in one forward pass on the CPU: one result
- * per clip, this one first, each its clip or its own `ClipError` (one clip's failure leaves the others' frames).
+ * Decodes a clip, and the clips its pass serves with it (`item.shared`), with the decoder its spec names
+ * (`ClipSpec.decoder`: the CPU's one forward pass, or NVDEC's, each clip from its own packets, on the GPU):
+ * one result per clip, this one first, each its clip or its failure record. A lone clip is a pass of one.
  */
-export function decodeClipGroup(item: ClipPackets): Transferring<ClipResult[]> {
-  return decodeGroup(item, cpuPassDecoder);
-}
-
-/**
- * Decodes one clip with NVDEC (`src/nvdec`): the frame choice, the region (display area) and the resize (target
- * size), then rotation, flip, layout and `float32` (the clip kernel) on the GPU, then one copy to host memory.
- */
-export function decodeClipNvdec(item: ClipPackets): Promise<Transferring<DecodedClip>> {
-  return Promise.resolve().then(() => decodeOne(item, nvdecPassDecoder(item.spec.device)));
-}
-
-/**
- * {@link decodeClipGroup} with NVDEC. The decoder's crop and resize are set per decode, and clips differ in both,
- * so each clip is decoded from its own packets within the pass's (`src/nvdec/clip_pass.ts`).
- */
-export function decodeClipGroupNvdec(item: ClipPackets): Promise<Transferring<ClipResult[]>> {
-  return Promise.resolve().then(() => decodeGroup(item, nvdecPassDecoder(item.spec.device)));
+export function decodeClip(item: ClipPackets): Transferring<(DecodedClip | FailedClip)[]> {
+  return decodeClips(item, passDecoderFor(item.spec));
 }
 
 // ------------------------------------------------------------------------------------------ worker upkeep
@@ -195,11 +131,7 @@ export function memoryReport(gc = false): WorkerMemory {
   return { heapTotal, heapUsed, external, native: nativeObjectCounts() };
 }
 
-/** Frees this Worker's cached CPU decoder and scaler and its NVDEC decoder; the pool calls it before terminating. */
+/** Frees this Worker's cached decoders (CPU and NVDEC) and scaler; the pool calls it before terminating. */
 export function release(): void {
-  try {
-    releaseDecoder();
-  } finally {
-    releaseDecoderNvdec();
-  }
+  releaseDecoders();
 }

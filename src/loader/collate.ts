@@ -11,69 +11,11 @@
 import { fmtSec, InvalidArgumentError } from "../errors.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
 import type { BufferPool } from "../memory/buffer_pool.ts";
-import type { ClipFailure } from "./clip_failure.ts";
-import type { ClipDtype, ClipOutcome } from "./clip_spec.ts";
-import type { PhaseTimes } from "../media/spans.ts";
+import type { ClipDtype } from "./clip_spec.ts";
+import type { ClipMeta, DecodedClip } from "./clip/life.ts";
 
 /** Memory layout of a batch. */
 export type BatchLayout = "BTHWC" | "BCTHW";
-
-/**
- * What one clip of a batch is: where it came from (`path`, the window the sampler asked for, its place in the
- * plan, its seed, the manifest's other columns) and what it holds ({@link ClipOutcome}: each frame's time,
- * padding, the time range its frames cover, rotation, crop and flip).
- */
-export interface ClipMeta extends ClipOutcome {
-  /** Video path or URL. */
-  path: string;
-  /** Index of the video in the dataset. */
-  video: number;
-  /** Class index (-1 when the dataset has no labels). */
-  label: number;
-  /** The window the sampler asked for, seconds (the frames cover `span`, see docs/clips.md): its start... */
-  start: number;
-  /** ...and its end. */
-  end: number;
-  /** The epoch of the plan (0-based). */
-  epoch: number;
-  /** The clip's position in this rank's plan of the epoch (a substitute keeps the failed clip's). */
-  position: number;
-  /** Seed of the clip's random transforms (crop, flip): the sampler's `clipSeed`. */
-  seed: number;
-  /** The manifest's other columns for this video (captions, multi-label ids, targets), when it has any. */
-  fields?: Record<string, unknown>;
-  /**
-   * Set when this clip stands in for a planned clip that failed (`onClipError: "replace"`): that clip's
-   * failure. The substitute keeps the failed clip's `position`; its own window is `start`/`end` of `path`.
-   */
-  replaces?: ClipFailure;
-}
-
-/** The metadata a clip has before it is decoded (the loader sets it; the decode Workers add the outcome). */
-export type ClipBase = Omit<ClipMeta, keyof ClipOutcome>;
-
-/** One decoded clip, as the decode stage hands it on. */
-export interface DecodedClip {
-  /** What the loader planned for it. */
-  meta: ClipBase;
-  /** `numFrames × frameSize` samples: packed RGB (`[T, H, W, 3]`) or planar RGB (`[T, 3, H, W]`). */
-  data: Uint8Array | Float32Array;
-  /** Frame width in pixels. */
-  width: number;
-  /** Frame height in pixels. */
-  height: number;
-  /** What the clip holds (see `clip_spec.ts`). */
-  outcome?: ClipOutcome;
-  /** Times of its decode task's phases, when profiled (`clip_profile.ts`); the decode step takes them off. */
-  phases?: PhaseTimes;
-  /** With `ClipSpec.audio`: its audio, planar `float32` `[channels, samples]`. */
-  audio?: Float32Array;
-  /** With `audio`: its channels. */
-  audioChannels?: number;
-}
-
-/** A decoded clip with its outcome, ready for a batch. */
-export type FilledClip = DecodedClip & { outcome: ClipOutcome };
 
 /**
  * A batch of clips. Disposable: `for await (using batch of loader)` (or `batch[Symbol.dispose]()`) frees its
@@ -145,7 +87,7 @@ export type CollateInto = {
  * back to it when the batch is disposed (moved, so the batch's views read as empty as without it).
  */
 export function collate(
-  clips: readonly FilledClip[],
+  clips: readonly DecodedClip[],
   numFrames: number,
   layout: BatchLayout,
   into?: CollateInto,

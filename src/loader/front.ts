@@ -25,7 +25,7 @@
  * `⌊index / batchSize⌋`, slot `index mod batchSize`). Each video task carries its clips' output indices; the
  * demux Worker puts clips whose packets overlap (the same GOP, or one window's packets reaching into the next
  * one's) and whose output indices are at most `shareHorizon` apart into one group, led by the one that comes out
- * first. The leader carries the packets of all and decodes them in one forward pass (`decodeClipGroup`), each
+ * first. The leader carries the packets of all and decodes them in one forward pass (`decodeClip`), each
  * clip into its own destination and with its own failure; the others carry no packets, only `servedBy`, and the
  * decode stage hands them the leader's results when they come (`ClipDecodeStep`). The batches are the same as
  * with every clip decoded on its own: the order of the items does not change, only who decodes which. Clips of
@@ -47,12 +47,11 @@ import { mainThread } from "../pipeline/executor.ts";
 import { WaitLedger } from "../pipeline/wait_ledger.ts";
 import { WorkerPool } from "../pipeline/worker_pool.ts";
 import type { TaskPool } from "../pipeline/pool_lease.ts";
-import { callingPool, type ClipItem, demuxVideo, fetchVideo } from "./clip_steps.ts";
-import type { ClipBase, VideoTask } from "./clip_worker.ts";
+import { callingPool, demuxVideo, fetchVideo } from "./clip_steps.ts";
 import type { ClipSpec } from "./clip_spec.ts";
 import type { VideoItem } from "../dataset/dataset.ts";
 import type { FetchOptions } from "../dataset/fetch.ts";
-import { type StageConcurrency, startSize } from "./loader_options.ts";
+import { type StageConcurrency, startSize } from "../pipeline/stage.ts";
 import {
   type ClipRequest,
   ClipSampler,
@@ -64,6 +63,7 @@ import { ShuffleBuffer } from "../dataset/shuffle_buffer.ts";
 import type { ThreadBudget } from "./decode_threads.ts";
 import { RowShares } from "./row_share.ts";
 import { byPosition, type ClaimedTask, type LaneShare } from "./lane_share.ts";
+import type { ClipBase, ClipItem, VideoTask } from "./clip/life.ts";
 
 /** Everything the front half needs; JSON-compatible so it can cross into a backend child. */
 export interface FrontArgs {

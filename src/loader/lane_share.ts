@@ -39,18 +39,17 @@
 
 import type { TaskPool } from "../pipeline/pool_lease.ts";
 import type { BufferPool } from "../memory/buffer_pool.ts";
-import { clipFailure, type FailedClip, isFailedClip } from "./clip_failure.ts";
-import { type ClipItem, fromResult, ownAudio } from "./clip_steps.ts";
-import type { ClipBase, ClipPackets, ClipResult, VideoTask } from "./clip_worker.ts";
-import type { FilledClip } from "./collate.ts";
+import { clipFailure, isFailedClip } from "./clip_failure.ts";
+import { decodeTask, ownAudio } from "./clip_steps.ts";
 import type { ThreadBudget } from "./decode_threads.ts";
+import type { ClipBase, ClipItem, ClipPackets, DecodedClip, FailedClip, VideoTask } from "./clip/life.ts";
 
 /** What became of a claimed clip, for its own lane. */
 type Served =
   /** Its packets (or the reason demux could not cut them), or its failure: it goes on as its own item. */
   | { item: ClipItem }
   /** Decoded in a node pass: its lane takes the result when the clip's turn comes. */
-  | { result: Promise<FilledClip | FailedClip> };
+  | { result: Promise<DecodedClip | FailedClip> };
 
 /** A claim on a lane's clip by another lane's demux task. */
 export interface Claim {
@@ -90,7 +89,7 @@ export interface ClaimedTask {
 /** What a lane's loader gives its share: where parked results go (its decode step). */
 export interface LaneHooks {
   /** Registers a node pass's result for a clip whose `servedBy` item comes later (`ClipDecodeStep.expectResult`). */
-  expect(meta: ClipBase, result: Promise<FilledClip | FailedClip>, recycle: (b: ArrayBuffer) => void): void;
+  expect(meta: ClipBase, result: Promise<DecodedClip | FailedClip>, recycle: (b: ArrayBuffer) => void): void;
 }
 
 /** The node's counters of clips shared across lanes. */
@@ -166,7 +165,7 @@ export class LaneShares {
    * Decodes `item` and the clips it serves in one pass now, into the node's buffers: one result per clip, the
    * leader's first; a pass that cannot run fails each of its clips.
    */
-  pass(item: ClipPackets): Promise<(FilledClip | FailedClip)[]> {
+  pass(item: ClipPackets): Promise<(DecodedClip | FailedClip)[]> {
     const { pool, budget, buffers, signal } = this.#opts;
     const metas = [item.meta, ...(item.shared ?? []).map((s) => s.meta)];
     this.#counts.passes++;
@@ -182,8 +181,7 @@ export class LaneShares {
     return (async () => {
       const held = budget == null ? 0 : await budget.acquire(1);
       try {
-        const results = await pool.run("decodeClipGroup", item, { signal, stage: "node" }) as ClipResult[];
-        return results.map((r, k) => fromResult(r, metas[k]));
+        return await decodeTask(pool, item, signal, "node");
       } catch (e) {
         return metas.map((m) => ({ failed: clipFailure(m, "decode", e) }));
       } finally {
@@ -416,7 +414,7 @@ export class LaneShare {
 }
 
 /** A node pass's result for a claimed clip, with its own lane's position back. */
-function withPosition(r: FilledClip | FailedClip, position: number): FilledClip | FailedClip {
+function withPosition(r: DecodedClip | FailedClip, position: number): DecodedClip | FailedClip {
   if (isFailedClip(r)) return { failed: { ...r.failed, position } };
   r.meta = { ...r.meta, position };
   return r;

@@ -68,33 +68,35 @@ import { nativeObjectCounts } from "../media/av_objects.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
 import { fixMmapThreshold } from "../memory/mmap_threshold.ts";
 import { BufferPool } from "../memory/buffer_pool.ts";
-import { clipFailureError, type FailedClip, isFailedClip } from "./clip_failure.ts";
+import { clipFailureError, isFailedClip } from "./clip_failure.ts";
 import type { ClipSpec } from "./clip_spec.ts";
-import { ClipAccounting, type ClipStats, type PlacedClip } from "./clip_stats.ts";
+import { ClipAccounting, type ClipStats } from "./clip_stats.ts";
 import { ClipProfile, type ProfileStats } from "./clip_profile.ts";
 import { threadMs } from "../media/spans.ts";
-import { callingPool, ClipDecodeStep, type ClipItem, type DecodeExport } from "./clip_steps.ts";
+import { callingPool, ClipDecodeStep } from "./clip_steps.ts";
 import { ThreadBudget } from "./decode_threads.ts";
-import { type Batch, collate, type FilledClip } from "./collate.ts";
+import { type Batch, collate } from "./collate.ts";
 import { BatchSlots } from "./batch_slots.ts";
 import type { VideoDataset } from "../dataset/dataset.ts";
 import { buildFront, CLIP_WORKER, type FrontArgs } from "./front.ts";
 import { type LoaderPlan, planLoader } from "./plan.ts";
-import { LOADER_TABLE, type LoaderOptions, type OnClipError, startSize } from "./loader_options.ts";
+import { LOADER_TABLE, type LoaderOptions } from "./loader_options.ts";
+import { startSize } from "../pipeline/stage.ts";
 import { checkOption, type Vocabulary, withDefaults } from "../options.ts";
 import { LOADER_VOCABULARY } from "./clip_options.ts";
 import { type LoaderState, LoaderStates, stateIdentity } from "./loader_state.ts";
 import { type Preview, previewLoader, type PreviewOptions } from "./preview.ts";
-import { Replacer } from "./replace.ts";
+import { type OnClipError, Replacer } from "./replace.ts";
 import type { LaneShare } from "./lane_share.ts";
 import { type ClipSampler, envInt } from "../dataset/sampler.ts";
 import type { IndexFailure } from "../dataset/video_index.ts";
-import { nvdecAvailable, nvdecConcurrency, selectDecoder } from "../nvdec/available.ts";
+import { chooseDecoder } from "./decode/devices.ts";
 
 export type { LoaderState } from "./loader_state.ts";
 export { type LoaderPlan, planLoader } from "./plan.ts";
 export type { ClipOptions } from "./clip_options.ts";
-export type { DecodeLessOptions, LoaderOptions, OnClipError, StageConcurrency } from "./loader_options.ts";
+export type { DecodeLessOptions, LoaderOptions } from "./loader_options.ts";
+import type { ClipItem, DecodedClip, FailedClip, PlacedClip } from "./clip/life.ts";
 
 /**
  * What the loaders of a node's ranks share (the node server, `src/serve/node_hub.ts`): given to
@@ -492,30 +494,30 @@ function loaderOfPlan(
   const o = withDefaults(LOADER_TABLE, opts);
   const device = opts.device ?? envInt("LOCAL_RANK", "loader") ?? 0;
   checkOption(LOADER_TABLE.device, device, vocabulary, "device");
-  const decoder = resolveDecoder(o.decode, device, log, vocabulary);
-  spec.device = device; // the decode Workers' NVDEC device (set before the spec travels to the backend child)
-  const decodeExport: DecodeExport = decoder === "nvdec" ? "decodeClipNvdec" : "decodeClip";
+  const dev = chooseDecoder(o.decode, device, log, (reason) => nvdecUnavailable(reason, vocabulary));
+  const decoder = dev.kind;
+  // the decode Workers' decoder and NVDEC device (set before the spec travels to the backend child)
+  spec.decoder = decoder;
+  spec.device = device;
   const cores = navigator.hardwareConcurrency ?? 1;
   const ordered = args.ordered ?? true;
   const { backend, onClipError, batchSize, dropLast, layout } = o;
-  const decodeConcurrency = opts.concurrency?.decode ??
-    (decoder === "nvdec" ? nvdecConcurrency(device) : cores);
+  const decodeConcurrency = opts.concurrency?.decode ?? dev.defaultConcurrency(device);
   const decodeSize = startSize(decodeConcurrency); // an "auto" stage's pool grows as it claims more
   const decodePool: TaskPool = shared?.pool ?? new WorkerPool(CLIP_WORKER, {
     size: backend === "subprocess" ? decodeSize : Math.max(decodeSize, startSize(args.concurrency.demux)),
   });
   const dl = withDefaults(LOADER_TABLE.decodeLess.options, opts.decodeLess ?? {});
-  // NVDEC decodes each clip of a shared pass on its own (its crop and size are per session): nothing to share.
-  if (decoder === "nvdec") args.shareHorizon = 0;
-  const lane = decoder === "cpu" ? shared?.lane ?? null : null;
-  if (decoder !== "cpu") shared?.lane?.close();
-  const budget = decoder === "cpu" && dl.threads
+  if (!dev.sharesPasses) args.shareHorizon = 0;
+  const lane = dev.sharesPasses ? shared?.lane ?? null : null;
+  if (!dev.sharesPasses) shared?.lane?.close();
+  const budget = dev.threadBudget && dl.threads
     ? shared?.budget ?? new ThreadBudget(() => decodePool.size)
     : null;
   const slots = opts.slots === undefined
     ? null
     : new BatchSlots(opts.slots, spec, batchSize, layout, plan.sampler, {
-      device: decoder === "nvdec" ? device : null,
+      device: dev.deviceSlots ? device : null,
       // decoding ahead of the consumer: its buffer, the batches the decode tasks in flight span, one assembling
       lookahead: o.bufferSize +
         Math.ceil(
@@ -525,8 +527,8 @@ function loaderOfPlan(
       vocabulary,
     });
   const profile = o.profile ? new ClipProfile() : null;
-  const buffers = slots === null && decoder === "cpu" ? reusedBuffers(spec, batchSize) : null;
-  const decodeStep = new ClipDecodeStep(decodePool, decodeExport, {
+  const buffers = slots === null && dev.reusesClipBuffers ? reusedBuffers(spec, batchSize) : null;
+  const decodeStep = new ClipDecodeStep(decodePool, {
     skipUnshown: dl.skip,
     threads: budget,
     perEpoch: plan.sampler.length,
@@ -549,8 +551,8 @@ function loaderOfPlan(
   } else {
     front = buildFront(args, decodePool, budget, lane);
   }
-  const replacer = new Replacer(args, decodePool, decodeExport, slots);
-  const place = async (x: FilledClip | FailedClip, signal: AbortSignal): Promise<PlacedClip> => {
+  const replacer = new Replacer(args, decodePool, slots);
+  const place = async (x: DecodedClip | FailedClip, signal: AbortSignal): Promise<PlacedClip> => {
     if (!isFailedClip(x)) return { clip: x, failures: [] };
     if (onClipError === "replace") return await replacer.replace(x.failed, signal);
     if (onClipError === "skip") return { clip: null, failures: [x.failed] };
@@ -605,7 +607,7 @@ function loaderOfPlan(
       concurrency: decodeConcurrency,
       ordered,
     })
-    .pipe((x: FilledClip | FailedClip, ctx) => place(x, ctx.signal), {
+    .pipe((x: DecodedClip | FailedClip, ctx) => place(x, ctx.signal), {
       name: "replace",
       concurrency: decodeConcurrency,
       ordered,
@@ -672,21 +674,9 @@ function clipError(e: unknown): unknown {
   return e;
 }
 
-/** "auto" → NVDEC when available (else CPU, one log line); "nvdec" fails when it is not available. */
-function resolveDecoder(
-  want: "cpu" | "nvdec" | "auto",
-  device: number,
-  log: (m: string) => void,
-  vocabulary: Vocabulary,
-): "cpu" | "nvdec" {
-  if (want === "nvdec") {
-    const a = nvdecAvailable(device);
-    if (!a.ok) {
-      throw new InvalidArgumentError(
-        `loader: ${vocabulary.name("decode")} "nvdec" requested but NVDEC is not available: ${a.reason}`,
-      );
-    }
-    return "nvdec";
-  }
-  return selectDecoder(want, log, device);
+/** The error of `decode: "nvdec"` where NVDEC is not available (`reason`). */
+function nvdecUnavailable(reason: string, vocabulary: Vocabulary): InvalidArgumentError {
+  return new InvalidArgumentError(
+    `loader: ${vocabulary.name("decode")} "nvdec" requested but NVDEC is not available: ${reason}`,
+  );
 }

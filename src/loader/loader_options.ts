@@ -9,7 +9,8 @@
 
 import { InvalidArgumentError } from "../errors.ts";
 import { checkOptions, isPlainObject, type OptionTable, type Vocabulary, withDefaults } from "../options.ts";
-import { MAX_FAILURES_OPTION, type MaxFailures } from "../pipeline/stage.ts";
+import { MAX_FAILURES_OPTION, type MaxFailures, type StageConcurrency } from "../pipeline/stage.ts";
+import type { OnClipError } from "./replace.ts";
 import { type PipelineHook, REPORT_INTERVAL_OPTION } from "../pipeline/hooks.ts";
 import { AUTO_CONCURRENCY_OPTIONS, type AutoConcurrencyOptions } from "../pipeline/auto_policy.ts";
 import type { ClipSpec } from "./clip_spec.ts";
@@ -39,17 +40,6 @@ export interface DecodeLessOptions {
   onceMemory?: number;
   /** Give decode tasks idle cores as FFmpeg threads when fewer clips are left than cores. */
   threads?: boolean;
-}
-
-/** What happens to a clip that cannot be loaded; see docs/loader.md, "Full batches". */
-export type OnClipError = "replace" | "skip" | "fail";
-
-/** A stage's concurrency: tasks at once, or `"auto"` for the pipeline's controller to set. */
-export type StageConcurrency = number | "auto";
-
-/** The tasks a stage starts with: its number, or 1 under `"auto"` (where the controller starts). */
-export function startSize(c: StageConcurrency): number {
-  return c === "auto" ? 1 : c;
 }
 
 /** Options of `videoClassificationLoader`; kinds, ranges and defaults: {@link LOADER_OPTIONS}. */

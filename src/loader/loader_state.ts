@@ -22,7 +22,7 @@ import { datasetRelative } from "../dataset/dataset.ts";
 import type { ClipSpec } from "./clip_spec.ts";
 import type { BatchLayout } from "./collate.ts";
 import type { FrontArgs } from "./front.ts";
-import type { OnClipError } from "./loader_options.ts";
+import type { OnClipError } from "./replace.ts";
 
 /** Version of the {@link LoaderState} format. */
 export const LOADER_STATE_VERSION = 1;
@@ -120,8 +120,9 @@ export function stateIdentity(
   batching: { batchSize: number; dropLast: boolean; layout: BatchLayout; onClipError: OnClipError },
 ): StateIdentity {
   const { seed, rank, worldSize, clipDurationSec, ...sampler } = front.sampler;
-  // The CUDA device decodes the same batches wherever it is (LOCAL_RANK, or a CPU loader's unused default).
-  const { planar: _, device: _device, ...clip } = front.spec;
+  // The CUDA device decodes the same batches wherever it is (LOCAL_RANK, or a CPU loader's unused default), and
+  // either decoder puts the same clips in the same batches: a state resumes with the other.
+  const { planar: _, device: _device, decoder: _decoder, ...clip } = front.spec;
   return JSON.parse(JSON.stringify({
     seed,
     rank,

@@ -26,7 +26,8 @@
 
 export { type LoaderMemory, type LoaderPlan, planLoader } from "./loader.ts";
 export type { BatchingOptions } from "./loader_state.ts";
-export { checkLoaderOptions, LOADER_OPTIONS, type StageConcurrency } from "./loader_options.ts";
+export { checkLoaderOptions, LOADER_OPTIONS } from "./loader_options.ts";
+export type { StageConcurrency } from "../pipeline/stage.ts";
 export type { ClipDtype, ClipSpec, Interpolation } from "./clip_spec.ts";
 export type { FrontArgs } from "./front.ts";
 export type { WorkerMemory } from "./clip_worker.ts";

@@ -16,8 +16,9 @@ import { drawText, fitText, GLYPH_HEIGHT, GLYPH_WIDTH } from "../media/bitmap_fo
 import { encodePng, type RgbImage, rgbImage } from "../media/png.ts";
 import { ownedBatch } from "./batch_slots.ts";
 import type { ClipSpec } from "./clip_spec.ts";
-import type { Batch, ClipMeta } from "./collate.ts";
+import type { Batch } from "./collate.ts";
 import { datasetRelative } from "../dataset/dataset.ts";
+import type { ClipMeta } from "./clip/life.ts";
 
 /** The sheet's spacing, in pixels (see the module docs). */
 export const SHEET = {

@@ -13,16 +13,22 @@
  */
 
 import type { TaskPool } from "../pipeline/pool_lease.ts";
-import type { ClipFailure } from "./clip_failure.ts";
-import type { PlacedClip } from "./clip_stats.ts";
-import { decodeClipItem, type DecodeExport, demuxVideo, fetchVideo } from "./clip_steps.ts";
-import type { ClipBase, VideoTask } from "./clip_worker.ts";
-import type { FailedClip } from "./clip_failure.ts";
-import type { FilledClip } from "./collate.ts";
+import { decodeClipItem, demuxVideo, fetchVideo } from "./clip_steps.ts";
 import { clipBase, type FrontArgs } from "./front.ts";
-import type { BatchSlots } from "./batch_slots.ts";
 import { type ClipRequest, ClipSampler, clipSeed } from "../dataset/sampler.ts";
 import { hashSeed } from "../dataset/random.ts";
+import type {
+  ClipBase,
+  ClipFailure,
+  ClipPlaces,
+  DecodedClip,
+  FailedClip,
+  PlacedClip,
+  VideoTask,
+} from "./clip/life.ts";
+
+/** What happens to a clip that cannot be loaded; see docs/loader.md, "Full batches". */
+export type OnClipError = "replace" | "skip" | "fail";
 
 /** Substitutes tried for one failed clip before its position is left empty. */
 export const SUBSTITUTE_ATTEMPTS = 8;
@@ -57,21 +63,18 @@ export class Replacer {
   readonly #args: FrontArgs;
   readonly #sampler: ClipSampler;
   readonly #pool: TaskPool;
-  readonly #decode: DecodeExport;
-  readonly #slots: BatchSlots | null;
+  readonly #slots: ClipPlaces | null;
   #plan: { epoch: number; clips: ClipRequest[] } | undefined;
 
   /**
    * @param args the front's arguments (the same plan as the clips came from)
-   * @param pool Workers running `clip_worker.ts` (demux and decode)
-   * @param decode the decode export in use
+   * @param pool Workers running `clip_worker.ts` (demux and decode; the decoder is the one `args.spec` names)
    * @param slots the loader's batch slots: a substitute is decoded into the failed clip's place
    */
-  constructor(args: FrontArgs, pool: TaskPool, decode: DecodeExport, slots: BatchSlots | null = null) {
+  constructor(args: FrontArgs, pool: TaskPool, slots: ClipPlaces | null = null) {
     this.#args = args;
     this.#sampler = new ClipSampler(args.ranges, args.sampler);
     this.#pool = pool;
-    this.#decode = decode;
     this.#slots = slots;
   }
 
@@ -107,7 +110,7 @@ export class Replacer {
    * Loads the planned clip `meta` on its own, as if nothing were shared: for a clip whose shared decode pass
    * failed it (decode once's fallback, `ClipDecodeStep`).
    */
-  async load(meta: ClipBase, signal: AbortSignal): Promise<FilledClip | FailedClip> {
+  async load(meta: ClipBase, signal: AbortSignal): Promise<DecodedClip | FailedClip> {
     return await this.#load(meta, this.#planOf(meta.epoch)[meta.position], 0, signal);
   }
 
@@ -117,7 +120,7 @@ export class Replacer {
     planned: ClipRequest,
     attempt: number,
     signal: AbortSignal,
-  ): Promise<FilledClip | FailedClip> {
+  ): Promise<DecodedClip | FailedClip> {
     const task: VideoTask = {
       epoch: meta.epoch,
       video: meta.video,
@@ -128,6 +131,6 @@ export class Replacer {
     };
     const fetched = await fetchVideo(task, this.#args.fetch, signal, attempt);
     const [packets] = await demuxVideo(this.#pool, fetched, signal, attempt);
-    return await decodeClipItem(this.#pool, this.#decode, packets, signal, attempt, this.#slots);
+    return await decodeClipItem(this.#pool, packets, signal, attempt, this.#slots);
   }
 }

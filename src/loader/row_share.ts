@@ -17,9 +17,8 @@
  * @module
  */
 
-import type { ClipItem } from "./clip_steps.ts";
-import { type FailedClip, isFailedClip } from "./clip_failure.ts";
-import type { ClipBase, VideoTask } from "./clip_worker.ts";
+import { isFailedClip } from "./clip_failure.ts";
+import type { ClipBase, ClipItem, FailedClip, VideoTask } from "./clip/life.ts";
 
 /** Earlier tasks of the same file looked at for each clip (bounds the planning work of a file with many rows). */
 const SCAN = 64;

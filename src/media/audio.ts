@@ -105,7 +105,20 @@ export function checkAudioSpec(spec: unknown, label = "audio"): AudioSpec {
   return out;
 }
 
-/** The samples of window `[s, e)` at `sampleRate`: `[first, count]` (the rule in the module docs). */
+/**
+ * The samples a clip's audio holds for a window: at `sampleRate` R, sample `k` is at `k / R` seconds on the
+ * stream's timeline, and the window `[s, e)` holds samples `round(s·R)` … `round(s·R) + round((e−s)·R)`
+ * (exclusive), so every window of the same length holds the same number of samples (docs/clips.md).
+ * @param sampleRate samples per second of the resampled track
+ * @param s the window's start, seconds
+ * @param e the window's end, seconds
+ * @returns `[first, count]`: the first sample's index and how many (0 for an empty window)
+ * @example
+ * ```ts
+ * import { audioSampleRange } from "@sluice/sluice/media";
+ * audioSampleRange(16000, 1.5, 3.5); // [24000, 32000]
+ * ```
+ */
 export function audioSampleRange(sampleRate: number, s: number, e: number): [number, number] {
   return [Math.round(s * sampleRate), Math.max(0, Math.round((e - s) * sampleRate))];
 }

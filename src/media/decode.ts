@@ -27,7 +27,8 @@ import { type FrameSampling, resolveSampling, type SamplingOptions } from "./fra
 import type { CropRect } from "./crop.ts";
 import { type FrameDestination, FrameWriter } from "./frame_writer.ts";
 import { releaseDecoder, threadScaler } from "./decoder.ts";
-import { decodePass, type ResolvedOptions } from "./decode_pass.ts";
+import { decodePass } from "./decode_pass.ts";
+import type { ResolvedOptions } from "./pass_decoder.ts";
 
 export { releaseDecoder };
 
@@ -94,7 +95,25 @@ export interface DecodeOptions extends SamplingOptions {
   into?: { data: Uint8Array; offset?: number };
 }
 
-/** Decodes `packets` into frames. See the module docs and {@link DecodeOptions}. */
+/**
+ * Decodes packets into frames on the CPU: the frames on screen during the packets' window (or those
+ * `frameRate` or `sampling` pick), rotated, cropped, resized, flipped and converted straight into one buffer.
+ * The work is synchronous FFI on the calling thread (run it in a Worker for parallelism); the Promise is for
+ * API symmetry.
+ * @param packets a whole stream or a window, as `demuxVideo` cut it
+ * @param opts size, pixel format, frame choice, rotation, crop, flip, corrupt packets ({@link DecodeOptions})
+ * @returns the frames, their times and what the decode did (`failedPackets`, `decodedFrames`, ...)
+ * @throws {InvalidArgumentError} (rejects) for an option out of range, or an `into` buffer too small
+ * @throws {MediaError} (rejects) naming the source when the codec cannot be opened, or a corrupt packet with
+ *   `onCorrupt: "error"`
+ * @example
+ * ```ts
+ * import { decodeVideo, demuxVideo } from "@sluice/sluice/media";
+ * const packets = await demuxVideo("clip.mp4", { window: [2, 4] });
+ * const frames = await decodeVideo(packets, { width: 112, height: 112, frameRate: 8 });
+ * console.log(frames.shape, frames.pts); // [16, 112, 112, 3], at 2, 2.125, ... s
+ * ```
+ */
 export function decodeVideo(packets: VideoPackets, opts: DecodeOptions = {}): Promise<VideoFrames> {
   return settle(() => decodeVideoSync(packets, opts));
 }

@@ -5,8 +5,8 @@
  * output shows (`ShownFrames`, sent with `skip_frame = nonref`) and starts over decoding every frame when the
  * stream is not what that assumes (`decodeOrStartOver`), so the output never depends on the shortcut.
  *
- * {@link ClipPassDecoder} is the seam the loader's clip pass (`src/loader/clip_pass.ts`) decodes through: the CPU
- * implements it here ({@link cpuPassDecoder}), NVDEC in `src/nvdec/clip_pass.ts`.
+ * The CPU implements the loader's decoder seam here ({@link cpuPassDecoder}; the seam is `pass_decoder.ts`, NVDEC's
+ * side `src/nvdec/pass_decoder.ts`).
  * @module
  */
 import { errorText } from "./ffmpeg.ts";
@@ -16,10 +16,8 @@ import { frame as avframe, type Ptr } from "./structs.ts";
 import { AVERROR_EAGAIN, AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";
 import { InvalidArgumentError, MediaError } from "../errors.ts";
 import { NOPTS, ptsToSeconds, VideoPackets } from "./packets.ts";
-import type { PixelFormat } from "./frames.ts";
 import {
   decodeOrStartOver,
-  type FrameSampling,
   framesInWindow,
   type PositionPlan,
   positionPlan,
@@ -28,84 +26,26 @@ import {
 } from "./frame_select.ts";
 import { type FrameTarget, PositionFiller } from "./position_filler.ts";
 import { frameIndices } from "./frame_index.ts";
-import type { FrameDestination, FrameWriter } from "./frame_writer.ts";
+import { type FrameDestination, type FrameWriter, repeatLastFrameOnHost } from "./frame_writer.ts";
+import type { ClipPassDecoder, OutputRun, PassOutput, PassRun, ResolvedOptions } from "./pass_decoder.ts";
 import { acquireDecoder, type Decoder, type FramePool, releaseDecoder } from "./decoder.ts";
 
-/** The decode options a pass follows, checked and with their defaults (see `DecodeOptions` in `decode.ts`). */
-export interface ResolvedOptions {
-  pixelFormat: PixelFormat;
-  sampling: FrameSampling;
-  numFrames: number;
-  threads: number;
-  skipNonRef: boolean;
-  skipUnshown: boolean;
-  onCorrupt: "skip" | "error";
-  flags: number;
-}
-
-/** One output of a pass: its own packets among the pass's, its window, and where its frames go. */
-export interface PassOutput {
-  /**
-   * Its own packets `[from, to)` among the pass's: what the demuxer cuts for its window alone. They decide its
-   * positions (the stream's extent, what the window can hold) exactly as when it is decoded alone; the frames of the
-   * other packets are offered to its selector too, which keeps the same frames (earlier ones are before its start
-   * keyframe, so before its window; later ones after its last position or its window).
-   */
-  range: readonly [number, number];
-  /** Its window `[start, end)` seconds, or null for the whole stream. */
-  window: readonly [number, number] | null;
-  /** Region, size and format of its frames. */
-  writer: FrameWriter;
-  /** Where its frame `k` goes (`dest.offset + k·writer.frameSize`); null: a buffer grown as needed. */
-  dest: FrameDestination | null;
-}
-
-/** What a pass did for one output. */
-export interface OutputRun {
-  /** The buffer holding its frames and the element offset of its frame 0. */
-  data: Uint8Array | Float32Array;
-  offset: number;
-  /** Time of each of its frames (the grid time when resampling). */
-  pts: Float64Array;
-  /**
-   * The presentation time of the frame each position shows (its own, not the grid's): what the delivery rule
-   * checks (`src/loader/clip_check.ts`).
-   */
-  frameTimes: Float64Array;
-  /**
-   * The index in the stream's presentation order of the frame each position shows (`frame_index.ts`); null when the
-   * packets cannot tell.
-   */
-  frameIndex: Int32Array | null;
-  /** Why this output failed (its frames are not valid; the pass's other outputs are unaffected). */
-  error?: unknown;
-}
-
-/** What a pass did: per output, and the work of the pass as a whole. */
-export interface PassRun {
-  /** One entry per output, in the order given. */
-  outputs: OutputRun[];
-  /** Frames the decoder produced (over both attempts when a skipping pass had to start over). */
-  decodedFrames: number;
-  /** Frames left undecoded because no output shows them. */
-  skippedFrames: number;
-  /** Packets the decoder rejected, and the first rejection's message. */
-  failedPackets: number;
-  firstFailure: string;
-}
-
 /**
- * One decode pass over a run of packets for several outputs, by some decoder: the CPU's ({@link cpuPassDecoder})
- * or NVDEC's. Output `k` gets exactly the frames it gets when decoded alone from its own packets; a failure that
- * concerns one output is its {@link OutputRun.error}; a failure of the decoder throws.
+ * The CPU's {@link ClipPassDecoder}: {@link decodePass}, into host memory only, with this thread's cached
+ * decoder and scaler (`decoder.ts`).
  */
-export interface ClipPassDecoder {
-  /** Decodes `p` for `outputs` (one {@link OutputRun} each, in order). */
-  decode(p: VideoPackets, o: ResolvedOptions, outputs: readonly PassOutput[]): PassRun;
-}
-
-/** The CPU's {@link ClipPassDecoder}: {@link decodePass}. */
-export const cpuPassDecoder: ClipPassDecoder = { decode: decodePass };
+export const cpuPassDecoder: ClipPassDecoder = {
+  kind: "cpu",
+  decode: decodePass,
+  acceptsDevice: () => false,
+  repeatLastFrame: (dest, filled, numFrames, frameSize) => {
+    if (dest.device !== undefined) {
+      throw new InvalidArgumentError("the CPU decoder writes into host memory only");
+    }
+    repeatLastFrameOnHost(dest, filled, numFrames, frameSize);
+  },
+  release: releaseDecoder,
+};
 
 /**
  * Decodes `p` once, forward, for several outputs (windows of one video whose packets overlap): each decoded frame

@@ -514,20 +514,45 @@ function locateWindow(
   return [k, windowEnd(reader.run, k, e, tb)];
 }
 
-/** Demuxes the whole video stream (or one window of it). */
+/**
+ * Demuxes the whole video stream (or one window of it).
+ * @param src a path or the file's bytes
+ * @param opts which stream, and the window `[start, end)` in seconds ({@link DemuxOptions})
+ * @returns the stream's packets (from the keyframe before the window's start), with its codec parameters
+ * @throws {MediaError} (rejects) naming the source, for unreadable input or a window outside the stream
+ * @throws {InvalidArgumentError} (rejects) for a malformed window
+ * @example
+ * ```ts
+ * import { demuxVideo } from "@sluice/sluice/media";
+ * const packets = await demuxVideo("clip.mp4", { window: [2, 4] });
+ * console.log(packets.numPackets, packets.codec);
+ * ```
+ */
 export function demuxVideo(
   src: MediaInput,
   opts?: DemuxOptions & { windows?: undefined },
 ): Promise<VideoPackets>;
-/** Demuxes several windows from one open of the file; one result per window, in the order given. */
+/**
+ * Demuxes several windows from one open of the file.
+ * @param src a path or the file's bytes
+ * @param opts which stream, and the windows ({@link DemuxOptions})
+ * @returns one `VideoPackets` per window, in the order given
+ * @throws {MediaError} (rejects) naming the source, for unreadable input or a window outside the stream
+ * @throws {InvalidArgumentError} (rejects) for a malformed window
+ */
 export function demuxVideo(
   src: MediaInput,
   opts: DemuxOptions & { windows: TimeWindow[] },
 ): Promise<VideoPackets[]>;
 /**
- * Demuxes the packets of one video stream. Rejects with `MediaError` (source, operation, FFmpeg's message) for
- * unreadable input or a window outside the stream, and `InvalidArgumentError` for a malformed window. The work
- * is synchronous FFI (meant to run inside a Worker); the Promise is for API symmetry.
+ * Demuxes the packets of one video stream. The work is synchronous FFI (meant to run inside a Worker); the
+ * Promise is for API symmetry.
+ * @param src a path or the file's bytes
+ * @param opts which stream, and a window or several ({@link DemuxOptions})
+ * @returns the packets, or one `VideoPackets` per window with `windows`
+ * @throws {MediaError} (rejects) naming the source, the operation and FFmpeg's message, for unreadable
+ *   input or a window outside the stream
+ * @throws {InvalidArgumentError} (rejects) for a malformed window
  */
 export function demuxVideo(src: MediaInput, opts: DemuxOptions = {}): Promise<VideoPackets | VideoPackets[]> {
   return settle(() => {

@@ -56,7 +56,13 @@ export interface FfmpegInfo {
   versions: Record<"avformat" | "avcodec" | "avutil" | "swscale", string>;
 }
 
-/** Loads FFmpeg if needed and says which release and libraries are in use. */
+/**
+ * Loads FFmpeg if needed and says which release and libraries are in use (what `sluice doctor` prints).
+ * @returns the release, the libraries' directory and their versions
+ * @throws {LibraryNotFoundError} when no FFmpeg is found (the message lists every path tried)
+ * @throws {LibraryVersionError} when the libraries belong to different releases, or to one sluice has no
+ *   table for
+ */
 export function ffmpegInfo(): FfmpegInfo {
   const f = ffmpeg();
   const show = (v: { major: number; minor: number; micro: number }) => `${v.major}.${v.minor}.${v.micro}`;

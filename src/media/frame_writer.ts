@@ -44,6 +44,22 @@ export interface DeviceFrames {
   planesFirst: boolean;
 }
 
+/**
+ * Fills frames `filled .. numFrames - 1` of a host destination with copies of frame `filled - 1` (a clip's held
+ * and padded frames); `frameSize`: one frame's elements. Both decoders' `repeatLastFrame` for host memory.
+ */
+export function repeatLastFrameOnHost(
+  dest: FrameDestination,
+  filled: number,
+  numFrames: number,
+  frameSize: number,
+): void {
+  const last = dest.offset + (filled - 1) * frameSize;
+  for (let k = filled; k < numFrames; k++) {
+    dest.data.copyWithin(dest.offset + k * frameSize, last, last + frameSize);
+  }
+}
+
 /** What a {@link FrameWriter} produces. */
 export interface WriterSpec {
   format: PixelFormat;

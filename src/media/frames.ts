@@ -117,7 +117,12 @@ export function frameShape(format: PixelFormat, count: number, width: number, he
   }
 }
 
-/** Frame `i` of `frames` (a view, no copy). */
+/**
+ * One frame of a decode's output.
+ * @param frames what `decodeVideo` returned
+ * @param i the frame's index (0 … `shape[0] - 1`)
+ * @returns its `frameSize` bytes, a view of `frames.data` (no copy)
+ */
 export function frameAt(frames: VideoFrames, i: number): Uint8Array {
   return frames.data.subarray(i * frames.frameSize, (i + 1) * frames.frameSize);
 }

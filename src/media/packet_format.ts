@@ -38,7 +38,7 @@
  */
 import { ProtocolError } from "../errors.ts";
 import { codecParamsProblem, type ParamsProblem } from "./codec_params.ts";
-import type { VideoPacketsInit } from "./packets.ts";
+import type { VideoPacketsInit } from "./packet_info.ts";
 
 /** "SLVP" as a little-endian u32. */
 export const PACKETS_MAGIC = 0x50564c53;

@@ -10,103 +10,36 @@
  * @module
  */
 import { decodePackets, encodePackets } from "./packet_format.ts";
+import type { CodecInfo, VideoPacketsInit } from "./packet_info.ts";
+
+export type { CodecInfo, VideoPacketsInit };
 
 /** FFmpeg's "no timestamp" (`AV_NOPTS_VALUE`, INT64_MIN) as stored in the packet table. */
 export const NOPTS: bigint = -0x8000000000000000n;
 
-/** Seconds of a timestamp in `timeBase` units, computed as ffprobe computes `pts_time` (`t * (num / den)`). */
+/**
+ * Seconds of a timestamp in `timeBase` units, computed as ffprobe computes `pts_time` (`t * (num / den)`).
+ * @param t a timestamp (a packet table's entry, or a number of ticks)
+ * @param timeBase the stream's time base `[num, den]`
+ * @returns the time in seconds on the stream's timeline (no start time subtracted)
+ * @example
+ * ```ts
+ * import { ptsToSeconds } from "@sluice/sluice/media";
+ * ptsToSeconds(3003n, [1, 30000]); // 0.1001
+ * ```
+ */
 export function ptsToSeconds(t: bigint | number, timeBase: readonly [number, number]): number {
   return Number(t) * (timeBase[0] / timeBase[1]);
 }
 
-/** True when `seconds` lies in the window `[start, end)`; every time lies in a null window (the whole stream). */
+/**
+ * Whether a time lies in a window `[start, end)`; every time lies in a null window (the whole stream).
+ * @param window `[start, end)` in seconds, or null for the whole stream
+ * @param seconds a presentation time in seconds
+ * @returns true when `start <= seconds < end`, or the window is null
+ */
 export function inWindow(window: readonly [number, number] | null, seconds: number): boolean {
   return window === null || (seconds >= window[0] && seconds < window[1]);
-}
-
-/**
- * Codec parameters that travel with the packets, as FFmpeg's demuxer reported them (`AVCodecParameters`). They
- * are checked against what demuxers produce before they reach a decoder (`codec_params.ts`).
- */
-export interface CodecInfo {
-  /** FFmpeg codec name, e.g. "h264", "hevc", "vp9" (`avcodec_get_name` of `codecId`). */
-  codec: string;
-  /** FFmpeg `AVCodecID` (stable across FFmpeg 5.1–7.x); a video codec id. */
-  codecId: number;
-  /** `AVCodecParameters.codec_tag` (a fourcc, or 0). */
-  codecTag: number;
-  /** `profile`: codec-specific, -99 when unknown. */
-  profile: number;
-  /** `level`: codec-specific, -99 when unknown. */
-  level: number;
-  /** Coded width in pixels (0 when unknown). */
-  width: number;
-  /** Coded height in pixels (0 when unknown). */
-  height: number;
-  /** FFmpeg `AVPixelFormat` of the decoded frames (as the container reports it; -1 when unknown). */
-  format: number;
-  /** Bits per sample of the decoded frames (0 when unknown); at most the pixel format's depth. */
-  bitsPerRawSample: number;
-  /** `AVFieldOrder` (0 unknown, 1 progressive, 2–5 interlaced orders). */
-  fieldOrder: number;
-  /** `AVColorRange` (0 unspecified, 1 limited/MPEG, 2 full/JPEG). */
-  colorRange: number;
-  /** `AVColorPrimaries`. */
-  colorPrimaries: number;
-  /** `AVColorTransferCharacteristic`. */
-  colorTrc: number;
-  /** `AVColorSpace` (the YUV matrix). */
-  colorSpace: number;
-  /** `AVChromaLocation`. */
-  chromaLocation: number;
-  /** Sample (pixel) aspect ratio `[num, den]`; `[0, 1]` when unknown. */
-  sampleAspectRatio: [number, number];
-  /** Codec private data (avcC/hvcC/...); empty when none. */
-  extradata: Uint8Array;
-}
-
-/** The fields of a {@link VideoPackets}, as passed to its constructor and as they survive `postMessage`. */
-export interface VideoPacketsInit extends CodecInfo {
-  /** Where the packets came from (path, URL or a description of in-memory bytes), for error messages. */
-  source: string;
-  /** Index of the video stream in its container. */
-  streamIndex: number;
-  /** The stream's time base `[num, den]`: timestamps are in units of `num / den` seconds. */
-  timeBase: [number, number];
-  /** Frames per second of the stream (average), 0 when unknown. */
-  frameRate: number;
-  /** Display rotation in degrees, counter-clockwise as ffprobe reports it (0, 90, 180, -90). */
-  rotation: number;
-  /** Stream start time in seconds (0 when unknown). */
-  startTimeSec: number;
-  /** The window `[start, end)` in seconds the packets were cut for, or null for the whole stream. */
-  window: [number, number] | null;
-  /**
-   * Until when the last frame these packets present stays on screen, seconds: the time of the stream's next
-   * frame when the stream goes on past the window's end, else the end of the stream (see `demux.ts`). Absent
-   * (packets built by hand): the latest `pts + duration` among the packets.
-   */
-  endSec?: number;
-  /**
-   * The index, in the stream's presentation order, of the earliest-presented frame among these packets (0 for a
-   * whole stream): with the packets' own order, the stream-wide `frameIndex` of each frame (`frame_index.ts`).
-   * Absent when it is not known exactly (packets built by hand, a container whose timestamps cannot tell).
-   */
-  firstFrameIndex?: number;
-  /** Packet table: one entry per packet, in decode order. Timestamps in `timeBase` units; NOPTS = INT64_MIN. */
-  pts: BigInt64Array;
-  /** Decode timestamps (NOPTS when unknown). */
-  dts: BigInt64Array;
-  /** Durations in `timeBase` units (0 when unknown). */
-  duration: BigInt64Array;
-  /** `AV_PKT_FLAG_*`: key (1), corrupt (2), discard (4), disposable (16). */
-  flags: Uint32Array;
-  /** Byte offset of each packet in `data`. */
-  offsets: Uint32Array;
-  /** Byte size of each packet. */
-  sizes: Uint32Array;
-  /** All packet payloads, back to back. */
-  data: Uint8Array;
 }
 
 /** The compressed packets of one video stream or window. See the module docs and {@link VideoPacketsInit}. */
@@ -178,7 +111,11 @@ export class VideoPackets implements VideoPacketsInit {
   /** See {@link VideoPacketsInit.data}. */
   data!: Uint8Array;
 
-  /** Wraps the fields as they are (no copy); see {@link VideoPackets.deserialize} for untrusted bytes. */
+  /**
+   * Wraps the fields as they are (no copy, no check); see {@link VideoPackets.deserialize} for untrusted
+   * bytes.
+   * @param init the packet table, payload and codec parameters
+   */
   constructor(init: VideoPacketsInit) {
     Object.assign(this, init);
   }
@@ -195,28 +132,50 @@ export class VideoPackets implements VideoPacketsInit {
     return out;
   }
 
-  /** The payload of packet `i` (a view, no copy). */
+  /**
+   * The payload of one packet.
+   * @param i the packet's index, in decode order
+   * @returns a view of its bytes in `data` (no copy)
+   */
   packet(i: number): Uint8Array {
     return this.data.subarray(this.offsets[i], this.offsets[i] + this.sizes[i]);
   }
 
-  /** Presentation time of packet `i` in seconds (its dts when it has no pts), or null when it has neither. */
+  /**
+   * The presentation time of one packet.
+   * @param i the packet's index, in decode order
+   * @returns its pts in seconds (its dts when it has no pts), or null when it has neither
+   */
   ptsSeconds(i: number): number | null {
     const t = this.pts[i] !== NOPTS ? this.pts[i] : this.dts[i];
     return t === NOPTS ? null : ptsToSeconds(t, this.timeBase);
   }
 
-  /** True when a frame presented at `seconds` belongs to this object's window (always, for a whole stream). */
+  /**
+   * Whether a frame presented at a time belongs to these packets' window.
+   * @param seconds a presentation time in seconds
+   * @returns true when it lies in `window` (always, for a whole stream)
+   */
   inWindow(seconds: number): boolean {
     return inWindow(this.window, seconds);
   }
 
-  /** The versioned binary form (layout in `src/media/packet_format.ts`); one copy of the payload. */
+  /**
+   * The versioned binary form, for another process (layout in `src/media/packet_format.ts`).
+   * @returns one buffer holding the table, the codec parameters and a copy of the payload
+   */
   serialize(): Uint8Array<ArrayBuffer> {
     return encodePackets(this);
   }
 
-  /** Parses {@link serialize}'s output; throws `ProtocolError` on anything malformed (never reads out of bounds). */
+  /**
+   * Parses {@link serialize}'s output, checking every field before it can reach a decoder (never reads out of
+   * bounds).
+   * @param bytes untrusted bytes, e.g. from another process
+   * @returns the packets, viewing `bytes`
+   * @throws {ProtocolError} on anything malformed: a wrong version, a truncated table, offsets past the
+   *   payload, codec parameters no demuxer produces
+   */
   static deserialize(bytes: Uint8Array): VideoPackets {
     return new VideoPackets(decodePackets(bytes));
   }
@@ -237,7 +196,12 @@ export class VideoPackets implements VideoPacketsInit {
     return [...new Set(buffers)];
   }
 
-  /** Rebuilds a VideoPackets from the plain object `postMessage` delivers (class identity is lost in transit). */
+  /**
+   * Rebuilds a `VideoPackets` from the plain object `postMessage` delivers (class identity is lost in
+   * transit).
+   * @param obj the fields as a Worker received them (or a `VideoPackets`, returned as it is)
+   * @returns a `VideoPackets` over the same buffers (no copy)
+   */
   static fromStructured(obj: VideoPacketsInit): VideoPackets {
     return obj instanceof VideoPackets ? obj : new VideoPackets(obj);
   }

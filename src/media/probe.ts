@@ -374,8 +374,19 @@ export function probeSync(src: MediaInput, opts: ProbeOptions = {}): MediaInfo {
 }
 
 /**
- * Describes a media file or in-memory bytes. Rejects with `MediaError` (source, operation, FFmpeg's message)
- * for missing, empty or unreadable input. The work is synchronous FFI; the Promise is for API symmetry.
+ * Describes a media file or in-memory bytes: its container, duration and streams, as ffprobe does. The work
+ * is synchronous FFI; the Promise is for API symmetry.
+ * @param src a path or the file's bytes
+ * @param opts which video stream, and whether to list its keyframe times ({@link ProbeOptions})
+ * @returns the container's and each stream's description
+ * @throws {MediaError} (rejects) naming the source, the operation and FFmpeg's message, for missing, empty or
+ *   unreadable input
+ * @example
+ * ```ts
+ * import { probe } from "@sluice/sluice/media";
+ * const info = await probe("clip.mp4");
+ * console.log(info.durationSec, info.video?.codec);
+ * ```
  */
 export function probe(src: MediaInput, opts: ProbeOptions = {}): Promise<MediaInfo> {
   return settle(() => probeSync(src, opts));

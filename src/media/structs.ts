@@ -5,7 +5,7 @@
  */
 import { AV_FRAME_FLAG_INTERLACED, AV_FRAME_FLAG_KEY, type FfmpegLayout } from "../../ffi/ffmpeg/layouts.ts";
 import { ffmpeg } from "./ffmpeg.ts";
-import type { CodecInfo } from "./packets.ts";
+import type { CodecInfo } from "./packet_info.ts";
 
 /** A non-null native pointer. */
 export type Ptr = Deno.PointerObject;

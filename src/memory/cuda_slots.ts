@@ -11,8 +11,8 @@
  */
 
 import { CU_IPC_HANDLE_SIZE } from "../../ffi/cuda/symbols.ts";
-import { CudaBuffer } from "../nvdec/cuda_buffer.ts";
-import { checkCu, cuda, withContext } from "../nvdec/driver.ts";
+import { CudaBuffer } from "../cuda/cuda_buffer.ts";
+import { checkCu, cuda, withContext } from "../cuda/driver.ts";
 import type { MemoryDescriptor } from "./descriptor.ts";
 import type { SlotMemory } from "./slot_ring.ts";
 

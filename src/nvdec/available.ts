@@ -6,8 +6,9 @@
 import { OutParam } from "../../ffi/out_param.ts";
 import { CUVIDDECODECAPS } from "../../ffi/nvcuvid/layouts.ts";
 import { CUDA_VIDEO_CHROMA, CUDA_VIDEO_CODEC } from "../../ffi/nvcuvid/symbols.ts";
-import { acquireContext, checkCu, cuda, nvcuvid, releaseContext, withContext } from "./driver.ts";
-import { StructBuffer } from "./struct_buffer.ts";
+import { acquireContext, checkCu, cuda, releaseContext, withContext } from "../cuda/driver.ts";
+import { nvcuvid } from "./nvcuvid.ts";
+import { StructBuffer } from "../cuda/struct_buffer.ts";
 
 /** The answer of {@link nvdecAvailable}. */
 export type NvdecAvailability = { ok: true; device: string; driverVersion: number } | {
@@ -15,7 +16,18 @@ export type NvdecAvailability = { ok: true; device: string; driverVersion: numbe
   reason: string;
 };
 
-/** Whether libcuda and libnvcuvid load and `device` exists. Never throws. */
+/**
+ * Whether NVDEC can decode here: libcuda and libnvcuvid load and `device` exists. A failure is an answer with
+ * its reason, never an exception.
+ * @param device the CUDA device's ordinal (default 0)
+ * @returns `ok: true` with the device's name and the driver's version, or `ok: false` with why not
+ * @example
+ * ```ts
+ * import { nvdecAvailable } from "@sluice/sluice/nvdec";
+ * const a = nvdecAvailable();
+ * console.log(a.ok ? `NVDEC on ${a.device}` : `no NVDEC: ${a.reason}`);
+ * ```
+ */
 export function nvdecAvailable(device = 0): NvdecAvailability {
   try {
     const cu = cuda();
@@ -56,7 +68,11 @@ export function nvdecEngines(device = 0): number | undefined {
   }
 }
 
-/** Default decode concurrency for a pipeline's `decode: "nvdec"` stage: the NVDEC engine count, else 4. */
+/**
+ * The default decode concurrency of a pipeline's `decode: "nvdec"` stage.
+ * @param device the CUDA device's ordinal (default 0)
+ * @returns the device's NVDEC engine count, or 4 when the driver does not say
+ */
 export function nvdecConcurrency(device = 0): number {
   return nvdecEngines(device) ?? 4;
 }
@@ -64,6 +80,10 @@ export function nvdecConcurrency(device = 0): number {
 /**
  * Which decoder a pipeline should use for `decode: "cpu" | "nvdec" | "auto"`. `"auto"` picks NVDEC when
  * {@link nvdecAvailable} says so (for `device`), else the CPU, logging one line (via `log`) with the reason.
+ * @param kind the `decode` option as given
+ * @param log where the fallback's line goes (default: stderr)
+ * @param device the CUDA device's ordinal (default 0)
+ * @returns `kind` itself unless it is `"auto"`; then `"nvdec"` or `"cpu"`
  */
 export function selectDecoder(
   kind: "cpu" | "nvdec" | "auto",

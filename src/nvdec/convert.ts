@@ -8,9 +8,9 @@
 import { OutParam } from "../../ffi/out_param.ts";
 import { cstr } from "../../ffi/cstring.ts";
 import { NV12_TO_RGB_ENTRY, NV12_TO_RGB_PTX, RGB_PLANAR_TO_CLIP_ENTRY } from "./kernels/nv12_to_rgb_ptx.ts";
-import { checkCu, cuda, type DeviceContext, withContext, workStream } from "./driver.ts";
+import { checkCu, cuda, type DeviceContext, withContext, workStream } from "../cuda/driver.ts";
 import { timeStep } from "./step_times.ts";
-import type { CudaFrames } from "./cuda_buffer.ts";
+import type { CudaFrames } from "../cuda/cuda_buffer.ts";
 import { InvalidArgumentError } from "../errors.ts";
 import { type Normalisation, orientMap } from "../media/orient.ts";
 

@@ -57,14 +57,14 @@ import {
   cuda,
   cudaError,
   type DeviceContext,
-  nvcuvid,
   releaseContext,
   withContext,
   workStream,
-} from "./driver.ts";
+} from "../cuda/driver.ts";
+import { nvcuvid } from "./nvcuvid.ts";
 import { timeStep } from "./step_times.ts";
-import { CudaBuffer, CudaFrames, type NvdecPixelFormat } from "./cuda_buffer.ts";
-import { StructBuffer } from "./struct_buffer.ts";
+import { CudaBuffer, CudaFrames, type NvdecPixelFormat } from "../cuda/cuda_buffer.ts";
+import { StructBuffer } from "../cuda/struct_buffer.ts";
 import { settle } from "../settle.ts";
 import { NvdecSession } from "./session.ts";
 import { releaseDecoderNvdec } from "./decoder_cache.ts";
@@ -150,7 +150,27 @@ function isAnnexB(b: Uint8Array): boolean {
   return b.length >= 4 && b[0] === 0 && b[1] === 0 && (b[2] === 1 || (b[2] === 0 && b[3] === 1));
 }
 
-/** Decodes `packets` on the GPU. See the module docs. */
+/**
+ * Decodes packets on the GPU with the CPU decoder's frame choice: the same frames as `decodeVideo`, resized
+ * by the hardware and cropped by the display area, left in device memory as NV12 or planar RGB/BGR.
+ * H.264/HEVC in MP4/MKV are re-packed to Annex-B first; the decoder is cached per thread
+ * ({@link releaseDecoderNvdec} destroys it).
+ * @param packets a whole stream or a window, as `demuxVideo` cut it
+ * @param opts size, crop, output format, frame choice, device, a buffer to write into ({@link NvdecOptions})
+ * @returns the frames in device memory (dispose of them to free it; `toHost()` copies them out)
+ * @throws {NvdecUnsupportedError} (rejects) for what this decoder cannot do: 10-bit or 4:2:2/4:4:4 streams,
+ *   sizes outside the engine's limits, odd sizes without an even `width`/`height`
+ * @throws {InvalidArgumentError} (rejects) for an option out of range
+ * @throws {CudaError} (rejects) naming the driver call that failed
+ * @example
+ * ```ts
+ * import { demuxVideo } from "@sluice/sluice/media";
+ * import { decodeVideoNvdec } from "@sluice/sluice/nvdec";
+ * const packets = await demuxVideo("clip.mp4", { window: [0, 2] });
+ * using frames = await decodeVideoNvdec(packets, { width: 224, height: 224 });
+ * const host = await frames.toHost();
+ * ```
+ */
 export function decodeVideoNvdec(packets: VideoPackets, opts: NvdecOptions = {}): Promise<CudaFrames> {
   return settle(() => decodeVideoNvdecSync(packets, opts));
 }

@@ -15,17 +15,11 @@ import {
   CUVIDRECONFIGUREDECODERINFO,
 } from "../../ffi/nvcuvid/layouts.ts";
 import { CUDA_VIDEO_SURFACE } from "../../ffi/nvcuvid/symbols.ts";
-import {
-  checkCu,
-  type DeviceContext,
-  nvcuvid,
-  NVDEC_SETTINGS,
-  releaseContext,
-  withContext,
-} from "./driver.ts";
-import { releaseThreadScratch } from "./cuda_buffer.ts";
+import { checkCu, type DeviceContext, NVDEC_SETTINGS, releaseContext, withContext } from "../cuda/driver.ts";
+import { nvcuvid } from "./nvcuvid.ts";
+import { releaseThreadScratch } from "../cuda/cuda_buffer.ts";
 import { timeStep } from "./step_times.ts";
-import { StructBuffer } from "./struct_buffer.ts";
+import { StructBuffer } from "../cuda/struct_buffer.ts";
 
 /** What the parser's sequence callback reports of a stream (`CUVIDEOFORMAT`), as the decoder needs it. */
 export interface StreamFormat {

@@ -31,6 +31,6 @@
  */
 
 export { decodeVideoNvdec, type NvdecOptions, releaseDecoderNvdec } from "./decoder.ts";
-export { CudaBuffer, CudaFrames, type NvdecPixelFormat } from "./cuda_buffer.ts";
-export { toCuda } from "./to_cuda.ts";
+export { CudaBuffer, CudaFrames, type NvdecPixelFormat } from "../cuda/cuda_buffer.ts";
+export { toCuda } from "../cuda/to_cuda.ts";
 export { type NvdecAvailability, nvdecAvailable, nvdecConcurrency, selectDecoder } from "./available.ts";

@@ -26,11 +26,12 @@ import { NOPTS, ptsToSeconds, type VideoPackets } from "../media/packets.ts";
 import { framesInWindow, type PositionPlan, ShownFrames, StartOver } from "../media/frame_select.ts";
 import { type FrameTarget, PositionFiller } from "../media/position_filler.ts";
 import type { CropRect } from "../media/crop.ts";
-import { checkCu, cuda, type DeviceContext, nvcuvid, NVDEC_SETTINGS, workStream } from "./driver.ts";
+import { checkCu, cuda, type DeviceContext, NVDEC_SETTINGS, workStream } from "../cuda/driver.ts";
+import { nvcuvid } from "./nvcuvid.ts";
 import { timeStep } from "./step_times.ts";
-import { CudaBuffer, type NvdecPixelFormat, threadScratch } from "./cuda_buffer.ts";
+import { CudaBuffer, type NvdecPixelFormat, threadScratch } from "../cuda/cuda_buffer.ts";
 import { type ColorMatrix, launchNv12ToRgb } from "./convert.ts";
-import { StructBuffer, StructView } from "./struct_buffer.ts";
+import { StructBuffer, StructView } from "../cuda/struct_buffer.ts";
 import {
   cachedDecoder,
   configureDecoder,

@@ -6,6 +6,7 @@
  * @module
  */
 import { addToSpans, type PhaseTimes, spansOpen, threadMs } from "../media/spans.ts";
+import { setCudaStepTimer } from "../cuda/cuda_buffer.ts";
 
 /** One step's totals. */
 export interface StepTime {
@@ -63,3 +64,6 @@ export function timeStep<T>(step: string, fn: () => T): T {
     s.cpuMs += threadMs() - c0;
   }
 }
+
+// the device copies and frees of src/cuda report to this thread's recording too
+setCudaStepTimer(timeStep);

@@ -26,6 +26,14 @@ const KEPT_ERRORS = 3;
 /** When a stage gives up: more than `n` failures, or a failure rate above `rate` once `after` tasks finished. */
 export type MaxFailures = number | { rate: number; after: number };
 
+/** A stage's concurrency: tasks at once, or `"auto"` for the pipeline's controller to set. */
+export type StageConcurrency = number | "auto";
+
+/** The tasks a stage starts with: its number, or 1 under `"auto"` (where the controller starts). */
+export function startSize(c: StageConcurrency): number {
+  return c === "auto" ? 1 : c;
+}
+
 /** Default failure budget: give up when more than half of the tasks fail, judged after 20 tasks. */
 export const DEFAULT_MAX_FAILURES: MaxFailures = { rate: 0.5, after: 20 };
 

@@ -24,6 +24,7 @@ import { InvalidArgumentError } from "../errors.ts";
 import { buildLoader, type LoaderPlan, planLoader } from "../loader/loader.ts";
 import { CLIP_WORKER } from "../loader/front.ts";
 import { ThreadBudget } from "../loader/decode_threads.ts";
+import { decodeDevice } from "../loader/decode/devices.ts";
 import { LaneShares } from "../loader/lane_share.ts";
 import { LOADER_TABLE, type LoaderOptions } from "../loader/loader_options.ts";
 import { ClipSampler } from "../dataset/sampler.ts";
@@ -31,7 +32,6 @@ import { PoolLease } from "../pipeline/pool_lease.ts";
 import { WorkerPool } from "../pipeline/worker_pool.ts";
 import { BufferPool } from "../memory/buffer_pool.ts";
 import { fixMmapThreshold } from "../memory/mmap_threshold.ts";
-import { nvdecConcurrency } from "../nvdec/available.ts";
 import { type Vocabulary, withDefaults } from "../options.ts";
 import type { ServedLoaderOptions } from "./options.ts";
 import type { LoaderFactory, LoaderRequest } from "./session_host.ts";
@@ -155,7 +155,7 @@ export class NodeHub implements AsyncDisposable {
       this.#gpuLanes.set(
         loader,
         o.concurrency?.decode === undefined || o.concurrency.decode === "auto"
-          ? nvdecConcurrency(plan.spec.device ?? 0)
+          ? decodeDevice("nvdec").defaultConcurrency(plan.spec.device ?? 0)
           : o.concurrency.decode,
       );
       this.#resize();

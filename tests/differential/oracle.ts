@@ -16,7 +16,6 @@
  * taken from its probe: that is a policy, not a decode.
  * @module
  */
-import type { ClipMeta } from "../../src/loader/collate.ts";
 import type { ClipSpec } from "../../src/loader/clip_spec.ts";
 import { audioSampleRange } from "../../src/media/audio.ts";
 import { probe } from "../../src/media/probe.ts";
@@ -24,6 +23,7 @@ import { asClipFrame, bytesOf, cliFrames, expectedFrames } from "../helpers/clip
 import { psnr } from "../helpers/decode_oracles.ts";
 import { ffprobeFrames, ffprobeInfo, ffprobeStreamEnd } from "../helpers/media.ts";
 import { pyavAudio } from "../helpers/audio_oracle.ts";
+import type { ClipMeta } from "../../src/loader/clip/life.ts";
 
 /**
  * Least PSNR (dB) of a slot against the CLI's frame, per resize mode. sluice's CPU path is byte-identical to the

@@ -1,7 +1,7 @@
 /**
  * Fuzz cases through the loader's own clip path (issue 30): a video's clip windows are demuxed as the loader
  * does (`demuxClips`, decode once across overlapping clips included) and decoded as its decode Workers do
- * (`decodeClip`, `decodeClipGroup`), from a mutated file (`"clip"`) or from a damaged serialized packet set
+ * (`decodeClip`, one pass for a clip and those it serves), from a mutated file (`"clip"`) or from a damaged serialized packet set
  * (`"clip-packets"`: a clean item as the subprocess backend sends it, ITEM payload of the item codec, whose
  * `VideoPackets` blob is mutated, timestamps and flags of its packet table included, then decoded back by
  * `decodeItem` as the parent does). Every clip the decode delivers is checked here, independently of the
@@ -9,15 +9,16 @@
  * screen at its start. A clip that breaks that is an `invariant` failure of the case.
  * @module
  */
-import { type ClipPackets, decodeClip, decodeClipGroup, demuxClips } from "../../src/loader/clip_worker.ts";
+import { decodeClip, demuxClips } from "../../src/loader/clip_worker.ts";
 import type { ClipSpec } from "../../src/loader/clip_spec.ts";
-import type { DecodedClip } from "../../src/loader/collate.ts";
-import { deserializeError, SluiceError } from "../../src/errors.ts";
+import { SluiceError } from "../../src/errors.ts";
+import { isFailedClip } from "../../src/loader/clip_failure.ts";
 import { decodeItem, encodeItem } from "../../src/backend/item_codec.ts";
 import { NOPTS, ptsToSeconds, VideoPackets } from "../../src/media/packets.ts";
 import { AV_PKT_FLAG_DISCARD } from "../../src/media/frame_index.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
 import type { Rng } from "./mutate.ts";
+import type { ClipFailure, ClipPackets, DecodedClip } from "../../src/loader/clip/life.ts";
 
 /** The clip side of a case: its windows, what each clip becomes, and whether overlapping clips share a pass. */
 export interface ClipRequest {
@@ -153,9 +154,14 @@ export function decodeItems(items: ClipPackets[], check: (problem: string) => ne
   const tally: ClipTally = { delivered: 0, frames: 0, failed: 0, failedBy: {} };
   const failed = (e: unknown) => {
     if (!(e instanceof SluiceError)) throw e;
+    count(e.name, (e as { rule?: string }).rule);
+  };
+  // A clip's failure comes back as its record: a ClipIntegrityError's rule is in its text.
+  const failure = (f: ClipFailure) =>
+    count(f.errorName, f.error.match(/breaks the delivery rule \((\w+)\)/)?.[1]);
+  const count = (name: string, rule: string | undefined) => {
     tally.failed++;
-    const rule = (e as { rule?: string }).rule;
-    const key = rule === undefined ? e.name : `${e.name}(${rule})`;
+    const key = rule === undefined ? name : `${name}(${rule})`;
     tally.failedBy[key] = (tally.failedBy[key] ?? 0) + 1;
   };
   const delivered = (
@@ -173,25 +179,17 @@ export function decodeItems(items: ClipPackets[], check: (problem: string) => ne
     if (item.servedBy !== undefined) continue; // its result comes with the pass that serves it
     // The decode frees the item's packets when done: their times are read first.
     const times = item.packets === undefined ? null : packetTimes(VideoPackets.fromStructured(item.packets));
-    if (item.shared === undefined) {
-      try {
-        delivered(decodeClip(item).value, item, times, item.range);
-      } catch (e) {
-        failed(e);
-      }
-      continue;
-    }
-    const ranges = [item.range, ...item.shared.map((s) => s.range)];
+    const ranges = [item.range, ...(item.shared ?? []).map((s) => s.range)];
     let results;
     try {
-      results = decodeClipGroup(item).value;
+      results = decodeClip(item).value;
     } catch (e) {
       failed(e);
       continue;
     }
     for (const [k, r] of results.entries()) {
-      if ("error" in r) failed(deserializeError(r.error));
-      else delivered(r.clip, item, times, ranges[k]);
+      if (isFailedClip(r)) failure(r.failed);
+      else delivered(r, item, times, ranges[k]);
     }
   }
   return tally;

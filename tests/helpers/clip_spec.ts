@@ -1,7 +1,7 @@
 /** A complete `ClipSpec` for tests: the loader's defaults (`resolveClipSpec`) with the fields a test sets. @module */
 import type { ClipSpec } from "../../src/loader/clip_spec.ts";
-import type { ClipBase } from "../../src/loader/collate.ts";
 import { resolveClipSpec } from "../../src/loader/clip_options.ts";
+import type { ClipBase } from "../../src/loader/clip/life.ts";
 
 /** `resolveClipSpec`'s spec for the size, overridden field by field (sampling, resize, dtype, ...). */
 export function testSpec(s: Partial<ClipSpec> & Pick<ClipSpec, "numFrames" | "width" | "height">): ClipSpec {

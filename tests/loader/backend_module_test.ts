@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
 import { PipelineBuilder } from "../../src/pipeline/builder.ts";
 import { releasingSpent } from "../../src/loader/backend_module.ts";
-import type { ClipPackets } from "../../src/loader/clip_worker.ts";
-import type { ClipItem } from "../../src/loader/clip_steps.ts";
 import { makeSyntheticDataset } from "../helpers/synthetic.ts";
+import type { ClipItem, ClipPackets } from "../../src/loader/clip/life.ts";
 
 function packets(x: ClipItem): NonNullable<ClipPackets["packets"]> {
   assert.ok("packets" in x && x.packets !== undefined, "a clip with packets");

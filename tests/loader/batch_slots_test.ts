@@ -9,17 +9,17 @@ import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/
 import type { Batch } from "../../src/loader/collate.ts";
 import { BatchSlots, slotOf } from "../../src/loader/batch_slots.ts";
 import type { ClipSpec } from "../../src/loader/clip_spec.ts";
-import type { ClipFailure } from "../../src/loader/clip_failure.ts";
 import { ClipSampler } from "../../src/dataset/sampler.ts";
 import { availableMemory } from "../../src/memory/available.ts";
 import { cacheLoader } from "../../src/loader/cache_loader.ts";
-import { type ClipPackets, demuxClips, type VideoTask } from "../../src/loader/clip_worker.ts";
+import { demuxClips } from "../../src/loader/clip_worker.ts";
 import { CLIP_WORKER } from "../../src/loader/front.ts";
 import { mixedDataset } from "./mixed_dataset.ts";
 import { WorkerPool } from "../../src/pipeline/worker_pool.ts";
 import { SharedMemory } from "../../src/memory/shm.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
+import type { ClipFailure, ClipPackets, VideoTask } from "../../src/loader/clip/life.ts";
 
 let datasetDir: Promise<{ dir: string; manifest: string }> | undefined;
 /** 5 synthetic videos, plus a manifest that adds a missing and a truncated file (clips that fail). */
@@ -83,16 +83,13 @@ Deno.test("Workers write a clip by address into a memfd: the bytes are the copyi
   await using pool = new WorkerPool(CLIP_WORKER, { size: 1 });
   const ctx = { signal: new AbortController().signal, stage: "decode" };
   using shm = new SharedMemory("sluice-test-slots", 3 * clipBytes);
-  const copied = await pool.run("decodeClip", item(), ctx) as { data: Uint8Array };
+  const [copied] = await pool.run("decodeClip", item(), ctx) as { data: Uint8Array }[];
   assert.equal(copied.data.length, clipBytes);
   const at = 2 * clipBytes - 100; // any place: not page-aligned
-  const placed = await pool.run("decodeClip", {
+  const [placed] = await pool.run("decodeClip", {
     ...item(),
     dest: { address: shm.address + BigInt(at), length: clipBytes },
-  }, ctx) as {
-    data: Uint8Array;
-    outcome: unknown;
-  };
+  }, ctx) as { data: Uint8Array; outcome: unknown }[];
   assert.equal(placed.data.length, 0, "the pixels stay where they were written");
   assert.deepEqual(shm.bytes.subarray(at, at + clipBytes), copied.data);
   assert.ok(shm.bytes.subarray(0, at).every((b) => b === 0), "nothing written before the place");

@@ -8,7 +8,6 @@ import assert from "node:assert/strict";
 import { checkClip, type ClipFacts } from "../../src/loader/clip_check.ts";
 import { ClipIntegrityError } from "../../src/errors.ts";
 import { demuxVideo } from "../../src/media/demux.ts";
-import type { DecodedClip } from "../../src/loader/collate.ts";
 import type { ClipSpec } from "../../src/loader/clip_spec.ts";
 import { videoClassificationLoader } from "../../src/loader/loader.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
@@ -26,6 +25,7 @@ import { decodeItems, demuxItems } from "../fuzz/clip_cases.ts";
 import { FIXTURE_DIR } from "../fuzz/fixtures.ts";
 import { assertAccounted } from "./accounting.ts";
 import type { Batch } from "../../src/loader/collate.ts";
+import type { DecodedClip } from "../../src/loader/clip/life.ts";
 
 const CLI = hasFfmpegCliSync();
 

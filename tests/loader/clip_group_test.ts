@@ -1,28 +1,19 @@
 /**
  * Decode once for several clips, in the clip Worker (issue 14 §2): clips of one video whose packets overlap are
- * demuxed as one group and decoded in one forward pass (`decodeClipGroup`), each clip's frames byte-identical to
+ * demuxed as one group and decoded in one forward pass (`decodeClip` of the group's leader), each clip's frames byte-identical to
  * its decode on its own (same region, flip, padding, times), each in its own buffer, and a clip that fails fails
  * alone; clips too far apart in the epoch's output (the horizon) are not grouped; the pass decodes fewer frames
  * than the clips on their own.
  */
 import assert from "node:assert/strict";
-import {
-  type ClipPackets,
-  type ClipResult,
-  decodeClip,
-  decodeClipGroup,
-  decodeClipGroupNvdec,
-  decodeClipNvdec,
-  demuxClips,
-  type VideoTask,
-} from "../../src/loader/clip_worker.ts";
+import { decodeClip, demuxClips } from "../../src/loader/clip_worker.ts";
 import type { ClipSpec } from "../../src/loader/clip_spec.ts";
-import type { DecodedClip } from "../../src/loader/collate.ts";
-import { deserializeError } from "../../src/errors.ts";
+import { isFailedClip } from "../../src/loader/clip_failure.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
 import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
 import { sameBytes } from "../helpers/decode_oracles.ts";
 import { useDouble } from "../nvdec/nvdec_helpers.ts";
+import type { ClipPackets, DecodedClip, VideoTask } from "../../src/loader/clip/life.ts";
 
 const CLI = hasFfmpegCliSync();
 
@@ -51,23 +42,19 @@ function task(path: string, spec: Partial<ClipSpec>, share?: VideoTask["share"])
   return t;
 }
 
+/** `item`'s pass decoded (with NVDEC when `nvdec`): one clip, or its failure as an `Error`, per clip. */
+function decode(item: ClipPackets, nvdec: boolean): (DecodedClip | Error)[] {
+  if (nvdec) item.spec = { ...item.spec, decoder: "nvdec" };
+  return decodeClip(item).value.map((r) => isFailedClip(r) ? new Error(r.failed.error) : r);
+}
+
 /** Each clip decoded on its own (no sharing): its clip, or its error. */
-function alone(t: VideoTask, nvdec = false): Promise<(DecodedClip | Error)[]> {
-  const items = demuxClips(t).value as ClipPackets[];
-  return Promise.all(items.map(async (item) => {
-    try {
-      return nvdec ? (await decodeClipNvdec(item)).value : decodeClip(item).value;
-    } catch (e) {
-      return e as Error;
-    }
-  }));
+function alone(t: VideoTask, nvdec = false): (DecodedClip | Error)[] {
+  return (demuxClips(t).value as ClipPackets[]).map((item) => decode(item, nvdec)[0]);
 }
 
 /** The grouped decode: demux with `share`, each leader's pass; results by clip index. */
-async function grouped(
-  t: VideoTask,
-  nvdec = false,
-): Promise<{ items: ClipPackets[]; out: (DecodedClip | Error)[] }> {
+function grouped(t: VideoTask, nvdec = false): { items: ClipPackets[]; out: (DecodedClip | Error)[] } {
   const items = demuxClips(t).value as ClipPackets[];
   const out: (DecodedClip | Error)[] = new Array(items.length);
   for (const [i, item] of items.entries()) {
@@ -77,13 +64,9 @@ async function grouped(
       continue;
     }
     const members = [item.meta, ...(item.shared ?? []).map((s) => s.meta)];
-    const results: ClipResult[] = nvdec
-      ? (await decodeClipGroupNvdec(item)).value
-      : decodeClipGroup(structuredClone(item)).value;
+    const results = decode(nvdec ? item : structuredClone(item), nvdec);
     assert.equal(results.length, members.length);
-    for (const [k, r] of results.entries()) {
-      out[members[k].position] = "clip" in r ? r.clip : deserializeError(r.error);
-    }
+    for (const [k, r] of results.entries()) out[members[k].position] = r;
   }
   return { items, out };
 }
@@ -100,12 +83,12 @@ for (const variant of [{}, { frameRate: 10 }]) {
     ...(variant.frameRate ? { sampling: { kind: "rate", frameRate: variant.frameRate } } : {}),
   };
   Deno.test({
-    name: `decodeClipGroup ${JSON.stringify(variant)}: one pass, each clip byte-identical to its own decode`,
+    name: `decodeClip ${JSON.stringify(variant)}: one pass, each clip byte-identical to its own decode`,
     ignore: !CLI,
     async fn() {
       const path = await generateClip(MEDIA);
-      const own = await alone(task(path, spec));
-      const { items, out } = await grouped(task(path, spec, { order: [0, 1, 2, 3, 4], horizon: 8 }));
+      const own = alone(task(path, spec));
+      const { items, out } = grouped(task(path, spec, { order: [0, 1, 2, 3, 4], horizon: 8 }));
       // One group of four (led by the clip that comes out first: order 0), the fifth failed at demux.
       assert.equal(items[0].shared?.length, 3);
       assert.deepEqual(items.slice(1, 4).map((x) => x.servedBy), [0, 0, 0]);
@@ -130,7 +113,7 @@ for (const variant of [{}, { frameRate: 10 }]) {
 
 Deno.test({
   name:
-    "decodeClipGroup: a clip that cannot be filled fails alone; the horizon keeps clips far apart separate",
+    "decodeClip of a group: a clip that cannot be filled fails alone; the horizon keeps clips far apart separate",
   ignore: !CLI,
   async fn() {
     const path = await generateClip(MEDIA);
@@ -138,8 +121,8 @@ Deno.test({
     // window near the end is cut by the file's end: make only that one fail (0.4 s of 25 fps = 10 frames).
     const t = task(path, { numFrames: 16, maxPadFraction: 0.25 }, { order: [0, 1, 2, 3, 4], horizon: 8 });
     t.clips[2] = { ...t.clips[2], start: 5.7, end: 6.2 };
-    const own = await alone({ ...t, share: undefined });
-    const { out } = await grouped(t);
+    const own = alone({ ...t, share: undefined });
+    const { out } = grouped(t);
     for (let i = 0; i < 4; i++) {
       if (i === 2) {
         assert.ok(out[2] instanceof Error && /max pad fraction/.test(out[2].message), String(out[2]));
@@ -166,14 +149,14 @@ Deno.test({
 
 Deno.test({
   name:
-    "decodeClipGroupNvdec (double): each clip of the group = its own NVDEC decode; non-reference frames skipped",
+    "decodeClip of a group with NVDEC (double): each clip = its own NVDEC decode; non-reference frames skipped",
   ignore: !CLI,
   async fn() {
     await useDouble();
     const path = await generateClip({ ...MEDIA, container: "mkv" });
     const spec: Partial<ClipSpec> = { resize: "short-side" };
-    const own = await alone(task(path, spec), true);
-    const { out } = await grouped(task(path, spec, { order: [0, 1, 2, 3, 4], horizon: 8 }), true);
+    const own = alone(task(path, spec), true);
+    const { out } = grouped(task(path, spec, { order: [0, 1, 2, 3, 4], horizon: 8 }), true);
     let skipped = 0;
     for (let i = 0; i < 4; i++) {
       const a = own[i] as DecodedClip, g = out[i] as DecodedClip;

@@ -1,11 +1,10 @@
 import assert from "node:assert/strict";
-import { ClipAccounting, KEPT_EPOCHS, type PlacedClip } from "../../src/loader/clip_stats.ts";
-import type { ClipFailure } from "../../src/loader/clip_failure.ts";
-import type { FilledClip } from "../../src/loader/collate.ts";
+import { ClipAccounting, KEPT_EPOCHS } from "../../src/loader/clip_stats.ts";
 import { PipelineFailure } from "../../src/errors.ts";
+import type { ClipFailure, ClipMeta, DecodedClip, PlacedClip } from "../../src/loader/clip/life.ts";
 
 /** A clip of 4 frames (`padded` of them padding, `held` held), decoded with 10 frames, 2 skipped, alone. */
-function clip(position: number, padded = 0, replaces?: ClipFailure, passClips = 1, held = 0): FilledClip {
+function clip(position: number, padded = 0, replaces?: ClipFailure, passClips = 1, held = 0): DecodedClip {
   const meta = { path: "a.mp4", video: 0, label: 0, start: 0, end: 1, epoch: 0, position, seed: 1 };
   return {
     meta: replaces === undefined ? meta : { ...meta, replaces },
@@ -45,17 +44,16 @@ function failure(position: number, attempt = 0, stage = "decode"): ClipFailure {
   };
 }
 
+/** The clip's metadata in a batch of `epoch` (what the accounting reads). */
+const meta = (c: DecodedClip, epoch: number): ClipMeta => ({ ...c.meta, epoch, ...c.outcome });
+
 const ok = (p: number, padded = 0): PlacedClip => ({ clip: clip(p, padded), failures: [] });
 
 /** A batch closed by the pipeline and, unless dropped, handed to the consumer. */
 function batch(acc: ClipAccounting, epoch: number, slots: PlacedClip[], dropped = false): void {
   acc.collated(epoch, slots, dropped);
   if (dropped) return;
-  acc.delivered(
-    slots.flatMap((s) =>
-      s.clip === null ? [] : [{ ...s.clip.outcome, epoch, replaces: s.clip.meta.replaces }]
-    ),
-  );
+  acc.delivered(slots.flatMap((s) => s.clip === null ? [] : [meta(s.clip, epoch)]));
 }
 
 Deno.test("counts: planned = delivered + failed + dropped; replaced apart; padding; substitutes' failures listed", () => {
@@ -235,7 +233,7 @@ Deno.test("a delivery taken back (a relay's client discarded the batch): pending
   const before = acc.stats().epochs[0];
   assert.deepEqual([before.complete, before.delivered, before.pending, before.paddedFrames], [true, 4, 0, 2]);
   // the client discarded the first batch unused
-  acc.delivered([{ ...clip(0).outcome, epoch: 0 }, { ...clip(1, 2).outcome, epoch: 0 }], -1);
+  acc.delivered([meta(clip(0), 0), meta(clip(1, 2), 0)], -1);
   const e = acc.stats().epochs[0];
   assert.deepEqual(
     [e.complete, e.delivered, e.pending, e.paddedFrames, e.paddedClips, e.decodedFrames, e.emittedFrames],
@@ -250,10 +248,7 @@ Deno.test("a snapshot with clips not consumed yet (a relay's batches on their wa
   batch(acc, 0, [ok(2), ok(3)]);
   acc.complete(0);
   // the relay's client took the first batch; the second waits in its queue
-  const { epochs: [e], total } = acc.stats([{ ...clip(2).outcome, epoch: 0 }, {
-    ...clip(3).outcome,
-    epoch: 0,
-  }]);
+  const { epochs: [e], total } = acc.stats([meta(clip(2), 0), meta(clip(3), 0)]);
   assert.deepEqual(
     [e.complete, e.delivered, e.pending, e.paddedFrames, e.decodedFrames, e.emittedFrames],
     [false, 2, 2, 2, 20, 6],

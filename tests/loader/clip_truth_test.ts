@@ -2,7 +2,7 @@
  * Clip truth (issue 11's acceptance): 200 seeded clips across MP4, MKV, WebM, MPEG-TS, MOV and AVI; H.264 with
  * B-frames, HEVC, VP9, AV1 and MPEG-4; every sampling kind (with and without resampling), rotation, every resize
  * mode, flips, uint8 and float32, packed and planar. Each clip goes through exactly what the loader runs
- * (`demuxClips` → `decodeClip`, and `decodeClipNvdec` against the double) and is compared with the ffmpeg CLI:
+ * (`demuxClips` → `decodeClip`, with the CPU and with NVDEC against the double) and is compared with the ffmpeg CLI:
  *
  * - pixels: the CLI decodes the whole file through the same filters, `crop` (the clip's region, coded
  *   coordinates), `scale=W:H:flags=<interpolation>`, the turn (`transpose`), `hflip`, every frame kept
@@ -16,14 +16,10 @@
  * Figures (byte-identical count, worst PSNR) are printed for the closing note.
  */
 import assert from "node:assert/strict";
-import {
-  type ClipPackets,
-  decodeClip,
-  decodeClipNvdec,
-  demuxClips,
-  type VideoTask,
-} from "../../src/loader/clip_worker.ts";
+import { demuxClips } from "../../src/loader/clip_worker.ts";
+import { decodeAlone } from "./decode_alone.ts";
 import type { ClipSpec } from "../../src/loader/clip_spec.ts";
+import type { ClipPackets, VideoTask } from "../../src/loader/clip/life.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
 import { mulberry32 } from "../../src/dataset/random.ts";
 import { orientedSize } from "../../src/media/orient.ts";
@@ -252,7 +248,7 @@ Deno.test({
           const packets = item.packets!;
           const rotation = packets.rotation;
           const coded: [number, number] = [packets.width, packets.height];
-          const cpu = decodeClip(structuredClone(item)).value;
+          const cpu = decodeAlone(structuredClone(item));
           const meta = cpu.outcome!;
           const want = expectedFrames(times, window, spec);
           assert.equal(spec.numFrames - meta.padded - meta.held, want.length, `${what}: frames filled`);
@@ -270,7 +266,7 @@ Deno.test({
           stats.padded += meta.padded;
           stats.held += meta.held;
           stats.kinds.set(spec.sampling.kind, (stats.kinds.get(spec.sampling.kind) ?? 0) + 1);
-          const gpu = src.nvdec ? (await decodeClipNvdec(item)).value : null;
+          const gpu = src.nvdec ? decodeAlone(item, "nvdec") : null;
           if (gpu) {
             const gm = gpu.outcome!;
             assert.deepEqual(

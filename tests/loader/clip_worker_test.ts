@@ -1,19 +1,20 @@
 /**
- * The clip Worker functions as the loader runs them (demuxClips → decodeClip): exactly `numFrames` frames or a
- * ClipError naming the file, the window, the stage and the cause; held frames (a frame still on screen) and
+ * The clip Worker functions as the loader runs them (demuxClips → decodeClip): exactly `numFrames` frames or the
+ * failure record of a ClipError naming the file, the window, the stage and the cause; held frames (a frame still on screen) and
  * padding (beyond the end of the stream) counted apart, padding bounded (and refused before anything is
  * allocated); one failed window never fails the other clips of its video; seeded transforms; a
  * caller's destination.
  */
 import assert from "node:assert/strict";
-import { type ClipPackets, decodeClip, demuxClips, type VideoTask } from "../../src/loader/clip_worker.ts";
+import { decodeClip, demuxClips } from "../../src/loader/clip_worker.ts";
 import type { ClipSpec } from "../../src/loader/clip_spec.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
-import type { DecodedClip } from "../../src/loader/collate.ts";
-import { ClipError, InvalidArgumentError } from "../../src/errors.ts";
+import { isFailedClip } from "../../src/loader/clip_failure.ts";
+import { InvalidArgumentError } from "../../src/errors.ts";
 import { decodeVideo } from "../../src/media/decode.ts";
 import { demuxVideo } from "../../src/media/demux.ts";
 import { generateClip, hasFfmpegCliSync, tempFile } from "../helpers/media.ts";
+import type { ClipFailure, ClipPackets, DecodedClip, VideoTask } from "../../src/loader/clip/life.ts";
 
 const CLI = hasFfmpegCliSync();
 const ignore = !CLI;
@@ -28,16 +29,18 @@ function task(path: string, windows: [number, number][], spec: Partial<ClipSpec>
   };
 }
 
-/** What the loader does with one video: demux its clips, decode each on its own; errors kept per clip. */
-function clips(t: VideoTask): (DecodedClip | unknown)[] {
+/** What the loader does with one video: demux its clips, decode each on its own; failures kept per clip. */
+function clips(t: VideoTask): (DecodedClip | ClipFailure)[] {
   const items = demuxClips(t).value as ClipPackets[];
   return items.map((item) => {
-    try {
-      return decodeClip(item).value;
-    } catch (e) {
-      return e;
-    }
+    const [c] = decodeClip(item).value;
+    return isFailedClip(c) ? c.failed : c;
   });
+}
+
+/** Whether `c` is a failure record (not a clip). */
+function isFailure(c: unknown): c is ClipFailure {
+  return typeof c === "object" && c !== null && "errorName" in c;
 }
 
 type Meta = DecodedClip["meta"] & {
@@ -95,11 +98,11 @@ Deno.test({
     const path = await generateClip({ width: 64, height: 48, durationSec: 2, gop: 25 });
     // The stream ends at 2 s, inside the window: 1.48 (on screen at 1.5), then 1.52 .. 1.96.
     const [e] = clips(task(path, [[1.5, 2.5]], { numFrames: 10000, width: 1920, height: 1080 }));
-    assert.ok(e instanceof ClipError, String(e));
+    assert.ok(isFailure(e) && e.errorName === "ClipError", JSON.stringify(e));
     assert.equal(e.stage, "decode");
-    assert.deepEqual(e.window, [1.5, 2.5]);
+    assert.deepEqual([e.start, e.end], [1.5, 2.5]);
     assert.match(
-      e.message,
+      e.error,
       /clip \[1\.5, 2\.5\) s: decode failed: the window can give 13 frames at most of the 10000 asked and the stream ends inside it: 9987 frames of padding/,
     );
     // With padding allowed, the same request is honoured (small frames here).
@@ -117,7 +120,7 @@ Deno.test({
     // 1.48 (on screen at 1.5), then 1.52 .. 1.68: 6 frames for 12 slots; the frame at 1.68 is on screen until
     // 1.72, after the window's end: the 6 repeats are held. Before, they were padding, beyond maxPadFraction 0.
     const [c] = clips(task(path, [[1.5, 1.7]], { numFrames: 12, maxPadFraction: 0 })) as DecodedClip[];
-    assert.ok(!(c instanceof Error), String(c));
+    assert.ok(!isFailure(c), JSON.stringify(c));
     assert.deepEqual([c.outcome!.held, c.outcome!.padded], [6, 0]);
     assert.deepEqual(c.outcome!.pts.slice(5).map((x) => Math.round(x * 100) / 100), Array(7).fill(1.68));
   },
@@ -151,7 +154,7 @@ Deno.test({
     // Counting frames: one is on screen for the whole window, so the 7 other slots hold it: held frames, not
     // padding (nothing is missing), within the default maxPadFraction 0.5 (before, the clip failed).
     const out = clips(task(path, windows));
-    assert.ok(out.every((c) => !(c instanceof Error)), String(out.find((c) => c instanceof Error)));
+    assert.ok(!out.some(isFailure), JSON.stringify(out.find(isFailure)));
     const held = out[1] as DecodedClip;
     assert.deepEqual(held.outcome!.pts, Array(8).fill(1));
     assert.deepEqual([held.outcome!.held, held.outcome!.padded], [7, 0]);
@@ -173,11 +176,11 @@ Deno.test({
       await Deno.writeFile(cut, bytes.subarray(0, Math.floor(bytes.length * 0.45)));
       // MPEG-TS starts at 1.4 s (the muxer's delay).
       const out = clips(task(cut, [[1.9, 2.4], [6.6, 7.3], [2.4, 2.9]]));
-      assert.ok(!(out[0] instanceof Error) && !(out[2] instanceof Error), String(out[0]) + String(out[2]));
+      assert.ok(!isFailure(out[0]) && !isFailure(out[2]), JSON.stringify([out[0], out[2]]));
       const e = out[1];
-      assert.ok(e instanceof ClipError, String(e));
+      assert.ok(isFailure(e) && e.errorName === "ClipError", JSON.stringify(e));
       assert.equal(e.stage, "demux");
-      assert.match(e.message, /clip \[6\.6, 7\.3\) s: demux failed: file ends at \d/);
+      assert.match(e.error, /clip \[6\.6, 7\.3\) s: demux failed: file ends at \d/);
     } finally {
       await Deno.remove(cut);
     }
@@ -215,7 +218,7 @@ Deno.test({
     const n = 8 * 32 * 24 * 3, offset = 100;
     const buf = new Float32Array(offset + n + 50).fill(-7);
     item.dest = { data: buf, offset };
-    const got = decodeClip(item).value;
+    const [got] = decodeClip(item).value as DecodedClip[];
     assert.equal(got.data.buffer, buf.buffer, "the clip is a view of the caller's buffer");
     assert.ok(
       buf.subarray(0, offset).every((x) => x === -7) && buf.subarray(offset + n).every((x) => x === -7),

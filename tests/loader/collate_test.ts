@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
-import { collate, type FilledClip } from "../../src/loader/collate.ts";
+import { collate } from "../../src/loader/collate.ts";
+import type { DecodedClip } from "../../src/loader/clip/life.ts";
 
 // 2×2 frames whose every sample encodes (clip, frame, channel, pixel) so any misplacement shows.
-function clip(id: number, frames: number, planar: boolean, float = false): FilledClip {
+function clip(id: number, frames: number, planar: boolean, float = false): DecodedClip {
   const W = 2,
     H = 2,
     data = float ? new Float32Array(frames * W * H * 3) : new Uint8Array(frames * W * H * 3);

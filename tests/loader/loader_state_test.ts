@@ -14,11 +14,12 @@ import {
   type VideoClassificationLoader,
   videoClassificationLoader,
 } from "../../src/loader/loader.ts";
-import type { Batch, ClipMeta } from "../../src/loader/collate.ts";
+import type { Batch } from "../../src/loader/collate.ts";
 import { datasetFingerprint } from "../../src/loader/loader_state.ts";
 import { makeSyntheticDataset } from "../helpers/synthetic.ts";
 import { mixedDataset, mixedRows } from "./mixed_dataset.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
+import type { ClipMeta } from "../../src/loader/clip/life.ts";
 
 const B = 3;
 

@@ -6,15 +6,15 @@
  */
 import assert from "node:assert/strict";
 import type { LoaderOptions } from "../../src/loader/loader.ts";
-import type { DecodedClip } from "../../src/loader/collate.ts";
 import { ClipDecodeStep, decodeClipItem } from "../../src/loader/clip_steps.ts";
-import { type ClipPackets, demuxClips, type VideoTask } from "../../src/loader/clip_worker.ts";
+import { demuxClips } from "../../src/loader/clip_worker.ts";
 import { CLIP_WORKER } from "../../src/loader/front.ts";
 import { WorkerPool } from "../../src/pipeline/worker_pool.ts";
 import { assertSameBatches, gopVideos, runEpochs } from "./same_batches.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
 import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
 import { sameBytes } from "../helpers/decode_oracles.ts";
+import type { ClipPackets, DecodedClip, VideoTask } from "../../src/loader/clip/life.ts";
 
 const CLI = hasFfmpegCliSync();
 
@@ -104,10 +104,10 @@ Deno.test({
     const own = async (meta: typeof follower) => {
       const [item] = demuxClips({ ...task, clips: [meta], extras: undefined, share: undefined })
         .value as ClipPackets[];
-      return await decodeClipItem(pool, "decodeClip", item, signal);
+      return await decodeClipItem(pool, item, signal);
     };
     const reloaded: number[] = [];
-    const step = new ClipDecodeStep(pool, "decodeClip", {
+    const step = new ClipDecodeStep(pool, {
       reload: (meta) => (reloaded.push(meta.position), own(meta)),
     });
     assert.ok("failed" in await step.decode(pass(), signal));
@@ -115,7 +115,7 @@ Deno.test({
     const alone = await own(follower) as DecodedClip;
     assert.deepEqual(reloaded, [1]);
     assert.ok(sameBytes(got.data as Uint8Array, alone.data as Uint8Array));
-    const without = new ClipDecodeStep(pool, "decodeClip");
+    const without = new ClipDecodeStep(pool);
     await without.decode(pass(), signal);
     const failed = await without.decode({ ...served }, signal);
     assert.ok("failed" in failed && /lost/.test(failed.failed.error), JSON.stringify(failed));

@@ -4,11 +4,12 @@
  */
 import assert from "node:assert/strict";
 import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
-import type { Batch, ClipMeta } from "../../src/loader/collate.ts";
+import type { Batch } from "../../src/loader/collate.ts";
 import type { ClipCounts } from "../../src/loader/clip_stats.ts";
 import { assertAccounted } from "./accounting.ts";
 import { sameBytes } from "../helpers/decode_oracles.ts";
 import { generateClip } from "../helpers/media.ts";
+import type { ClipMeta } from "../../src/loader/clip/life.ts";
 
 /** Videos of 6 s, 25 fps, B-pyramid, keyframes at 0 and 4 s, one per lavfi source, copied to `dir` as v{i}.mp4. */
 export async function gopVideos(dir: string, sources: string[]): Promise<string[]> {

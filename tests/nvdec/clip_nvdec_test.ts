@@ -1,27 +1,22 @@
 /**
- * One frame selector for both decoders: `decodeClipNvdec` (against the double) fills every clip's positions with the
- * same frames as `decodeClip`, for resampling 25 → 12.5, 30 → 8 and 30000/1001 → 10 fps, and on a
+ * One frame selector for both decoders: `decodeClip` with NVDEC (against the double) fills every clip's positions
+ * with the same frames as with the CPU, for resampling 25 → 12.5, 30 → 8 and 30000/1001 → 10 fps, and on a
  * variable-frame-rate file with every sampling kind, over random windows and windows inside long gaps (the frame
  * on screen, presented before the window, in an earlier GOP): same position times, same padding, and
  * at native size (no resize: the double's scaler is bicubic, the CPU's bilinear; resize_test.ts bounds that) the
  * same pixels up to the NV12 → RGB conversion (the PTX kernel vs libswscale).
  */
 import assert from "node:assert/strict";
-import {
-  type ClipPackets,
-  decodeClip,
-  decodeClipNvdec,
-  demuxClips,
-  type VideoTask,
-} from "../../src/loader/clip_worker.ts";
+import { demuxClips } from "../../src/loader/clip_worker.ts";
+import { decodeAlone } from "../loader/decode_alone.ts";
 import type { ClipSpec } from "../../src/loader/clip_spec.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
-import type { DecodedClip } from "../../src/loader/collate.ts";
 import { releaseDecoderNvdec } from "../../src/nvdec/decoder.ts";
 import { mulberry32 } from "../../src/dataset/random.ts";
 import { generateClip, hasFfmpegCliSync, runCli, tempFile, vfrClipSpec } from "../helpers/media.ts";
 import { framesOnScreen, probeFrameTimes } from "../helpers/decode_oracles.ts";
 import { psnr, useDouble } from "./nvdec_helpers.ts";
+import type { ClipPackets, DecodedClip, VideoTask } from "../../src/loader/clip/life.ts";
 
 const ignore = !hasFfmpegCliSync();
 
@@ -41,7 +36,7 @@ const KINDS: ClipSpec["sampling"][] = [
   { kind: "uniform" },
 ];
 
-async function bothDecoders(
+function bothDecoders(
   path: string,
   spec: Partial<ClipSpec>,
   seed: number,
@@ -65,9 +60,9 @@ async function bothDecoders(
   };
   const cpu: DecodedClip[] = [], gpu: DecodedClip[] = [];
   for (const item of demuxClips(task).value as ClipPackets[]) {
-    cpu.push(decodeClip(structuredClone(item)).value);
+    cpu.push(decodeAlone(structuredClone(item)));
   }
-  for (const item of demuxClips(task).value as ClipPackets[]) gpu.push((await decodeClipNvdec(item)).value);
+  for (const item of demuxClips(task).value as ClipPackets[]) gpu.push(decodeAlone(item, "nvdec"));
   let worst = Infinity;
   for (let i = 0; i < cpu.length; i++) {
     const [c, g] = [cpu[i].outcome!, gpu[i].outcome!];
@@ -88,7 +83,7 @@ for (const [fps, rate] of [[25, 12.5], [30, 8], [30000 / 1001, 10]]) {
       dbl.configure();
       const path = await generateClip({ width: 128, height: 96, fps, durationSec: 4, bframes: 2, gop: 30 });
       try {
-        const worst = await bothDecoders(
+        const worst = bothDecoders(
           path,
           { sampling: { kind: "rate", frameRate: rate } },
           7,
@@ -122,7 +117,7 @@ Deno.test({
     });
     try {
       for (const [i, sampling] of KINDS.entries()) {
-        const worst = await bothDecoders(path, { sampling }, 20 + i, 12, 4);
+        const worst = bothDecoders(path, { sampling }, 20 + i, 12, 4);
         assert.ok(worst >= NATIVE_PSNR_DB, `${sampling.kind}: PSNR ${worst}`);
       }
     } finally {
@@ -158,11 +153,8 @@ Deno.test({
             clips: windows.map(([s, e], i) => clipBase(path, s, e, i, i)),
             spec: testSpec({ numFrames: 8, width: 128, height: 96, maxPadFraction: 1, sampling }),
           };
-          const cpu = (demuxClips(task).value as ClipPackets[]).map((item) => decodeClip(item).value);
-          const gpu: DecodedClip[] = [];
-          for (const item of demuxClips(task).value as ClipPackets[]) {
-            gpu.push((await decodeClipNvdec(item)).value);
-          }
+          const cpu = (demuxClips(task).value as ClipPackets[]).map((item) => decodeAlone(item));
+          const gpu = (demuxClips(task).value as ClipPackets[]).map((item) => decodeAlone(item, "nvdec"));
           for (const [i, [s, e]] of windows.entries()) {
             const what = `${container} ${sampling.kind} [${s}, ${e})`;
             const [c, g] = [cpu[i].outcome!, gpu[i].outcome!];
@@ -231,9 +223,9 @@ Deno.test({
           clips: [clipBase(path, 0.3, 1, 0, 1)],
           spec,
         };
-        const [c] = (demuxClips(task).value as ClipPackets[]).map((x) => decodeClip(x).value);
+        const [c] = (demuxClips(task).value as ClipPackets[]).map((x) => decodeAlone(x));
         const [item] = demuxClips(task).value as ClipPackets[];
-        const g = (await decodeClipNvdec(item)).value;
+        const g = decodeAlone(item, "nvdec");
         const { decodedFrames: _a, ...gm } = g.outcome!;
         const { decodedFrames: _b, ...cm } = c.outcome!;
         assert.deepEqual(gm, cm);

@@ -72,7 +72,7 @@ Deno.test("nvdec: nvdecAvailable says why when there is no driver or no device",
 });
 
 Deno.test("nvdec: toCuda round-trips bytes through pinned staging; a failed pinned alloc releases the buffer", async () => {
-  const { toCuda } = await import("../../src/nvdec/to_cuda.ts");
+  const { toCuda } = await import("../../src/cuda/to_cuda.ts");
   const dbl = await useDouble();
   dbl.configure();
   const bytes = Uint8Array.from({ length: 1000 }, (_, i) => (i * 7) & 255);

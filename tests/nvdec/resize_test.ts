@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { decodeVideoNvdec, releaseDecoderNvdec } from "../../src/nvdec/decoder.ts";
-import { CudaBuffer } from "../../src/nvdec/cuda_buffer.ts";
+import { CudaBuffer } from "../../src/cuda/cuda_buffer.ts";
 import { demuxVideo } from "../../src/media/demux.ts";
 import { decodeVideo } from "../../src/media/decode.ts";
 import type { VideoPackets } from "../../src/media/packets.ts";

@@ -1,5 +1,5 @@
 /**
- * The driver settings read from the environment (`NVDEC_SETTINGS`, src/nvdec/driver.ts): a scheduling set on the
+ * The driver settings read from the environment (`NVDEC_SETTINGS`, src/cuda/driver.ts): a scheduling set on the
  * primary context when sluice retains it first, none by default; a misspelt value named.
  * Each case runs in a child process (the settings are read once per thread, at import).
  */
@@ -8,12 +8,12 @@ import { useDouble } from "./nvdec_helpers.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 
-/** Runs `code` (importing src/nvdec/driver.ts as `d`) in a child with `env`; its stdout, stderr and the double's log. */
+/** Runs `code` (importing src/cuda/driver.ts as `d`) in a child with `env`; its stdout, stderr and the double's log. */
 async function child(code: string, env: Record<string, string>) {
   const log = await Deno.makeTempFile({ suffix: ".nvdouble.log" });
   try {
     const out = await new Deno.Command(Deno.execPath(), {
-      args: ["eval", `import * as d from "${root}src/nvdec/driver.ts";\n${code}`],
+      args: ["eval", `import * as d from "${root}src/cuda/driver.ts";\n${code}`],
       env: { ...env, NVDOUBLE_LOG: log, NO_COLOR: "1" },
       stdout: "piped",
       stderr: "piped",

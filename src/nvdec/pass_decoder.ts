@@ -1,5 +1,5 @@
 /**
- * NVDEC's `ClipPassDecoder` (the seam the loader's clip pass decodes through, `src/media/decode_pass.ts`): the
+ * NVDEC's `ClipPassDecoder` (the seam the loader's clip pass decodes through, `src/media/pass_decoder.ts`): the
  * decoder's crop (display area) and resize (target size) are set per decode, and the clips of a pass differ in
  * both, so each output is decoded from its own packets within the pass's (frames no position shows are still left
  * out); the clip kernel turns, flips, lays out and converts (`float32`) its frames on the GPU as its
@@ -14,16 +14,22 @@ import type {
   PassOutput,
   PassRun,
   ResolvedOptions,
-} from "../media/decode_pass.ts";
+} from "../media/pass_decoder.ts";
 import { packetRange } from "../media/decode_pass.ts";
 import type { VideoPackets } from "../media/packets.ts";
-import type { DeviceFrames, FrameDestination, FrameWriter } from "../media/frame_writer.ts";
+import {
+  type DeviceFrames,
+  type FrameDestination,
+  type FrameWriter,
+  repeatLastFrameOnHost,
+} from "../media/frame_writer.ts";
 import { InvalidArgumentError } from "../errors.ts";
 import { decodeNvdec } from "./decoder.ts";
+import { releaseDecoderNvdec } from "./decoder_cache.ts";
 import { frameIndices } from "../media/frame_index.ts";
-import { copyOnDevice, CudaBuffer, type CudaFrames, threadScratch } from "./cuda_buffer.ts";
+import { copyOnDevice, CudaBuffer, type CudaFrames, threadScratch } from "../cuda/cuda_buffer.ts";
 import { placeFrames } from "./convert.ts";
-import { NVDEC_SETTINGS } from "./driver.ts";
+import { NVDEC_SETTINGS } from "../cuda/driver.ts";
 import { profiledSteps, timeStep } from "./step_times.ts";
 
 /** Decodes each output of a pass with NVDEC on `device`; see the module docs. */
@@ -96,19 +102,26 @@ function decodeNvdecPass(
 
 const PASSES = new Map<number, ClipPassDecoder>();
 
-/** NVDEC's {@link ClipPassDecoder} on CUDA device `device` (made once per device). */
+/**
+ * NVDEC's {@link ClipPassDecoder} on CUDA device `device` (made once per device): it alone writes clips into
+ * device memory ({@link FrameDestination}`.device`), and repeats a clip's last frame there device to device.
+ */
 export function nvdecPassDecoder(device = 0): ClipPassDecoder {
   let d = PASSES.get(device);
   if (d === undefined) {
-    d = { decode: (p, o, outputs) => profiledSteps(() => decodeNvdecPass(p, o, outputs, device)) };
+    d = {
+      kind: "nvdec",
+      decode: (p, o, outputs) => profiledSteps(() => decodeNvdecPass(p, o, outputs, device)),
+      acceptsDevice: () => true,
+      repeatLastFrame: (dest, filled, numFrames, frameSize) => {
+        if (dest.device === undefined) return repeatLastFrameOnHost(dest, filled, numFrames, frameSize);
+        repeatLastFrameOnDevice(dest.device, filled, numFrames, frameSize * dest.data.BYTES_PER_ELEMENT);
+      },
+      release: releaseDecoderNvdec,
+    };
     PASSES.set(device, d);
   }
   return d;
-}
-
-/** Whether `decoder` is NVDEC's (it alone writes into device memory, {@link FrameDestination}`.device`). */
-export function isNvdecPass(decoder: ClipPassDecoder): boolean {
-  return [...PASSES.values()].includes(decoder);
 }
 
 /**
@@ -157,7 +170,7 @@ function placeOnDevice(frames: CudaFrames, w: FrameWriter, dest: FrameDestinatio
  * Fills frames `filled .. numFrames - 1` of a clip in device memory with copies of its last frame (held or
  * padded frames), device to device; `frameBytes`: one frame's bytes.
  */
-export function repeatLastFrameOnDevice(
+function repeatLastFrameOnDevice(
   where: DeviceFrames,
   filled: number,
   numFrames: number,

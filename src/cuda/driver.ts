@@ -1,22 +1,19 @@
 /**
- * The CUDA driver and NVDEC libraries of the current thread (CUDA contexts are per-thread; each Worker opens
- * its own copy), `CUresult` checking into {@link CudaError}, and primary-context references per device.
+ * The CUDA driver library of the current thread (CUDA contexts are per-thread; each Worker opens its own copy),
+ * `CUresult` checking into {@link CudaError}, and primary-context references per device. NVDEC's library is
+ * `src/nvdec/nvcuvid.ts`.
  * @module
  */
 import { OutParam } from "../../ffi/out_param.ts";
 import { type CudaLibrary, loadCuda } from "../../ffi/cuda/library.ts";
-import { loadNvcuvid, type NvcuvidLibrary } from "../../ffi/nvcuvid/library.ts";
 import { cudaErrorText } from "../../ffi/cuda/errors.ts";
 import { CudaError, InvalidArgumentError } from "../errors.ts";
 import { CU_CTX_SCHED, CU_STREAM_NON_BLOCKING } from "../../ffi/cuda/symbols.ts";
 
 /** The driver's symbols. */
 export type CudaSymbols = CudaLibrary["symbols"];
-/** NVDEC's symbols. */
-export type NvcuvidSymbols = NvcuvidLibrary["symbols"];
 
 let cudaLib: CudaLibrary | undefined;
-let nvcuvidLib: NvcuvidLibrary | undefined;
 let initialized = false;
 
 /** This thread's libcuda, loaded and `cuInit`-ed on first use. Throws `LibraryNotFoundError` or {@link CudaError}. */
@@ -27,12 +24,6 @@ export function cuda(): CudaSymbols {
     initialized = true;
   }
   return cudaLib.symbols;
-}
-
-/** This thread's libnvcuvid, loaded on first use. */
-export function nvcuvid(): NvcuvidSymbols {
-  nvcuvidLib ??= loadNvcuvid();
-  return nvcuvidLib.symbols;
 }
 
 /**
@@ -230,14 +221,4 @@ export function withContext<T>(dc: DeviceContext, fn: () => T): T {
   } finally {
     cu.cuCtxPopCurrent_v2(null as unknown as Uint8Array<ArrayBuffer>);
   }
-}
-
-/** Test hook: forgets the loaded libraries (after every context and decoder was released). */
-export function unloadForTests(): void {
-  cudaLib?.close();
-  nvcuvidLib?.close();
-  cudaLib = undefined;
-  nvcuvidLib = undefined;
-  initialized = false;
-  contexts.clear();
 }

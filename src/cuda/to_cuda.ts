@@ -4,7 +4,13 @@ import { CudaBuffer } from "./cuda_buffer.ts";
 import { settle } from "../settle.ts";
 import { checkCu, cuda, withContext } from "./driver.ts";
 
-/** Copies `frames` (a `VideoFrames` or raw bytes) to a new {@link CudaBuffer} on `opts.device`. */
+/**
+ * Copies host frames to device memory, through pinned staging and an asynchronous copy.
+ * @param frames a `VideoFrames` (its `data`) or raw bytes
+ * @param opts the CUDA device (default 0) and the stream to copy on (default: the context's own)
+ * @returns a new {@link CudaBuffer} holding the bytes; dispose of it to free it
+ * @throws {CudaError} (rejects) naming the driver call that failed (the buffer is freed)
+ */
 export function toCuda(
   frames: { data: Uint8Array } | Uint8Array,
   opts: { device?: number; stream?: Deno.PointerValue } = {},

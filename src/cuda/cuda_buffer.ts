@@ -10,7 +10,20 @@ import { SluiceError } from "../errors.ts";
 import { acquireContext, checkCu, cuda, type DeviceContext, releaseContext, withContext } from "./driver.ts";
 import { StructBuffer } from "./struct_buffer.ts";
 import { settle } from "../settle.ts";
-import { timeStep } from "./step_times.ts";
+
+/** A step timer: runs `fn`, timing it as `step` (see {@link setCudaStepTimer}). */
+export type StepTimer = <T>(step: string, fn: () => T) => T;
+
+let timeStep: StepTimer = (_step, fn) => fn();
+
+/**
+ * Installs the timer that this module's device copies and frees report to: the NVDEC profile's
+ * (`src/nvdec/step_times.ts`), which lives above this room; until then they run untimed.
+ * @param timer runs its function, timing it as the named step
+ */
+export function setCudaStepTimer(timer: StepTimer): void {
+  timeStep = timer;
+}
 
 /** A block of device memory on one GPU. */
 export class CudaBuffer {
@@ -32,8 +45,12 @@ export class CudaBuffer {
   }
 
   /**
-   * A view of `[offset, offset + byteLength)` of this buffer (e.g. one slot of a batch, for
-   * `decodeVideoNvdec`'s `batch` option). The view frees nothing; it must not outlive this buffer.
+   * A view of part of this buffer (e.g. one slot of a batch, for `decodeVideoNvdec`'s `batch` option). The
+   * view frees nothing; it must not outlive this buffer.
+   * @param offset its first byte in this buffer
+   * @param byteLength its size in bytes (at least 1)
+   * @returns a `CudaBuffer` over `[offset, offset + byteLength)` of this one
+   * @throws {SluiceError} when the range is not integers or runs past this buffer's end
    */
   view(offset: number, byteLength: number): CudaBuffer {
     if (!Number.isInteger(offset) || !Number.isInteger(byteLength) || offset < 0 || byteLength < 1) {
@@ -47,7 +64,13 @@ export class CudaBuffer {
     return new CudaBuffer(this.#dc, this.devicePtr + BigInt(offset), byteLength, this);
   }
 
-  /** Allocates `byteLength` bytes on `device`. Throws `CudaError` (e.g. CUDA_ERROR_OUT_OF_MEMORY). */
+  /**
+   * Allocates device memory; dispose of it (`using`) to free it.
+   * @param byteLength its size in bytes
+   * @param device the CUDA device's ordinal (default 0)
+   * @returns the buffer, owning its memory
+   * @throws {CudaError} naming the driver's error, e.g. `CUDA_ERROR_OUT_OF_MEMORY`
+   */
   static alloc(byteLength: number, device = 0): CudaBuffer {
     const dc = acquireContext(device);
     try {
@@ -80,7 +103,14 @@ export class CudaBuffer {
     return this.#dc;
   }
 
-  /** Copies `rows` rows of `rowBytes` from device offset `offset` (rows `pitch` apart) into tight host rows. */
+  /**
+   * Copies rows of device memory into tight host rows (waits for the copy).
+   * @param offset the first row's byte offset in this buffer
+   * @param pitch bytes from one row's start to the next's on the device
+   * @param rowBytes bytes of each row to copy (and of each row in `out`)
+   * @param rows how many rows
+   * @param out host memory of at least `rows × rowBytes` bytes
+   */
   copyToHost(offset: number, pitch: number, rowBytes: number, rows: number, out: Uint8Array): void {
     const c = new StructBuffer(CUDA_MEMCPY2D)
       .u32("srcMemoryType", CU_MEMORYTYPE.DEVICE).u64("srcDevice", this.devicePtr + BigInt(offset)).u64(
@@ -200,7 +230,10 @@ export class CudaFrames {
   readonly #buffer: CudaBuffer;
   readonly #owned: boolean;
 
-  /** Wraps `init.buffer` (freed on dispose when `owned`) holding `init.pts.length` frames. */
+  /**
+   * Wraps device memory holding decoded frames (`decodeVideoNvdec` makes them).
+   * @param init the buffer (freed on dispose when `owned`), its layout and size, and one `pts` per frame
+   */
   constructor(init: {
     buffer: CudaBuffer;
     owned: boolean;
@@ -233,12 +266,18 @@ export class CudaFrames {
       : 3 * init.width * init.height;
   }
 
-  /** Copies every frame to host memory, tight rows (nv12: W·H·3/2 bytes per frame, luma then interleaved UV). */
+  /**
+   * Copies every frame to host memory.
+   * @returns the frames back to back in tight rows (nv12: W·H·3/2 bytes per frame, luma then interleaved UV)
+   */
   toHost(): Promise<Uint8Array> {
     return settle(() => this.toHostSync());
   }
 
-  /** {@link toHost}, synchronously (for code already running inside a Worker). */
+  /**
+   * {@link toHost}, synchronously (for code already running inside a Worker).
+   * @returns the frames back to back in tight rows, as {@link toHost}
+   */
   toHostSync(): Uint8Array {
     const rows = (this.frameSize / this.width) * this.pts.length;
     const out = new Uint8Array(this.frameSize * this.pts.length);
