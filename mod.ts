@@ -204,6 +204,8 @@ export {
   LibraryVersionError,
   MediaError,
   NvdecUnsupportedError,
+  type OptionMessagePart,
+  type OptionProblem,
   PipelineFailure,
   PipelineStoppedError,
   ProtocolError,
