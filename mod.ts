@@ -110,7 +110,7 @@ export {
 } from "./src/dataset/dataset.ts";
 export type { MemberRef } from "./src/dataset/shards/dataset.ts";
 export type { MemberLocation } from "./src/dataset/shards/index_format.ts";
-export { fetchBytes, type FetchOptions } from "./src/dataset/fetch.ts";
+export { fetchBytes, type FetchLimits, type FetchOptions } from "./src/dataset/fetch.ts";
 export {
   type ClipPlacement,
   type ClipRequest,

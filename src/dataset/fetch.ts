@@ -13,7 +13,7 @@
  */
 
 import { FetchError, type FetchPhase } from "../errors.ts";
-import { checkOptions, defaultsOf, type OptionTable, tsVocabulary, withDefaults } from "../options.ts";
+import { defaultsOf, type OptionTable, resolveTable, tsVocabulary } from "../options.ts";
 
 /** Options of {@link fetchBytes}; their ranges and defaults are {@link FETCH_OPTIONS}'s. */
 export interface FetchOptions {
@@ -75,17 +75,45 @@ export const FETCH_OPTIONS = {
 /** The defaults of {@link FetchOptions}. */
 export const FETCH_DEFAULTS = defaultsOf(FETCH_OPTIONS);
 
-type Limits = Required<Omit<FetchOptions, "range" | "signal">>;
+/** The limits a fetch runs with: every option of {@link FetchOptions} but `range` and `signal`, defaults applied. */
+export type FetchLimits = Required<Omit<FetchOptions, "range" | "signal">>;
+
+/** What one fetch reads (a byte range) and what cancels it. */
+export type FetchWhat = Pick<FetchOptions, "range" | "signal">;
 
 /** True for `http://` and `https://` sources. */
 export function isUrl(source: string): boolean {
   return /^https?:\/\//i.test(source);
 }
 
-/** Reads a whole local file or URL (or a byte range of it); see the module docs. */
+/**
+ * Reads a whole local file or URL (or a byte range of it); see the module docs. Throws `InvalidArgumentError`
+ * for options out of range (checked here, once: {@link resolveFetchOptions}), `FetchError` when the bytes
+ * cannot be had.
+ */
 export async function fetchBytes(source: string, opts: FetchOptions = {}): Promise<Uint8Array<ArrayBuffer>> {
-  if (!isUrl(source)) return await readLocal(source, opts.range);
-  const o = limits(opts);
+  const { range, signal, ...limits } = resolveFetchOptions(opts);
+  return await fetchResolved(source, limits, { range, signal });
+}
+
+/**
+ * The door of the fetch options: checks `opts` against {@link FETCH_OPTIONS} and applies the defaults, once;
+ * what it returns goes to {@link fetchResolved} unchecked. Throws `InvalidArgumentError` naming the option.
+ */
+export function resolveFetchOptions(opts: FetchOptions): FetchLimits & FetchWhat {
+  return resolveTable(FETCH_OPTIONS, opts, tsVocabulary("fetch: ")) as FetchLimits & FetchWhat;
+}
+
+/**
+ * {@link fetchBytes} with limits resolved at a door (the loader's options, {@link resolveFetchOptions}): for
+ * callers that fetch many items with one set of limits, which are not checked again.
+ */
+export async function fetchResolved(
+  source: string,
+  o: FetchLimits,
+  what: FetchWhat = {},
+): Promise<Uint8Array<ArrayBuffer>> {
+  if (!isUrl(source)) return await readLocal(source, what.range);
   const deadline = performance.now() + o.deadlineMs;
   const overDeadline = (attempts: number, last: Failure): FetchError =>
     new FetchError(
@@ -96,8 +124,8 @@ export async function fetchBytes(source: string, opts: FetchOptions = {}): Promi
       { cause: last.cause, phase: "deadline", limit: { name: "deadlineMs", ms: o.deadlineMs } },
     );
   for (let attempt = 1;; attempt++) {
-    opts.signal?.throwIfAborted();
-    const r = await attemptOnce(source, opts, o, deadline);
+    what.signal?.throwIfAborted();
+    const r = await attemptOnce(source, o, what, deadline);
     if (r.ok) return r.bytes;
     const fail = () =>
       new FetchError(source, r.status, attempt, r.reason, { cause: r.cause, phase: r.phase, limit: r.limit });
@@ -107,13 +135,8 @@ export async function fetchBytes(source: string, opts: FetchOptions = {}): Promi
     if (performance.now() + wait >= deadline) {
       throw r.limit?.name === "deadlineMs" ? fail() : overDeadline(attempt, r);
     }
-    await sleep(wait, opts.signal);
+    await sleep(wait, what.signal);
   }
-}
-
-function limits(opts: FetchOptions): Limits {
-  checkOptions(FETCH_OPTIONS, opts, tsVocabulary("fetch: "));
-  return withDefaults(FETCH_OPTIONS, opts);
 }
 
 interface Failure {
@@ -133,91 +156,122 @@ class Timeout {
   constructor(readonly name: string, readonly ms: number, readonly what: string) {}
 }
 
-async function attemptOnce(url: string, opts: FetchOptions, o: Limits, deadline: number): Promise<Attempt> {
-  const ac = new AbortController();
-  const onAbort = () => ac.abort(opts.signal!.reason);
-  opts.signal?.addEventListener("abort", onAbort, { once: true });
-  const timers = new Map<string, ReturnType<typeof setTimeout>>();
-  const arm = (t: Timeout) => {
-    clearTimeout(timers.get(t.name));
-    timers.set(t.name, setTimeout(() => ac.abort(t), t.ms));
-  };
-  const left = Math.max(1, deadline - performance.now());
-  arm(
-    left < o.timeoutMs
-      ? new Timeout("deadlineMs", left, `the deadline of the item ran out`)
-      : new Timeout("timeoutMs", o.timeoutMs, `the attempt took longer than ${o.timeoutMs} ms`),
+/** One HTTP request: the response's status, then its body, each under the attempt's clocks. */
+async function attemptOnce(url: string, o: FetchLimits, what: FetchWhat, deadline: number): Promise<Attempt> {
+  using clocks = new AttemptClocks(o, deadline, what.signal);
+  const headers: Record<string, string> = {};
+  if (what.range) headers["range"] = `bytes=${what.range[0]}-${what.range[1] - 1}`;
+  let res: Response;
+  try {
+    res = await fetch(url, { headers, signal: clocks.signal });
+  } catch (e) {
+    return clocks.failed(e, 0);
+  }
+  clocks.clear("connectTimeoutMs");
+  if (res.status >= 400) {
+    await res.body?.cancel().catch(() => {});
+    const retry = res.status >= 500 || res.status === 408 || res.status === 429;
+    const reason = `HTTP ${res.status} ${res.statusText}`.trim();
+    return { ok: false, retry, status: res.status, phase: "status", reason };
+  }
+  clocks.phase = "body";
+  const body = await readBody(
+    res,
+    clocks,
+    new Timeout("idleTimeoutMs", o.idleTimeoutMs, `no byte for ${o.idleTimeoutMs} ms`),
   );
-  arm(new Timeout("connectTimeoutMs", o.connectTimeoutMs, `no response within ${o.connectTimeoutMs} ms`));
-  let phase: FetchPhase = "connect";
-  const failed = (e: unknown, status: number): Failure => {
-    opts.signal?.throwIfAborted();
-    const t = ac.signal.reason;
+  if (!body.ok) return body;
+  const expected = Number(res.headers.get("content-length") ?? NaN);
+  if (Number.isFinite(expected) && body.bytes.length !== expected) {
+    const reason = `connection dropped: got ${body.bytes.length} of ${expected} bytes`;
+    return { ok: false, retry: true, status: res.status, phase: "body", reason };
+  }
+  const bytes = what.range && res.status === 200
+    ? body.bytes.slice(what.range[0], what.range[1])
+    : body.bytes;
+  return { ok: true, bytes };
+}
+
+/** The body of `res`, each chunk within `idle` of the last. */
+async function readBody(res: Response, clocks: AttemptClocks, idle: Timeout): Promise<Attempt> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    if (res.body !== null) {
+      const reader = res.body.getReader();
+      clocks.arm(idle);
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        clocks.arm(idle);
+        chunks.push(value);
+        size += value.length;
+      }
+    }
+  } catch (e) {
+    return clocks.failed(e, res.status);
+  }
+  return { ok: true, bytes: concat(chunks, size) };
+}
+
+/**
+ * An attempt's clocks: the attempt's time limit (or what is left of the item's deadline), the time to the
+ * response headers and the idle time between chunks, each aborting the request when it fires; the caller's
+ * `signal` aborts it too. Disposing clears them.
+ */
+class AttemptClocks implements Disposable {
+  readonly #ac = new AbortController();
+  readonly #timers = new Map<string, ReturnType<typeof setTimeout>>();
+  readonly #caller: AbortSignal | undefined;
+  readonly #onAbort = () => this.#ac.abort(this.#caller!.reason);
+  /** Where the attempt is, for the failure it ends with. */
+  phase: FetchPhase = "connect";
+
+  constructor(o: FetchLimits, deadline: number, caller: AbortSignal | undefined) {
+    this.#caller = caller;
+    caller?.addEventListener("abort", this.#onAbort, { once: true });
+    const left = Math.max(1, deadline - performance.now());
+    this.arm(
+      left < o.timeoutMs
+        ? new Timeout("deadlineMs", left, `the deadline of the item ran out`)
+        : new Timeout("timeoutMs", o.timeoutMs, `the attempt took longer than ${o.timeoutMs} ms`),
+    );
+    this.arm(
+      new Timeout("connectTimeoutMs", o.connectTimeoutMs, `no response within ${o.connectTimeoutMs} ms`),
+    );
+  }
+
+  /** Aborts the request when any clock fires (or the caller aborts). */
+  get signal(): AbortSignal {
+    return this.#ac.signal;
+  }
+
+  /** (Re)starts the clock `t`. */
+  arm(t: Timeout): void {
+    this.clear(t.name);
+    this.#timers.set(t.name, setTimeout(() => this.#ac.abort(t), t.ms));
+  }
+
+  /** Stops the clock called `name`. */
+  clear(name: string): void {
+    clearTimeout(this.#timers.get(name));
+  }
+
+  /** The failure `e` is in this attempt's phase: the limit that fired, or the error; the caller's abort throws. */
+  failed(e: unknown, status: number): Failure {
+    this.#caller?.throwIfAborted();
+    const t = this.#ac.signal.reason, phase = this.phase;
     if (t instanceof Timeout) {
-      return {
-        ok: false,
-        retry: true,
-        status,
-        phase,
-        reason: `${t.what} (${phase}; ${t.name} ${Math.round(t.ms)})`,
-        limit: { name: t.name, ms: t.ms },
-        cause: e,
-      };
+      const reason = `${t.what} (${phase}; ${t.name} ${Math.round(t.ms)})`;
+      return { ok: false, retry: true, status, phase, reason, limit: { name: t.name, ms: t.ms }, cause: e };
     }
     const message = e instanceof Error ? e.message : String(e);
     return { ok: false, retry: true, status, phase, reason: `${phase}: ${message}`, cause: e };
-  };
-  try {
-    const headers: Record<string, string> = {};
-    if (opts.range) headers["range"] = `bytes=${opts.range[0]}-${opts.range[1] - 1}`;
-    let res: Response;
-    try {
-      res = await fetch(url, { headers, signal: ac.signal });
-    } catch (e) {
-      return failed(e, 0);
-    }
-    clearTimeout(timers.get("connectTimeoutMs"));
-    if (res.status >= 400) {
-      await res.body?.cancel().catch(() => {});
-      const retry = res.status >= 500 || res.status === 408 || res.status === 429;
-      const reason = `HTTP ${res.status} ${res.statusText}`.trim();
-      return { ok: false, retry, status: res.status, phase: "status", reason };
-    }
-    phase = "body";
-    const idle = new Timeout("idleTimeoutMs", o.idleTimeoutMs, `no byte for ${o.idleTimeoutMs} ms`);
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    try {
-      if (res.body !== null) {
-        const reader = res.body.getReader();
-        arm(idle);
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          arm(idle);
-          chunks.push(value);
-          size += value.length;
-        }
-      }
-    } catch (e) {
-      return failed(e, res.status);
-    }
-    const expected = Number(res.headers.get("content-length") ?? NaN);
-    if (Number.isFinite(expected) && size !== expected) {
-      return {
-        ok: false,
-        retry: true,
-        status: res.status,
-        phase,
-        reason: `connection dropped: got ${size} of ${expected} bytes`,
-      };
-    }
-    let bytes = concat(chunks, size);
-    if (opts.range && res.status === 200) bytes = bytes.slice(opts.range[0], opts.range[1]);
-    return { ok: true, bytes };
-  } finally {
-    for (const t of timers.values()) clearTimeout(t);
-    opts.signal?.removeEventListener("abort", onAbort);
+  }
+
+  [Symbol.dispose](): void {
+    for (const t of this.#timers.values()) clearTimeout(t);
+    this.#caller?.removeEventListener("abort", this.#onAbort);
   }
 }
 

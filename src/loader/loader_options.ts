@@ -8,7 +8,14 @@
  */
 
 import { InvalidArgumentError } from "../errors.ts";
-import { checkOptions, isPlainObject, type OptionTable, type Vocabulary, withDefaults } from "../options.ts";
+import {
+  checkOptions,
+  isPlainObject,
+  type OptionTable,
+  rewordOptionError,
+  type Vocabulary,
+  withDefaults,
+} from "../options.ts";
 import { MAX_FAILURES_OPTION, type MaxFailures } from "../pipeline/stage.ts";
 import { type PipelineHook, REPORT_INTERVAL_OPTION } from "../pipeline/hooks.ts";
 import { AUTO_CONCURRENCY_OPTIONS, type AutoConcurrencyOptions } from "../pipeline/auto_policy.ts";
@@ -375,7 +382,11 @@ export const LOADER_OPTIONS: OptionTable = LOADER_TABLE;
 export function checkLoaderOptions(opts: LoaderOptions, vocabulary: Vocabulary = LOADER_VOCABULARY): void {
   checkOptions(LOADER_OPTIONS, opts, vocabulary);
   const spec = resolveClipSpec(opts.clip, opts.layout, vocabulary);
-  resolveSamplerOptions(opts.sampler ?? {}, vocabulary, "sampler");
+  try {
+    resolveSamplerOptions(opts.sampler ?? {});
+  } catch (e) {
+    throw rewordOptionError(e, { ...vocabulary, name: (path) => vocabulary.name(`sampler.${path}`) });
+  }
   if (opts.audio !== undefined && opts.audio !== null && opts.audio.sampleRate === undefined) {
     throw new InvalidArgumentError(`${vocabulary.prefix}${vocabulary.name("audio.sampleRate")} is required`);
   }

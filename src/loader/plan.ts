@@ -10,7 +10,8 @@ import { type Vocabulary, withDefaults } from "../options.ts";
 import type { ClipSpec } from "./clip_spec.ts";
 import { openDataset, type VideoDataset } from "../dataset/dataset.ts";
 import { ClipSampler, type SampledVideo } from "../dataset/sampler.ts";
-import { indexDataset, type IndexFailure } from "../dataset/video_index.ts";
+import { FETCH_DEFAULTS } from "../dataset/fetch.ts";
+import { type IndexFailure, indexVideos } from "../dataset/video_index.ts";
 import type { FrontArgs } from "./front.ts";
 import { audioSpec, checkLoaderOptions, LOADER_TABLE, type LoaderOptions } from "./loader_options.ts";
 import { defaultClipDuration, LOADER_VOCABULARY, resolveClipSpec } from "./clip_options.ts";
@@ -54,7 +55,7 @@ export async function planLoader(
     log(`sluice: dataset: ${skipped.length - 10} more files skipped (dataset.skipped)`);
   }
   const keyframes = withDefaults(LOADER_TABLE.sampler.options, opts.sampler ?? {}).keyframeAligned;
-  const index = await indexDataset(dataset, { keyframes, fetch: opts.fetch });
+  const index = await indexVideos(dataset, { keyframes, fetch: { ...FETCH_DEFAULTS, ...opts.fetch } });
   for (const f of index.failures) log(`sluice: skipping ${f.path}: ${errorText(f.error, f.path)}`);
   const kept = index.videos.flatMap((v, i) => v === null ? [] : [i]);
   if (kept.length === 0) {
@@ -81,7 +82,7 @@ export async function planLoader(
     concurrency: (({ fetch, demux }) => ({ fetch, demux }))(
       withDefaults(LOADER_TABLE.concurrency.options, opts.concurrency ?? {}),
     ),
-    fetch: opts.fetch ?? {},
+    fetch: { ...FETCH_DEFAULTS, ...opts.fetch },
     ordered: o.ordered,
     shareHorizon: shareHorizon(spec, opts),
     profile: o.profile,

@@ -69,7 +69,7 @@ export class Replacer {
    */
   constructor(args: FrontArgs, pool: TaskPool, decode: DecodeExport, slots: BatchSlots | null = null) {
     this.#args = args;
-    this.#sampler = new ClipSampler(args.ranges, args.sampler);
+    this.#sampler = ClipSampler.fromResolved(args.ranges, args.sampler);
     this.#pool = pool;
     this.#decode = decode;
     this.#slots = slots;

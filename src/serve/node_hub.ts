@@ -217,7 +217,7 @@ export class NodeHub implements AsyncDisposable {
 
 /** The node's plan for one rank: its own sampler (shard) and first epoch, its own copies of what a loader sets. */
 function lanePlan(base: LoaderPlan, rank: number, worldSize: number, firstEpoch: number): LoaderPlan {
-  const sampler = new ClipSampler(base.front.ranges, { ...base.sampler.options, rank, worldSize });
+  const sampler = ClipSampler.fromResolved(base.front.ranges, { ...base.sampler.options, rank, worldSize });
   const spec = { ...base.spec };
   return {
     ...base,

@@ -124,9 +124,7 @@ for (const name of ["load", "preview", "serve"]) {
       if (spec.required) continue; // given in every command line below
       const { valid, invalid } = edges(kind);
       // what the option needs beside it (the audio group's rate)
-      const needs = path === "audio.channels"
-        ? ["--audio-rate", "16000"]
-        : path === "cpuBudget" // a node server's budget
+      const needs = path === "audio.channels" ? ["--audio-rate", "16000"] : path === "cpuBudget" // a node server's budget
         ? ["--node"]
         : [];
       for (const text of valid) {
