@@ -56,11 +56,12 @@ export {
 export type { RgbImage } from "./src/media/png.ts";
 export { type ClipOptions } from "./src/loader/clip_options.ts";
 export {
-  checkLoaderOptions,
   type DecodeLessOptions,
   LOADER_OPTIONS,
   type LoaderOptions,
   type OnClipError,
+  type ResolvedLoaderOptions,
+  resolveLoaderOptions,
   type StageConcurrency,
 } from "./src/loader/loader_options.ts";
 // Options declared once: the kinds of entry of LOADER_OPTIONS and SERVER_OPTIONS
@@ -185,7 +186,7 @@ export type {
   StageStats,
   StageTotals,
 } from "./src/pipeline/stats.ts";
-export type { AutoConcurrencyOptions } from "./src/pipeline/auto_policy.ts";
+export type { AutoConcurrencyOptions, AutoConfig } from "./src/pipeline/auto_policy.ts";
 export type { BackendStats, ChildStats } from "./src/backend/backend_stats.ts";
 
 // Errors: one root, a class per cause; each keeps its class across Workers and processes

@@ -265,8 +265,9 @@ export function optionError(
   words: Vocabulary,
   problem: OptionProblem,
   table?: OptionTable | ((path: string) => OptionSpec | undefined),
+  options?: ErrorOptions,
 ): InvalidArgumentError {
-  return new InvalidArgumentError(sayOption(problem.says, words, table), { problem });
+  return new InvalidArgumentError(sayOption(problem.says, words, table), { ...options, problem });
 }
 
 /**

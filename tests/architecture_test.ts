@@ -227,32 +227,7 @@ const DOORS: Record<string, readonly string[]> = {
 const OWN_MODULE: Record<string, string> = { "new ClipSampler": "src/dataset/sampler.ts" };
 
 /** Option calls outside the doors (`file function: callee`, once per call). */
-const KNOWN_LATE_CHECKS: readonly string[] = [
-  "src/cli/commands/loader_options.ts loaderOptionsOf: checkLoaderOptions",
-  "src/loader/clip_options.ts resolveClipSpec: checkOptions",
-  "src/loader/clip_options.ts resolveClipSpec: withDefaults",
-  "src/loader/loader.ts loaderOfPlan: checkOption",
-  "src/loader/loader.ts loaderOfPlan: withDefaults",
-  "src/loader/loader.ts loaderOfPlan: withDefaults",
-  "src/loader/loader_options.ts audioSpec: withDefaults",
-  "src/loader/loader_options.ts checkLoaderOptions: checkOptions",
-  "src/loader/loader_options.ts checkLoaderOptions: resolveClipSpec",
-  "src/loader/loader_options.ts checkLoaderOptions: resolveSamplerOptions",
-  "src/loader/plan.ts planLoader: checkLoaderOptions",
-  "src/loader/plan.ts planLoader: new ClipSampler",
-  "src/loader/plan.ts planLoader: resolveClipSpec",
-  "src/loader/plan.ts planLoader: withDefaults",
-  "src/loader/plan.ts planLoader: withDefaults",
-  "src/loader/plan.ts planLoader: withDefaults",
-  "src/loader/plan.ts shareHorizon: withDefaults",
-  "src/loader/plan.ts shareHorizon: withDefaults",
-  "src/serve/node_hub.ts NodeHub.constructor: withDefaults",
-  "src/serve/options.ts resolveServerConfig: checkLoaderOptions",
-  "src/serve/options.ts resolveServerConfig: checkOption",
-  "src/serve/options.ts resolveServerConfig: checkOptions",
-  "src/serve/options.ts resolveServerConfig: checkOptions",
-  "src/serve/options.ts resolveServerConfig: withDefaults",
-];
+const KNOWN_LATE_CHECKS: readonly string[] = [];
 
 /** Imports of src/nvdec/ from outside it and the decode seam's registration (`importer → module`). */
 const KNOWN_NVDEC_IMPORTS: readonly string[] = [

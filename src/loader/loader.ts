@@ -55,7 +55,7 @@
  */
 
 import { InvalidArgumentError, PipelineFailure } from "../errors.ts";
-import { PipelineBuilder } from "../pipeline/builder.ts";
+import { PipelineBuilder, resolvedBuildOptions } from "../pipeline/builder.ts";
 import type { Pipeline } from "../pipeline/pipeline.ts";
 import type { StageControl } from "../pipeline/stage.ts";
 import type { PipelineStats } from "../pipeline/stats.ts";
@@ -80,21 +80,32 @@ import { BatchSlots } from "./batch_slots.ts";
 import type { VideoDataset } from "../dataset/dataset.ts";
 import { buildFront, CLIP_WORKER, type FrontArgs } from "./front.ts";
 import { type LoaderPlan, planLoader } from "./plan.ts";
-import { LOADER_TABLE, type LoaderOptions, type OnClipError, startSize } from "./loader_options.ts";
-import { checkOption, type Vocabulary, withDefaults } from "../options.ts";
-import { LOADER_VOCABULARY } from "./clip_options.ts";
+import {
+  type LoaderOptions,
+  type OnClipError,
+  type ResolvedLoaderOptions,
+  resolveLoaderOptions,
+  startSize,
+} from "./loader_options.ts";
+import { withProblem } from "../errors.ts";
 import { type LoaderState, LoaderStates, stateIdentity } from "./loader_state.ts";
 import { type Preview, previewLoader, type PreviewOptions } from "./preview.ts";
 import { Replacer } from "./replace.ts";
 import type { LaneShare } from "./lane_share.ts";
-import { type ClipSampler, envInt } from "../dataset/sampler.ts";
+import type { ClipSampler } from "../dataset/sampler.ts";
 import type { IndexFailure } from "../dataset/video_index.ts";
 import { nvdecAvailable, nvdecConcurrency, selectDecoder } from "../nvdec/available.ts";
 
 export type { LoaderState } from "./loader_state.ts";
 export { type LoaderPlan, planLoader } from "./plan.ts";
 export type { ClipOptions } from "./clip_options.ts";
-export type { DecodeLessOptions, LoaderOptions, OnClipError, StageConcurrency } from "./loader_options.ts";
+export type {
+  DecodeLessOptions,
+  LoaderOptions,
+  OnClipError,
+  ResolvedLoaderOptions,
+  StageConcurrency,
+} from "./loader_options.ts";
 
 /**
  * What the loaders of a node's ranks share (the node server, `src/serve/node_hub.ts`): given to
@@ -169,7 +180,6 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   readonly #profile: ClipProfile | null;
   readonly #args: FrontArgs;
   readonly #states: LoaderStates;
-  readonly #vocabulary: Vocabulary;
   readonly #lane: LaneShare | null;
   /** Another loader of the same plan, from an epoch's start (what `preview()` draws with). */
   readonly #sibling: (firstEpoch: number) => VideoClassificationLoader;
@@ -193,7 +203,6 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
       buffers: ReusedBuffers | null;
       profile: ClipProfile | null;
       states: LoaderStates;
-      vocabulary: Vocabulary;
       lane?: LaneShare | null;
       sibling: (firstEpoch: number) => VideoClassificationLoader;
     },
@@ -219,7 +228,6 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     this.#profile = init.profile;
     this.#args = init.plan.front;
     this.#states = init.states;
-    this.#vocabulary = init.vocabulary;
     this.#lane = init.lane ?? null;
     this.#sibling = init.sibling;
   }
@@ -246,7 +254,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     return {
       next: async () => {
         // After the epoch's last batch only its end can come, which needs no slot.
-        if (yielded < this.batchesPerEpoch) slots?.checkCredit(this.#vocabulary);
+        if (yielded < this.batchesPerEpoch) slots?.checkCredit();
         try {
           const r = await it.next();
           if (r.done) {
@@ -394,55 +402,49 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
 const CLIP_ERRORS = new WeakSet<object>();
 
 /**
- * Opens and indexes the dataset and builds the loader; see the module docs and {@link LoaderOptions}.
- * @param vocabulary names options in the loader's errors as the caller wrote them: TypeScript's `maxFailures`
- *   by default, the Python client's `max_failures` (`sluice serve`), the command line's `--max-failures`
+ * Opens and indexes the dataset and builds the loader; see the module docs and {@link LoaderOptions}. The
+ * options are checked and defaulted once, here (`resolveLoaderOptions`).
+ * @throws {InvalidArgumentError} for an option out of range, or options that contradict each other
+ * @throws {DatasetError} for a dataset that cannot be read
  */
-export function videoClassificationLoader(
-  opts: LoaderOptions,
-  vocabulary: Vocabulary = LOADER_VOCABULARY,
-): Promise<VideoClassificationLoader> {
-  return buildLoader(opts, vocabulary);
+export async function videoClassificationLoader(opts: LoaderOptions): Promise<VideoClassificationLoader> {
+  return await openLoader(resolveLoaderOptions(opts));
 }
 
 /**
- * {@link videoClassificationLoader}, and a node server's rank (`shared`: the node's plan, pool and shares; `opts`
- * then only shape the batches and stages: they were checked when the node planned).
+ * {@link videoClassificationLoader} of options resolved at a door (`resolveLoaderOptions`: the server's, the
+ * command line's), and a node server's rank (`shared`: the node's plan, pool and shares).
  */
-export async function buildLoader(
-  opts: LoaderOptions,
-  vocabulary: Vocabulary = LOADER_VOCABULARY,
+export async function openLoader(
+  o: ResolvedLoaderOptions,
   shared?: SharedLoaderParts,
 ): Promise<VideoClassificationLoader> {
-  return loaderOfPlan(opts, shared?.plan ?? await planLoader(opts, vocabulary), vocabulary, shared);
+  return loaderOfPlan(o, shared?.plan ?? await planLoader(o), shared);
 }
 
-/** A loader of `plan` (made from `opts`, checked); see {@link buildLoader}. */
+/** A loader of `plan` (made from `o`); see {@link openLoader}. */
 function loaderOfPlan(
-  opts: LoaderOptions,
+  o: ResolvedLoaderOptions,
   plan: LoaderPlan,
-  vocabulary: Vocabulary,
   shared?: SharedLoaderParts,
 ): VideoClassificationLoader {
-  const log = opts.log ?? ((m: string) => console.error(m));
+  const log = o.log;
   fixMmapThreshold();
   const { front: args, spec } = plan;
-  const o = withDefaults(LOADER_TABLE, opts);
-  const device = opts.device ?? envInt("LOCAL_RANK", "loader") ?? 0;
-  checkOption(LOADER_TABLE.device, device, vocabulary, "device");
-  const decoder = resolveDecoder(o.decode, device, log, vocabulary);
+  const device = o.device;
+  const decoder = resolveDecoder(o.decode, device, log);
   spec.device = device; // the decode Workers' NVDEC device (set before the spec travels to the backend child)
   const decodeExport: DecodeExport = decoder === "nvdec" ? "decodeClipNvdec" : "decodeClip";
   const cores = navigator.hardwareConcurrency ?? 1;
   const ordered = args.ordered ?? true;
   const { backend, onClipError, batchSize, dropLast, layout } = o;
-  const decodeConcurrency = opts.concurrency?.decode ??
+  const decodeConcurrency = o.concurrency.decode ??
     (decoder === "nvdec" ? nvdecConcurrency(device) : cores);
   const decodeSize = startSize(decodeConcurrency); // an "auto" stage's pool grows as it claims more
   const decodePool: TaskPool = shared?.pool ?? new WorkerPool(CLIP_WORKER, {
     size: backend === "subprocess" ? decodeSize : Math.max(decodeSize, startSize(args.concurrency.demux)),
   });
-  const dl = withDefaults(LOADER_TABLE.decodeLess.options, opts.decodeLess ?? {});
+  const dl = o.decodeLess;
   // NVDEC decodes each clip of a shared pass on its own (its crop and size are per session): nothing to share.
   if (decoder === "nvdec") args.shareHorizon = 0;
   const lane = decoder === "cpu" ? shared?.lane ?? null : null;
@@ -450,9 +452,9 @@ function loaderOfPlan(
   const budget = decoder === "cpu" && dl.threads
     ? shared?.budget ?? new ThreadBudget(() => decodePool.size)
     : null;
-  const slots = opts.slots === undefined
+  const slots = o.slots === undefined
     ? null
-    : new BatchSlots(opts.slots, spec, batchSize, layout, plan.sampler, {
+    : new BatchSlots(o.slots, spec, batchSize, layout, plan.sampler, {
       device: decoder === "nvdec" ? device : null,
       // decoding ahead of the consumer: its buffer, the batches the decode tasks in flight span, one assembling
       lookahead: o.bufferSize +
@@ -460,7 +462,6 @@ function loaderOfPlan(
           (typeof decodeConcurrency === "number" ? decodeConcurrency : 2 * cores) /
             batchSize,
         ) + 1,
-      vocabulary,
     });
   const profile = o.profile ? new ClipProfile() : null;
   const buffers = slots === null && decoder === "cpu" ? reusedBuffers(spec, batchSize) : null;
@@ -474,10 +475,10 @@ function loaderOfPlan(
     reload: (meta, signal) => replacer.load(meta, signal),
   });
   lane?.connect({ expect: (meta, result, recycle) => decodeStep.expectResult(meta, result, recycle) });
-  const accounting = new ClipAccounting(plan.sampler.length, o.maxFailures, log, vocabulary);
+  const accounting = new ClipAccounting(plan.sampler.length, o.maxFailures, log);
   const identity = stateIdentity(args, plan.dataset.root, { batchSize, dropLast, layout, onClipError });
   const states = new LoaderStates(args, identity, plan.sampler);
-  if (opts.resume !== undefined) states.load(opts.resume, opts.firstEpoch); // before the child gets `args`
+  if (o.resume !== undefined) states.load(o.resume, o.firstEpoch); // before the child gets `args`
   let front: PipelineBuilder<ClipItem>;
   let backendFront: BackendFront | null = null;
   if (backend === "subprocess") {
@@ -553,15 +554,13 @@ function loaderOfPlan(
     .pipe(collateBatch, { name: "collate", maxFailures: 0 })
     .addSink({ bufferSize: o.bufferSize })
     // A dead, stalled or broken backend child ends the loop with its own error (BackendExitedError, ...).
-    .build({
-      // A loader task in flight is not a busy core (it awaits a Worker, a transfer, a shared decode pass, the
-      // thread budget): its CPU stages may hold twice the cores; a step is still kept only when it helps.
-      autoConcurrency: { cpuBudget: 2 * (navigator.hardwareConcurrency ?? 1), ...opts.autoConcurrency },
-      hooks: opts.hooks,
-      reportInterval: opts.reportInterval,
+    .build(resolvedBuildOptions({
+      autoConcurrency: o.autoConcurrency,
+      hooks: o.hooks,
+      reportInterval: o.reportInterval,
       log,
       signal: backendFront?.failure,
-    });
+    }));
   return new VideoClassificationLoader({
     plan,
     batchSize,
@@ -578,14 +577,12 @@ function loaderOfPlan(
     buffers,
     profile,
     states,
-    vocabulary,
     lane,
     // the same plan (no second indexing) from `firstEpoch`'s start, with its own Workers and no slots
     sibling: (firstEpoch) =>
       loaderOfPlan(
-        { ...opts, decode: decoder, firstEpoch, resume: undefined, slots: undefined, hooks: undefined },
+        { ...o, decode: decoder, firstEpoch, resume: undefined, slots: undefined, hooks: undefined },
         { ...plan, front: { ...plan.front, firstEpoch, resume: undefined } },
-        vocabulary,
       ),
   });
 }
@@ -615,14 +612,13 @@ function resolveDecoder(
   want: "cpu" | "nvdec" | "auto",
   device: number,
   log: (m: string) => void,
-  vocabulary: Vocabulary,
 ): "cpu" | "nvdec" {
   if (want === "nvdec") {
     const a = nvdecAvailable(device);
     if (!a.ok) {
-      throw new InvalidArgumentError(
-        `loader: ${vocabulary.name("decode")} "nvdec" requested but NVDEC is not available: ${a.reason}`,
-      );
+      const rest = ` "nvdec" requested but NVDEC is not available: ${a.reason}`;
+      const e = new InvalidArgumentError(`loader: decode${rest}`);
+      throw withProblem(e, { option: "decode", value: want, says: ["loader: ", { option: "decode" }, rest] });
     }
     return "nvdec";
   }

@@ -394,7 +394,7 @@ export class Session {
       }
     } catch (e) {
       if (!(e instanceof InvalidArgumentError)) throw e;
-      await this.#send(errorMessage(e, false));
+      await this.#send(errorMessage(this.#opts.reword?.(e) ?? e, false));
       return;
     }
     this.#resumed = { epoch: s.epoch, batch: s.batches };
@@ -556,7 +556,7 @@ export class Session {
 
   /** Sends `e` as a fatal `error` message (the connection closes after it). */
   async #sendError(e: unknown): Promise<ErrorMessage> {
-    const msg = errorMessage(e, true);
+    const msg = errorMessage(this.#opts.reword?.(e) ?? e, true);
     try {
       await this.#send(msg);
     } catch { /* the peer is gone */ }

@@ -19,6 +19,7 @@ import { datasetFingerprint } from "../../src/loader/loader_state.ts";
 import { makeSyntheticDataset } from "../helpers/synthetic.ts";
 import { mixedDataset, mixedRows } from "./mixed_dataset.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
+import { resolveLoaderOptions } from "../../src/loader/loader_options.ts";
 
 const B = 3;
 
@@ -410,13 +411,13 @@ Deno.test("the dataset fingerprint: the same files indexed the same way, whereve
       }
     }
     const fingerprint = async (dir: string, keyframeAligned = false) => {
-      const plan = await planLoader({
+      const plan = await planLoader(resolveLoaderOptions({
         dataset: dir,
         batchSize: 2,
         clip: { numFrames: 2, width: 16, height: 16 },
         sampler: { keyframeAligned },
         log: () => {},
-      });
+      }));
       return datasetFingerprint(plan.front, plan.dataset.root);
     };
     const fa = await fingerprint(a);
