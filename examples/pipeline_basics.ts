@@ -2,7 +2,8 @@
  * Pipeline basics: a source, an async stage with concurrency, a CPU stage in a WorkerPool, batching, stats.
  * Run: deno run --allow-read examples/pipeline_basics.ts
  */
-import { formatStats, PipelineBuilder, WorkerPool } from "@sluice/sluice/pipeline";
+import { formatStats } from "@sluice/sluice";
+import { PipelineBuilder, WorkerPool } from "@sluice/sluice/pipeline";
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 

@@ -10,7 +10,8 @@
  */
 
 import { makeSyntheticDataset, videoClassificationLoader } from "@sluice/sluice";
-import { openShards, packShards, streamSamples, transcodeDataset, verifyShard } from "@sluice/sluice/prep";
+import { openShards, streamSamples } from "@sluice/sluice/dataset";
+import { packShards, transcodeDataset, verifyShard } from "@sluice/sluice/prep";
 
 const dir = Deno.args[0] ?? await Deno.makeTempDir({ prefix: "sluice-prepare-" });
 try {

@@ -26,17 +26,11 @@
  * @module
  */
 
-import {
-  choice,
-  defineTuning,
-  fetchBytes,
-  formatStats,
-  int,
-  planLoader,
-  resolveLoaderOptions,
-  videoClassificationLoader,
-} from "@sluice/sluice";
+import { formatStats, videoClassificationLoader } from "@sluice/sluice";
+import { fetchBytes } from "@sluice/sluice/dataset";
+import { planLoader, resolveLoaderOptions } from "@sluice/sluice/loader";
 import { PipelineBuilder, WorkerPool } from "@sluice/sluice/pipeline";
+import { choice, defineTuning, int } from "@sluice/sluice/tune";
 import { parseArgs } from "node:util";
 import type { ClipFrames, ClipTask } from "./video_classification_worker.ts";
 import { ensureDemoDataset } from "./demo.ts";

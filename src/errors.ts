@@ -4,9 +4,35 @@
  * @module
  */
 
-/** Root of every error sluice throws on purpose. */
+/**
+ * Root of every error sluice throws on purpose. Each cause has its subclass, which keeps its class (and its
+ * fields) across Workers and processes: a `MediaError` thrown in a decode Worker or a backend child is a
+ * `MediaError` where the loader raises it.
+ * @example Tell sluice's failures apart, and from bugs
+ * ```ts
+ * import { DatasetError, InvalidArgumentError, SluiceError, videoClassificationLoader } from "@sluice/sluice";
+ *
+ * try {
+ *   await using loader = await videoClassificationLoader({
+ *     dataset: "data/train",
+ *     batchSize: 8,
+ *     clip: { numFrames: 16, width: 112, height: 112 },
+ *   });
+ *   for await (using batch of loader) console.log(batch.shape);
+ * } catch (e) {
+ *   if (e instanceof InvalidArgumentError) console.error(`fix the options: ${e.message}`);
+ *   else if (e instanceof DatasetError) console.error(`fix the dataset: ${e.message}`);
+ *   else if (e instanceof SluiceError) console.error(`${e.name}: ${e.message}`);
+ *   else throw e; // not sluice's: a bug in the calling code
+ * }
+ * ```
+ */
 export class SluiceError extends Error {
-  /** `message` says what failed; `options.cause` keeps the underlying error. The name is the subclass's. */
+  /**
+   * An error whose name is its subclass's.
+   * @param message what failed
+   * @param options `cause`: the underlying error
+   */
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = new.target.name;
@@ -17,7 +43,12 @@ export class SluiceError extends Error {
 export class LibraryNotFoundError extends SluiceError {
   /** Every path that was tried, in order. */
   readonly tried: string[];
-  /** `tried`: the paths tried, in order. */
+  /**
+   * An error that lists the paths tried.
+   * @param message what could not be loaded, and how to point sluice at it
+   * @param tried every path tried, in order
+   * @param options `cause`: the loader's own error
+   */
   constructor(message: string, tried: string[], options?: ErrorOptions) {
     super(message, options);
     this.tried = tried;
@@ -37,7 +68,14 @@ export class MediaError extends SluiceError {
   readonly code: number | undefined;
   /** FFmpeg's description of `code` (from `av_strerror`), or sluice's own reason. */
   readonly reason: string;
-  /** The message is built as `<source>: <operation> failed: <reason>`. */
+  /**
+   * An error whose message is `<source>: <operation> failed: <reason>`.
+   * @param source the file path, URL or a description of in-memory bytes
+   * @param operation what sluice was doing
+   * @param reason FFmpeg's description of `code`, or sluice's own reason
+   * @param code FFmpeg's AVERROR code, when FFmpeg failed
+   * @param options `cause`: the underlying error
+   */
   constructor(source: string, operation: string, reason: string, code?: number, options?: ErrorOptions) {
     super(`${source}: ${operation} failed: ${reason}`, options);
     this.source = source;
@@ -58,7 +96,14 @@ export class ClipError extends MediaError {
   readonly window: [number, number];
   /** Where it failed. */
   readonly stage: "demux" | "decode";
-  /** `reason` says why the clip failed; the message names `source`, the window and the stage. */
+  /**
+   * An error whose message names `source`, the window and the stage.
+   * @param source the video's path or URL
+   * @param stage where the clip failed
+   * @param window the clip's window `[start, end)`, seconds
+   * @param reason why it failed
+   * @param options `cause`: the underlying error
+   */
   constructor(
     source: string,
     stage: "demux" | "decode",
@@ -74,11 +119,46 @@ export class ClipError extends MediaError {
   }
 }
 
+/**
+ * A decoded clip broke the delivery rule (`src/loader/clip_check.ts`), so it is failed instead of delivered:
+ * its frames are not in presentation order, one lies outside its window (beyond the one frame on screen at its
+ * start), its frame indices contradict its frames' timestamps, or its audio status contradicts its samples.
+ * Damaged input (timestamps, pictures) is what brings one; it is counted as a failed clip like any other
+ * `ClipError` and replaced per `onClipError`.
+ */
+export class ClipIntegrityError extends ClipError {
+  /** Which part of the rule the clip broke. */
+  readonly rule: "shape" | "order" | "window" | "frameIndex" | "audio";
+  /**
+   * A clip failed by the delivery rule, at its decode stage.
+   * @param source the clip's video (path or URL)
+   * @param window the clip's window, in seconds
+   * @param rule the part of the rule it broke
+   * @param reason how, with the times or indices involved
+   * @param options `cause`: the underlying error
+   */
+  constructor(
+    source: string,
+    window: [number, number],
+    rule: ClipIntegrityError["rule"],
+    reason: string,
+    options?: ErrorOptions,
+  ) {
+    super(source, "decode", window, `the clip breaks the delivery rule (${rule}): ${reason}`, options);
+    this.rule = rule;
+  }
+}
+
 /** Bytes that should follow one of sluice's binary layouts (packets, frames) do not. */
 export class ProtocolError extends SluiceError {
   /** Byte offset in the stream or buffer where the problem was found. */
   readonly offset: number;
-  /** The message gets ` (at byte <offset>)` appended. */
+  /**
+   * An error whose message gets ` (at byte <offset>)` appended.
+   * @param message what is wrong with the bytes
+   * @param offset where in the stream or buffer
+   * @param options `cause`: the underlying error
+   */
   constructor(message: string, offset: number, options?: ErrorOptions) {
     super(`${message} (at byte ${offset})`, options);
     this.offset = offset;
@@ -132,7 +212,12 @@ export class InvalidArgumentError extends SluiceError {
   /** The message as parts (see {@link OptionProblem}). */
   declare readonly says?: OptionMessagePart[];
 
-  /** `options.problem`: the option the error is about, kept as own fields (see {@link OptionProblem}). */
+  /**
+   * An argument or option refused.
+   * @param message what went wrong, naming the option
+   * @param options the error's `cause`, and `problem`: the option the error is about, kept as own fields (see
+   *   {@link OptionProblem})
+   */
   constructor(message: string, options?: ErrorOptions & { problem?: OptionProblem }) {
     super(message, options);
     if (options?.problem !== undefined) withProblem(this, options.problem);
@@ -170,7 +255,13 @@ export class PipelineFailure extends SluiceError {
   readonly counts: { stage: string; tasksIn: number; failed: number }[];
   /** The first errors seen (a few per stage), in the order they happened. */
   readonly errors: StageError[];
-  /** `counts` and `errors` as the pipeline collected them; `options.cause` is the error that ended it. */
+  /**
+   * An error with the pipeline's failure counts and first errors.
+   * @param message which stage exceeded its budget
+   * @param counts per stage: tasks taken in and tasks that failed
+   * @param errors the first errors seen
+   * @param options `cause`: the error that ended the pipeline
+   */
   constructor(
     message: string,
     counts: { stage: string; tasksIn: number; failed: number }[],
@@ -187,7 +278,12 @@ export class PipelineFailure extends SluiceError {
 export class WorkerCrashedError extends SluiceError {
   /** The export the task was calling. */
   readonly exportName: string;
-  /** `options.cause` is the Worker's uncaught error, when that is what killed it. */
+  /**
+   * An error naming the export the Worker was running.
+   * @param message how the Worker died
+   * @param exportName the export the task was calling
+   * @param options `cause`: the Worker's uncaught error, when that is what killed it
+   */
   constructor(message: string, exportName: string, options?: ErrorOptions) {
     super(message, options);
     this.exportName = exportName;
@@ -204,7 +300,12 @@ export class PipelineStoppedError extends SluiceError {}
 export class BackendError extends SluiceError {
   /** The backend module and export, e.g. `file:///…/my_backend.ts#buildBackend`. */
   readonly backend: string;
-  /** `backend`: the backend module and export. */
+  /**
+   * An error naming the backend.
+   * @param message what happened to the backend
+   * @param backend the backend module and export
+   * @param options `cause`: the underlying error
+   */
   constructor(message: string, backend: string, options?: ErrorOptions) {
     super(message, options);
     this.backend = backend;
@@ -219,7 +320,13 @@ export class BackendExitedError extends BackendError {
   readonly signal: string | null;
   /** The last lines the child wrote to stderr (oldest first). */
   readonly stderrTail: string[];
-  /** `exit`: how the child ended and what it last wrote to stderr. */
+  /**
+   * An error with the child's exit status and last stderr lines.
+   * @param message how the child exited
+   * @param backend the backend module and export
+   * @param exit how the child ended and what it last wrote to stderr
+   * @param options `cause`: the underlying error
+   */
   constructor(
     message: string,
     backend: string,
@@ -240,7 +347,13 @@ export class BackendExitedError extends BackendError {
 export class BackendStalledError extends BackendError {
   /** Milliseconds the child had been silent when it was given up. */
   readonly silentMs: number;
-  /** `silentMs`: how long the child had been silent. */
+  /**
+   * An error with the silence that ended the backend.
+   * @param message how long the child was silent, and what was done
+   * @param backend the backend module and export
+   * @param silentMs how long the child had been silent
+   * @param options `cause`: the underlying error
+   */
   constructor(message: string, backend: string, silentMs: number, options?: ErrorOptions) {
     super(message, backend, options);
     this.silentMs = silentMs;
@@ -266,7 +379,14 @@ export class FetchError extends SluiceError {
   readonly phase: FetchPhase;
   /** The time limit that ended it, e.g. `{ name: "idleTimeoutMs", ms: 5000 }`; undefined when none did. */
   readonly limit: { name: string; ms: number } | undefined;
-  /** `reason` ends the message; `options.phase` (default "connect") and `options.limit` fill those fields. */
+  /**
+   * An error whose message is `<source>: fetch failed after <attempts> attempt(s): <reason>`.
+   * @param source the path or URL
+   * @param status the HTTP status of the last attempt (0 for none)
+   * @param attempts attempts made
+   * @param reason why the last attempt failed
+   * @param options `phase` (default "connect") and `limit` fill those fields; `cause`: the underlying error
+   */
   constructor(
     source: string,
     status: number,
@@ -294,7 +414,15 @@ export class CudaError extends SluiceError {
   readonly code: number;
   /** The driver's name for the code, e.g. `"CUDA_ERROR_OUT_OF_MEMORY"`. */
   readonly errorName: string;
-  /** The message is built as `[<context>: ]<call> failed: <errorName> (<code>): <description>`. */
+  /**
+   * An error whose message is `[<context>: ]<call> failed: <errorName> (<code>): <description>`.
+   * @param call the driver function that failed
+   * @param code the `CUresult` code
+   * @param errorName the driver's name for the code
+   * @param description the driver's description of the code
+   * @param context what sluice was doing (the file, the decode)
+   * @param options `cause`: the underlying error
+   */
   constructor(
     call: string,
     code: number,
@@ -314,7 +442,12 @@ export class CudaError extends SluiceError {
 export class NvdecUnsupportedError extends SluiceError {
   /** The limit that was exceeded, e.g. `"max coded width 4096"` or `"bit depth 10"`. */
   readonly limit: string;
-  /** `limit`: the limit that was exceeded. */
+  /**
+   * An error naming the decoder's limit.
+   * @param message which stream cannot be decoded, and why
+   * @param limit the limit that was exceeded
+   * @param options `cause`: the underlying error
+   */
   constructor(message: string, limit: string, options?: ErrorOptions) {
     super(message, options);
     this.limit = limit;
@@ -328,7 +461,12 @@ export class NvdecUnsupportedError extends SluiceError {
 export class ServeError extends SluiceError {
   /** What went wrong, one of the codes of docs/serve_protocol.md (e.g. `"protocol-version"`, `"busy"`). */
   readonly code: string;
-  /** An error with `code` and `message`. */
+  /**
+   * An error with its protocol code.
+   * @param code what went wrong, a code of docs/serve_protocol.md
+   * @param message the explanation
+   * @param options `cause`: the underlying error
+   */
   constructor(code: string, message: string, options?: ErrorOptions) {
     super(message, options);
     this.code = code;
@@ -362,7 +500,13 @@ export class EncoderNotFoundError extends SluiceError {
   readonly codec: string;
   /** The encoders tried, in order. */
   readonly tried: string[];
-  /** Builds the message from the codec, the encoders tried and where FFmpeg was loaded from. */
+  /**
+   * An error whose message names the encoders tried and how to get one.
+   * @param codec the codec asked for
+   * @param tried the encoders tried, each with the Debian package and the `./configure` flag that provide it
+   * @param ffmpegDir where the FFmpeg libraries were loaded from
+   * @param options `cause`: the underlying error
+   */
   constructor(
     codec: string,
     tried: readonly { name: string; debianPackage: string; configure: string }[],
@@ -392,7 +536,13 @@ export class ShardError extends SluiceError {
   readonly shard: string;
   /** The member concerned (its tar name), or "" when the problem is the shard or index as a whole. */
   readonly member: string;
-  /** `shard: member M: problem` (the member part only when there is one). */
+  /**
+   * An error whose message is `<shard>: member <member>: <problem>` (the member part only when there is one).
+   * @param shard the shard file or URL
+   * @param member the member concerned, or ""
+   * @param problem what is wrong
+   * @param options `cause`: the underlying error
+   */
   constructor(shard: string, member: string, problem: string, options?: ErrorOptions) {
     super(`${shard}${member ? `: member ${member}` : ""}: ${problem}`, options);
     this.shard = shard;
@@ -450,6 +600,7 @@ for (
     LibraryVersionError,
     MediaError,
     ClipError,
+    ClipIntegrityError,
     ProtocolError,
     InvalidArgumentError,
     PipelineFailure,

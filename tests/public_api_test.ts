@@ -62,10 +62,45 @@ function isPublic(spec: string): boolean {
   return spec.startsWith("./") && !/(^|\/)(src|ffi|mod\.ts)(\/|$)/.test(spec.slice(2));
 }
 
+/** The names each entry point exports (`deno doc --json`), by entry file. */
+const exportsOf = (() => {
+  let names: Promise<Map<string, string[]>> | undefined;
+  return () =>
+    names ??= (async () => {
+      const out = new Map<string, string[]>();
+      for (const [, file] of ENTRY_POINTS) {
+        const r = await deno(["doc", "--json", file]);
+        assert.equal(r.code, 0, r.out);
+        const nodes = JSON.parse(r.out).nodes as Record<string, { symbols: { name: string }[] }>;
+        out.set(file, Object.values(nodes).flatMap((n) => n.symbols.map((s) => s.name)));
+      }
+      return out;
+    })();
+})();
+
+/**
+ * The problems of `deno doc --lint` output, each as its first line, less the references to a type that another
+ * entry point exports: the package documents that type there (JSR documents the entry points together), so an
+ * entry need not export every type its signatures mention, and each name has one home.
+ */
+export function lintProblems(out: string, exportedElsewhere: ReadonlySet<string>): string[] {
+  const problems: string[] = [];
+  for (const block of out.split(/\n(?=error)/)) {
+    const first = block.split("\n")[0];
+    if (!first.startsWith("error") || /^error: Found \d+ documentation lint errors?\.$/.test(first)) continue;
+    const ref = first.match(/^error\[private-type-ref\]: .* references private type '([^']+)'$/);
+    if (ref !== null && exportedElsewhere.has(ref[1])) continue;
+    problems.push(`${first} (${block.match(/--> (\S+)/)?.[1] ?? "?"})`);
+  }
+  return problems;
+}
+
 for (const [sub, file] of ENTRY_POINTS) {
-  Deno.test(`public API: ${denoJson.name}${sub.slice(1)} (${file}) passes deno doc --lint on its own`, async () => {
+  Deno.test(`public API: ${denoJson.name}${sub.slice(1)} (${file}) passes deno doc --lint on its own (types of other entries aside)`, async () => {
+    const all = await exportsOf();
+    const elsewhere = new Set([...all].filter(([f]) => f !== file).flatMap(([, names]) => names));
     const r = await deno(["doc", "--lint", file]);
-    assert.equal(r.code, 0, r.out);
+    assert.deepEqual(lintProblems(r.out, elsewhere), [], r.out);
   });
 
   Deno.test(`public API: ${file} has module docs with a runnable @example that imports public paths`, () => {
@@ -91,6 +126,44 @@ Deno.test("public API: @sluice/sluice/cli exports main only (the argument framew
   const nodes = JSON.parse(r.out).nodes as Record<string, { symbols: { name: string }[] }>;
   const symbols = Object.values(nodes).flatMap((n) => n.symbols.map((s) => s.name));
   assert.deepEqual(symbols, ["main"]);
+});
+
+Deno.test("public API: the per-entry lint lets a type of another entry through, nothing else", () => {
+  const out = [
+    "error[private-type-ref]: public type 'A[\"b\"]' references private type 'Elsewhere'",
+    "  --> /x/a.ts:1:1",
+    "",
+    "error[private-type-ref]: public type 'A[\"c\"]' references private type 'Nowhere'",
+    "  --> /x/a.ts:2:1",
+    "",
+    "error[missing-jsdoc]: exported symbol is missing JSDoc documentation",
+    "  --> /x/b.ts:3:1",
+    "",
+    "error: Found 3 documentation lint errors.",
+  ].join("\n");
+  assert.deepEqual(lintProblems(out, new Set(["Elsewhere"])), [
+    "error[private-type-ref]: public type 'A[\"c\"]' references private type 'Nowhere' (/x/a.ts:2:1)",
+    "error[missing-jsdoc]: exported symbol is missing JSDoc documentation (/x/b.ts:3:1)",
+  ]);
+});
+
+Deno.test("public API: each name has one home: no name is exported by two entry points", async () => {
+  const homes = new Map<string, string[]>();
+  for (const [file, names] of await exportsOf()) {
+    for (const n of new Set(names)) homes.set(n, [...homes.get(n) ?? [], file]);
+  }
+  const twice = [...homes].filter(([, files]) => files.length > 1).map(([n, files]) =>
+    `${n}: ${files.join(", ")}`
+  );
+  assert.deepEqual(twice, []);
+});
+
+Deno.test("public API: the root keeps what a loader user needs: at most 70 names", async () => {
+  const names = (await exportsOf()).get(denoJson.exports["."])!;
+  assert.ok(names.length <= 70, `mod.ts exports ${names.length} names`);
+  for (const n of ["videoClassificationLoader", "Batch", "LoaderOptions", "openDataset", "SluiceError"]) {
+    assert.ok(names.includes(n), n);
+  }
 });
 
 Deno.test("public API: the entry points together pass deno doc --lint (the package as JSR documents it)", async () => {

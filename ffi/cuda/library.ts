@@ -3,7 +3,7 @@
  * looked for in the standard library directories. Tests point `SLUICE_LIBCUDA` at an ABI-level test double.
  * @module
  */
-import { type LoadedLibrary, loadLibrary } from "../loader.ts";
+import { type LoadedLibrary, loadLibrary } from "../find_library.ts";
 import { CUDA_SYMBOLS } from "./symbols.ts";
 
 /** The opened driver. */

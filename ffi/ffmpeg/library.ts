@@ -2,14 +2,14 @@
  * Loads libavutil, libswscale, libswresample, libavcodec and libavformat of one FFmpeg release, checks that they belong
  * together, and picks the struct layout table and the channel layout API for that release.
  *
- * Search order (`ffi/loader.ts`): `SLUICE_FFMPEG_LIBDIR` alone when set; otherwise the standard library
+ * Search order (`ffi/find_library.ts`): `SLUICE_FFMPEG_LIBDIR` alone when set; otherwise the standard library
  * directories. The five libraries of a release must sit in one directory; newer releases are preferred when
  * several are installed side by side. A release sluice has no table for (FFmpeg 9, 8.0, 5.0, 4.2 and older) is
  * refused by name, with the releases it supports.
  * @module
  */
 import { LibraryNotFoundError, LibraryVersionError } from "../../src/errors.ts";
-import { locateLibraries, openLibrary, standardLibraryDirs } from "../loader.ts";
+import { locateLibraries, openLibrary, standardLibraryDirs } from "../find_library.ts";
 import {
   AVCODEC_SYMBOLS,
   AVFORMAT_SYMBOLS,

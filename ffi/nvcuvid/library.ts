@@ -3,7 +3,7 @@
  * standard library directories.
  * @module
  */
-import { type LoadedLibrary, loadLibrary } from "../loader.ts";
+import { type LoadedLibrary, loadLibrary } from "../find_library.ts";
 import { NVCUVID_SYMBOLS } from "./symbols.ts";
 
 /** The opened decoder library. */

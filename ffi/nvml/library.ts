@@ -4,7 +4,7 @@
  * double, which exports NVML too.
  * @module
  */
-import { type LoadedLibrary, loadLibrary } from "../loader.ts";
+import { type LoadedLibrary, loadLibrary } from "../find_library.ts";
 import { readCString } from "../cstring.ts";
 import { NVML_SYMBOLS } from "./symbols.ts";
 

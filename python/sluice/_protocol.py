@@ -28,7 +28,7 @@ def encode(message: Dict[str, Any]) -> bytes:
     return _LEN.pack(len(body)) + body
 
 
-class FrameReader:
+class MessageReader:
     """Cuts bytes into frames and parses their JSON."""
 
     def __init__(self, max_bytes: int = MAX_SERVER_MESSAGE) -> None:

@@ -139,10 +139,13 @@ def _read_ready(stream: Any, ready: List[Any], done: threading.Event) -> None:
     done.set()
 
 
-def _stop(proc: Optional[subprocess.Popen], sock_dir: str, timeout: float) -> None:
+def _stop(proc: Optional[subprocess.Popen], sock_dir: str, timeout: float) -> Optional[str]:
     """Closes the child's stdin (it exits within ~2 s), then terminates or kills it if it lingers; removes its
-    socket directory."""
+    socket directory. Returns how it ended: ``"exited"`` (by itself, once its stdin closed, or before),
+    ``"terminated"`` (SIGTERM) or ``"killed"`` (SIGKILL); None without a child."""
+    ended = None
     if proc is not None:
+        ended = "exited"
         if proc.poll() is None:
             try:
                 assert proc.stdin is not None
@@ -153,10 +156,12 @@ def _stop(proc: Optional[subprocess.Popen], sock_dir: str, timeout: float) -> No
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 proc.terminate()
+                ended = "terminated"
                 try:
                     proc.wait(1.0)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+                    ended = "killed"
                     proc.wait()
         for f in (proc.stdin, proc.stdout):
             try:
@@ -165,6 +170,7 @@ def _stop(proc: Optional[subprocess.Popen], sock_dir: str, timeout: float) -> No
             except OSError:
                 pass
     shutil.rmtree(sock_dir, ignore_errors=True)
+    return ended
 
 
 class ServerProcess:
@@ -178,6 +184,8 @@ class ServerProcess:
         self._tail: Deque[str] = collections.deque(maxlen=40)
         self.proc: Optional[subprocess.Popen] = None
         self._stopper: Optional[weakref.finalize] = None
+        #: How :meth:`stop` ended the child (``"exited"``, ``"terminated"``, ``"killed"``); None before.
+        self.ended: Optional[str] = None
         try:
             with _sigint_held():
                 self.dir = tempfile.mkdtemp(prefix="sluice-")
@@ -249,9 +257,13 @@ class ServerProcess:
         return ServerDiedError(f"{what}: the sluice server (pid {self.pid}) {status}", code, self.tail())
 
     def stop(self) -> None:
-        """Closes its stdin (it exits), then terminates or kills it if it lingers; removes its socket dir.
-        Idempotent."""
+        """Closes its stdin (it exits), then terminates or kills it if it lingers; removes its socket dir; says
+        how it ended in :attr:`ended`. Idempotent."""
         if self._stopper is not None:
-            self._stopper()
+            ended = self._stopper()
         elif getattr(self, "dir", None) is not None:
-            _stop(self.proc, self.dir, 3.0)
+            ended = _stop(self.proc, self.dir, 3.0)
+        else:
+            return
+        if ended is not None:
+            self.ended = ended

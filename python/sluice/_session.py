@@ -51,7 +51,7 @@ class Session:
         self.path = path
         self._server = server
         self._sock = s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        self._frames = proto.FrameReader()
+        self._frames = proto.MessageReader()
         self._pending: Deque[Dict[str, Any]] = collections.deque()  # the stream, in order
         self._replies: Deque[Dict[str, Any]] = collections.deque()  # replies to requests (stats, state, …)
         # Slots of batches gone, (generation, slot, seq), appended by finalizers (see the module docs).

@@ -1,5 +1,5 @@
-"""Failures: kill -9 of the server, the trainer or both (a clear error within 2 s, nothing left in /dev/shm, the
-server serves the next client), a stalled trainer (the server stops at `slots` batches), clients and servers
+"""Failures: kill -9 of the server, the trainer or both (a clear error that says how the death was noticed,
+nothing left in /dev/shm, the server serves the next client), a stalled trainer (the server stops at `slots` batches), clients and servers
 of another protocol version, and broken messages."""
 from __future__ import annotations
 
@@ -37,6 +37,25 @@ def drain(it):
     """Consumes `it` keeping no batch: a batch still referenced (even by a traceback's frame) keeps the mapping."""
     for b in it:
         del b
+
+
+def guarded(fn, seconds=60.0):
+    """Runs ``fn`` and raises what it raised; fails the test when it has no outcome within ``seconds`` (a hang
+    guard: nothing here bounds how fast anything is)."""
+    outcome = {}
+
+    def run():
+        try:
+            fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the test's thread
+            outcome["error"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"no outcome within {seconds} s (a hang)"
+    if "error" in outcome:
+        raise outcome["error"]
 
 
 def maps_of_memfd(tag: str):
@@ -81,7 +100,7 @@ class RawClient:
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.s.connect(path)
         self.s.settimeout(60)
-        self.frames = proto.FrameReader()
+        self.frames = proto.MessageReader()
         self.queue = []
 
     def send(self, msg) -> None:
@@ -121,33 +140,62 @@ def start_trainer(dataset=None, socket_path=None):
     return p, spawned, server_pid
 
 
-def test_kill_9_of_the_server_raises_a_clear_error_within_2_s(dataset):
+def test_kill_9_of_the_server_raises_a_clear_error(dataset):
+    """The loop waits with no timeout: only noticing the death (the socket's end, or the server found dead at a
+    poll) can end it, and the error says which and how it died."""
     before = shm_listing()
     with sluice.Loader(dataset, batch_size=4, num_frames=8, width=64, height=48, clips_per_video=3) as l:
         it = iter(l)
         next(it)
         pid = l._server.pid
-        t0 = time.monotonic()
         os.kill(pid, signal.SIGKILL)
-        with pytest.raises(sluice.ServerDiedError, match="killed by signal 9"):
-            drain(it)  # batches already received may still come out first
-        assert time.monotonic() - t0 < 2.0
+        died = r"(closed the connection|broke|stopped).*: the sluice server \(pid \d+\) was killed by signal 9"
+        with pytest.raises(sluice.ServerDiedError, match=died) as e:
+            guarded(lambda: drain(it))  # batches already received may still come out first
+        assert e.value.returncode == -9
     assert shm_listing() == before
     assert maps_of_memfd(f"sluice-batches-{pid}") == []
 
 
-def test_kill_9_of_a_connected_server_raises_within_2_s(dataset):
+def test_a_dead_spawned_server_is_noticed_at_the_first_poll_of_a_silent_connection(monkeypatch):
+    """Nothing arrives on the socket (its end may be held open elsewhere): the wait, which has no timeout, looks
+    at the server process every poll and raises at the first one that finds it dead."""
+    from sluice import _session
+
+    class DeadServer:
+        polls = 0
+
+        def alive(self):
+            self.polls += 1
+            return False
+
+        def died(self, what):
+            return sluice.ServerDiedError(f"{what}: the sluice server (pid 1) was killed by signal 9", -9)
+
+    mine, theirs = socket.socketpair()
+    try:
+        s = object.__new__(_session.Session)
+        s._sock, s._server, s.path, s._frames = mine, DeadServer(), "test", proto.MessageReader()
+        s._released, s._generation, s._closed = _session.collections.deque(), 0, False
+        monkeypatch.setattr(_session, "_POLL_S", 0.01)
+        with pytest.raises(sluice.ServerDiedError, match="the server stopped: .* killed by signal 9"):
+            guarded(lambda: s._fill(None, None), 10)
+        assert s._server.polls == 1
+    finally:
+        mine.close()
+        theirs.close()
+
+
+def test_kill_9_of_a_connected_server_raises_a_clear_error(dataset):
+    """A server this client did not start is noticed by its socket alone (no process to poll)."""
     server = ServerProcess(server_config(dataset, sampler={"seed": 7, "clipsPerVideo": 3}))
     try:
         l = sluice.Loader(socket=server.socket)
         it = iter(l)
         next(it)
-        t0 = time.monotonic()
         os.kill(server.pid, signal.SIGKILL)
         with pytest.raises(sluice.ServerDiedError, match="closed the connection|broke"):
-            for _ in it:
-                pass
-        assert time.monotonic() - t0 < 2.0
+            guarded(lambda: drain(it))
         l.close()
     finally:
         server.stop()
@@ -198,7 +246,7 @@ ERROR_TRAINER = textwrap.dedent("""
 """)
 
 
-def test_kill_9_of_a_trainer_after_a_loader_error_stops_its_server_within_2_s(cut_dataset, tmp_path):
+def test_kill_9_of_a_trainer_after_a_loader_error_stops_its_server(cut_dataset, tmp_path):
     """The server used to hang after a loader error (its session's close awaited the promise running it) and
     outlive a killed trainer with parent pid 1, its socket directory left in the temp dir."""
     before = shm_listing()
@@ -213,22 +261,21 @@ def test_kill_9_of_a_trainer_after_a_loader_error_stops_its_server_within_2_s(cu
     assert sock_dir.startswith(str(tmp)) and os.path.isdir(sock_dir)
     p.kill()
     p.wait()
-    assert wait_gone(server_pid, 2.0), "the server outlived its trainer"
+    assert wait_gone(server_pid, 10), "the server outlived its trainer"
     assert list(tmp.iterdir()) == []  # the socket directory went with it
     assert shm_listing() == before
     assert maps_of_memfd(f"sluice-batches-{server_pid}") == []
 
 
-def test_close_after_a_loader_error_returns_within_1_s(cut_dataset):
+def test_close_after_a_loader_error_lets_the_server_exit_by_itself(cut_dataset):
     l = sluice.Loader(cut_dataset, batch_size=1, num_frames=8, width=64, height=48, seed=7, clips_per_video=4,
                       shuffle=False, on_clip_error="fail")
     server, sock_dir = l._server, l._server.dir
     with pytest.raises(sluice.errors.MediaError, match="cut.mp4"):
         drain(l)
-    t0 = time.monotonic()
     l.close()
-    assert time.monotonic() - t0 < 1.0
-    assert server.proc.returncode == 0  # it exited by itself when its stdin closed: no signal was needed
+    assert server.ended == "exited"  # when its stdin closed: neither SIGTERM nor SIGKILL was needed
+    assert server.proc.returncode == 0
     assert not os.path.exists(sock_dir)
 
 

@@ -11,7 +11,7 @@ def test_frames_split_and_joined_across_reads():
     msgs = [{"type": "stats", "stats": {"n": i, "s": "é" * i}} for i in range(5)]
     stream = b"".join(proto.encode(m) for m in msgs)
     for step in (1, 3, 7, len(stream)):
-        r = proto.FrameReader()
+        r = proto.MessageReader()
         got = []
         for i in range(0, len(stream), step):
             got += r.push(stream[i:i + step])
@@ -20,9 +20,9 @@ def test_frames_split_and_joined_across_reads():
 
 def test_frame_limit_and_bad_json():
     with pytest.raises(ProtocolError, match="frame of 23 bytes"):
-        proto.FrameReader(max_bytes=16).push(proto.encode({"type": "x", "y": "zzzz"}))
+        proto.MessageReader(max_bytes=16).push(proto.encode({"type": "x", "y": "zzzz"}))
     with pytest.raises(ProtocolError, match="not UTF-8 JSON"):
-        proto.FrameReader().push(b"\x02\x00\x00\x00\xc3(")
+        proto.MessageReader().push(b"\x02\x00\x00\x00\xc3(")
 
 
 def test_batch_checks_accept_a_good_descriptor_in_both_layouts():

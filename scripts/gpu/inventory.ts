@@ -9,7 +9,7 @@ import { loadNvcuvid } from "../../ffi/nvcuvid/library.ts";
 import { loadNvml, nvmlErrorText } from "../../ffi/nvml/library.ts";
 import { CUVIDDECODECAPS } from "../../ffi/nvcuvid/layouts.ts";
 import { CUDA_VIDEO_CHROMA, CUDA_VIDEO_CODEC } from "../../ffi/nvcuvid/symbols.ts";
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { OutParam } from "../../ffi/out_param.ts";
 import {
   acquireContext,
   checkCu,
@@ -125,7 +125,7 @@ export async function inventory(r: PhaseResult): Promise<void> {
   const cu = cudaState();
   await r.check("cuda driver", () => {
     if (!cu.ok) return fail(cu.reason);
-    const version = new OutSlot();
+    const version = new OutParam();
     checkCu(cuda().cuDriverGetVersion(version.bytes), "", "cuDriverGetVersion");
     const names: string[] = [];
     for (let d = 0; d < cu.devices; d++) {
@@ -211,7 +211,7 @@ export async function inventory(r: PhaseResult): Promise<void> {
       try {
         const version = new Uint8Array(96);
         ok(n.nvmlSystemGetDriverVersion(version, version.length), "nvmlSystemGetDriverVersion");
-        const dev = new OutSlot();
+        const dev = new OutParam();
         ok(n.nvmlDeviceGetHandleByIndex_v2(0, dev.bytes), "nvmlDeviceGetHandleByIndex_v2");
         const name = new Uint8Array(96);
         ok(n.nvmlDeviceGetName(dev.pointer, name, name.length), "nvmlDeviceGetName");

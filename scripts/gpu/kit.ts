@@ -5,7 +5,7 @@
  */
 import { nvdecAvailable } from "../../src/nvdec/available.ts";
 import { checkCu, cuda } from "../../src/nvdec/driver.ts";
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { OutParam } from "../../ffi/out_param.ts";
 
 /** One clip of the kit (media/manifest.json). */
 export interface Clip {
@@ -69,7 +69,7 @@ export function setting(name: string, fallback: number): number {
 /** Whether the CUDA driver answers (the CUDA-only checks need it), else why not. */
 export function cudaState(): { ok: true; devices: number } | { ok: false; reason: string } {
   try {
-    const n = new OutSlot();
+    const n = new OutParam();
     checkCu(cuda().cuDeviceGetCount(n.bytes), "", "cuDeviceGetCount");
     if (n.i32[0] < 1) return { ok: false, reason: "the CUDA driver reports no device" };
     return { ok: true, devices: n.i32[0] };

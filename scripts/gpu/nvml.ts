@@ -4,7 +4,7 @@
  * @module
  */
 import { loadNvml, nvmlErrorText, type NvmlLibrary } from "../../ffi/nvml/library.ts";
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { OutParam } from "../../ffi/out_param.ts";
 import { round } from "./result.ts";
 
 /** What a polling window saw. */
@@ -38,7 +38,7 @@ export class DecoderUtilization {
       lib.close();
       return `nvmlInit_v2: ${nvmlErrorText(n, rc)}`;
     }
-    const dev = new OutSlot();
+    const dev = new OutParam();
     rc = n.nvmlDeviceGetHandleByIndex_v2(0, dev.bytes);
     if (rc !== 0) {
       n.nvmlShutdown();

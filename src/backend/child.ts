@@ -17,8 +17,8 @@ import type { PipelineEvent } from "../pipeline/hooks.ts";
 import { describeItem } from "../pipeline/describe.ts";
 import { failureLine } from "../pipeline/stage.ts";
 import { readStream } from "./byte_reader.ts";
-import { type Frame, FrameReader } from "./frame_reader.ts";
-import { FrameWriter } from "./frame_writer.ts";
+import { type Frame, MessageReader } from "./message_reader.ts";
+import { MessageWriter } from "./message_writer.ts";
 import { encodeItem } from "./item_codec.ts";
 import { BACKEND_PIPE_BYTES, growPipe } from "./pipe_size.ts";
 import {
@@ -62,7 +62,7 @@ class Control {
   }
 
   async run(): Promise<void> {
-    const reader = new FrameReader({
+    const reader = new MessageReader({
       source: STDIN,
       allowedTypes: new Set([FrameType.INIT, FrameType.CREDIT, FrameType.NEXT_EPOCH, FrameType.STOP]),
     });
@@ -142,7 +142,7 @@ class Control {
 
 /** Serves one backend; see the module docs. */
 class BackendChild {
-  readonly #out = new FrameWriter(Deno.stdout);
+  readonly #out = new MessageWriter(Deno.stdout);
   readonly #control = new Control();
   #served!: Served;
   /** Per stage, the failures not yet relayed (the first {@link KEPT_ERRORS}). */

@@ -141,7 +141,7 @@ export function partsLength(parts: readonly Uint8Array[]): number {
 /**
  * Decodes an ITEM payload. `offset` is the payload's position in the stream, for errors. The result may share
  * memory with `payload`: Uint8Array items and blobs are views, and so are other typed arrays whose bytes lie
- * aligned in memory (always, when `payload` starts at a multiple of 8 bytes of its buffer, as a FrameReader's
+ * aligned in memory (always, when `payload` starts at a multiple of 8 bytes of its buffer, as a MessageReader's
  * payloads do); the others are aligned copies. Transferring one of them moves the whole payload buffer.
  */
 export function decodeItem(payload: Uint8Array, offset = 0): unknown {

@@ -8,6 +8,8 @@
  * @module
  */
 
+import { type Clock, realClock } from "../pipeline/clock.ts";
+
 /** Silence before the child's first frame that is still start-up, not a stall (a loaded machine is slow). */
 const STARTUP_GRACE_MS = 10_000;
 
@@ -23,29 +25,34 @@ export interface LivenessOptions {
   log: (line: string) => void;
   /** Called once, with the silence in ms, when it reaches `timeoutMs`; the watch stops. */
   onTimeout: (silentMs: number) => void;
+  /** The time source (default: wall-clock time; tests pass a virtual clock). */
+  clock?: Clock;
 }
 
 /** Watches the time since the child's last frame on a timer. */
 export class Liveness {
   readonly #opts: LivenessOptions;
   readonly #tickMs: number;
-  readonly #timer: ReturnType<typeof setInterval>;
-  #lastHeard = performance.now();
-  #lastTick = performance.now();
+  readonly #clock: Clock;
+  #timer: unknown;
+  #lastHeard: number;
+  #lastTick: number;
   #heardAny = false;
   #stalled = false;
   #stalls = 0;
 
   constructor(opts: LivenessOptions) {
     this.#opts = opts;
+    this.#clock = opts.clock ?? realClock;
+    this.#lastHeard = this.#lastTick = this.#clock.now();
     // Ticks fine enough to notice silence within a fraction of the warning limit.
     this.#tickMs = Math.max(10, Math.min(opts.heartbeatIntervalMs, opts.warningMs / 4, 1000));
-    this.#timer = setInterval(() => this.#check(), this.#tickMs);
+    this.#schedule();
   }
 
   /** Milliseconds since the child's last frame. */
   get silentMs(): number {
-    return performance.now() - this.#lastHeard;
+    return this.#clock.now() - this.#lastHeard;
   }
 
   /** True while the child has been silent for longer than `warningMs`. */
@@ -60,7 +67,7 @@ export class Liveness {
 
   /** A frame arrived. */
   heard(): void {
-    this.#lastHeard = performance.now();
+    this.#lastHeard = this.#clock.now();
     this.#heardAny = true;
     if (!this.#stalled) return;
     this.#stalled = false;
@@ -69,20 +76,29 @@ export class Liveness {
 
   /** Stops watching (the child exited or is being stopped). */
   stop(): void {
-    clearInterval(this.#timer);
+    this.#clock.clearTimer(this.#timer);
+    this.#timer = undefined;
   }
 
-  #check(): void {
+  #schedule(): void {
+    this.#timer = this.#clock.setTimer(() => {
+      this.#timer = undefined;
+      if (this.#check()) this.#schedule();
+    }, this.#tickMs);
+  }
+
+  /** Looks at the silence; false once the watch has ended (timed out). */
+  #check(): boolean {
     const { warningMs, timeoutMs } = this.#opts;
-    const now = performance.now();
+    const now = this.#clock.now();
     if (now - this.#lastTick > 2 * this.#tickMs + 100) this.#lastHeard = Math.max(this.#lastHeard, now);
     this.#lastTick = now;
     const silent = now - this.#lastHeard;
     const grace = this.#heardAny ? 0 : STARTUP_GRACE_MS;
     const warnAfter = Math.max(warningMs, grace);
     if (silent >= Math.max(timeoutMs, grace)) {
-      clearInterval(this.#timer);
       this.#opts.onTimeout(silent);
+      return false;
     } else if (silent >= warnAfter && !this.#stalled) {
       this.#stalled = true;
       this.#stalls++;
@@ -96,5 +112,6 @@ export class Liveness {
           `(SIGSTOP?), hung in I/O or starved of CPU; ${limit}`,
       );
     }
+    return true;
   }
 }

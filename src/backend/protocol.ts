@@ -167,7 +167,7 @@ export function writeHeader(
 
 /**
  * Encodes one whole frame (header + payload) into a new buffer. Used for small control frames; ITEM frames go
- * through `FrameWriter`, which avoids copying big payloads.
+ * through `MessageWriter`, which avoids copying big payloads.
  */
 export function encodeFrame(
   type: FrameTypeCode,

@@ -12,40 +12,30 @@
  * watched: it sends a HEARTBEAT when it has nothing else to send, and a silent child is a warning after
  * `stallWarningMs` and a {@link BackendStalledError} (the child killed) after `stallTimeoutMs`.
  *
- * This module is the conversation: the consumer's queue and the frames read and checked. Beside it: the child as
- * a process (start, stderr, exit, stop) in `backend_process.ts`, what the parent sends and its credit batching
- * in `outbox.ts`, the silence watch in `liveness.ts`, the stats' shapes in `backend_stats.ts`.
+ * This module is the conversation: the consumer's queue and the frames read. Beside it: what the child's frames
+ * may say and when, and their counts, in `child_frames.ts`; the child as a process (start, stderr, exit, stop) in
+ * `backend_process.ts`, what the parent sends and its credit batching in `outbox.ts`, the silence watch in
+ * `liveness.ts`, the stats' shapes in `backend_stats.ts`.
  * @module
  */
 
 import {
   BackendStalledError,
-  deserializeError,
   InvalidArgumentError,
   PipelineStoppedError,
   ProtocolError,
-  type SerializedError,
   type StageError,
 } from "../errors.ts";
-import { failureLine } from "../pipeline/stage.ts";
-import type { BackendStats, ChildStats } from "./backend_stats.ts";
+import type { Clock } from "../pipeline/clock.ts";
+import type { BackendStats } from "./backend_stats.ts";
 import { BackendProcess } from "./backend_process.ts";
 import { readStream } from "./byte_reader.ts";
-import { type Frame, FrameReader } from "./frame_reader.ts";
-import { decodeItem } from "./item_codec.ts";
+import { ChildFrames } from "./child_frames.ts";
+import { type Frame, MessageReader } from "./message_reader.ts";
 import { Liveness } from "./liveness.ts";
 import { Outbox } from "./outbox.ts";
 import { BACKEND_PIPE_BYTES } from "./pipe_size.ts";
-import {
-  controlPayload,
-  type EndPayload,
-  type FatalPayload,
-  FrameType,
-  HEADER_SIZE,
-  type InitPayload,
-  type ItemErrorPayload,
-  jsonBytes,
-} from "./protocol.ts";
+import { type EndPayload, FrameType, type InitPayload, jsonBytes } from "./protocol.ts";
 
 /** Options of {@link spawnBackend}. */
 export interface SpawnBackendOptions {
@@ -88,6 +78,8 @@ export interface SpawnBackendOptions {
    * (default 30000; `Infinity` waits forever).
    */
   stallTimeoutMs?: number;
+  /** The time source of the liveness watch (default: wall-clock time; tests pass a virtual clock). */
+  clock?: Clock;
 }
 
 type Entry =
@@ -95,8 +87,6 @@ type Entry =
   | { kind: "end"; end: EndPayload }
   | { kind: "error"; error: unknown };
 
-/** Item failures kept with their errors (`BackendSource.errors`); later ones are only counted. */
-const KEPT_ERRORS = 100;
 const STREAM = "backend stdout";
 const CHILD_TO_PARENT = new Set<number>([
   FrameType.ITEM,
@@ -109,7 +99,67 @@ const CHILD_TO_PARENT = new Set<number>([
   FrameType.HEARTBEAT,
 ]);
 
-/** Starts a backend child process; see the module docs and {@link SpawnBackendOptions}. */
+/** The options of {@link spawnBackend} checked and defaulted, and the INIT payload they make. */
+interface SpawnSettings {
+  name: string;
+  bufferSize: number;
+  stallTimeoutMs: number;
+  stallWarningMs: number;
+  heartbeatIntervalMs: number;
+  init: InitPayload;
+}
+
+function spawnSettings(opts: SpawnBackendOptions): SpawnSettings {
+  const bufferSize = opts.bufferSize ?? 3;
+  if (!Number.isInteger(bufferSize) || bufferSize < 1) {
+    throw new InvalidArgumentError(`spawnBackend: bufferSize must be a positive integer, got ${bufferSize}`);
+  }
+  const ms = (name: string, v: number | undefined, dflt: number, infinite = false): number => {
+    const x = v ?? dflt;
+    if (!(x > 0 && (Number.isFinite(x) ? x <= 0x7fffffff : infinite))) {
+      throw new InvalidArgumentError(
+        `spawnBackend: ${name} must be a positive number of milliseconds, got ${x}`,
+      );
+    }
+    return x;
+  };
+  const heartbeatIntervalMs = ms("heartbeatIntervalMs", opts.heartbeatIntervalMs, 500);
+  const stallWarningMs = ms("stallWarningMs", opts.stallWarningMs, 3000, true);
+  const stallTimeoutMs = ms("stallTimeoutMs", opts.stallTimeoutMs, 30_000, true);
+  const statsIntervalMs = ms("statsIntervalMs", opts.statsIntervalMs, 500);
+  const module = opts.module instanceof URL
+    ? opts.module.href
+    : /^[a-z][a-z0-9+.-]*:/i.test(opts.module)
+    ? opts.module
+    : new URL(`file://${opts.module}`).href;
+  const exportName = opts.export ?? "default";
+  return {
+    name: `${module}#${exportName}`,
+    bufferSize,
+    stallTimeoutMs,
+    stallWarningMs,
+    heartbeatIntervalMs,
+    init: { module, export: exportName, args: opts.args ?? null, statsIntervalMs, heartbeatIntervalMs },
+  };
+}
+
+/** The failure of a child silent for `silentMs`, which is killed. */
+function stalledError(name: string, pid: number, silentMs: number, timeoutMs: number): BackendStalledError {
+  return new BackendStalledError(
+    `backend ${name} (pid ${pid}) sent nothing, not even a heartbeat, for ` +
+      `${(silentMs / 1000).toFixed(1)} s (stallTimeoutMs ${timeoutMs}): killed`,
+    name,
+    silentMs,
+  );
+}
+
+/**
+ * Starts a backend child process: a Deno child that runs `opts.module`'s export and streams its items back,
+ * each checked before use, against credits (at most `bufferSize` wait in this process), its liveness watched.
+ * @param opts the module and export to run, its arguments, and the transport's limits ({@link SpawnBackendOptions})
+ * @returns the source of its items: one iteration per epoch of the child's pipeline
+ * @throws {InvalidArgumentError} for `bufferSize` or a time limit out of range
+ */
 export function spawnBackend(opts: SpawnBackendOptions): BackendSource {
   return new BackendSource(opts);
 }
@@ -124,10 +174,10 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
   readonly #process: BackendProcess;
   readonly #outbox: Outbox;
   readonly #liveness: Liveness;
-  readonly #reader = new FrameReader({ source: STREAM, allowedTypes: CHILD_TO_PARENT });
+  readonly #reader = new MessageReader({ source: STREAM, allowedTypes: CHILD_TO_PARENT });
+  readonly #frames: ChildFrames;
   readonly #queue: Entry[] = [];
   readonly #failure = new AbortController();
-  readonly #errors: StageError[] = [];
   #bufferedItems = 0;
   #wake: (() => void) | undefined;
   #epochRequested = false;
@@ -138,65 +188,17 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
   #exited = false;
   #exitError: unknown;
   #truncated: unknown;
-  // What the parent asked for, against which the child's frames are checked (credits: `#outbox.granted`).
-  #epochsSent = 0;
-  #ends = 0;
-  #epochItems = 0;
-  #ready = false;
   readonly #pumps: Promise<unknown>;
-  readonly #stats: Omit<
-    BackendStats,
-    "pid" | "state" | "partialFrameBytes" | "buffered" | "silentMs" | "stalled" | "stalls"
-  > = {
-    epochs: 0,
-    items: 0,
-    bytes: 0,
-    failures: 0,
-    failuresByStage: {},
-    bufferedBytes: 0,
-    peakBuffered: 0,
-    peakBufferedBytes: 0,
-    child: null,
-  };
+  #bufferedBytes = 0;
+  #peakBuffered = 0;
+  #peakBufferedBytes = 0;
 
   /** Use {@link spawnBackend}. */
   constructor(opts: SpawnBackendOptions) {
-    const bufferSize = opts.bufferSize ?? 3;
-    if (!Number.isInteger(bufferSize) || bufferSize < 1) {
-      throw new InvalidArgumentError(
-        `spawnBackend: bufferSize must be a positive integer, got ${bufferSize}`,
-      );
-    }
-    const ms = (name: string, v: number | undefined, dflt: number, infinite = false): number => {
-      const x = v ?? dflt;
-      if (!(x > 0 && (Number.isFinite(x) ? x <= 0x7fffffff : infinite))) {
-        throw new InvalidArgumentError(
-          `spawnBackend: ${name} must be a positive number of milliseconds, got ${x}`,
-        );
-      }
-      return x;
-    };
-    const heartbeatIntervalMs = ms("heartbeatIntervalMs", opts.heartbeatIntervalMs, 500);
-    const stallWarningMs = ms("stallWarningMs", opts.stallWarningMs, 3000, true);
-    const stallTimeoutMs = ms("stallTimeoutMs", opts.stallTimeoutMs, 30_000, true);
-    const statsIntervalMs = ms("statsIntervalMs", opts.statsIntervalMs, 500);
-    const module = opts.module instanceof URL
-      ? opts.module.href
-      : /^[a-z][a-z0-9+.-]*:/i.test(opts.module)
-      ? opts.module
-      : new URL(`file://${opts.module}`).href;
-    const exportName = opts.export ?? "default";
-    this.#name = `${module}#${exportName}`;
+    const { name, bufferSize, stallTimeoutMs, init, ...watch } = spawnSettings(opts);
+    this.#name = name;
     this.#log = opts.log ?? ((line) => console.error(line));
     this.#killGraceMs = opts.killGraceMs ?? 1000;
-    const init: InitPayload = {
-      module,
-      export: exportName,
-      args: opts.args ?? null,
-      statsIntervalMs,
-      heartbeatIntervalMs,
-    };
-    const initBytes = jsonBytes(init);
     this.#process = new BackendProcess({
       permissions: opts.permissions,
       env: opts.env,
@@ -204,25 +206,25 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
       log: this.#log,
     });
     this.#outbox = new Outbox((bytes) => this.#process.write(bytes), bufferSize);
+    this.#frames = new ChildFrames(STREAM, name, this.#process.pid, () => this.#outbox.granted, {
+      item: (value, bytes) => this.#onItem(value, bytes),
+      end: (end) => this.#push({ kind: "end", end }),
+      fatal: (error) => this.#fail(error),
+      log: this.#log,
+    });
     this.#liveness = new Liveness({
-      heartbeatIntervalMs,
-      warningMs: stallWarningMs,
+      heartbeatIntervalMs: watch.heartbeatIntervalMs,
+      warningMs: watch.stallWarningMs,
       timeoutMs: stallTimeoutMs,
       log: (line) => this.#log(`[backend ${this.pid}] ${line}`),
+      ...(opts.clock ? { clock: opts.clock } : {}),
       onTimeout: (silent) => {
-        this.#fail(
-          new BackendStalledError(
-            `backend ${this.#name} (pid ${this.pid}) sent nothing, not even a heartbeat, for ` +
-              `${(silent / 1000).toFixed(1)} s (stallTimeoutMs ${stallTimeoutMs}): killed`,
-            this.#name,
-            silent,
-          ),
-        );
+        this.#fail(stalledError(name, this.pid, silent, stallTimeoutMs));
         this.#process.kill("SIGKILL");
       },
     });
     this.#pumps = Promise.all([this.#pumpStdout(), this.#process.stderrDone]).then(() => this.#onExit());
-    this.#outbox.send(FrameType.INIT, initBytes);
+    this.#outbox.send(FrameType.INIT, jsonBytes(init));
     this.#grant(bufferSize);
     this.#requestEpoch();
     this.#signal = opts.signal;
@@ -250,7 +252,12 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
     return this.#failure.signal;
   }
 
-  /** One epoch of the child's pipeline. One iteration at a time; `break` (`return()`) terminates the child. */
+  /**
+   * One epoch of the child's pipeline. One iteration at a time; `break` (`return()`) terminates the child.
+   * @returns the epoch's items, in the order the child sent them
+   * @throws the backend's failure ({@link failure}'s reason) when it failed, {@link PipelineStoppedError} once
+   *   closed, {@link InvalidArgumentError} while another iteration runs
+   */
   [Symbol.asyncIterator](): AsyncIterator<unknown> {
     if (this.#failure.signal.aborted) throw this.#failure.signal.reason;
     if (this.#closing !== undefined || this.#terminated) {
@@ -272,13 +279,18 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
     };
   }
 
-  /** Transport counters, item failures, liveness, and the child pipeline's own stats as last relayed. */
+  /**
+   * Transport counters, item failures, liveness, and the child pipeline's own stats as last relayed.
+   * @returns the counters now
+   */
   stats(): BackendStats {
     return {
       pid: this.pid,
       state: this.#exited ? "exited" : "running",
-      ...this.#stats,
-      failuresByStage: { ...this.#stats.failuresByStage },
+      ...this.#frames.counts(),
+      bufferedBytes: this.#bufferedBytes,
+      peakBuffered: this.#peakBuffered,
+      peakBufferedBytes: this.#peakBufferedBytes,
       buffered: this.#bufferedItems,
       partialFrameBytes: this.#reader.bufferedBytes,
       silentMs: this.#exited ? 0 : this.#liveness.silentMs,
@@ -289,15 +301,15 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
 
   /** Item failures the child reported (counted, never thrown). */
   get failures(): number {
-    return this.#stats.failures;
+    return this.#frames.failures;
   }
 
   /**
    * The first item failures the child reported with their errors (at most ten per stage and report, and
-   * {@link KEPT_ERRORS} in all), each rebuilt with its class: a `MediaError` in the child is a `MediaError` here.
+   * 100 in all), each rebuilt with its class: a `MediaError` in the child is a `MediaError` here.
    */
   get errors(): readonly StageError[] {
-    return this.#errors;
+    return this.#frames.errors;
   }
 
   /** Terminates the child (stdin EOF, then SIGTERM, then SIGKILL after `killGraceMs`) and waits for it. */
@@ -326,7 +338,7 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
     }
     if (e.kind === "item") {
       this.#bufferedItems--;
-      this.#stats.bufferedBytes -= e.bytes;
+      this.#bufferedBytes -= e.bytes;
       this.#grant(1);
       return { done: false, value: e.value };
     }
@@ -370,7 +382,7 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
   #requestEpoch(): void {
     if (this.#epochRequested) return;
     this.#epochRequested = true;
-    this.#epochsSent++;
+    this.#frames.epochRequested();
     this.#outbox.send(FrameType.NEXT_EPOCH, new Uint8Array(0));
   }
 
@@ -412,83 +424,14 @@ export class BackendSource implements AsyncIterable<unknown>, AsyncDisposable {
 
   #onFrame(f: Frame): void {
     this.#liveness.heard();
-    const at = f.offset + HEADER_SIZE;
-    const broken = (what: string) => new ProtocolError(`${STREAM}: ${what}`, f.offset);
-    if (f.type === FrameType.ITEM) {
-      if (!this.#ready) throw broken("ITEM frame before READY");
-      const granted = this.#outbox.granted;
-      if (this.#stats.items >= granted) {
-        throw broken(`ITEM frame ${this.#stats.items + 1} without a credit (${granted} granted)`);
-      }
-      if (this.#ends >= this.#epochsSent) throw broken("ITEM frame outside an epoch");
-      const value = decodeItem(f.payload, at);
-      const s = this.#stats;
-      s.items++;
-      this.#epochItems++;
-      s.bytes += f.length;
-      s.bufferedBytes += f.length;
-      this.#push({ kind: "item", value, bytes: f.length });
-      if (this.#bufferedItems > s.peakBuffered) s.peakBuffered = this.#bufferedItems;
-      s.peakBufferedBytes = Math.max(s.peakBufferedBytes, s.bufferedBytes);
-      return;
-    }
-    const payload = controlPayload(f.type, f.payload, at, STREAM);
-    switch (f.type) {
-      case FrameType.ITEM_ERROR: {
-        const p = payload as ItemErrorPayload;
-        this.#stats.failures += p.count;
-        this.#stats.failuresByStage[p.stage] = (this.#stats.failuresByStage[p.stage] ?? 0) + p.count;
-        for (const { item, error } of p.errors) {
-          const e = this.#fromChild(error);
-          if (this.#errors.length < KEPT_ERRORS) this.#errors.push({ stage: p.stage, item, error: e });
-          this.#log(`[backend ${this.pid}] ${failureLine(p.stage, item, e)}`);
-        }
-        return;
-      }
-      case FrameType.STATS:
-        this.#stats.child = payload as ChildStats;
-        return;
-      case FrameType.LOG:
-        this.#log(`[backend ${this.pid}] ${(payload as { message: string }).message}`);
-        return;
-      case FrameType.END: {
-        const end = payload as EndPayload;
-        if (this.#ends >= this.#epochsSent) throw broken("END frame outside an epoch");
-        if (end.epoch !== this.#ends + 1 || end.items !== this.#epochItems) {
-          throw broken(
-            `END of epoch ${end.epoch} with ${end.items} items, expected epoch ${this.#ends + 1} with ` +
-              `${this.#epochItems}`,
-          );
-        }
-        this.#ends++;
-        this.#epochItems = 0;
-        this.#stats.epochs++;
-        this.#push({ kind: "end", end });
-        return;
-      }
-      case FrameType.FATAL: {
-        // What the child's pipeline threw, with its class (a MediaError stays a MediaError).
-        this.#fail(this.#fromChild((payload as FatalPayload).error));
-        return;
-      }
-      case FrameType.READY:
-        if (this.#ready) throw broken("second READY frame");
-        this.#ready = true;
-        return;
-      case FrameType.HEARTBEAT:
-        return;
-    }
+    this.#frames.take(f);
   }
 
-  /** An error the child sent, rebuilt with its class; its stack says which child it came from. */
-  #fromChild(s: SerializedError): Error {
-    const e = deserializeError(s);
-    Object.defineProperty(e, "stack", {
-      value: `${e.stack}\n    at backend child ${this.pid} (${this.#name})`,
-      writable: true,
-      configurable: true,
-    });
-    return e;
+  #onItem(value: unknown, bytes: number): void {
+    this.#bufferedBytes += bytes;
+    this.#push({ kind: "item", value, bytes });
+    this.#peakBuffered = Math.max(this.#peakBuffered, this.#bufferedItems);
+    this.#peakBufferedBytes = Math.max(this.#peakBufferedBytes, this.#bufferedBytes);
   }
 
   async #onExit(): Promise<void> {

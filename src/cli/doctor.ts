@@ -24,7 +24,7 @@ import { loadNvcuvid } from "../../ffi/nvcuvid/library.ts";
 import { loadNvml } from "../../ffi/nvml/library.ts";
 import { libc, STATVFS } from "../../ffi/libc.ts";
 import { cstr, readCString } from "../../ffi/cstring.ts";
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { OutParam } from "../../ffi/out_param.ts";
 import { ffmpeg as loadedFfmpeg } from "../media/ffmpeg.ts";
 import { codecName } from "../media/structs.ts";
 import { nvdecEngines } from "../nvdec/available.ts";
@@ -272,12 +272,12 @@ function cudaReport(): DoctorReport["cuda"] {
   try {
     const cu = lib.symbols;
     const rc = cu.cuInit(0);
-    const version = new OutSlot();
+    const version = new OutParam();
     cu.cuDriverGetVersion(version.bytes);
     const driverVersion = cudaVersionText(version.i32[0]);
     // CUDA_ERROR_NO_DEVICE (100): a driver without a GPU.
     if (rc !== 0) return { found: true, path: lib.path, driverVersion, gpus: [] };
-    const count = new OutSlot();
+    const count = new OutParam();
     cu.cuDeviceGetCount(count.bytes);
     const gpus: GpuReport[] = [];
     for (let i = 0; i < count.i32[0]; i++) {
@@ -323,7 +323,7 @@ function nvmlReport(): DoctorReport["nvml"] {
       const text = new Uint8Array(96);
       const v = n.nvmlSystemGetDriverVersion(text, text.length);
       if (v !== 0) return { found: false, error: fail(v, "nvmlSystemGetDriverVersion") };
-      const count = new OutSlot();
+      const count = new OutParam();
       const c = n.nvmlDeviceGetCount_v2(count.bytes);
       if (c !== 0) return { found: false, error: fail(c, "nvmlDeviceGetCount_v2") };
       const driverVersion = new TextDecoder().decode(text.subarray(0, Math.max(0, text.indexOf(0))));

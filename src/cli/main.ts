@@ -32,7 +32,11 @@
 import { runCli } from "./args.ts";
 import { COMMANDS } from "./commands/all.ts";
 
-/** Runs the CLI with `args` (the words after `sluice`); returns the exit status. */
+/**
+ * Runs the CLI as the shell would.
+ * @param args the words after `sluice`
+ * @returns the exit status: 0 on success, 2 for a usage error, 1 for a failure
+ */
 export function main(args: readonly string[]): Promise<number> {
   return runCli(COMMANDS, args, {
     program: "sluice",

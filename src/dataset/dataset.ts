@@ -1,69 +1,17 @@
 /**
- * Labelled video datasets: a directory tree `root/<label>/…/<video>` or a manifest (CSV or JSONL). Paths may be
- * local (relative ones resolve against the manifest's directory) or `http(s)://` URLs; a manifest may itself be
- * a URL.
- *
- * - Directory tree: each directory under `root` is a label (sorted by name, numbered from 0); every video file
- *   under it, in nested folders too, is one item of that label. Symbolic links are followed (a link back to a
- *   directory already on the path is skipped). Files that are not videos (by extension), hidden entries, files
- *   directly under `root` and broken links are listed in `skipped` with the reason.
- * - Manifest: columns by name. A CSV's first row is a header when it names any of `path`, `label`, `start`,
- *   `end` (case-insensitive); a JSONL line is an object with those keys. `path` is required; `label`, `start`
- *   and `end` (seconds, the range of the video to sample from) are optional; every other column goes through to
- *   each item's `fields` (and from there to each clip's metadata): captions, multi-label ids, float targets. A
- *   CSV column whose non-empty cells are all numbers gives numbers, else strings; an empty cell gives `null`.
- *   A headerless CSV is read as `path,label[,start,end]`.
- * - Labels: when every label is a non-negative integer they are used as they are (class `i` is named `"i"`);
- *   when none is, the distinct names are numbered in sorted order; a mix is an error naming the first line of
- *   the rarer kind (so a typo like `1O` among integers does not silently renumber every class). A label that
- *   reads as a number but is no class id (`-1`, `1.5`) is an error naming its line. A manifest without labels
- *   gives every item label -1 and no classes.
+ * Labelled video datasets: a directory tree `root/<label>/…/<video>` ({@link datasetFromDirectory}) or a CSV or
+ * JSONL manifest ({@link datasetFromManifest}), local or at a URL; {@link openDataset} tells them (and packed
+ * shards, `shards/`) apart.
  * @module
  */
 
 import { DatasetError } from "../errors.ts";
 import { fetchBytes, isUrl } from "./fetch.ts";
-import type { IndexedVideo } from "./video_index.ts";
-import { type MemberRef, shardDataset } from "./shards/dataset.ts";
+import { shardDataset } from "./shards/dataset.ts";
 import { isShardSource, openShards } from "./shards/reader.ts";
+import type { SkippedFile, VideoDataset, VideoItem } from "./items.ts";
 
-/** One labelled video (or a time range of one). */
-export interface VideoItem {
-  /** Local path or http(s) URL. */
-  path: string;
-  /** Class index into `VideoDataset.classes`; -1 when the dataset has no labels. */
-  label: number;
-  /** Optional range of the video to sample from, seconds: its start... */
-  start?: number;
-  /** ...and its end. */
-  end?: number;
-  /** A manifest's other columns (captions, multi-label ids, targets), carried to each clip's metadata. */
-  fields?: Record<string, unknown>;
-  /** The video is this member of the file at `path` (a tar shard): one positioned read, checked (`readMember`). */
-  member?: MemberRef;
-  /** What indexing would find (time range, frame rate, keyframes) when it is known without probing. */
-  indexed?: IndexedVideo;
-}
-
-/** A file a directory tree left out, and why. */
-export interface SkippedFile {
-  /** The file (or link) under the dataset's root. */
-  path: string;
-  /** Why it was left out. */
-  reason: string;
-}
-
-/** A labelled list of videos. */
-export interface VideoDataset {
-  /** Where it came from (directory, manifest path or URL). */
-  root: string;
-  /** Class names; a label is an index into this list. */
-  classes: string[];
-  /** The videos, in the dataset's order. */
-  items: VideoItem[];
-  /** Files a directory tree left out, with the reason (empty for manifests). */
-  skipped?: SkippedFile[];
-}
+export type { SkippedFile, VideoDataset, VideoItem } from "./items.ts";
 
 /** File extensions a directory tree treats as videos. */
 export const VIDEO_EXTENSIONS: readonly string[] = [
@@ -103,8 +51,20 @@ export function datasetRelative(path: string, root: string): string {
 }
 
 /**
- * Opens a dataset: a directory tree, a `.csv` / `.jsonl` manifest (local or URL), or packed shards (a directory
- * with `shards.json`, that file, an `.idx.json` or a `.tar`, local or URL; see `src/dataset/shards/`).
+ * Opens a dataset: a directory tree ({@link datasetFromDirectory}), a `.csv` / `.jsonl` manifest, local or URL
+ * ({@link datasetFromManifest}), or packed shards (a directory with `shards.json`, that file, an `.idx.json` or
+ * a `.tar`, local or URL: what `sluice pack` writes).
+ * @param source the directory, manifest or shard set
+ * @returns its classes and items
+ * @throws {DatasetError} for a source that cannot be read, a video file given as a dataset, or a malformed
+ *   manifest (naming the line)
+ * @example Open a dataset and look at it
+ * ```ts
+ * import { openDataset } from "@sluice/sluice";
+ *
+ * const ds = await openDataset("data/train");
+ * console.log(ds.classes, ds.items.length, ds.skipped?.length ?? 0);
+ * ```
  */
 export async function openDataset(source: string): Promise<VideoDataset> {
   if (await isShardSource(source)) return shardDataset(await openShards(source));
@@ -126,7 +86,23 @@ export async function openDataset(source: string): Promise<VideoDataset> {
   return stat.isDirectory ? await datasetFromDirectory(source) : await datasetFromManifest(source);
 }
 
-/** Reads `root/<label>/…/<video>`; see the module docs. */
+/**
+ * Reads a directory tree `root/<label>/…/<video>`: each directory under `root` is a label (sorted by name,
+ * numbered from 0); every video file under it, in nested folders too, is one item of that label. Symbolic links
+ * are followed (a link back to a directory already on the path is skipped). Files that are not videos (by
+ * extension), hidden entries, files directly under `root` and broken links are listed in `skipped` with the
+ * reason.
+ * @param root the tree's root directory
+ * @returns its classes (the directory names), its items, and the files left out with why
+ * @throws {DatasetError} when `root` cannot be read or holds no video
+ * @example The classes of a tree and what it left out
+ * ```ts
+ * import { datasetFromDirectory } from "@sluice/sluice";
+ *
+ * const ds = await datasetFromDirectory("data/train");
+ * for (const s of ds.skipped ?? []) console.log(`left out ${s.path}: ${s.reason}`);
+ * ```
+ */
 export async function datasetFromDirectory(root: string): Promise<VideoDataset> {
   const skipped: SkippedFile[] = [];
   const classes: string[] = [];
@@ -215,7 +191,33 @@ interface Row {
   fields?: Record<string, unknown>;
 }
 
-/** Reads a CSV or JSONL manifest; see the module docs. */
+/**
+ * Reads a CSV or JSONL manifest, local or at an `http(s)://` URL; relative paths resolve against the manifest's
+ * directory.
+ *
+ * - Columns by name. A CSV's first row is a header when it names any of `path`, `label`, `start`, `end`
+ *   (case-insensitive); a JSONL line is an object with those keys. `path` is required; `label`, `start` and
+ *   `end` (seconds, the range of the video to sample from) are optional; every other column goes through to each
+ *   item's `fields` (and from there to each clip's metadata): captions, multi-label ids, float targets. A CSV
+ *   column whose non-empty cells are all numbers gives numbers, else strings; an empty cell gives `null`. A
+ *   headerless CSV is read as `path,label[,start,end]`.
+ * - Labels: when every label is a non-negative integer they are used as they are (class `i` is named `"i"`);
+ *   when none is, the distinct names are numbered in sorted order; a mix is an error naming the first line of
+ *   the rarer kind (so a typo like `1O` among integers does not silently renumber every class). A label that
+ *   reads as a number but is no class id (`-1`, `1.5`) is an error naming its line. A manifest without labels
+ *   gives every item label -1 and no classes.
+ * @param source the manifest's path or URL (`.csv` or `.jsonl`)
+ * @returns its classes and items
+ * @throws {DatasetError} naming the file and line, for a manifest that cannot be read or is malformed
+ * @example A manifest with captions
+ * ```ts
+ * import { datasetFromManifest } from "@sluice/sluice";
+ *
+ * // train.csv: path,label,caption
+ * const ds = await datasetFromManifest("train.csv");
+ * console.log(ds.items[0].fields?.caption);
+ * ```
+ */
 export async function datasetFromManifest(source: string): Promise<VideoDataset> {
   let bytes: Uint8Array;
   try {

@@ -14,6 +14,7 @@
 
 import { FetchError, type FetchPhase } from "../errors.ts";
 import { defaultsOf, type OptionTable, resolveTable, tsVocabulary } from "../options.ts";
+import { type Clock, realClock } from "../pipeline/clock.ts";
 
 /** Options of {@link fetchBytes}; their ranges and defaults are {@link FETCH_OPTIONS}'s. */
 export interface FetchOptions {
@@ -87,34 +88,63 @@ export function isUrl(source: string): boolean {
 }
 
 /**
- * Reads a whole local file or URL (or a byte range of it); see the module docs. Throws `InvalidArgumentError`
- * for options out of range (checked here, once: {@link resolveFetchOptions}), `FetchError` when the bytes
- * cannot be had.
+ * Reads a whole local file or `http(s)://` URL, or a byte range of it (an HTTP `Range` request; a server that
+ * ignores it and sends the whole file is handled too). Each HTTP attempt has three time limits, so that a
+ * stalled server costs seconds, not minutes: `connectTimeoutMs` until the headers arrive, `idleTimeoutMs`
+ * between two body chunks, `timeoutMs` for the attempt; and the fetch has a total `deadlineMs`. 5xx answers,
+ * timeouts, network errors and connections dropped before the announced length arrived are retried with
+ * exponential backoff while the deadline allows; 4xx answers fail at once.
+ * @param source a local path or an `http(s)://` URL
+ * @param opts retries, time limits, a byte range, a signal ({@link FetchOptions})
+ * @returns the bytes
+ * @throws {FetchError} naming the source, the phase (`connect`, `status`, `body`, `deadline`, `read`) and the
+ *   time limit that fired, if one did
+ * @throws {InvalidArgumentError} for an option out of range
  */
-export async function fetchBytes(source: string, opts: FetchOptions = {}): Promise<Uint8Array<ArrayBuffer>> {
+export function fetchBytes(source: string, opts: FetchOptions = {}): Promise<Uint8Array<ArrayBuffer>> {
+  return fetchOnClock(realClock, source, opts);
+}
+
+/** {@link fetchBytes} with its timers and time read from `clock` (tests: a virtual clock). */
+export async function fetchOnClock(
+  clock: Clock,
+  source: string,
+  opts: FetchOptions = {},
+): Promise<Uint8Array<ArrayBuffer>> {
+  if (!isUrl(source)) return await readLocal(source, opts.range);
   const { range, signal, ...limits } = resolveFetchOptions(opts);
-  return await fetchResolved(source, limits, { range, signal });
+  return await fetchResolved(source, limits, { range, signal }, clock);
 }
 
 /**
  * The door of the fetch options: checks `opts` against {@link FETCH_OPTIONS} and applies the defaults, once;
- * what it returns goes to {@link fetchResolved} unchecked. Throws `InvalidArgumentError` naming the option.
+ * what it returns goes to {@link fetchResolved} unchecked.
+ * @param opts the fetch options as given
+ * @returns every limit in force, and the range and signal as given
+ * @throws {InvalidArgumentError} naming the option out of range
  */
 export function resolveFetchOptions(opts: FetchOptions): FetchLimits & FetchWhat {
   return resolveTable(FETCH_OPTIONS, opts, tsVocabulary("fetch: ")) as FetchLimits & FetchWhat;
 }
 
 /**
- * {@link fetchBytes} with limits resolved at a door (the loader's options, {@link resolveFetchOptions}): for
+ * {@link fetchBytes} with limits resolved at a door ({@link resolveFetchOptions}; the loader's options): for
  * callers that fetch many items with one set of limits, which are not checked again.
+ * @param source a local path or an `http(s)://` URL
+ * @param o the limits in force
+ * @param what a byte range, a signal
+ * @param clock where its timers and time come from (tests: a virtual clock)
+ * @returns the bytes
+ * @throws {FetchError} as {@link fetchBytes}
  */
 export async function fetchResolved(
   source: string,
   o: FetchLimits,
   what: FetchWhat = {},
+  clock: Clock = realClock,
 ): Promise<Uint8Array<ArrayBuffer>> {
   if (!isUrl(source)) return await readLocal(source, what.range);
-  const deadline = performance.now() + o.deadlineMs;
+  const deadline = clock.now() + o.deadlineMs;
   const overDeadline = (attempts: number, last: Failure): FetchError =>
     new FetchError(
       source,
@@ -125,17 +155,17 @@ export async function fetchResolved(
     );
   for (let attempt = 1;; attempt++) {
     what.signal?.throwIfAborted();
-    const r = await attemptOnce(source, o, what, deadline);
+    const r = await attemptOnce(clock, source, what, o, deadline);
     if (r.ok) return r.bytes;
     const fail = () =>
       new FetchError(source, r.status, attempt, r.reason, { cause: r.cause, phase: r.phase, limit: r.limit });
     if (!r.retry || attempt > o.retries) throw fail();
     const wait = o.backoffMs * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5);
     // A retry that could not even start before the deadline is not made.
-    if (performance.now() + wait >= deadline) {
+    if (clock.now() + wait >= deadline) {
       throw r.limit?.name === "deadlineMs" ? fail() : overDeadline(attempt, r);
     }
-    await sleep(wait, what.signal);
+    await sleep(clock, wait, what.signal);
   }
 }
 
@@ -156,122 +186,121 @@ class Timeout {
   constructor(readonly name: string, readonly ms: number, readonly what: string) {}
 }
 
-/** One HTTP request: the response's status, then its body, each under the attempt's clocks. */
-async function attemptOnce(url: string, o: FetchLimits, what: FetchWhat, deadline: number): Promise<Attempt> {
-  using clocks = new AttemptClocks(o, deadline, what.signal);
-  const headers: Record<string, string> = {};
-  if (what.range) headers["range"] = `bytes=${what.range[0]}-${what.range[1] - 1}`;
-  let res: Response;
-  try {
-    res = await fetch(url, { headers, signal: clocks.signal });
-  } catch (e) {
-    return clocks.failed(e, 0);
-  }
-  clocks.clear("connectTimeoutMs");
-  if (res.status >= 400) {
-    await res.body?.cancel().catch(() => {});
-    const retry = res.status >= 500 || res.status === 408 || res.status === 429;
-    const reason = `HTTP ${res.status} ${res.statusText}`.trim();
-    return { ok: false, retry, status: res.status, phase: "status", reason };
-  }
-  clocks.phase = "body";
-  const body = await readBody(
-    res,
-    clocks,
-    new Timeout("idleTimeoutMs", o.idleTimeoutMs, `no byte for ${o.idleTimeoutMs} ms`),
-  );
-  if (!body.ok) return body;
-  const expected = Number(res.headers.get("content-length") ?? NaN);
-  if (Number.isFinite(expected) && body.bytes.length !== expected) {
-    const reason = `connection dropped: got ${body.bytes.length} of ${expected} bytes`;
-    return { ok: false, retry: true, status: res.status, phase: "body", reason };
-  }
-  const bytes = what.range && res.status === 200
-    ? body.bytes.slice(what.range[0], what.range[1])
-    : body.bytes;
-  return { ok: true, bytes };
-}
+/** One attempt's time limits on a clock: each aborts the attempt's request with itself as the reason. */
+class AttemptLimits implements Disposable {
+  /** Aborted by a limit, or by the caller's signal. */
+  readonly ac: AbortController = new AbortController();
+  readonly #clock: Clock;
+  readonly #signal: AbortSignal | undefined;
+  readonly #timers = new Map<string, unknown>();
+  readonly #onAbort = () => this.ac.abort(this.#signal!.reason);
 
-/** The body of `res`, each chunk within `idle` of the last. */
-async function readBody(res: Response, clocks: AttemptClocks, idle: Timeout): Promise<Attempt> {
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    if (res.body !== null) {
-      const reader = res.body.getReader();
-      clocks.arm(idle);
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        clocks.arm(idle);
-        chunks.push(value);
-        size += value.length;
-      }
-    }
-  } catch (e) {
-    return clocks.failed(e, res.status);
-  }
-  return { ok: true, bytes: concat(chunks, size) };
-}
-
-/**
- * An attempt's clocks: the attempt's time limit (or what is left of the item's deadline), the time to the
- * response headers and the idle time between chunks, each aborting the request when it fires; the caller's
- * `signal` aborts it too. Disposing clears them.
- */
-class AttemptClocks implements Disposable {
-  readonly #ac = new AbortController();
-  readonly #timers = new Map<string, ReturnType<typeof setTimeout>>();
-  readonly #caller: AbortSignal | undefined;
-  readonly #onAbort = () => this.#ac.abort(this.#caller!.reason);
-  /** Where the attempt is, for the failure it ends with. */
-  phase: FetchPhase = "connect";
-
-  constructor(o: FetchLimits, deadline: number, caller: AbortSignal | undefined) {
-    this.#caller = caller;
-    caller?.addEventListener("abort", this.#onAbort, { once: true });
-    const left = Math.max(1, deadline - performance.now());
-    this.arm(
-      left < o.timeoutMs
-        ? new Timeout("deadlineMs", left, `the deadline of the item ran out`)
-        : new Timeout("timeoutMs", o.timeoutMs, `the attempt took longer than ${o.timeoutMs} ms`),
-    );
-    this.arm(
-      new Timeout("connectTimeoutMs", o.connectTimeoutMs, `no response within ${o.connectTimeoutMs} ms`),
-    );
+  constructor(clock: Clock, signal: AbortSignal | undefined) {
+    this.#clock = clock;
+    this.#signal = signal;
+    signal?.addEventListener("abort", this.#onAbort, { once: true });
   }
 
-  /** Aborts the request when any clock fires (or the caller aborts). */
-  get signal(): AbortSignal {
-    return this.#ac.signal;
-  }
-
-  /** (Re)starts the clock `t`. */
+  /** Starts limit `t`, or starts it again. */
   arm(t: Timeout): void {
     this.clear(t.name);
-    this.#timers.set(t.name, setTimeout(() => this.#ac.abort(t), t.ms));
+    this.#timers.set(t.name, this.#clock.setTimer(() => this.ac.abort(t), t.ms));
   }
 
-  /** Stops the clock called `name`. */
+  /** Stops limit `name`. */
   clear(name: string): void {
-    clearTimeout(this.#timers.get(name));
+    this.#clock.clearTimer(this.#timers.get(name));
   }
 
-  /** The failure `e` is in this attempt's phase: the limit that fired, or the error; the caller's abort throws. */
-  failed(e: unknown, status: number): Failure {
-    this.#caller?.throwIfAborted();
-    const t = this.#ac.signal.reason, phase = this.phase;
+  /**
+   * The failure `e` made of the attempt in `phase`: the limit that fired, or `e`'s message.
+   * @throws the caller's abort reason, when the caller aborted
+   */
+  failed(e: unknown, status: number, phase: FetchPhase): Failure {
+    this.#signal?.throwIfAborted();
+    const t = this.ac.signal.reason;
     if (t instanceof Timeout) {
-      const reason = `${t.what} (${phase}; ${t.name} ${Math.round(t.ms)})`;
-      return { ok: false, retry: true, status, phase, reason, limit: { name: t.name, ms: t.ms }, cause: e };
+      return {
+        ok: false,
+        retry: true,
+        status,
+        phase,
+        reason: `${t.what} (${phase}; ${t.name} ${Math.round(t.ms)})`,
+        limit: { name: t.name, ms: t.ms },
+        cause: e,
+      };
     }
     const message = e instanceof Error ? e.message : String(e);
     return { ok: false, retry: true, status, phase, reason: `${phase}: ${message}`, cause: e };
   }
 
   [Symbol.dispose](): void {
-    for (const t of this.#timers.values()) clearTimeout(t);
-    this.#caller?.removeEventListener("abort", this.#onAbort);
+    for (const t of this.#timers.values()) this.#clock.clearTimer(t);
+    this.#signal?.removeEventListener("abort", this.#onAbort);
+  }
+}
+
+async function attemptOnce(
+  clock: Clock,
+  url: string,
+  opts: FetchWhat,
+  o: FetchLimits,
+  deadline: number,
+): Promise<Attempt> {
+  using limits = new AttemptLimits(clock, opts.signal);
+  const left = Math.max(1, deadline - clock.now());
+  limits.arm(
+    left < o.timeoutMs
+      ? new Timeout("deadlineMs", left, `the deadline of the item ran out`)
+      : new Timeout("timeoutMs", o.timeoutMs, `the attempt took longer than ${o.timeoutMs} ms`),
+  );
+  limits.arm(
+    new Timeout("connectTimeoutMs", o.connectTimeoutMs, `no response within ${o.connectTimeoutMs} ms`),
+  );
+  const headers: Record<string, string> = {};
+  if (opts.range) headers["range"] = `bytes=${opts.range[0]}-${opts.range[1] - 1}`;
+  let res: Response;
+  try {
+    res = await fetch(url, { headers, signal: limits.ac.signal });
+  } catch (e) {
+    return limits.failed(e, 0, "connect");
+  }
+  limits.clear("connectTimeoutMs");
+  if (res.status >= 400) {
+    await res.body?.cancel().catch(() => {});
+    const retry = res.status >= 500 || res.status === 408 || res.status === 429;
+    const reason = `HTTP ${res.status} ${res.statusText}`.trim();
+    return { ok: false, retry, status: res.status, phase: "status", reason };
+  }
+  const idle = new Timeout("idleTimeoutMs", o.idleTimeoutMs, `no byte for ${o.idleTimeoutMs} ms`);
+  let body: Uint8Array[];
+  try {
+    body = await readBody(res, limits, idle);
+  } catch (e) {
+    return limits.failed(e, res.status, "body");
+  }
+  const size = body.reduce((n, c) => n + c.length, 0);
+  const expected = Number(res.headers.get("content-length") ?? NaN);
+  if (Number.isFinite(expected) && size !== expected) {
+    const reason = `connection dropped: got ${size} of ${expected} bytes`;
+    return { ok: false, retry: true, status: res.status, phase: "body", reason };
+  }
+  let bytes = concat(body, size);
+  if (opts.range && res.status === 200) bytes = bytes.slice(opts.range[0], opts.range[1]);
+  return { ok: true, bytes };
+}
+
+/** The chunks of `res`'s body, with the `idle` limit started again at each. */
+async function readBody(res: Response, limits: AttemptLimits, idle: Timeout): Promise<Uint8Array[]> {
+  const chunks: Uint8Array[] = [];
+  if (res.body === null) return chunks;
+  const reader = res.body.getReader();
+  limits.arm(idle);
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return chunks;
+    limits.arm(idle);
+    chunks.push(value);
   }
 }
 
@@ -308,15 +337,15 @@ async function readLocal(path: string, range?: [number, number]): Promise<Uint8A
   }
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    const t = setTimeout(done, ms);
+    const t = clock.setTimer(done, ms);
     function done() {
       signal?.removeEventListener("abort", abort);
       resolve();
     }
     function abort() {
-      clearTimeout(t);
+      clock.clearTimer(t);
       reject(signal!.reason);
     }
     signal?.addEventListener("abort", abort, { once: true });

@@ -227,6 +227,9 @@ export class ClipSampler {
   /**
    * A sampler with options resolved at a door (the loader's, {@link samplerFromEnv}), which are not checked
    * again: the loader's front, its replacements and each rank of a node server plan with the loader's.
+   * @param videos the videos to sample, as for the constructor
+   * @param options the sampler's options in force
+   * @returns the sampler
    * @throws {InvalidArgumentError} for a video whose range is empty
    */
   static fromResolved(videos: readonly SampledVideo[], options: ResolvedSamplerOptions): ClipSampler {
@@ -240,7 +243,12 @@ export class ClipSampler {
     return this.options.remainder === "pad" ? Math.ceil(n / w) : Math.floor(n / w);
   }
 
-  /** The full plan of `epoch` for this rank, in loading order. */
+  /**
+   * The full plan of `epoch` for this rank, in loading order.
+   * @param epoch the epoch, from 0
+   * @returns one request per clip: its video, window, position and seed
+   * @throws {InvalidArgumentError} for an epoch that is not a non-negative integer
+   */
   epoch(epoch: number): ClipRequest[] {
     if (!Number.isInteger(epoch) || epoch < 0) {
       throw new InvalidArgumentError(`sampler: epoch must be a non-negative integer, got ${epoch}`);
@@ -311,6 +319,11 @@ const KEYFRAME_DRAW = 0x6b657966;
 /**
  * The seed of the clip at `position` of a rank's `epoch` (`attempt` 0), or of the `attempt`-th substitute the
  * loader tries in that position when the clip fails; the decode Workers derive the clip's crop and flip from it.
+ * @param seed the sampler's seed
+ * @param epoch the epoch
+ * @param position the clip's position in the rank's epoch
+ * @param attempt 0 for the planned clip, k for its k-th substitute
+ * @returns a 32-bit seed
  */
 export function clipSeed(seed: number, epoch: number, position: number, attempt = 0): number {
   return hashSeed(seed, epoch, position, attempt);

@@ -7,7 +7,7 @@
  */
 
 import { probe } from "../media/probe.ts";
-import type { VideoDataset } from "./dataset.ts";
+import type { IndexedVideo, VideoDataset } from "./items.ts";
 import {
   type FetchLimits,
   type FetchOptions,
@@ -17,13 +17,6 @@ import {
   resolveFetchOptions,
 } from "./fetch.ts";
 import { readMemberResolved } from "./shards/reader.ts";
-import type { SampledVideo } from "./sampler.ts";
-
-/** What the index knows about one video. */
-export interface IndexedVideo extends SampledVideo {
-  /** Frames per second (0 when not probed or unknown). */
-  frameRate: number;
-}
 
 /** A video left out of the index. */
 export interface IndexFailure {
@@ -58,8 +51,14 @@ export interface ResolvedIndexOptions extends Omit<IndexOptions, "fetch"> {
 }
 
 /**
- * Indexes every video of `ds`; see the module docs. Throws `InvalidArgumentError` for fetch options out of range;
- * a video that cannot be indexed is one of the result's `failures`.
+ * The time range (and, when asked, the keyframe times) of every video of `ds`, which the sampler needs to plan
+ * an epoch up front. A manifest row that gives both `start` and `end` needs no probing unless keyframes are
+ * wanted; other videos are probed (URLs are fetched first).
+ * @param ds the dataset
+ * @param opts keyframes or not, videos indexed at once, how URLs are fetched
+ * @returns one entry per item (null for a video that could not be fetched or probed: it is listed in
+ *   `failures`, not thrown)
+ * @throws {InvalidArgumentError} for fetch options out of range
  */
 export async function indexDataset(ds: VideoDataset, opts: IndexOptions = {}): Promise<DatasetIndex> {
   return await indexVideos(ds, { ...opts, fetch: resolveFetchOptions(opts.fetch ?? {}) });

@@ -19,9 +19,9 @@ import { VideoPackets, type VideoPacketsInit } from "../media/packets.ts";
 import {
   FrameSelector,
   framesInWindow,
+  type PositionPlan,
+  positionPlan,
   repeatsHeld,
-  type SlotPlan,
-  slotPlan,
 } from "../media/frame_select.ts";
 import { resizeRegion } from "../media/crop.ts";
 import { normalisation } from "../media/orient.ts";
@@ -43,6 +43,7 @@ import { lap, type PhaseTimes, startSpans, takeSpans } from "../media/spans.ts";
 import type { ClipBase, DecodedClip } from "./collate.ts";
 import type { ClipOutcome, ClipSpec, FrameKind } from "./clip_spec.ts";
 import { AUDIO_STATUSES, type ClipAudio } from "../media/audio.ts";
+import { checkClip } from "./clip_check.ts";
 
 /** A clip decoded in another clip's pass: its metadata, its own packets in that pass, and its destination. */
 export interface SharedClip {
@@ -109,7 +110,7 @@ export interface ClipPackets {
    * item carries no packets, its result comes with that clip's (see `clip_steps.ts`).
    */
   servedBy?: number;
-  /** Leave undecoded the frames no slot shows (`DecodeOptions.skipUnshown`, default true; set by the decode step). */
+  /** Leave undecoded the frames no position shows (`DecodeOptions.skipUnshown`, default true; set by the decode step). */
   skipUnshown?: boolean;
   /** FFmpeg threads for the decoder (default 1; set by the decode step from the cores left idle). */
   threads?: number;
@@ -216,7 +217,7 @@ interface Prepared {
   member: Member;
   own: VideoPackets;
   /** Its frame selector's plan (window, stream end). */
-  plan: SlotPlan;
+  plan: PositionPlan;
   choice: ClipChoice;
   writer: FrameWriter;
   dest: FrameDestination;
@@ -316,8 +317,11 @@ function finishPass(
     try {
       if (out.error !== undefined) throw out.error;
       const counts = { decoded: share(decoded, r.member), skipped: share(skipped, r.member), passClips: n };
-      r.member.clip = finishClip(pass.spec, r, out, counts, failures);
+      const clip = finishClip(pass.spec, r, out, counts, failures);
+      r.member.clip = clip;
       withAudio(pass.spec, r.member);
+      // The delivery rule, once for every decoder: a clip that breaks it fails instead of being delivered.
+      checkClip(pass.spec, clip, { packets: r.own, frameTimes: out.frameTimes });
     } catch (e) {
       fail(r.member, e);
     }
@@ -405,11 +409,11 @@ function clipPackets(item: ClipPackets): VideoPackets {
 
 /**
  * Fails before decoding (and before allocating) a clip its packets cannot fill: the frames the window can give
- * at most (packets presented in it, or grid slots before the stream's end) leave more padding than allowed. A
+ * at most (packets presented in it, or grid positions before the stream's end) leave more padding than allowed. A
  * window the stream goes on past pads nothing (its last frame is held: `repeatsHeld`).
  */
-function checkFillable(spec: ClipSpec, meta: ClipBase, p: VideoPackets, o: ResolvedOptions): SlotPlan {
-  const plan = slotPlan(p, o);
+function checkFillable(spec: ClipSpec, meta: ClipBase, p: VideoPackets, o: ResolvedOptions): PositionPlan {
+  const plan = positionPlan(p, o);
   const most = new FrameSelector(plan).capacity(framesInWindow(p));
   const w: [number, number] = [meta.start, meta.end];
   if (most === 0) throw new ClipError(meta.path, "decode", w, "no frame is on screen in the window");

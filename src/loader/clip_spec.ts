@@ -58,7 +58,7 @@ export interface ClipSpec {
    */
   rotate: boolean;
   /**
-   * A clip whose padding (slots beyond the end of the stream: its window runs past the last frame) would exceed
+   * A clip whose padding (positions beyond the end of the stream: its window runs past the last frame) would exceed
    * this fraction of `numFrames` fails; held frames (a frame still on screen) are not padding. Default 0.5.
    */
   maxPadFraction: number;
@@ -69,7 +69,7 @@ export interface ClipSpec {
   audio?: AudioSpec & { samples: number };
 }
 
-/** What one slot of a clip is (see `ClipOutcome.frameKind`). */
+/** What one position of a clip is (see `ClipOutcome.frameKind`). */
 export type FrameKind = "sampled" | "held" | "padded";
 
 /**
@@ -77,7 +77,7 @@ export type FrameKind = "sampled" | "held" | "padded";
  * `DecodedClip.outcome`; `collate` merges it into the clip's `ClipMeta`.
  */
 export interface ClipOutcome {
-  /** Presentation time of each output frame, seconds (grid kinds: the slot's time; repeats repeat the last). */
+  /** Presentation time of each output frame, seconds (grid kinds: the position's time; repeats repeat the last). */
   pts: number[];
   /**
    * The index of each output frame in the video stream's presentation order (0 is its first frame, as ffprobe
@@ -87,18 +87,18 @@ export interface ClipOutcome {
    */
   frameIndex: number[] | null;
   /**
-   * What each slot is: `"sampled"` (the frame the sampling picked), `"held"` (a repeat of the last one, still on
+   * What each position is: `"sampled"` (the frame the sampling picked), `"held"` (a repeat of the last one, still on
    * screen: see `held`) or `"padded"` (a repeat beyond the end of the stream: see `padded`).
    */
   frameKind: FrameKind[];
   /**
-   * Slots after the sampled ones that repeat the last frame while it is still on screen: the stream goes on past
+   * Positions after the sampled ones that repeat the last frame while it is still on screen: the stream goes on past
    * the window's end (e.g. counting 16 frames inside a gap of a variable-frame-rate recording, where one frame is
    * on screen). Nothing is missing: they are not padding.
    */
   held: number;
   /**
-   * Slots that repeat the last frame beyond the end of the stream (the window runs past it; at most
+   * Positions that repeat the last frame beyond the end of the stream (the window runs past it; at most
    * `maxPadFraction · numFrames`).
    */
   padded: number;
@@ -122,7 +122,7 @@ export interface ClipOutcome {
    * so sums over clips are the frames decoded.
    */
   decodedFrames: number;
-  /** Frames left undecoded because no slot shows them (non-reference frames before the window, or between the
+  /** Frames left undecoded because no position shows them (non-reference frames before the window, or between the
    * frames a stride or resampling keeps); shared like `decodedFrames`. */
   skippedFrames: number;
   /** Clips served by the decode pass that served this one (1: decoded alone). */

@@ -5,7 +5,7 @@
  * (a loader resumed mid-epoch leaves out the clips of the batches delivered before: `loader_state.ts`). So, once
  * an epoch has run to its end, `planned = delivered + failed + dropped + skipped`. Of the failed positions, `replaced`
  * ones were filled with a substitute clip (`onClipError: "replace"`), which is why batches stay full:
- * clips in batches = `delivered + replaced`. Padded frames (slots beyond the end of the stream) and held frames
+ * clips in batches = `delivered + replaced`. Padded frames (frame positions beyond the end of the stream) and held frames
  * (slots repeating a frame still on screen, see `ClipOutcome.held`) are counted too.
  *
  * The loader counts failures and dropped positions as it closes each batch, in batch order

@@ -27,7 +27,7 @@ import { lap, startSpans, takeSpans } from "../media/spans.ts";
 import { transferable, type Transferring } from "../pipeline/transfer.ts";
 import type { ClipBase, DecodedClip } from "./collate.ts";
 import type { ClipSpec } from "./clip_spec.ts";
-import type { MemberRef } from "../dataset/shards/dataset.ts";
+import type { MemberRef } from "../dataset/items.ts";
 import { type ClipPackets, type ClipResult, decodeGroup, decodeOne } from "./clip_pass.ts";
 
 export type { ClipBase };

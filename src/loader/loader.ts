@@ -148,7 +148,28 @@ export interface LoaderMemory {
   reused: { clips: number; batches: number };
 }
 
-/** A running loader; see the module docs. */
+/**
+ * A running loader (made by {@link videoClassificationLoader}): iterate it once per epoch for its batches, ask it
+ * for its stats, its place to resume from (`stateDict`), a preview; close it at the end (or `await using`).
+ * @example Two epochs, a checkpoint of the place, the clip counts
+ * ```ts
+ * import { videoClassificationLoader } from "@sluice/sluice";
+ *
+ * await using loader = await videoClassificationLoader({
+ *   dataset: "data/train",
+ *   batchSize: 8,
+ *   clip: { numFrames: 16, width: 112, height: 112 },
+ * });
+ * for (let epoch = 0; epoch < 2; epoch++) {
+ *   for await (using batch of loader) {
+ *     console.log(loader.epoch, batch.shape, batch.labels);
+ *     await Deno.writeTextFile("place.json", JSON.stringify(loader.stateDict()));
+ *   }
+ * }
+ * const { clips } = loader.stats();
+ * console.log(`${clips.total.delivered} clips delivered, ${clips.total.failed} failed`);
+ * ```
+ */
 export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDisposable {
   /** The dataset it loads from. */
   readonly dataset: VideoDataset;
@@ -237,7 +258,10 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     return this.#epoch;
   }
 
-  /** Runs one epoch (a resumed one from its resume point). */
+  /**
+   * Runs one epoch (a resumed one from its resume point).
+   * @returns the epoch's batches, in order; `return()` (a `break`) stops the epoch early
+   */
   [Symbol.asyncIterator](): AsyncIterator<Batch> {
     const epoch = this.#epoch++;
     const slots = this.#slots;
@@ -292,6 +316,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
    * Takes back the delivery of clips handed out by this loader that never reached the training code: a relay
    * (`sluice serve`) calls it when its client discards a batch unused (e.g. one still in flight when the
    * client abandoned an epoch). Their positions count as pending again, and their epoch as not complete.
+   * @param clips the clips of the batches discarded unused
    */
   undelivered(clips: Batch["clips"]): void {
     this.#accounting.delivered(clips, -1);
@@ -304,6 +329,8 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
    * batch-shaping options they hold for (see `LoaderState`). With `after` (a batch of this loader, or its
    * clips; the first clip's `epoch` and `position` are what count): the place just after that batch, for a relay
    * whose consumer is behind the batches handed to it.
+   * @param after the last batch the consumer took (or its clips), when it is behind this loader
+   * @returns the state, for {@link loadStateDict} or the `resume` option of a new loader
    */
   stateDict(after?: Batch | readonly { epoch: number; position: number }[]): LoaderState {
     return this.#states.state(after === undefined || !("clips" in after) ? after : after.clips);
@@ -313,8 +340,10 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
    * Continues where `state` (from `stateDict()` of a loader with the same options) left off: the next
    * iteration runs the rest of its epoch, starting with the batch after the last one delivered, and the batches
    * are those of the uninterrupted run; the clips before are not loaded (counted as `skipped` in
-   * `stats().clips`). Only before the first epoch starts. Throws `InvalidArgumentError` naming the difference
-   * for a state of another dataset, seed, rank or batch-shaping option.
+   * `stats().clips`). Only before the first epoch starts.
+   * @param state what `stateDict()` returned
+   * @throws {InvalidArgumentError} naming the difference, for a state of another dataset, seed, rank or
+   *   batch-shaping option, or once an epoch has started
    */
   loadStateDict(state: LoaderState): void {
     this.#epoch = this.#states.load(state).epoch;
@@ -330,6 +359,9 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
    * The stage called `name`, to read or change its concurrency while the loader runs
    * (`loader.stage("decode").setConcurrency(4)`). With the subprocess backend, sample → fetch → demux run in the
    * child: their concurrency is set when the loader is made (`concurrency`).
+   * @param name the stage's name: `"sample"`, `"fetch"`, `"demux"`, `"decode"`, …
+   * @returns the stage's control
+   * @throws {InvalidArgumentError} when this process runs no stage of that name
    */
   stage(name: string): StageControl {
     try {
@@ -347,6 +379,8 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
    * A contact sheet of the first `batches` batches (default 1; with `html`, also a page with each clip playable)
    * of the epoch the next iteration runs, from its start: see `preview.ts`. A loader of its own (same plan, its
    * own Workers) draws them, so this loader's epochs are left as they are (the next iteration runs that epoch).
+   * @param opts how many batches, and whether to write the page too
+   * @returns the sheet (PNG and pixels), the clips in its rows, and the page when asked
    */
   async preview(opts?: PreviewOptions): Promise<Preview> {
     await using other = this.#sibling(this.#epoch);
@@ -357,6 +391,8 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
    * Current statistics. `unconsumed`: clips of batches handed out by this loader that have not reached the
    * training code yet (a relay's, on their way to its client): `clips` counts them as pending in this snapshot,
    * as {@link undelivered} would, without changing the loader's own accounting.
+   * @param unconsumed clips handed out that have not reached the training code yet
+   * @returns the clip counts, the pipeline's per-stage rows, the backend child's and the profile's
    */
   stats(unconsumed: Batch["clips"] = []): LoaderStats {
     return {
@@ -371,7 +407,8 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   /**
    * Where this process's memory is (diagnostics, e.g. `bench/rss_epochs.ts`): this thread's V8 heap, external
    * memory and FFmpeg objects, and the same for each decode Worker (each answers after its current task).
-   * With `gc` (and `--v8-flags=--expose-gc`), every heap is collected first.
+   * @param gc collect every heap first (needs `--v8-flags=--expose-gc`)
+   * @returns RSS, this thread's and each Worker's memory, and the buffers reused
    */
   async memoryReport(gc = false): Promise<LoaderMemory> {
     const workers = await this.#decodePool.callEach<WorkerMemory>("memoryReport", [gc]);
@@ -402,10 +439,32 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
 const CLIP_ERRORS = new WeakSet<object>();
 
 /**
- * Opens and indexes the dataset and builds the loader; see the module docs and {@link LoaderOptions}. The
- * options are checked and defaulted once, here (`resolveLoaderOptions`).
- * @throws {InvalidArgumentError} for an option out of range, or options that contradict each other
+ * Batches of labelled clips for training a video model: opens and indexes the dataset, plans each epoch's clips
+ * with a seeded sampler, and builds the pipeline sample → fetch → demux → decode → batch, each stage with its
+ * own concurrency (decoding in a pool of Workers, one per core by default, or on the GPU with
+ * `decode: "nvdec"`). A clip that cannot be loaded is replaced by default (`onClipError`), so batches are full;
+ * every planned clip is accounted for in `stats().clips`. docs/loader.md is the guide; {@link LoaderOptions}
+ * says every option. The options are checked and defaulted once, here (`resolveLoaderOptions`).
+ * @param opts the dataset, `batchSize`, `clip` (frames and size) and the other {@link LoaderOptions}
+ * @returns the loader, ready to iterate
+ * @throws {InvalidArgumentError} for an option out of range or unknown (naming the closest one), options that
+ *   contradict each other, or when no video of the dataset could be indexed
  * @throws {DatasetError} for a dataset that cannot be read
+ * @example Load batches of clips for training
+ * ```ts
+ * import { videoClassificationLoader } from "@sluice/sluice";
+ *
+ * await using loader = await videoClassificationLoader({
+ *   dataset: "data/train", // one sub-directory per class, or a CSV/JSONL manifest, or shards
+ *   batchSize: 8,
+ *   clip: { numFrames: 16, width: 112, height: 112 },
+ *   sampler: { seed: 0, clipsPerVideo: 4 },
+ * });
+ * for await (using batch of loader) {
+ *   // batch.data: uint8 [B, T, H, W, 3]; batch.labels: one class index per clip
+ *   console.log(batch.shape, batch.labels);
+ * }
+ * ```
  */
 export async function videoClassificationLoader(opts: LoaderOptions): Promise<VideoClassificationLoader> {
   return await openLoader(resolveLoaderOptions(opts));

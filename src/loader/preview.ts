@@ -128,7 +128,13 @@ export function frameRgb(
   return out;
 }
 
-/** Draws the contact sheet of `batches`; see the module docs. */
+/**
+ * Draws the contact sheet of `batches`: one row per clip, its frames left to right, each labelled with its frame
+ * index (or time), a line per row with the clip's class, file and window.
+ * @param batches the batches to draw, in host memory (a device batch: `batch.toHost()` first)
+ * @param opts class names, the dataset root paths are shown relative to, a `float32` batch's normalisation
+ * @returns the image, its PNG, and the clip of each row
+ */
 export function contactSheet(batches: readonly Batch[], opts: SheetOptions = {}): ContactSheet {
   const clips = batches.flatMap((b) => b.clips);
   const first = batches.find((b) => b.clips.length > 0);
@@ -173,6 +179,9 @@ function escapeHtml(s: string): string {
  * The clips of `batches` as one self-contained HTML page: per clip its line (class, file, window) and its frames
  * played in a loop at the pace they span in the video (a click pauses), with each frame's label. Its size is
  * about the frames' PNG size (a few KiB per small frame).
+ * @param batches the batches to show
+ * @param opts class names, the dataset root paths are shown relative to, a `float32` batch's normalisation
+ * @returns the page
  */
 export function previewHtml(batches: readonly Batch[], opts: SheetOptions = {}): string {
   const rows: string[] = [];

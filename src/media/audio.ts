@@ -2,6 +2,8 @@
  * A clip's audio: the samples of a video's audio track that cover a time window, decoded from the same open of
  * the file as the window's video packets, resampled, converted to `float32` and mixed to the channels asked for
  * by libswresample (its default filter and mixing matrix, as `ffmpeg -ar R -ac C` and PyAV's `AudioResampler`).
+ * Where no seek reaches the track's packets before the window (near a Matroska file's start), a new open of the
+ * file is read from its first packet.
  *
  * The rule (see docs/clips.md): at `sampleRate` R, sample `k` of the resampled track is at `k / R` seconds on the
  * stream's timeline (`pts_time`); the window `[s, e)` holds samples `round(s·R)` … `round(s·R) + round((e−s)·R)`
@@ -76,8 +78,10 @@ const READ_LIMIT_SEC = 2;
 const AVMEDIA_TYPE_AUDIO = 1;
 const AV_SAMPLE_FMT_FLTP = 8;
 const AVDISCARD_DEFAULT = 0;
-const AVSEEK_FLAG_BYTE = 2;
 const INT64_MIN = -(2n ** 63n);
+/** Where {@link AudioTrack} seeks from, in the order it tries them (see its `#land`). */
+type Landing = "own" | "video" | "start";
+const LANDINGS: readonly Landing[] = ["own", "video", "start"];
 /** Option names read from the decoder each frame (encoded once). */
 const OPT_AR = cstr("ar");
 /** Most input channels accepted (FFmpeg's own decoders give at most 64). */
@@ -164,6 +168,31 @@ export function clipAudioWindows(
   }
 }
 
+/** Seeks `fmt` by stream `index` to its last index point at or before `sec` (else to 0); false when neither. */
+function seekBefore(fmt: Ptr, index: number, sec: number): boolean {
+  const { avformat } = ffmpeg();
+  const tb = stream.timeBase(formatContext.stream(fmt, index));
+  const ts = BigInt(Math.floor(sec * tb[1] / tb[0]));
+  const seek = (to: bigint) => avformat.avformat_seek_file(fmt, index, INT64_MIN, to, to, 0) >= 0;
+  return seek(ts) || seek(0n); // a time before the first index entry: the start
+}
+
+/** A new open of `src` with every stream but `index` discarded; null when it cannot be opened. */
+function reopenTrack(src: MediaSource, index: number): MediaSource | null {
+  let fresh: MediaSource;
+  try {
+    fresh = src.reopen();
+  } catch (e) {
+    if (e instanceof MediaError) return null;
+    throw e;
+  }
+  const fmt = fresh.fmt, n = formatContext.nbStreams(fmt);
+  for (let i = 0; i < n; i++) {
+    stream.setDiscard(formatContext.stream(fmt, i), i === index ? AVDISCARD_DEFAULT : AVDISCARD_ALL);
+  }
+  return fresh;
+}
+
 /** The input side of a resampler: what the decoder's frames hold. */
 interface InputFormat {
   rate: number;
@@ -175,11 +204,16 @@ interface InputFormat {
 /** One audio stream's decoder, packet and frame; {@link window} decodes a window's samples. */
 class AudioTrack implements Disposable {
   readonly #src: MediaSource;
+  /** A new open of `#src` that the current window is read from (see {@link #land}), or null: `#src` is. */
+  #fresh: MediaSource | null = null;
   readonly #index: number;
   readonly #tb: Rational;
-  /** The track's start (seconds; -Infinity when unknown): a seek that lands there is not late. */
-  readonly #start: number;
-  /** The video stream, whose index a seek falls back to (see {@link #seek}). */
+  /**
+   * The track's start (seconds; -Infinity while unknown): a landing there is not late. From the stream's header,
+   * else the first packet of a fresh open, once one was read.
+   */
+  #start: number;
+  /** The video stream, whose index a landing falls back to (see {@link #land}). */
   readonly #video: number;
   readonly #codec: Ptr;
   readonly #par: Ptr;
@@ -248,21 +282,25 @@ class AudioTrack implements Disposable {
   }
 
   /**
-   * Seeks to the last point at or before `sec` by the index of the track's own stream (`byVideo` false: MP4 and
-   * MOV index every stream, and only this finds an AAC track's priming packet before the video's first frame)
-   * or of the video stream (Matroska's cues index only video), and reads up to the track's first packet, which
-   * `#pkt` then holds. Returns that packet's time (-Infinity when it has none), Infinity when the track has no
-   * packet after the landing, null when neither that seek nor one to 0 succeeded.
+   * Seeks to the last point at or before `sec` by `way`, and reads up to the track's first packet, which `#pkt`
+   * then holds: `"own"`, the index of the track's own stream (MP4 and MOV index every stream, and only this finds
+   * an AAC track's priming packet before the video's first frame); `"video"`, the video stream's (Matroska's
+   * cues index only video); `"start"`, the file's first packet (a Matroska seek lands no earlier than
+   * the first cue and drops the blocks before it: an Opus track's first block, 7 ms before the video's first
+   * keyframe), read from a new open of the file, whose demuxer has read nothing yet. Returns that packet's time
+   * (-Infinity when it has none), Infinity when the track has no packet after the landing, null when the seek
+   * (and, by an index, one to 0) or the open failed.
    */
-  #land(byVideo: boolean, sec: number): number | null {
-    const { avformat } = ffmpeg();
-    const fmt = this.#src.fmt;
-    const index = byVideo ? this.#video : this.#index;
-    const tb = stream.timeBase(formatContext.stream(fmt, index));
-    const ts = BigInt(Math.floor(sec * tb[1] / tb[0]));
+  #land(way: Landing, sec: number): number | null {
     this.#pkt.unref();
-    const seek = (to: bigint) => avformat.avformat_seek_file(fmt, index, INT64_MIN, to, to, 0) >= 0;
-    if (!seek(ts) && !seek(0n)) return null; // a time before the first index entry: the start
+    this.#fresh?.[Symbol.dispose]();
+    this.#fresh = null;
+    if (way === "start") this.#fresh = reopenTrack(this.#src, this.#index);
+    const landed = way === "start"
+      ? this.#fresh !== null
+      : seekBefore(this.#src.fmt, way === "video" ? this.#video : this.#index, sec);
+    if (!landed) return null;
+    const fmt = this.#fmt;
     const pkt = this.#pkt.ptr;
     for (;;) {
       const rc = readFrame(fmt, pkt);
@@ -270,30 +308,47 @@ class AudioTrack implements Disposable {
       check(rc, this.#src.label, "av_read_frame(audio)");
       if (packet.streamIndex(pkt) === this.#index) {
         const t = packet.pts(pkt) ?? packet.dts(pkt);
-        return t === null ? -Infinity : ptsToSeconds(t, this.#tb);
+        const at = t === null ? -Infinity : ptsToSeconds(t, this.#tb);
+        if (way === "start" && this.#start === -Infinity) this.#start = at;
+        return at;
       }
       this.#pkt.unref();
     }
   }
 
-  #decode(out: WindowOutput, s: number, e: number): void {
-    const { avformat, avcodec } = ffmpeg();
-    const fmt = this.#src.fmt, label = this.#src.label;
-    // Land at the preroll: by the track's own index, and when that lands later than half the preroll (and than
-    // the track's start), by the video's; the earlier landing wins when neither is early enough. A Matroska
-    // file's audio index holds only the blocks read so far: once the video demux had read the file's later
-    // windows, its seek to 6.39 s landed at 8.26 s, and the window's audio came back "short", all zeros.
-    const from = s - PREROLL_SEC, latest = Math.max(s - PREROLL_SEC / 2, this.#start);
-    const own = this.#land(false, from);
-    let landing = own;
-    if (own === null || own > latest) {
-      landing = this.#land(true, from);
-      if (landing === null && own === null) {
-        check(avformat.av_seek_frame(fmt, -1, 0n, AVSEEK_FLAG_BYTE), label, "av_seek_frame(audio)");
-      } else if (landing === null || (own !== null && own < landing)) {
-        landing = this.#land(false, from);
-      }
+  /** The demuxer the current window is read from: a fresh open's after a `"start"` landing, else the source's. */
+  get #fmt(): Ptr {
+    return (this.#fresh ?? this.#src).fmt;
+  }
+
+  /**
+   * Lands at the preroll `from` ({@link #land}): by each way of {@link LANDINGS} in turn until one lands at or
+   * before `latest`; when none does, again by the one that landed earliest. Returns what {@link #land} does;
+   * throws `MediaError` when no way can seek.
+   */
+  #landBefore(from: number, latest: number): number {
+    let best: { way: Landing; at: number } | null = null;
+    for (const way of LANDINGS) {
+      const at = this.#land(way, from);
+      if (at === null) continue;
+      if (at <= latest) return at;
+      if (best === null || at < best.at) best = { way, at };
     }
+    const again = best === null || best.way === LANDINGS.at(-1) ? best?.at : this.#land(best.way, from);
+    if (again === undefined || again === null) {
+      throw new MediaError(this.#src.label, "audio seek", "no seek reaches the audio track");
+    }
+    return again;
+  }
+
+  #decode(out: WindowOutput, s: number, e: number): void {
+    const { avcodec } = ffmpeg();
+    const label = this.#src.label;
+    // Land at the preroll, or by half of it (or at the track's start). A Matroska file's audio index holds only
+    // the blocks read so far: once the video demux had read the file's later windows, its seek to 6.39 s landed
+    // at 8.26 s, and the window's audio came back "short", all zeros.
+    const landing = this.#landBefore(s - PREROLL_SEC, Math.max(s - PREROLL_SEC / 2, this.#start));
+    const fmt = this.#fmt;
     // A new decoder for each window, not a flushed one: AAC's noise substitution and AC-3's dither draw from a
     // generator a flush keeps, so a window's samples would depend on the windows decoded before it in this open
     // (and a resumed or differently grouped run would not give the same bytes).
@@ -305,7 +360,7 @@ class AudioTrack implements Disposable {
     this.#used = true;
     const pkt = this.#pkt.ptr;
     // the landing's first packet, when there is one, is in `#pkt` already
-    let rc = landing !== null && landing !== Infinity ? 0 : readFrame(fmt, pkt);
+    let rc = landing !== Infinity ? 0 : readFrame(fmt, pkt);
     for (;; rc = readFrame(fmt, pkt)) {
       if (rc === AVERROR_EOF) break;
       check(rc, label, "av_read_frame(audio)");
@@ -430,6 +485,7 @@ class AudioTrack implements Disposable {
 
   [Symbol.dispose](): void {
     this.#release();
+    this.#fresh?.[Symbol.dispose]();
     this.#ctx?.[Symbol.dispose]();
   }
 }

@@ -4,7 +4,7 @@
  * A FinalizationRegistry frees what a caller forgot, as a safety net only (it runs late, if ever).
  * @module
  */
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { OutParam } from "../../ffi/out_param.ts";
 import { ffmpeg } from "./ffmpeg.ts";
 import { codecpar, type Ptr } from "./structs.ts";
 import { MediaError, SluiceError } from "../errors.ts";
@@ -14,7 +14,7 @@ type Freer = (pp: Uint8Array<ArrayBuffer>) => void;
 
 /** Calls a `void xxx_free(T **p)` function on a raw pointer. */
 function freeThroughPointer(free: Freer, p: Ptr): void {
-  free(new OutSlot(p).bytes);
+  free(new OutParam(p).bytes);
 }
 
 /** Per class name: objects alive now, and objects the safety net freed because nobody disposed them. */
@@ -135,7 +135,7 @@ export class InputContext extends Owned {
 export class OutputContext extends Owned {
   constructor(ptr: Deno.PointerValue) {
     const { avformat } = ffmpeg();
-    // The freer gets a `T **` slot; this free function takes the pointer itself.
+    // The freer gets a `T **` out-parameter; this free function takes the pointer itself.
     const pointee = (pp: Uint8Array<ArrayBuffer>) =>
       Deno.UnsafePointer.create(new BigUint64Array(pp.buffer, 0, 1)[0]);
     super(ptr, (pp) => avformat.avformat_free_context(pointee(pp)), "AVFormatContext(output)");

@@ -5,7 +5,7 @@
  * {@link VideoPackets} with `h264_mp4toannexb` / `hevc_mp4toannexb`).
  * @module
  */
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { OutParam } from "../../ffi/out_param.ts";
 import { cstr } from "../../ffi/cstring.ts";
 import { AVERROR_EAGAIN, AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";
 import { MediaError } from "../errors.ts";
@@ -30,9 +30,9 @@ export function openBsf(
   if (filter === null) {
     throw new MediaError(label, "av_bsf_get_by_name", `unknown bitstream filter "${name}"`);
   }
-  const slot = new OutSlot();
-  check(avcodec.av_bsf_alloc(filter, slot.bytes), label, `av_bsf_alloc(${name})`);
-  const bsf = new BsfContext(slot.pointer as Ptr);
+  const out = new OutParam();
+  check(avcodec.av_bsf_alloc(filter, out.bytes), label, `av_bsf_alloc(${name})`);
+  const bsf = new BsfContext(out.pointer as Ptr);
   try {
     fillParIn(bsfContext.parIn(bsf.ptr));
     bsfContext.setTimeBaseIn(bsf.ptr, timeBase);

@@ -7,7 +7,7 @@
  * @module
  */
 import { cstr } from "../../ffi/cstring.ts";
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { OutParam } from "../../ffi/out_param.ts";
 import { MediaError } from "../errors.ts";
 import { check, ffmpeg } from "./ffmpeg.ts";
 import { channelLayout, type Ptr } from "./structs.ts";
@@ -78,9 +78,9 @@ export class ChannelLayout implements Disposable {
     const o = out.layout.#native, i = input.layout.#native;
     if (api.kind === "ch_layout") {
       if (typeof o === "bigint" || typeof i === "bigint") throw new Error("channel layouts of another API");
-      const slot = new OutSlot();
+      const swr = new OutParam();
       const rc = api.swresample.swr_alloc_set_opts2(
-        slot.bytes,
+        swr.bytes,
         o,
         out.format,
         out.rate,
@@ -91,7 +91,7 @@ export class ChannelLayout implements Disposable {
         null,
       );
       check(rc, label, "swr_alloc_set_opts2");
-      return slot.pointer as Ptr;
+      return swr.pointer as Ptr;
     }
     if (typeof o !== "bigint" || typeof i !== "bigint") throw new Error("channel layouts of another API");
     const swr = api.swresample.swr_alloc_set_opts(

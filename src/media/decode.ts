@@ -9,7 +9,7 @@
  *   `[start, end)` (the one on screen at `start`, then each whose pts — `pts × timeBase`, or the best-effort
  *   timestamp when pts is missing — lies in `(start, end)`); `frameRate` resamples like FFmpeg's
  *   `fps` filter (see {@link DecodeOptions.frameRate}); `sampling` picks `"uniform"` or `"stride"` frames.
- *   Frames are converted and resized straight into their slot of one contiguous output buffer (or the caller's,
+ *   Frames are converted and resized straight into their position of one contiguous output buffer (or the caller's,
  *   `into`); the others are dropped before conversion. Output is bounded by the stream, not by the window.
  * - Rotation is reported (`VideoFrames.rotation`) and applied only with `rotate: true`; `crop` and `flip` take a
  *   region and mirror it (`frame_writer.ts`).
@@ -44,15 +44,15 @@ export interface DecodeOptions extends SamplingOptions {
   /** Output layout (default `"rgb24"`); see `frames.ts`. */
   pixelFormat?: PixelFormat;
   /**
-   * Resample to this many frames per second by pts, like FFmpeg's `fps=N` filter with `round=near`: output slot
-   * `k` has time `t_k = origin + k/N` and shows the latest decoded frame whose time, rounded to the nearest slot,
-   * is `<= k` (a frame whose time is `t` falls in slot `round((t - origin)·N)`); frames are duplicated or dropped
-   * to fill the slots. With a window `[s, e)`: origin `s`, slots `t_k < e` and before the end of the stream
+   * Resample to this many frames per second by pts, like FFmpeg's `fps=N` filter with `round=near`: output position
+   * `k` has time `t_k = origin + k/N` and shows the latest decoded frame whose time, rounded to the nearest position,
+   * is `<= k` (a frame whose time is `t` falls in position `round((t - origin)·N)`); frames are duplicated or dropped
+   * to fill the positions. With a window `[s, e)`: origin `s`, positions `t_k < e` and before the end of the stream
    * (`VideoPackets.endSec`: output is bounded by the stream), frames at or after `e` are never shown, and a
-   * slot before the first decoded frame shows that first frame. Without a window (whole stream):
-   * origin 0, slots from `round(first·N)` to `round(end·N)` exclusive where `end` is the end of the stream
+   * position before the first decoded frame shows that first frame. Without a window (whole stream):
+   * origin 0, positions from `round(first·N)` to `round(end·N)` exclusive where `end` is the end of the stream
    * (the last packet's `pts + duration` unless another stream outlasts the video), exactly the frames
-   * `ffmpeg -i F -vf fps=N` writes. Output `pts` are the slot times.
+   * `ffmpeg -i F -vf fps=N` writes. Output `pts` are the position times.
    * Shorthand for `sampling: { kind: "rate", frameRate }`.
    */
   frameRate?: number;
@@ -71,7 +71,7 @@ export interface DecodeOptions extends SamplingOptions {
    */
   skipNonRef?: boolean;
   /**
-   * Leave undecoded the non-reference frames no output slot shows (default true): those between the keyframe and
+   * Leave undecoded the non-reference frames no output position shows (default true): those between the keyframe and
    * the window's first frame, and those a stride, a resampling or `"uniform"` passes over. The output is
    * byte-identical either way (see `decode_pass.ts`); `false` decodes every frame up to the last one shown.
    * `VideoFrames.decodedFrames` tells what was decoded.
@@ -151,7 +151,7 @@ export interface DecodeRun {
   frameIndex: Int32Array | null;
   /** Frames the decoder produced, and packets it rejected (with the first rejection's message). */
   decodedFrames: number;
-  /** Frames left undecoded because no slot shows them (`skipUnshown`). */
+  /** Frames left undecoded because no position shows them (`skipUnshown`). */
   skippedFrames: number;
   failedPackets: number;
   firstFailure: string;

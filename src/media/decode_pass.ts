@@ -1,7 +1,7 @@
 /**
  * The CPU decode pass: `decodePass(p, o, outputs)` decodes one run of packets once, forward, for one output (a
  * `decodeVideo` call) or several (windows of one video whose packets overlap: the loader's clips), each output a
- * {@link SlotFiller} over its own selector writing through its `FrameWriter`. It leaves undecoded the frames no
+ * {@link PositionFiller} over its own selector writing through its `FrameWriter`. It leaves undecoded the frames no
  * output shows (`ShownFrames`, sent with `skip_frame = nonref`) and starts over decoding every frame when the
  * stream is not what that assumes (`decodeOrStartOver`), so the output never depends on the shortcut.
  *
@@ -21,12 +21,12 @@ import {
   decodeOrStartOver,
   type FrameSampling,
   framesInWindow,
+  type PositionPlan,
+  positionPlan,
   ShownFrames,
-  type SlotPlan,
-  slotPlan,
   StartOver,
 } from "./frame_select.ts";
-import { type FrameTarget, SlotFiller } from "./slot_filler.ts";
+import { type FrameTarget, PositionFiller } from "./position_filler.ts";
 import { frameIndices } from "./frame_index.ts";
 import type { FrameDestination, FrameWriter } from "./frame_writer.ts";
 import { acquireDecoder, type Decoder, type FramePool, releaseDecoder } from "./decoder.ts";
@@ -47,9 +47,9 @@ export interface ResolvedOptions {
 export interface PassOutput {
   /**
    * Its own packets `[from, to)` among the pass's: what the demuxer cuts for its window alone. They decide its
-   * slots (the stream's extent, what the window can hold) exactly as when it is decoded alone; the frames of the
+   * positions (the stream's extent, what the window can hold) exactly as when it is decoded alone; the frames of the
    * other packets are offered to its selector too, which keeps the same frames (earlier ones are before its start
-   * keyframe, so before its window; later ones after its last slot or its window).
+   * keyframe, so before its window; later ones after its last position or its window).
    */
   range: readonly [number, number];
   /** Its window `[start, end)` seconds, or null for the whole stream. */
@@ -68,7 +68,12 @@ export interface OutputRun {
   /** Time of each of its frames (the grid time when resampling). */
   pts: Float64Array;
   /**
-   * The index in the stream's presentation order of the frame each slot shows (`frame_index.ts`); null when the
+   * The presentation time of the frame each position shows (its own, not the grid's): what the delivery rule
+   * checks (`src/loader/clip_check.ts`).
+   */
+  frameTimes: Float64Array;
+  /**
+   * The index in the stream's presentation order of the frame each position shows (`frame_index.ts`); null when the
    * packets cannot tell.
    */
   frameIndex: Int32Array | null;
@@ -106,7 +111,7 @@ export const cpuPassDecoder: ClipPassDecoder = { decode: decodePass };
  * Decodes `p` once, forward, for several outputs (windows of one video whose packets overlap): each decoded frame
  * is offered to every output's selector and written into every output that shows it; decoding stops when every
  * output is full. Output `k` gets exactly the frames it gets when decoded alone from its own packets (`range`).
- * A failure that concerns one output (its destination is too small, its window would fill too many slots) is
+ * A failure that concerns one output (its destination is too small, its window would fill too many positions) is
  * recorded in its {@link OutputRun.error} and the others go on; a failure of the decoder fails the pass.
  *
  * With `o.skipUnshown`, the frames no output shows ({@link ShownFrames}) are sent with `skip_frame = nonref`: the
@@ -173,11 +178,11 @@ export function packetRange(
 }
 
 /** Output frames a decode may produce per packet (resampling repeats frames; nothing else does). */
-const MAX_SLOTS_PER_PACKET = 1000;
+const MAX_POSITIONS_PER_PACKET = 1000;
 
 /** The time range the packets' timestamps claim, for messages. */
-function slotSpan(p: VideoPackets): string {
-  const plan = slotPlan(p, { sampling: { kind: "consecutive" }, numFrames: Infinity });
+function packetSpan(p: VideoPackets): string {
+  const plan = positionPlan(p, { sampling: { kind: "consecutive" }, numFrames: Infinity });
   return `[${Number(plan.streamStart.toFixed(3))}, ${Number(plan.streamEnd.toFixed(3))}) s`;
 }
 
@@ -264,31 +269,31 @@ class SkipTracker {
 
 // ------------------------------------------------------------------------------------------ outputs
 
-/** One output of a pass: its slots (a {@link SlotFiller}), the AVFrame it keeps back, and its failure. */
+/** One output of a pass: its positions (a {@link PositionFiller}), the AVFrame it keeps back, and its failure. */
 class Output implements FrameTarget<Frame> {
-  readonly plan: SlotPlan;
-  readonly filler: SlotFiller<Frame>;
+  readonly plan: PositionPlan;
+  readonly filler: PositionFiller<Frame>;
   error: unknown = undefined;
-  readonly #out: SlotBuffer;
+  readonly #out: PositionBuffer;
   readonly #pool: FramePool;
   #kept: Frame | null = null;
 
   constructor(p: VideoPackets, o: ResolvedOptions, spec: PassOutput, pool: FramePool) {
     this.#pool = pool;
     const own = packetRange(p, spec.range, spec.window);
-    this.plan = slotPlan(own, o);
-    this.filler = new SlotFiller(this.plan, this);
+    this.plan = positionPlan(own, o);
+    this.filler = new PositionFiller(this.plan, this);
     const capacity = this.filler.selector.capacity(framesInWindow(own));
-    this.#out = new SlotBuffer(p.source, spec.writer, spec.dest, capacity);
-    if (capacity > MAX_SLOTS_PER_PACKET * Math.max(1, own.numPackets)) {
+    this.#out = new PositionBuffer(p.source, spec.writer, spec.dest, capacity);
+    if (capacity > MAX_POSITIONS_PER_PACKET * Math.max(1, own.numPackets)) {
       // Only resampling repeats frames; this many repeats means the timestamps (or the window) are not a video's.
       this.error = new MediaError(
         p.source,
         "decode",
         `${own.numPackets} packets with timestamps over ${
-          slotSpan(own)
+          packetSpan(own)
         } would fill ${capacity} output frames ` +
-          `(more than ${MAX_SLOTS_PER_PACKET} a packet): pass numFrames or a narrower window`,
+          `(more than ${MAX_POSITIONS_PER_PACKET} a packet): pass numFrames or a narrower window`,
       );
     }
   }
@@ -298,7 +303,7 @@ class Output implements FrameTarget<Frame> {
     return this.error !== undefined || this.filler.done;
   }
 
-  /** End of stream: the frame kept back fills the slots left. */
+  /** End of stream: the frame kept back fills the positions left. */
   finish(): void {
     if (this.error === undefined) this.filler.finish();
   }
@@ -314,6 +319,7 @@ class Output implements FrameTarget<Frame> {
       data: this.#out.data,
       offset: this.#out.offset,
       pts: this.filler.times(),
+      frameTimes: this.filler.frameTimes(),
       frameIndex: frameIndices(p, this.filler.framePts()),
     };
     if (this.error !== undefined) run.error = this.error;
@@ -323,6 +329,17 @@ class Output implements FrameTarget<Frame> {
   /** Lets go of the frame kept back. */
   release(): void {
     this.filler.release();
+  }
+
+  /** A decoded frame comes out: offered to its slots; frames out of order fail this output alone. */
+  offer(f: Frame, t: number, pts: bigint): void {
+    try {
+      this.filler.offer(f, t, pts);
+    } catch (e) {
+      if (!(e instanceof MediaError)) throw e; // StartOver, or a bug
+      this.error = e;
+      this.filler.release();
+    }
   }
 
   write(f: Frame, first: number, count: number): void {
@@ -445,7 +462,7 @@ function drain(st: PassState, i: number): void {
       const pts = avframe.pts(cur.ptr);
       if (skips !== null) offerSkipped(st, skips.out(pts));
       const t = frameSeconds(cur.ptr, p.timeBase);
-      for (const out of outs) if (!out.done) out.filler.offer(cur, t, pts ?? NOPTS);
+      for (const out of outs) if (!out.done) out.offer(cur, t, pts ?? NOPTS);
     } finally {
       decoder.pool.release(cur);
     }
@@ -454,8 +471,8 @@ function drain(st: PassState, i: number): void {
 
 // ------------------------------------------------------------------------------------------ output
 
-/** The output slots: the caller's destination, or a buffer grown as frames come. */
-class SlotBuffer {
+/** The output positions: the caller's destination, or a buffer grown as frames come. */
+class PositionBuffer {
   data: Uint8Array | Float32Array;
   offset: number;
   readonly #source: string;
@@ -472,7 +489,7 @@ class SlotBuffer {
     this.#capacity = Math.max(1, capacity);
   }
 
-  /** Writes frame `f` into slots `[first, first + count)`: converted once, copied for the others. */
+  /** Writes frame `f` into positions `[first, first + count)`: converted once, copied for the others. */
   fill(f: Ptr, first: number, count: number): void {
     const w = this.#writer;
     if (!w.ready) w.init(avframe.width(f), avframe.height(f));
@@ -482,22 +499,22 @@ class SlotBuffer {
     for (let k = 1; k < count; k++) this.data.copyWithin(at + k * size, at, at + size);
   }
 
-  #reserve(slots: number): void {
+  #reserve(positions: number): void {
     const size = this.#writer.frameSize;
     if (this.#fixed) {
-      if (this.offset + slots * size > this.data.length) {
+      if (this.offset + positions * size > this.data.length) {
         throw new InvalidArgumentError(
           `${this.#source}: the destination has room for ${
             Math.floor((this.data.length - this.offset) / size)
           } ` +
-            `frames of ${size} elements from offset ${this.offset}; frame ${slots - 1} does not fit`,
+            `frames of ${size} elements from offset ${this.offset}; frame ${positions - 1} does not fit`,
         );
       }
       return;
     }
     if (this.data.length === 0) this.data = this.#alloc(this.#capacity * size);
-    if (slots * size <= this.data.length) return;
-    this.#capacity = Math.max(slots, this.#capacity + 4, Math.ceil(this.#capacity * 1.5));
+    if (positions * size <= this.data.length) return;
+    this.#capacity = Math.max(positions, this.#capacity + 4, Math.ceil(this.#capacity * 1.5));
     const next = this.#alloc(this.#capacity * size);
     next.set(this.data);
     this.data = next;

@@ -230,7 +230,7 @@ export function threadScaler(flags: number): Scaler {
 // ------------------------------------------------------------------------------------------ frames held
 
 /**
- * The AVFrames of one decoder: the one being received into, and those selectors hold back for later slots (one
+ * The AVFrames of one decoder: the one being received into, and those selectors hold back for later positions (one
  * per output at most, shared when several hold the same frame). A frame goes back (unreferenced) when its last
  * holder lets go of it.
  */

@@ -58,9 +58,9 @@ export function firstFrameIndex(s: PrefixStats, p: VideoPackets): number | undef
 }
 
 /**
- * The stream-wide presentation index of the frame each slot shows, from the pts of those frames: `p`'s
+ * The stream-wide presentation index of the frame each position shows, from the pts of those frames: `p`'s
  * `firstFrameIndex` plus the frame's rank among `p`'s frames. Null when any is unknown: no `firstFrameIndex`,
- * a packet of `p` without pts or two with the same one, or a slot's frame whose pts is no packet's.
+ * a packet of `p` without pts or two with the same one, or a position's frame whose pts is no packet's.
  */
 export function frameIndices(p: VideoPackets, framePts: ArrayLike<bigint>): Int32Array | null {
   const base = p.firstFrameIndex;

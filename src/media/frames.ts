@@ -44,7 +44,7 @@ export interface VideoFrames {
   /**
    * Index of each frame in the stream's presentation order (ffprobe's frame order: 0 is the stream's first frame),
    * however far into the stream the packets start; null when the packets cannot tell (see
-   * `VideoPackets.firstFrameIndex`). Resampled slots give the index of the frame they show.
+   * `VideoPackets.firstFrameIndex`). Resampled positions give the index of the frame they show.
    */
   frameIndex: Int32Array | null;
   /** Layout of `data` (see the module docs). */
@@ -65,7 +65,7 @@ export interface VideoFrames {
   failedPackets: number;
   /** Frames the decoder produced in total, including those outside the window and those resampling dropped. */
   decodedFrames: number;
-  /** Frames left undecoded because no output slot shows them (`DecodeOptions.skipUnshown`). */
+  /** Frames left undecoded because no output position shows them (`DecodeOptions.skipUnshown`). */
   skippedFrames: number;
   /** True when `numFrames` asked for more frames than the packets hold (T is then smaller). */
   short: boolean;

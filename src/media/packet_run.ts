@@ -53,15 +53,19 @@ export class PacketRun {
 
   /**
    * When keyframe `i` is presented, for choosing where a window's decode starts. A keyframe without a pts
-   * (MPEG-PS) is presented after its dts, and after the leading B-frames that follow it in decode order
-   * (open GOP: they need the previous GOP): the latest time among the next {@link LEADING_LOOKAHEAD} packets
-   * bounds it from above, so a window is never started at a keyframe whose leading frames it holds.
+   * (MPEG-PS, AVI) is presented after its dts, and after the leading B-frames that follow it in decode order
+   * (open GOP: they need the previous GOP); and where no packet has a pts (AVI), a decoder that reorders
+   * stamps each frame with the dts of the packet that pushed it out, its reorder delay later (a 2-B-frame H.264
+   * keyframe at dts 0.8 s comes out at 0.8667 s, as ffprobe lists it too). The latest time (pts, else dts)
+   * among the next {@link LEADING_LOOKAHEAD} packets bounds both from above, so a window is never started at a
+   * keyframe that comes out after its start.
    */
   keyframeSeconds(i: number, tb: Rational): number {
     if (this.pts[i] !== NOPTS) return ptsToSeconds(this.pts[i], tb);
     let t = this.seconds(i, tb);
     for (let j = i + 1; j < Math.min(this.length, i + 1 + LEADING_LOOKAHEAD); j++) {
-      if (this.pts[j] !== NOPTS) t = Math.max(t, ptsToSeconds(this.pts[j], tb));
+      const x = this.seconds(j, tb);
+      if (x > t) t = x;
     }
     return t;
   }

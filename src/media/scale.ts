@@ -1,5 +1,5 @@
 /**
- * `Scaler`: converts and resizes decoded `AVFrame`s with libswscale straight into a slot of a caller's output
+ * `Scaler`: converts and resizes decoded `AVFrame`s with libswscale straight into a frame position of a caller's output
  * buffer (no intermediate frame). The colour handling follows the ffmpeg CLI's scale filter (FFmpeg 5.1
  * `vf_scale` with its defaults): the input matrix comes from the frame's `colorspace` (unknown → BT.601) and the
  * input range from the frame's `color_range` when set; so with the same flags the output is byte-identical to
@@ -194,16 +194,16 @@ export class Scaler {
     const d = this.#details;
     const bytes = new Uint8Array(d.buffer);
     // Layout of #details: [0..1] inv_table ptr, [2..3] table ptr, then srcRange, dstRange, brightness, contrast, saturation.
-    const slot = (i: number) => bytes.subarray(i * 4, i * 4 + 8);
+    const field = (i: number) => bytes.subarray(i * 4, i * 4 + 8);
     const got = swscale.sws_getColorspaceDetails(
       ctx,
-      slot(0),
-      slot(4),
-      slot(2),
-      slot(5),
-      slot(6),
-      slot(7),
-      slot(8),
+      field(0),
+      field(4),
+      field(2),
+      field(5),
+      field(6),
+      field(7),
+      field(8),
     );
     if (got < 0) return; // not a YUV/RGB conversion swscale applies a matrix to
     const ptrs = new BigUint64Array(d.buffer, 0, 2);

@@ -9,7 +9,7 @@
  * {@link MediaSource.findStreamInfo} only when the container header lacks what they need.
  * @module
  */
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { OutParam } from "../../ffi/out_param.ts";
 import { cstr } from "../../ffi/cstring.ts";
 import { AVERROR_EOF, AVERROR_INVALIDDATA } from "../../ffi/ffmpeg/errors.ts";
 import { InvalidArgumentError, MediaError } from "../errors.ts";
@@ -123,7 +123,7 @@ class MemoryIo {
     const { avutil, avformat } = ffmpeg();
     const buffer = ioContext.buffer(this.#ctx);
     if (buffer !== null) avutil.av_free(buffer);
-    avformat.avio_context_free(new OutSlot(this.#ctx).bytes);
+    avformat.avio_context_free(new OutParam(this.#ctx).bytes);
     this.#ctx = null;
     this.#closeCallbacks();
   }
@@ -141,10 +141,12 @@ export class MediaSource {
   readonly label: string;
   #fmt: Ptr | null;
   readonly #io: MemoryIo | null;
+  readonly #input: MediaInput;
   #probed = false;
 
-  private constructor(label: string, fmt: Ptr, io: MemoryIo | null) {
-    this.label = label;
+  private constructor(input: MediaInput, fmt: Ptr, io: MemoryIo | null) {
+    this.#input = input;
+    this.label = sourceLabel(input);
     this.#fmt = fmt;
     this.#io = io;
   }
@@ -160,9 +162,9 @@ export class MediaSource {
     }
     const { avformat } = ffmpeg();
     if (typeof src === "string") {
-      const slot = new OutSlot();
-      check(avformat.avformat_open_input(slot.bytes, cstr(src), null, null), label, "avformat_open_input");
-      return new MediaSource(label, slot.pointer as Ptr, null);
+      const out = new OutParam();
+      check(avformat.avformat_open_input(out.bytes, cstr(src), null, null), label, "avformat_open_input");
+      return new MediaSource(src, out.pointer as Ptr, null);
     }
     if (src.byteLength === 0) {
       throw new MediaError(label, "avformat_open_input", "the input is empty (0 bytes)");
@@ -175,20 +177,29 @@ export class MediaSource {
     }
     formatContext.setPb(fmt, io.ctx);
     formatContext.setFlags(fmt, formatContext.flags(fmt) | AVFMT_FLAG_CUSTOM_IO);
-    const slot = new OutSlot(fmt);
-    // On failure avformat_open_input frees the context (not our custom pb) and writes NULL to the slot.
-    const rc = avformat.avformat_open_input(slot.bytes, cstr(""), null, null);
+    const out = new OutParam(fmt);
+    // On failure avformat_open_input frees the context (not our custom pb) and writes NULL to it.
+    const rc = avformat.avformat_open_input(out.bytes, cstr(""), null, null);
     if (rc < 0) {
       io[Symbol.dispose]();
       check(rc, label, "avformat_open_input");
     }
-    return new MediaSource(label, slot.pointer as Ptr, io);
+    return new MediaSource(src, out.pointer as Ptr, io);
   }
 
   /** The `AVFormatContext`; throws after release. */
   get fmt(): Ptr {
     if (this.#fmt === null) throw new InvalidArgumentError(`${this.label}: media source used after release`);
     return this.#fmt;
+  }
+
+  /**
+   * A new open of the same input: a demuxer of its own, whose first read is the file's first packet (bytes are
+   * shared, not copied). Throws as {@link open} does.
+   */
+  reopen(): MediaSource {
+    if (this.#fmt === null) throw new InvalidArgumentError(`${this.label}: media source used after release`);
+    return MediaSource.open(this.#input);
   }
 
   /** True once `avformat_find_stream_info` ran on this source. */
@@ -215,7 +226,7 @@ export class MediaSource {
   /** Closes the demuxer, then frees the custom I/O (if any). Safe to call twice. */
   [Symbol.dispose](): void {
     if (this.#fmt === null) return;
-    ffmpeg().avformat.avformat_close_input(new OutSlot(this.#fmt).bytes);
+    ffmpeg().avformat.avformat_close_input(new OutParam(this.#fmt).bytes);
     this.#fmt = null;
     this.#io?.[Symbol.dispose]();
   }

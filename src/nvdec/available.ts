@@ -3,7 +3,7 @@
  * the call (no context is retained), with a one-line reason when it cannot.
  * @module
  */
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { OutParam } from "../../ffi/out_param.ts";
 import { CUVIDDECODECAPS } from "../../ffi/nvcuvid/layouts.ts";
 import { CUDA_VIDEO_CHROMA, CUDA_VIDEO_CODEC } from "../../ffi/nvcuvid/symbols.ts";
 import { acquireContext, checkCu, cuda, nvcuvid, releaseContext, withContext } from "./driver.ts";
@@ -20,14 +20,14 @@ export function nvdecAvailable(device = 0): NvdecAvailability {
   try {
     const cu = cuda();
     nvcuvid();
-    const count = new OutSlot();
+    const count = new OutParam();
     checkCu(cu.cuDeviceGetCount(count.bytes), "", "cuDeviceGetCount");
     if (count.i32[0] <= device) {
       return { ok: false, reason: `CUDA device ${device} does not exist (${count.i32[0]} found)` };
     }
     const name = new Uint8Array(256);
     checkCu(cu.cuDeviceGetName(name, name.length, device), "", "cuDeviceGetName");
-    const version = new OutSlot();
+    const version = new OutParam();
     checkCu(cu.cuDriverGetVersion(version.bytes), "", "cuDriverGetVersion");
     const text = new TextDecoder().decode(name.subarray(0, name.indexOf(0)));
     return { ok: true, device: text, driverVersion: version.i32[0] };

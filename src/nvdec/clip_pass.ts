@@ -1,7 +1,7 @@
 /**
  * NVDEC's `ClipPassDecoder` (the seam the loader's clip pass decodes through, `src/media/decode_pass.ts`): the
  * decoder's crop (display area) and resize (target size) are set per decode, and the clips of a pass differ in
- * both, so each output is decoded from its own packets within the pass's (frames no slot shows are still left
+ * both, so each output is decoded from its own packets within the pass's (frames no position shows are still left
  * out); the clip kernel turns, flips, lays out and converts (`float32`) its frames on the GPU as its
  * `FrameWriter` asks, and the finished frames are copied once into the destination: no pixel is touched by the CPU.
  * @module
@@ -63,12 +63,19 @@ function decodeNvdecPass(
       run.skippedFrames += frames.skippedFrames;
       // Indexed by the pass's packets: its own are a part of them, without the frames before.
       const frameIndex = frameIndices(p, decoded.framePts);
-      run.outputs.push({ data: dest.data, offset: dest.offset, pts: frames.pts, frameIndex });
+      run.outputs.push({
+        data: dest.data,
+        offset: dest.offset,
+        pts: frames.pts,
+        frameTimes: decoded.frameTimes,
+        frameIndex,
+      });
     } catch (e) {
       const failed: OutputRun = {
         data: new Uint8Array(0),
         offset: 0,
         pts: new Float64Array(0),
+        frameTimes: new Float64Array(0),
         frameIndex: null,
         error: e,
       };

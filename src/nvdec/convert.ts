@@ -5,7 +5,7 @@
  * out and optionally normalised to `float32` ({@link launchPlaceClip}), so nothing per pixel runs on the CPU.
  * @module
  */
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { OutParam } from "../../ffi/out_param.ts";
 import { cstr } from "../../ffi/cstring.ts";
 import { NV12_TO_RGB_ENTRY, NV12_TO_RGB_PTX, RGB_PLANAR_TO_CLIP_ENTRY } from "./kernels/nv12_to_rgb_ptx.ts";
 import { checkCu, cuda, type DeviceContext, withContext } from "./driver.ts";
@@ -64,7 +64,7 @@ function kernel(dc: DeviceContext, entry: string): Deno.PointerObject {
   if (f) return f;
   const cu = cuda();
   if (known === undefined) {
-    const mod = new OutSlot();
+    const mod = new OutParam();
     checkCu(cu.cuModuleLoadData(mod.bytes, cstr(NV12_TO_RGB_PTX)), "NV12 to RGB kernel", "cuModuleLoadData");
     const module = mod.pointer;
     known = new Map([["", module as Deno.PointerObject]]);
@@ -74,7 +74,7 @@ function kernel(dc: DeviceContext, entry: string): Deno.PointerObject {
       cu.cuModuleUnload(module);
     });
   }
-  const fn = new OutSlot();
+  const fn = new OutParam();
   checkCu(cu.cuModuleGetFunction(fn.bytes, known.get("")!, cstr(entry)), entry, "cuModuleGetFunction");
   known.set(entry, fn.pointer as Deno.PointerObject);
   return fn.pointer as Deno.PointerObject;

@@ -3,7 +3,7 @@
  * Each holds a reference to its device's context until disposed (`using`, or `[Symbol.dispose]()`).
  * @module
  */
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { OutParam } from "../../ffi/out_param.ts";
 import { CUDA_MEMCPY2D } from "../../ffi/cuda/layouts.ts";
 import { CU_MEMORYTYPE } from "../../ffi/cuda/symbols.ts";
 import { SluiceError } from "../errors.ts";
@@ -50,17 +50,17 @@ export class CudaBuffer {
   static alloc(byteLength: number, device = 0): CudaBuffer {
     const dc = acquireContext(device);
     try {
-      const slot = new OutSlot();
+      const out = new OutParam();
       withContext(
         dc,
         () =>
           checkCu(
-            cuda().cuMemAlloc_v2(slot.bytes, BigInt(byteLength)),
+            cuda().cuMemAlloc_v2(out.bytes, BigInt(byteLength)),
             `${byteLength} bytes`,
             "cuMemAlloc_v2",
           ),
       );
-      return new CudaBuffer(dc, slot.u64[0], byteLength);
+      return new CudaBuffer(dc, out.u64[0], byteLength);
     } catch (e) {
       releaseContext(dc);
       throw e;
@@ -163,7 +163,7 @@ export class CudaFrames {
   readonly frameSize: number;
   /** Pictures decoded in all (those the frame selector dropped included). */
   readonly decodedFrames: number;
-  /** Pictures left undecoded because no output slot shows them (`NvdecOptions.skipUnshown`). */
+  /** Pictures left undecoded because no output position shows them (`NvdecOptions.skipUnshown`). */
   readonly skippedFrames: number;
   readonly #buffer: CudaBuffer;
   readonly #owned: boolean;

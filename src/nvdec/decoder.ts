@@ -2,7 +2,7 @@
  * `decodeVideoNvdec(packets, opts)`: GPU decode through libnvcuvid. Same input as the CPU `decodeVideo`
  * (a {@link VideoPackets}, whole stream or window) and the same frame choice: the display callback asks the frame
  * selector (`src/media/frame_select.ts`, the CPU decoder's rule) what each frame does, and only frames that fill
- * output slots (or are held back for later ones, under `frameRate`/`"uniform"` sampling) are mapped and converted.
+ * output positions (or are held back for later ones, under `frameRate`/`"uniform"` sampling) are mapped and converted.
  *
  * - The parser's three callbacks are `Deno.UnsafeCallback`s run synchronously inside `cuvidParseVideoData`,
  *   on an {@link NvdecSession} (`session.ts`). An exception in a callback would be swallowed by the C side: it is
@@ -21,18 +21,18 @@
  * - The decoder is cached per thread and reconfigured (`cuvidReconfigureDecoder`) for the next stream when
  *   it fits (`decoder_cache.ts`); {@link releaseDecoderNvdec} destroys it. Any failure destroys it and releases
  *   everything taken.
- * - Decoding less: which frames fill slots is known before decoding (`framesShown`, a dry run of the selector
- *   over the packets' times). A frame held back for later slots is converted (into the scratch frame) only when
+ * - Decoding less: which frames fill positions is known before decoding (`framesShown`, a dry run of the selector
+ *   over the packets' times). A frame held back for later positions is converted (into the scratch frame) only when
  *   it will fill one; with `skipUnshown` (H.264, HEVC), a picture the parser marks non-reference
- *   (`CUVIDPICPARAMS.ref_pic_flag` 0) whose frame fills no slot is not sent to `cuvidDecodePicture`, and when
+ *   (`CUVIDPICPARAMS.ref_pic_flag` 0) whose frame fills no position is not sent to `cuvidDecodePicture`, and when
  *   the parser displays it, its time is offered to the selector as if it had been decoded (`ShownFrames`, the
  *   CPU's rule). Picture `k` of the decode callback is packet `k`; that, the display timestamps and the plan are
  *   checked as the parse goes, and anything unexpected (field pictures, a picture without its packet's
  *   timestamp) starts the decode over (`decodeOrStartOver`) with every picture decoded and every held frame
- *   converted. Parsing stops once every slot is filled.
+ *   converted. Parsing stops once every position is filled.
  * @module
  */
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { OutParam } from "../../ffi/out_param.ts";
 import {
   CUVIDEOFORMATEX,
   CUVIDPARSERPARAMS,
@@ -44,9 +44,9 @@ import { InvalidArgumentError, NvdecUnsupportedError } from "../errors.ts";
 import { NOPTS, VideoPackets } from "../media/packets.ts";
 import {
   decodeOrStartOver,
+  positionPlan,
   resolveSampling,
   type SamplingOptions,
-  slotPlan,
   StartOver,
 } from "../media/frame_select.ts";
 import type { CropRect } from "../media/crop.ts";
@@ -87,7 +87,7 @@ export interface NvdecOptions extends SamplingOptions {
   /** Max frames the parser may hold before display (`ulMaxDisplayDelay`, default 2). */
   displayDelay?: number;
   /**
-   * H.264 and HEVC: leave undecoded the non-reference pictures no output slot shows (`ref_pic_flag` 0; default
+   * H.264 and HEVC: leave undecoded the non-reference pictures no output position shows (`ref_pic_flag` 0; default
    * true): they are not sent to `cuvidDecodePicture`. The output is the same either way (see the module docs).
    */
   skipUnshown?: boolean;
@@ -160,19 +160,19 @@ export function decodeVideoNvdecSync(packets: VideoPackets, opts: NvdecOptions =
 }
 
 /**
- * {@link decodeVideoNvdecSync}, with the pts of the frame each slot shows, and the frames' `frameIndex` taken from
+ * {@link decodeVideoNvdecSync}, with the pts and the time of the frame each position shows, and the frames' `frameIndex` taken from
  * `indexBy` (the packets these are, or contain), none when null (the NVDEC clip pass indexes by the pass's).
  */
 export function decodeNvdec(
   given: VideoPackets,
   opts: NvdecOptions,
   indexBy: VideoPackets | null,
-): { frames: CudaFrames; framePts: BigInt64Array } {
+): { frames: CudaFrames; framePts: BigInt64Array; frameTimes: Float64Array } {
   const codec = validate(given, opts);
   const p = toAnnexB(given);
   const dc = acquireContext(opts.device ?? 0);
   try {
-    // First leaving out what no slot shows; when the stream is not what that assumes, every picture decoded and
+    // First leaving out what no position shows; when the stream is not what that assumes, every picture decoded and
     // every held frame converted.
     const mode = (leaveOut: boolean) => ({ leaveOut, skip: leaveOut && (opts.skipUnshown ?? true) });
     return decodeOrStartOver(
@@ -192,8 +192,8 @@ function decodeSession(
   mode: { leaveOut: boolean; skip: boolean },
   decodedBefore: number,
   indexBy: VideoPackets | null,
-): { frames: CudaFrames; framePts: BigInt64Array } {
-  const plan = slotPlan(p, resolveSampling(opts, (w) => new InvalidArgumentError(w)));
+): { frames: CudaFrames; framePts: BigInt64Array; frameTimes: Float64Array } {
+  const plan = positionPlan(p, resolveSampling(opts, (w) => new InvalidArgumentError(w)));
   const s = new NvdecSession(p, plan, opts, dc, mode);
   try {
     withContext(dc, () => {
@@ -216,7 +216,7 @@ function decodeSession(
       skippedFrames: s.skippedPictures,
       frameIndex: indexBy === null ? null : frameIndices(indexBy, framePts),
     });
-    return { frames, framePts };
+    return { frames, framePts, frameTimes: s.filler.frameTimes() };
   } catch (e) {
     if (e instanceof StartOver) {
       // The decoder is sound (only the plan was wrong): keep it; let the copies queued so far finish first.
@@ -254,9 +254,9 @@ function parseAll(p: VideoPackets, o: NvdecOptions, codec: number, s: NvdecSessi
         disp.pointer,
       )
       .ptr("pExtVideoInfo", seqhdr.length > 0 ? Deno.UnsafePointer.of(ext.bytes) : null);
-    const slot = new OutSlot();
-    checkCu(nv.cuvidCreateVideoParser(slot.bytes, params.bytes), p.source, "cuvidCreateVideoParser");
-    parser = slot.pointer;
+    const out = new OutParam();
+    checkCu(nv.cuvidCreateVideoParser(out.bytes, params.bytes), p.source, "cuvidCreateVideoParser");
+    parser = out.pointer;
     const pkt = new StructBuffer(CUVIDSOURCEDATAPACKET);
     if (seqhdr.length > 0) {
       pkt.u64("flags", 0).u64("payload_size", seqhdr.length).ptr("payload", Deno.UnsafePointer.of(seqhdr));
@@ -265,7 +265,7 @@ function parseAll(p: VideoPackets, o: NvdecOptions, codec: number, s: NvdecSessi
         throw cudaError(rc, p.source, "cuvidParseVideoData(sequence header)");
       }
     }
-    // Once every slot is filled, the later packets need not be parsed (nor the stream's end signalled).
+    // Once every position is filled, the later packets need not be parsed (nor the stream's end signalled).
     for (let i = 0; i < p.numPackets && s.error === undefined && !s.filler.done; i++) {
       const data = p.packet(i);
       const hasPts = p.pts[i] !== NOPTS;

@@ -7,7 +7,7 @@
  * {@link releaseDecoderNvdec} destroys it; a failed decode does too (its state is unknown).
  * @module
  */
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { OutParam } from "../../ffi/out_param.ts";
 import { CUVIDDECODECREATEINFO, CUVIDRECONFIGUREDECODERINFO } from "../../ffi/nvcuvid/layouts.ts";
 import { CUDA_VIDEO_SURFACE } from "../../ffi/nvcuvid/symbols.ts";
 import { checkCu, type DeviceContext, nvcuvid, releaseContext, withContext } from "./driver.ts";
@@ -113,7 +113,7 @@ export function configureDecoder(
     )
     .i32("OutputFormat", CUDA_VIDEO_SURFACE.NV12).i32("DeinterlaceMode", 0)
     .u64("ulTargetWidth", outWidth).u64("ulTargetHeight", outHeight).u64("ulNumOutputSurfaces", 2);
-  const h = new OutSlot();
+  const h = new OutParam();
   checkCu(nvcuvid().cuvidCreateDecoder(h.bytes, ci.bytes), source, "cuvidCreateDecoder");
   counts.created++;
   dc.refs++; // the cached decoder holds its own context reference

@@ -3,7 +3,7 @@
  * its own copy), `CUresult` checking into {@link CudaError}, and primary-context references per device.
  * @module
  */
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { OutParam } from "../../ffi/out_param.ts";
 import { type CudaLibrary, loadCuda } from "../../ffi/cuda/library.ts";
 import { loadNvcuvid, type NvcuvidLibrary } from "../../ffi/nvcuvid/library.ts";
 import { cudaErrorText } from "../../ffi/cuda/errors.ts";
@@ -78,20 +78,20 @@ export function acquireContext(device = 0): DeviceContext {
     return existing;
   }
   const cu = cuda();
-  const dev = new OutSlot();
+  const dev = new OutParam();
   checkCu(cu.cuDeviceGet(dev.bytes, device), `CUDA device ${device}`, "cuDeviceGet");
-  const cur = new OutSlot();
+  const cur = new OutParam();
   checkCu(cu.cuCtxGetCurrent(cur.bytes), "", "cuCtxGetCurrent");
   const current = cur.pointer;
   if (current !== null) {
-    const curDev = new OutSlot();
+    const curDev = new OutParam();
     if (cu.cuCtxGetDevice(curDev.bytes) === 0 && curDev.i32[0] === dev.i32[0]) {
       const dc = { device, ctx: current, retained: false, refs: 1, cleanups: [] };
       contexts.set(device, dc);
       return dc;
     }
   }
-  const pctx = new OutSlot();
+  const pctx = new OutParam();
   checkCu(
     cu.cuDevicePrimaryCtxRetain(pctx.bytes, dev.i32[0]),
     `CUDA device ${device}`,

@@ -34,12 +34,3 @@ export { decodeVideoNvdec, type NvdecOptions, releaseDecoderNvdec } from "./deco
 export { CudaBuffer, CudaFrames, type NvdecPixelFormat } from "./cuda_buffer.ts";
 export { toCuda } from "./to_cuda.ts";
 export { type NvdecAvailability, nvdecAvailable, nvdecConcurrency, selectDecoder } from "./available.ts";
-// The media types these signatures mention (the values live in `@sluice/sluice/media`)
-export type {
-  CodecInfo,
-  CropRect,
-  FrameSampling,
-  SamplingOptions,
-  VideoPackets,
-  VideoPacketsInit,
-} from "../media/mod.ts";

@@ -4,14 +4,14 @@
  * checks the stream (8-bit 4:2:0 within `cuvidGetDecoderCaps`'s limits, an even output size), picks the colour
  * matrix and configures this thread's decoder (`decoder_cache.ts`: hardware resize to the target size, crop to
  * the display area); the decode callback decodes a picture unless it is a non-reference one whose frame fills no
- * slot (`ShownFrames`); the display callback hands the frame to the output's `SlotFiller` (the CPU's bookkeeping,
- * `src/media/slot_filler.ts`), which says what to write where. The session is that filler's `FrameTarget`: a
- * surface is mapped only when a frame fills a slot or is kept back for later slots (converted once into a
+ * position (`ShownFrames`); the display callback hands the frame to the output's `PositionFiller` (the CPU's bookkeeping,
+ * `src/media/position_filler.ts`), which says what to write where. The session is that filler's `FrameTarget`: a
+ * surface is mapped only when a frame fills a position or is kept back for later positions (converted once into a
  * scratch frame, copied into each). An exception in a callback would be swallowed by the C side: it is stored
  * (`error`), the callback returns 0, and the caller rethrows it after the parse returns.
  * @module
  */
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { OutParam } from "../../ffi/out_param.ts";
 import {
   CUVIDDECODECAPS,
   CUVIDEOFORMAT,
@@ -24,8 +24,8 @@ import { CUDA_MEMCPY2D } from "../../ffi/cuda/layouts.ts";
 import { CU_MEMORYTYPE } from "../../ffi/cuda/symbols.ts";
 import { InvalidArgumentError, NvdecUnsupportedError } from "../errors.ts";
 import { NOPTS, ptsToSeconds, type VideoPackets } from "../media/packets.ts";
-import { framesInWindow, ShownFrames, type SlotPlan, StartOver } from "../media/frame_select.ts";
-import { type FrameTarget, SlotFiller } from "../media/slot_filler.ts";
+import { framesInWindow, type PositionPlan, ShownFrames, StartOver } from "../media/frame_select.ts";
+import { type FrameTarget, PositionFiller } from "../media/position_filler.ts";
 import type { CropRect } from "../media/crop.ts";
 import { checkCu, cuda, type DeviceContext, nvcuvid } from "./driver.ts";
 import { CudaBuffer, type NvdecPixelFormat } from "./cuda_buffer.ts";
@@ -59,7 +59,7 @@ class DisplayedPicture {
       const vpp = new StructBuffer(CUVIDPROCPARAMS)
         .i32("progressive_frame", this.info.i32("progressive_frame"))
         .i32("top_field_first", this.info.i32("top_field_first"));
-      const dptr = new OutSlot();
+      const dptr = new OutParam();
       const pitch = new Uint32Array(1);
       checkCu(
         nvcuvid().cuvidMapVideoFrame64(
@@ -97,21 +97,21 @@ export class NvdecSession implements FrameTarget<DisplayedPicture> {
   fullRange = false;
   buffer: CudaBuffer | undefined;
   owned = false;
-  readonly filler: SlotFiller<DisplayedPicture>;
+  readonly filler: PositionFiller<DisplayedPicture>;
   /** Frames the parser displayed. */
   displayed = 0;
-  /** Pictures sent to `cuvidDecodePicture`, and pictures left undecoded (their frames fill no slot). */
+  /** Pictures sent to `cuvidDecodePicture`, and pictures left undecoded (their frames fill no position). */
   decodedPictures = 0;
   skippedPictures = 0;
-  /** Grid sampling: the frame kept back for later slots (converted once, copied into each). */
+  /** Grid sampling: the frame kept back for later positions (converted once, copied into each). */
   #scratch: CudaBuffer | undefined;
   readonly #p: VideoPackets;
   readonly #o: SessionOutput;
   readonly #fmt: NvdecPixelFormat;
   readonly #dc: DeviceContext;
-  /** Which frames fill a slot (null when the packets' timestamps cannot tell). */
+  /** Which frames fill a position (null when the packets' timestamps cannot tell). */
   readonly #shown: ShownFrames | null;
-  /** Skip non-reference pictures that fill no slot. */
+  /** Skip non-reference pictures that fill no position. */
   readonly #skip: boolean;
   /** Decode callbacks so far (picture `k` is packet `k`), and each surface's expected timestamp. */
   #pictures = 0;
@@ -119,12 +119,12 @@ export class NvdecSession implements FrameTarget<DisplayedPicture> {
   readonly #skipped = new Set<number>();
 
   /**
-   * @param leaveOut leave out what no slot shows: convert a frame kept back only when it will fill a slot, and
-   *   (with `skip`, H.264/HEVC) do not decode the non-reference pictures no slot shows
+   * @param leaveOut leave out what no position shows: convert a frame kept back only when it will fill a position, and
+   *   (with `skip`, H.264/HEVC) do not decode the non-reference pictures no position shows
    */
   constructor(
     p: VideoPackets,
-    plan: SlotPlan,
+    plan: PositionPlan,
     o: SessionOutput,
     dc: DeviceContext,
     mode: { leaveOut: boolean; skip: boolean },
@@ -136,7 +136,7 @@ export class NvdecSession implements FrameTarget<DisplayedPicture> {
     const shown = mode.leaveOut ? ShownFrames.of(p, [plan]) : null;
     this.#shown = shown;
     this.#skip = mode.skip && shown !== null && (p.codec === "h264" || p.codec === "hevc");
-    this.filler = new SlotFiller(plan, this, shown === null ? null : (pts) => !shown.unshown(pts));
+    this.filler = new PositionFiller(plan, this, shown === null ? null : (pts) => !shown.unshown(pts));
   }
 
   get frameSize(): number {
@@ -181,7 +181,7 @@ export class NvdecSession implements FrameTarget<DisplayedPicture> {
     });
   }
 
-  /** `pfnDecodePicture`: decodes the picture, unless it is a non-reference one whose frame fills no slot. */
+  /** `pfnDecodePicture`: decodes the picture, unless it is a non-reference one whose frame fills no position. */
   decode(pic: Deno.PointerValue): number {
     return this.#guard(() => {
       const handle = cachedDecoder();
@@ -210,8 +210,8 @@ export class NvdecSession implements FrameTarget<DisplayedPicture> {
   }
 
   /**
-   * `pfnDisplayPicture`: the frame goes to the slot filler (a picture left undecoded, by its time only), which
-   * maps and converts it only when it fills slots or is kept back for later ones.
+   * `pfnDisplayPicture`: the frame goes to the position filler (a picture left undecoded, by its time only), which
+   * maps and converts it only when it fills positions or is kept back for later ones.
    */
   display(infoPtr: Deno.PointerValue): number {
     return this.#guard(() => {
@@ -239,7 +239,7 @@ export class NvdecSession implements FrameTarget<DisplayedPicture> {
     });
   }
 
-  /** End of stream: the frame kept back fills the slots left. */
+  /** End of stream: the frame kept back fills the positions left. */
   finish(): void {
     this.filler.finish();
   }
@@ -253,35 +253,35 @@ export class NvdecSession implements FrameTarget<DisplayedPicture> {
 
   // ---------------------------------------------------------------------------------------- FrameTarget
 
-  /** Converts the picture into slot `first`, copies it into the next `count - 1`. */
+  /** Converts the picture into position `first`, copies it into the next `count - 1`. */
   write(pic: DisplayedPicture, first: number, count: number): void {
     const s = pic.surface();
-    this.#writeSlot(s.ptr, s.pitch, this.#slotPtr(first));
-    for (let k = 1; k < count; k++) this.#copyFrame(this.#slotPtr(first), this.#slotPtr(first + k));
+    this.#writeFrame(s.ptr, s.pitch, this.#framePtr(first));
+    for (let k = 1; k < count; k++) this.#copyFrame(this.#framePtr(first), this.#framePtr(first + k));
   }
 
   /** Converts the picture into the scratch frame. */
   keep(pic: DisplayedPicture): void {
     const s = pic.surface();
-    this.#writeSlot(s.ptr, s.pitch, this.#scratchPtr());
+    this.#writeFrame(s.ptr, s.pitch, this.#scratchPtr());
   }
 
-  /** Copies the scratch frame into slots `[first, first + count)`. */
+  /** Copies the scratch frame into positions `[first, first + count)`. */
   writeKept(first: number, count: number): void {
-    for (let k = 0; k < count; k++) this.#copyFrame(this.#scratchPtr(), this.#slotPtr(first + k));
+    for (let k = 0; k < count; k++) this.#copyFrame(this.#scratchPtr(), this.#framePtr(first + k));
   }
 
   /** Nothing to free: the scratch frame is reused until {@link releaseScratch}. */
   drop(): void {}
 
-  /** Device address of output slot `slot`, checked against the buffer. */
-  #slotPtr(slot: number): bigint {
-    if ((slot + 1) * this.frameSize > this.buffer!.byteLength) {
+  /** Device address of output position `position`, checked against the buffer. */
+  #framePtr(position: number): bigint {
+    if ((position + 1) * this.frameSize > this.buffer!.byteLength) {
       throw new InvalidArgumentError(
-        `${this.#p.source}: decodeVideoNvdec: output buffer holds only ${slot} frames`,
+        `${this.#p.source}: decodeVideoNvdec: output buffer holds only ${position} frames`,
       );
     }
-    return this.buffer!.devicePtr + BigInt(slot * this.frameSize);
+    return this.buffer!.devicePtr + BigInt(position * this.frameSize);
   }
 
   #scratchPtr(): bigint {
@@ -293,7 +293,7 @@ export class NvdecSession implements FrameTarget<DisplayedPicture> {
     this.#copy2d(src, this.outWidth, dst, this.outWidth, this.frameSize / this.outWidth);
   }
 
-  #writeSlot(src: bigint, pitch: number, dst: bigint): void {
+  #writeFrame(src: bigint, pitch: number, dst: bigint): void {
     const w = this.outWidth;
     const h = this.outHeight;
     const chroma = src + BigInt(pitch * ((h + 1) & ~1));

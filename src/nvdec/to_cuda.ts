@@ -1,5 +1,5 @@
 /** `toCuda(frames)`: host frames to device memory through pinned staging and an async copy. @module */
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { OutParam } from "../../ffi/out_param.ts";
 import { CudaBuffer } from "./cuda_buffer.ts";
 import { settle } from "../settle.ts";
 import { checkCu, cuda, withContext } from "./driver.ts";
@@ -15,13 +15,13 @@ export function toCuda(
     try {
       withContext(buf.context, () => {
         const cu = cuda();
-        const slot = new OutSlot();
+        const out = new OutParam();
         checkCu(
-          cu.cuMemAllocHost_v2(slot.bytes, BigInt(Math.max(1, data.length))),
+          cu.cuMemAllocHost_v2(out.bytes, BigInt(Math.max(1, data.length))),
           "toCuda staging",
           "cuMemAllocHost_v2",
         );
-        const pinned = slot.pointer!;
+        const pinned = out.pointer!;
         try {
           if (data.length) {
             new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(pinned, data.length)).set(data);

@@ -50,6 +50,23 @@ export interface FormatStatsOptions {
 /**
  * An aligned table of the stats, then a line per stalled stage, the auto-concurrency controller's last decision
  * (when a stage is under it; `*` marks such stages' concurrency), and a line naming the likely bottleneck.
+ * @param stats a pipeline's stats (a loader's: `loader.stats().pipeline`)
+ * @param opts the width to fit the table into
+ * @returns the text, lines joined by `\n`
+ * @example Where a loader's time went
+ * ```ts
+ * import { formatStats, videoClassificationLoader } from "@sluice/sluice";
+ *
+ * await using loader = await videoClassificationLoader({
+ *   dataset: "data/train",
+ *   batchSize: 8,
+ *   clip: { numFrames: 16, width: 112, height: 112 },
+ * });
+ * for await (using _batch of loader) {
+ *   // a training step
+ * }
+ * console.log(formatStats(loader.stats().pipeline, { width: 100 }));
+ * ```
  */
 export function formatStats(stats: PipelineStats, opts: FormatStatsOptions = {}): string {
   let columns = COLUMNS;

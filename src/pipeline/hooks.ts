@@ -66,6 +66,23 @@ export interface PipelineHook {
 /**
  * A hook appending one JSON line per report to `path`: `{"t": <Date.now()>, ...stats}`. Install it with
  * `build({ hooks: [jsonlStatsHook(path)] })` (or the loader's `hooks` option).
+ * @param path the file to append to (created when missing)
+ * @returns the hook
+ * @example A loader's stats every second, to a file
+ * ```ts
+ * import { jsonlStatsHook, videoClassificationLoader } from "@sluice/sluice";
+ *
+ * await using loader = await videoClassificationLoader({
+ *   dataset: "data/train",
+ *   batchSize: 8,
+ *   clip: { numFrames: 16, width: 112, height: 112 },
+ *   hooks: [jsonlStatsHook("stats.jsonl")],
+ *   reportInterval: 1000,
+ * });
+ * for await (using _batch of loader) {
+ *   // a training step
+ * }
+ * ```
  */
 export function jsonlStatsHook(path: string): PipelineHook {
   return {

@@ -9,7 +9,8 @@
  *
  * @example A source, an async stage with concurrency, batches, stats
  * ```ts
- * import { formatStats, PipelineBuilder } from "@sluice/sluice/pipeline";
+ * import { formatStats } from "@sluice/sluice";
+ * import { PipelineBuilder } from "@sluice/sluice/pipeline";
  *
  * const pipeline = new PipelineBuilder()
  *   .addSource([1, 2, 3, 4, 5, 6, 7, 8], { name: "ids" })
@@ -51,14 +52,12 @@ export {
 export type { AutoConcurrencyOptions, AutoConfig } from "./auto_policy.ts";
 export { type Clock, realClock } from "./clock.ts";
 export { type Executor, mainThread, type PipeFn, type TaskContext } from "./executor.ts";
-export { jsonlStatsHook, type PipelineEvent, type PipelineHook } from "./hooks.ts";
-export { formatStats, type FormatStatsOptions } from "./format_stats.ts";
+export type { FormatStatsOptions } from "./format_stats.ts";
 export { type BuildOptions, Pipeline, type ResolvedBuildOptions, type SinkOptions } from "./pipeline.ts";
 export type { MaxFailures, StageControl } from "./stage.ts";
 export type {
   ControllerDecision,
   ControllerStats,
-  PipelineStats,
   QueueCounters,
   StageBound,
   StageKind,
@@ -76,4 +75,5 @@ export {
   type SerializedError,
   type SerializedValue,
   serializeError,
+  type StageError,
 } from "../errors.ts";

@@ -1,14 +1,5 @@
 /**
- * `benchIo`: how fast a dataset's bytes come off the storage, cold (page cache dropped for the dataset's files
- * first, with `posix_fadvise(DONTNEED)`: what a dataset bigger than RAM sees) and warm (read again at once),
- * through the same calls the loader makes (`fetchBytes`, whole or by range).
- *
- * Per dataset and access pattern it reports bytes, seconds, MB/s, files/s (files or shards opened) and
- * clips/s (videos delivered):
- * - one file per video (a directory tree or manifest): each video read whole, in a seeded shuffled order
- *   (the loader's order is shuffled too);
- * - shards (a packed directory, `shards.json`, an index or a tar): `sequential` reads each shard whole, shards
- *   in a shuffled order; `indexed` reads each video with one positioned read, in a shuffled order.
+ * `benchIo`: how fast a dataset's bytes come off the storage, cold and warm.
  * @module
  */
 
@@ -146,7 +137,22 @@ async function run(plan: Plan, cache: IoPass["cache"], concurrency: number): Pro
   };
 }
 
-/** Measures every dataset of `sources`; see the module docs. */
+/**
+ * How fast a dataset's bytes come off the storage, cold (page cache dropped for the dataset's files
+ * first, with `posix_fadvise(DONTNEED)`: what a dataset bigger than RAM sees) and warm (read again at once),
+ * through the same calls the loader makes (`fetchBytes`, whole or by range).
+ *
+ * Per dataset and access pattern it reports bytes, seconds, MB/s, files/s (files or shards opened) and
+ * clips/s (videos delivered):
+ * - one file per video (a directory tree or manifest): each video read whole, in a seeded shuffled order
+ *   (the loader's order is shuffled too);
+ * - shards (a packed directory, `shards.json`, an index or a tar): `sequential` reads each shard whole, shards
+ *   in a shuffled order; `indexed` reads each video with one positioned read, in a shuffled order.
+ * @param sources the datasets: directories, manifests, or shard sets
+ * @param opts cold or warm only, the read order's seed, reads in flight, passes per measurement
+ * @returns one pass per dataset, access pattern and cache state
+ * @throws {SluiceError} when `cold` is asked and the page cache cannot be dropped
+ */
 export async function benchIo(sources: string[], opts: BenchIoOptions = {}): Promise<IoPass[]> {
   const out: IoPass[] = [];
   const repeat = Math.max(1, opts.repeat ?? 1), concurrency = opts.concurrency ?? 1;

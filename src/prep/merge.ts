@@ -1,7 +1,5 @@
 /**
- * `mergeManifests`: joins the prepared manifests that the `N` shards of a transcode wrote
- * (`manifest.shard-I-of-N.jsonl`) into one, in input order (`source_index`). Refuses to guess: shards of
- * different counts, a missing shard (unless allowed), two rows for one input or one output are errors.
+ * `mergeManifests`: the prepared manifests of a transcode's shards, joined into one.
  * @module
  */
 
@@ -33,6 +31,8 @@ const SHARD_NAME = /manifest\.shard-(\d+)-of-(\d+)\.jsonl$/;
 /**
  * The shard manifests to merge: each argument is a manifest file, or a directory whose
  * `manifest.shard-I-of-N.jsonl` files are taken.
+ * @param args the files and directories
+ * @returns the manifest files, sorted
  */
 export async function findShardManifests(args: string[]): Promise<string[]> {
   const out: string[] = [];
@@ -59,7 +59,16 @@ export async function findShardManifests(args: string[]): Promise<string[]> {
   return out;
 }
 
-/** Merges shard manifests into `output`; see the module docs. */
+/**
+ * Joins the prepared manifests that the `N` shards of a transcode wrote
+ * (`manifest.shard-I-of-N.jsonl`) into one, in input order (`source_index`). Refuses to guess: shards of
+ * different counts, a missing shard (unless allowed), two rows for one input or one output are errors.
+ * @param inputs the shard manifests ({@link findShardManifests} finds them)
+ * @param output the merged manifest to write
+ * @param opts whether a missing shard is allowed
+ * @returns what was written, from which inputs
+ * @throws {DatasetError} for shards of different counts, a missing shard, or two rows for one input or output
+ */
 export async function mergeManifests(
   inputs: string[],
   output: string,

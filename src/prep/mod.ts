@@ -3,14 +3,15 @@
  * re-encodes a directory tree or manifest to one height, frame rate, codec and keyframe interval (resumable,
  * shardable across machines with {@link parseWorkShard}, joined with {@link mergeManifests});
  * {@link packShards} packs it into tar shards with sidecar indexes (WebDataset-compatible) that
- * {@link verifyShard} checks; {@link openShards} and {@link streamSamples} read shards back (the loader opens a
- * shard directory like any dataset); {@link benchIo} measures read throughput with a cold page cache. The same
+ * {@link verifyShard} checks (`openShards` and `streamSamples` in `@sluice/sluice/dataset` read shards back, and
+ * the loader opens a shard directory like any dataset); {@link benchIo} measures read throughput with a cold page cache. The same
  * steps are `sluice transcode`, `sluice manifest merge`, `sluice pack`, `sluice verify` and `sluice bench-io`.
  *
  * @example Transcode, pack, verify, stream
  * ```ts
  * import { makeSyntheticDataset } from "@sluice/sluice";
- * import { openShards, packShards, streamSamples, transcodeDataset, verifyShard } from "@sluice/sluice/prep";
+ * import { openShards, streamSamples } from "@sluice/sluice/dataset";
+ * import { packShards, transcodeDataset, verifyShard } from "@sluice/sluice/prep";
  *
  * const dir = await Deno.makeTempDir();
  * makeSyntheticDataset(`${dir}/raw`, { videos: 8, classes: 2, durationSec: 2, width: 320, height: 240 });
@@ -51,32 +52,6 @@ export { parseWorkShard, resolveWorkShard, type WorkShard } from "./work_shard.t
 export { findShardManifests, mergeManifests, type MergeOptions, type MergeReport } from "./merge.ts";
 export { type PackOptions, packShards, type PackSummary, parseByteSize } from "./pack.ts";
 export { type VerifyReport, verifyShard } from "./verify_shard.ts";
-export {
-  type OpenedShard,
-  type OpenedShards,
-  openShards,
-  readMember,
-  readSampleMeta,
-  readSampleVideo,
-  shardOrder,
-  type ShardReadOptions,
-  type StreamedSample,
-  type StreamOptions,
-  streamSamples,
-} from "../dataset/shards/reader.ts";
-export type {
-  MemberLocation,
-  ShardEntry,
-  ShardIndex,
-  ShardSample,
-  ShardSet,
-} from "../dataset/shards/index_format.ts";
-export {
-  type MemberRef,
-  type ShardDataset,
-  shardDataset,
-  type ShardVideoItem,
-} from "../dataset/shards/dataset.ts";
 export { benchIo, type BenchIoOptions, type IoPass } from "./bench_io.ts";
 export { canDropPageCache, dropFromPageCache } from "./page_cache.ts";
 export {
@@ -85,11 +60,3 @@ export {
   readPattern,
   type SyntheticVideoOptions,
 } from "./synthetic.ts";
-
-// Types these signatures mention, defined with the loader (`@sluice/sluice`) and the media calls
-export type { MediaInput } from "../media/source.ts";
-export type { ShardError, SluiceError } from "../errors.ts";
-export type { FetchOptions } from "../dataset/fetch.ts";
-export type { SkippedFile, VideoDataset, VideoItem } from "../dataset/dataset.ts";
-export type { IndexedVideo } from "../dataset/video_index.ts";
-export type { SampledVideo } from "../dataset/sampler.ts";

@@ -8,7 +8,7 @@
 
 import { cstr } from "../../ffi/cstring.ts";
 import { OutputContext } from "../media/av_objects.ts";
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { OutParam } from "../../ffi/out_param.ts";
 import { check, ffmpeg } from "../media/ffmpeg.ts";
 import { formatContext, packet, type Ptr, type Rational, stream } from "../media/structs.ts";
 import { MediaError } from "../errors.ts";
@@ -27,13 +27,13 @@ export class Muxer implements Disposable {
   /** Allocates the output context for `path` in container `format` (a libavformat muxer name). */
   constructor(path: string, format = "mp4") {
     this.path = path;
-    const slot = new OutSlot();
+    const out = new OutParam();
     check(
-      ffmpeg().avformat.avformat_alloc_output_context2(slot.bytes, null, cstr(format), cstr(path)),
+      ffmpeg().avformat.avformat_alloc_output_context2(out.bytes, null, cstr(format), cstr(path)),
       path,
       `avformat_alloc_output_context2(${format})`,
     );
-    this.#oc = new OutputContext(slot.pointer);
+    this.#oc = new OutputContext(out.pointer);
   }
 
   /**
@@ -68,7 +68,7 @@ export class Muxer implements Disposable {
   /** Creates the file and writes the container header. */
   open(): void {
     const { avformat } = ffmpeg();
-    const pb = new OutSlot();
+    const pb = new OutParam();
     check(avformat.avio_open(pb.bytes, cstr(this.path), AVIO_FLAG_WRITE), this.path, "avio_open");
     formatContext.setPb(this.#oc.ptr, pb.pointer);
     this.#pbOpen = true;
@@ -105,8 +105,8 @@ export class Muxer implements Disposable {
 
   #closeFile(checked: boolean): void {
     if (!this.#pbOpen) return;
-    const slot = new OutSlot(formatContext.pb(this.#oc.ptr));
-    const rc = ffmpeg().avformat.avio_closep(slot.bytes);
+    const out = new OutParam(formatContext.pb(this.#oc.ptr));
+    const rc = ffmpeg().avformat.avio_closep(out.bytes);
     formatContext.setPb(this.#oc.ptr, null);
     this.#pbOpen = false;
     if (checked) check(rc, this.path, "avio_closep");

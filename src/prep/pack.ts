@@ -1,15 +1,5 @@
 /**
- * `packShards`: packs the videos of a dataset (a prepared JSONL manifest, any manifest, or a directory tree)
- * into POSIX tar shards in WebDataset's layout: per sample `<key>.<ext>` (the video's bytes, unchanged) then
- * `<key>.json` (`path`, `label`, `class` and every extra column of the manifest), shards filled up to
- * `shardSize` bytes in manifest order (a video bigger than that gets a shard of its own). Beside each shard
- * goes its sidecar index (`<shard>.idx.json`, see `src/dataset/shards/index_format.ts`), and a `shards.json` lists the
- * set; `openShards` opens the output directory (or that file's URL) as a dataset.
- *
- * Labels and time ranges come from the loader's own dataset and index code (`openDataset`, `indexDataset` with
- * keyframes), so the loader over the shards plans exactly what it plans over the files. Videos that cannot
- * be read or probed are listed and left out. Shards are written under hidden temporary names and renamed when
- * complete.
+ * `packShards`: a dataset packed into WebDataset-style tar shards with sidecar indexes.
  * @module
  */
 
@@ -65,7 +55,12 @@ export interface PackSummary {
 /** The shard set file name in a packed directory. */
 export const SHARD_SET_FILE = "shards.json";
 
-/** Parses a byte size: `1GiB`, `500MB`, `64M`, `1048576` (K/M/G/T: binary with or without `i`, decimal with `B`). */
+/**
+ * Parses a byte size: `1GiB`, `500MB`, `64M`, `1048576` (K/M/G/T: binary with or without `i`, decimal with `B`).
+ * @param s the size as written
+ * @returns bytes
+ * @throws {InvalidArgumentError} for a size it cannot read
+ */
 export function parseByteSize(s: string): number {
   const m = s.trim().match(/^(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)(b?)$/i);
   if (!m) throw new InvalidArgumentError(`not a byte size: "${s}" (e.g. 1GiB, 500MB, 64M)`);
@@ -174,7 +169,21 @@ async function writeAtomic(path: string, text: string): Promise<void> {
   await Deno.rename(tmp, path);
 }
 
-/** Packs a dataset into shards; see the module docs. */
+/**
+ * Packs the videos of a dataset (a prepared JSONL manifest, any manifest, or a directory tree)
+ * into POSIX tar shards in WebDataset's layout: per sample `<key>.<ext>` (the video's bytes, unchanged) then
+ * `<key>.json` (`path`, `label`, `class` and every extra column of the manifest), shards filled up to
+ * `shardSize` bytes in manifest order (a video bigger than that gets a shard of its own). Beside each shard
+ * goes its sidecar index (`<shard>.idx.json`, see `src/dataset/shards/index_format.ts`), and a `shards.json` lists the
+ * set; `openShards` opens the output directory (or that file's URL) as a dataset.
+ *
+ * Labels and time ranges come from the loader's own dataset and index code (`openDataset`, `indexDataset` with
+ * keyframes), so the loader over the shards plans exactly what it plans over the files. Videos that cannot
+ * be read or probed are listed and left out. Shards are written under hidden temporary names and renamed when
+ * complete.
+ * @param opts the manifest or tree to pack, the output directory, the shard size ({@link PackOptions})
+ * @returns the shards written and the videos left out, with why
+ */
 export async function packShards(opts: PackOptions): Promise<PackSummary> {
   const shardSize = opts.shardSize ?? 1024 ** 3;
   if (!(shardSize >= 4 * BLOCK)) {

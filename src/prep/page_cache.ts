@@ -10,14 +10,19 @@ import { libc, O_CLOEXEC, O_RDONLY, POSIX_FADV_DONTNEED } from "../../ffi/libc.t
 import { cstr } from "../../ffi/cstring.ts";
 import { SluiceError } from "../errors.ts";
 
-/** True when this process can drop files from the page cache (Linux, FFI permission granted). */
+/**
+ * Whether this process can drop files from the page cache.
+ * @returns true on Linux with the FFI permission granted
+ */
 export function canDropPageCache(): boolean {
   return libc() !== null;
 }
 
 /**
- * Drops every file of `paths` from the page cache. Throws a {@link SluiceError} naming the file when it cannot
- * be opened or the kernel refuses the advice, and when {@link canDropPageCache} is false.
+ * Drops every file of `paths` from the page cache (`posix_fadvise(DONTNEED)`).
+ * @param paths the files
+ * @throws {SluiceError} naming the file when it cannot be opened or the kernel refuses the advice, and when
+ *   {@link canDropPageCache} is false
  */
 export function dropFromPageCache(paths: Iterable<string>): void {
   const c = libc();

@@ -111,6 +111,12 @@ export interface PatternReading {
  * Reads label and frame index back from one RGB24 frame (`width * height * 3` bytes starting at `offset`, or a
  * planar frame when `planeStride` is given: R, G, B planes `planeStride` bytes apart). Returns null when the check
  * row does not match (not a sluice pattern, or too damaged).
+ * @param rgb the frame's bytes
+ * @param width the frame's width
+ * @param height the frame's height
+ * @param offset where the frame starts in `rgb`
+ * @param planeStride bytes between the R, G and B planes of a planar frame (none: packed RGB24)
+ * @returns the label and frame index drawn in it, or null
  */
 export function readPattern(
   rgb: Uint8Array,
@@ -161,7 +167,13 @@ function blockLuma(
   return sum / n;
 }
 
-/** Encodes one synthetic video to `path` (MP4) with prep's encoder and muxer. Returns the encoder used. */
+/**
+ * Encodes one synthetic video to `path` (MP4) with prep's encoder and muxer: each frame shows its label and
+ * its index as a pattern {@link readPattern} reads back.
+ * @param path the file to write
+ * @param opts label, frames, rate, size and encoder
+ * @returns the encoder used
+ */
 export function encodeSyntheticVideo(path: string, opts: SyntheticVideoOptions): string {
   const frames = opts.frames ?? 100, fps = opts.fps ?? 25;
   const width = opts.width ?? 320, height = opts.height ?? 240;
@@ -230,7 +242,24 @@ export interface SyntheticDatasetOptions {
 
 /**
  * Writes `dir/class_KK/video_NNNN.mp4` (video n has label n mod classes), a directory-tree dataset whose labels,
- * sorted by name, match the labels drawn in the frames. Returns the paths written.
+ * sorted by name, match the labels drawn in the frames (`sluice make-dataset` does the same).
+ * @param dir the directory to write (created when missing)
+ * @param opts how many videos and classes, their length, frame rate, size and encoder
+ * @returns the paths written
+ * @throws {EncoderNotFoundError} when the loaded FFmpeg has no encoder for the videos
+ * @example A dataset to try the loader on
+ * ```ts
+ * import { makeSyntheticDataset, videoClassificationLoader } from "@sluice/sluice";
+ *
+ * const dir = await Deno.makeTempDir();
+ * makeSyntheticDataset(dir, { videos: 8, classes: 2, durationSec: 2, width: 160, height: 120 });
+ * await using loader = await videoClassificationLoader({
+ *   dataset: dir,
+ *   batchSize: 4,
+ *   clip: { numFrames: 8, width: 64, height: 64 },
+ * });
+ * for await (using batch of loader) console.log(batch.labels);
+ * ```
  */
 export function makeSyntheticDataset(dir: string, opts: SyntheticDatasetOptions): string[] {
   if (!(opts.videos >= 1) || !(opts.classes >= 1) || opts.classes > 256) {

@@ -1,14 +1,5 @@
 /**
- * `transcodeVideoSync`: re-encodes one video at the spatial and temporal resolution a model trains at, so the
- * loader decodes no pixel it will throw away: `height` pixels high (width from the display aspect ratio, the
- * source's pixel aspect ratio included, rounded to an even number; the output's pixels are square), `fps` frames
- * per second, a keyframe exactly every `gop` frames, display rotation applied to the pixels (the output has none
- * left to apply), audio dropped unless asked for (then copied unchanged).
- *
- * The source is read in chunks of about `chunkSec` seconds (a window each, through `demuxVideoSync` and
- * `decodeVideoSync` with `frameRate`, the frame selection the loader's clips use: output frame `k` shows what
- * the loader's clip starting at the source's start would show in slot `k`), so memory stays bounded for any
- * length. Pixels are turned with `orientPlane` and fed straight into the encoder's frame.
+ * `transcodeVideoSync`: one video re-encoded at the resolution a model trains at.
  * @module
  */
 
@@ -79,6 +70,12 @@ export interface TranscodeResult {
  * probed), shown turned by `rotation`: `height` high, the width keeping the display aspect ratio, rounded to the
  * nearest even number (at least 2). The output's pixels are square: a 720×480 MPEG-2 frame of 16:9 (pixels
  * 32:27) becomes 228×128, where `scale=-2:128` would give 192×128 and leave the stretch to its SAR.
+ * @param codedWidth the source's coded width
+ * @param codedHeight the source's coded height
+ * @param rotation the display rotation, degrees
+ * @param height the output height
+ * @param sampleAspectRatio the source's pixel aspect ratio, `[num, den]` as probed (default square)
+ * @returns the output's width and height
  */
 export function outputSize(
   codedWidth: number,
@@ -110,7 +107,24 @@ export function validateTranscodeOptions(o: TranscodeOptions): void {
   }
 }
 
-/** Transcodes `src` into a new file at `dst`; see the module docs. Throws {@link MediaError} naming `src`. */
+/**
+ * Re-encodes one video at the spatial and temporal resolution a model trains at, so the
+ * loader decodes no pixel it will throw away: `height` pixels high (width from the display aspect ratio, the
+ * source's pixel aspect ratio included, rounded to an even number; the output's pixels are square), `fps` frames
+ * per second, a keyframe exactly every `gop` frames, display rotation applied to the pixels (the output has none
+ * left to apply), audio dropped unless asked for (then copied unchanged).
+ *
+ * The source is read in chunks of about `chunkSec` seconds (a window each, through `demuxVideoSync` and
+ * `decodeVideoSync` with `frameRate`, the frame selection the loader's clips use: output frame `k` shows what
+ * the loader's clip starting at the source's start would show at frame position `k`), so memory stays bounded for any
+ * length. Pixels are turned with `orientPlane` and fed straight into the encoder's frame.
+ * @param src the source video: a path, or its bytes
+ * @param dst the file to write
+ * @param opts height, frame rate, codec, keyframe interval and the rest of {@link TranscodeOptions}
+ * @returns the encoder used, the output's size, rate, frames, duration and keyframe times
+ * @throws {MediaError} naming `src`, when it cannot be read or encoded
+ * @throws {InvalidArgumentError} for an option out of range
+ */
 export function transcodeVideoSync(src: MediaInput, dst: string, opts: TranscodeOptions): TranscodeResult {
   validateTranscodeOptions(opts);
   const label = sourceLabel(src);
@@ -224,7 +238,13 @@ function copyFrame(frames: VideoFrames, i: number, enc: VideoEncoder, rotation: 
   });
 }
 
-/** {@link transcodeVideoSync} as a Promise (the work is synchronous FFI: run it in a Worker for parallelism). */
+/**
+ * {@link transcodeVideoSync} as a Promise (the work is synchronous FFI: run it in a Worker for parallelism).
+ * @param src the source video: a path, or its bytes
+ * @param dst the file to write
+ * @param opts height, frame rate, codec, keyframe interval and the rest of {@link TranscodeOptions}
+ * @returns what {@link transcodeVideoSync} returns
+ */
 export function transcodeVideo(
   src: MediaInput,
   dst: string,

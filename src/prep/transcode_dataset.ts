@@ -1,12 +1,5 @@
 /**
- * `transcodeDataset`: re-encodes a whole dataset (a directory tree or a CSV/JSONL manifest) into an output
- * directory at one size, frame rate, codec and keyframe interval, `jobs` videos at a time (one Worker each),
- * and writes the prepared manifest (`manifest.jsonl`, or `manifest.shard-I-of-N.jsonl` for shard `I` of `N`;
- * join those with `mergeManifests`). Each output keeps its input's relative path (extension `.mp4`; a row with
- * a `start`/`end` range gets `_<start>-<end>` added), label and extra columns.
- *
- * Resumable: outputs that exist and probe as the request are kept (see `transcode_worker.ts`). Failures are
- * listed (in the summary, and in `failures[.shard-I-of-N].jsonl`) and skipped, never fatal.
+ * `transcodeDataset`: a whole dataset re-encoded at one size, frame rate, codec and keyframe interval.
  * @module
  */
 
@@ -61,7 +54,18 @@ export function outputRelative(row: Pick<SourceRow, "relative" | "start" | "end"
   return `${stem}${range}.mp4`;
 }
 
-/** Transcodes a dataset; see the module docs. */
+/**
+ * Re-encodes a whole dataset (a directory tree or a CSV/JSONL manifest) into an output
+ * directory at one size, frame rate, codec and keyframe interval, `jobs` videos at a time (one Worker each),
+ * and writes the prepared manifest (`manifest.jsonl`, or `manifest.shard-I-of-N.jsonl` for shard `I` of `N`;
+ * join those with `mergeManifests`). Each output keeps its input's relative path (extension `.mp4`; a row with
+ * a `start`/`end` range gets `_<start>-<end>` added), label and extra columns.
+ *
+ * Resumable: outputs that exist and probe as the request are kept (see `transcode_worker.ts`). Failures are
+ * listed (in the summary, and in `failures[.shard-I-of-N].jsonl`) and skipped, never fatal.
+ * @param opts the input, the output directory, the target and the jobs ({@link TranscodeDatasetOptions})
+ * @returns the counts, the prepared manifest written and the failures
+ */
 export async function transcodeDataset(opts: TranscodeDatasetOptions): Promise<TranscodeSummary> {
   validateTranscodeOptions(opts);
   findEncoder(opts.codec, opts.encoder); // a missing encoder fails here, once, not once per video

@@ -60,7 +60,13 @@ function memorySource(bytes: Uint8Array): Source {
   };
 }
 
-/** Verifies `shard` (path or URL) against its index (default: the sidecar `<shard>.idx.json`). */
+/**
+ * Verifies `shard` against its index: the tar's headers, each member's offset, size and SHA-256, the sample's
+ * pairing of video and metadata.
+ * @param shard the shard's path or URL
+ * @param opts the index (default: the sidecar `<shard>.idx.json`)
+ * @returns the samples and bytes the index lists, the members verified, and each problem found
+ */
 export async function verifyShard(shard: string, opts: { index?: string } = {}): Promise<VerifyReport> {
   const indexPath = opts.index ?? indexNameOf(shard);
   const problems: ShardError[] = [];

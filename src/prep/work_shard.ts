@@ -41,14 +41,28 @@ function checked(index: number, count: number, from: string, what: string): Work
   return { index, count, from };
 }
 
-/** Parses `I/N` (e.g. `0/4`). */
+/**
+ * Parses `I/N` (e.g. `0/4`).
+ * @param spec the shard as written
+ * @returns its index and count
+ * @throws {InvalidArgumentError} when it does not read as `I/N` with `0 <= I < N`
+ */
 export function parseWorkShard(spec: string): WorkShard {
   const m = spec.trim().match(/^(\d+)\/(\d+)$/);
   if (!m) throw new InvalidArgumentError(`--shard must look like I/N (e.g. 0/4), got "${spec}"`);
   return checked(Number(m[1]), Number(m[2]), "--shard", `--shard ${spec}`);
 }
 
-/** The shard of this run: `flag` when given, else the scheduler's variables in `env` (see the module docs). */
+/**
+ * The shard of this run: `flag` when given, else the scheduler's variables in `env`: a Slurm job array
+ * (`SLURM_ARRAY_TASK_ID` − `SLURM_ARRAY_TASK_MIN` of `SLURM_ARRAY_TASK_COUNT`), a Kubernetes indexed Job
+ * (`JOB_COMPLETION_INDEX` of `JOB_COMPLETIONS`), torchrun (`RANK` of `WORLD_SIZE`); else shard 0 of 1.
+ * @param flag `--shard I/N`, when given
+ * @param env the environment (default this process's)
+ * @returns the shard's index and count
+ * @throws {InvalidArgumentError} for a flag that does not read as `I/N`, or a scheduler's variables that are
+ *   incomplete or out of range
+ */
 export function resolveWorkShard(
   flag?: string,
   env: Record<string, string | undefined> = Deno.env.toObject(),

@@ -16,7 +16,7 @@
  */
 
 import { WAIT_BUCKETS_S } from "./data_wait.ts";
-import type { NodeStats } from "./node_hub.ts";
+import type { NodeStats } from "./node_stats.ts";
 import type { BatchServer } from "./server.ts";
 
 /** One metric family: its help, its type and its samples. */

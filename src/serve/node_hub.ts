@@ -24,7 +24,7 @@ import { InvalidArgumentError } from "../errors.ts";
 import { type LoaderPlan, openLoader, planLoader } from "../loader/loader.ts";
 import { CLIP_WORKER } from "../loader/front.ts";
 import { ThreadBudget } from "../loader/decode_threads.ts";
-import { LaneShares, type LaneShareStats } from "../loader/lane_share.ts";
+import { LaneShares } from "../loader/lane_share.ts";
 import type { ResolvedLoaderOptions } from "../loader/loader_options.ts";
 import { ClipSampler } from "../dataset/sampler.ts";
 import { PoolLease } from "../pipeline/pool_lease.ts";
@@ -34,6 +34,7 @@ import { fixMmapThreshold } from "../memory/mmap_threshold.ts";
 import { nvdecConcurrency } from "../nvdec/available.ts";
 import { sessionOptions } from "./options.ts";
 import type { LoaderFactory, LoaderRequest } from "./session_host.ts";
+import type { NodeStats } from "./node_stats.ts";
 
 /** The node's default CPU budget: the cores less one per local rank (`localRanks`), at least one. */
 export function defaultCpuBudget(
@@ -63,20 +64,6 @@ export interface NodeHubOptions {
   slots: number;
   /** Where the loaders log. */
   log?: (line: string) => void;
-}
-
-/** The node's counters (`stats.node` of a node server's `stats` replies, and its metrics). */
-export interface NodeStats {
-  /** Decode Workers the node's CPU budget allows. */
-  cpuBudget: number;
-  /** The pool's size now (the budget, plus NVDEC ranks' engines). */
-  poolSize: number;
-  /** Workers running now. */
-  workers: number;
-  /** Ranks (lanes) served now. */
-  ranks: number;
-  /** Clips shared across ranks (`lane_share.ts`). */
-  shares: LaneShareStats;
 }
 
 /** A node server's shared plan, pool and shares; see the module docs. */

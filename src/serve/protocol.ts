@@ -314,7 +314,7 @@ export function encodeMessage(message: ServerMessage | ClientMessage): Uint8Arra
  * Cuts a byte stream into frames and parses their JSON (not their meaning: see {@link parseClientMessage}).
  * Throws a {@link ServeError} ("bad-frame") for a frame over `maxBytes`, invalid UTF-8 or invalid JSON.
  */
-export class FrameDecoder {
+export class MessageDecoder {
   readonly #maxBytes: number;
   #buf = new Uint8Array(0);
   #offset = 0; // bytes of the stream consumed before #buf[0], for error messages

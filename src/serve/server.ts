@@ -3,8 +3,9 @@
  * Python package, or any client of docs/serve_protocol.md): batches go into a ring of shared-memory slots
  * (`slot_ring.ts`), descriptors go over a Unix domain socket (`protocol.ts`).
  *
- * - The server listens and accepts; each connection is one {@link Session} (`session.ts`: credits, streaming,
- *   zero copy, a client gone). The server keeps accepting clients whatever happens to a session.
+ * - The server listens and accepts; each connection is one {@link Session} (`session.ts`: its messages and a
+ *   client gone; `session_hello.ts`: its loader; `publisher.ts`: credits, streaming, zero copy). The server
+ *   keeps accepting clients whatever happens to a session.
  * - A fixed loader (`serveLoader(loader, …)`) serves one client at a time; others get a `busy` error while it
  *   is connected. Its epochs run in order. A {@link LoaderFactory} instead builds one loader per session with
  *   the client's shard (`rank`, `worldSize`) and first epoch, so ranks of a job can share one server, and a
@@ -21,13 +22,13 @@ import { SERVER_TABLE } from "./options.ts";
 import { Session } from "./session.ts";
 import type { SessionStats } from "./session_stats.ts";
 import { type LoaderFactory, SessionHost } from "./session_host.ts";
-import type { NodeStats } from "./node_hub.ts";
+import type { NodeStats } from "./node_stats.ts";
 
 /** Options of {@link serveLoader}. */
 export interface ServeOptions {
   /** Path of the Unix domain socket to listen on (a stale socket file there is replaced). */
   socket: string;
-  /** Batch slots per session: batches in flight at most (range and default: `SERVER_OPTIONS.slots`). */
+  /** Batch slots per session: the batches a client may hold at once (1 to 1024, default 4). */
   slots?: number;
   /** Sessions at once with a {@link LoaderFactory} (default 16; a fixed loader serves one). */
   maxClients?: number;
@@ -64,8 +65,35 @@ export interface ServeStats {
 const MAX_SOCKET_PATH = 107; // sun_path is 108 bytes with its NUL
 
 /**
- * Starts serving `loader` (or a loader per session from a factory) on a Unix socket; see the module docs.
- * Resolves once it listens.
+ * Publishes a loader's batches to trainers in other processes (the Python client, `sluice.Loader(socket=...)`,
+ * or any client of docs/serve_protocol.md): each batch goes into a slot of a ring of shared memory, its
+ * descriptor over the Unix socket, and the slot is reused once the client releases it.
+ *
+ * A fixed `loader` serves one client at a time (another gets a `busy` error while it is connected), its epochs
+ * in order. A {@link LoaderFactory} instead builds one loader per client, with the client's shard (`rank`,
+ * `worldSize`) and first epoch, so the ranks of a job can share one server and a client can start at any epoch.
+ * With `decode: "nvdec"` the slots are one device allocation shared by CUDA IPC.
+ * @param loader the loader to serve, or a factory of one loader per client
+ * @param opts the socket to listen on, the slots per client and the rest of {@link ServeOptions}
+ * @returns the server, once it listens
+ * @throws {InvalidArgumentError} for `slots` out of range or a socket path that is empty or too long
+ * @throws {ServeError} `address-in-use` when another server listens on the socket, or the path is not a socket
+ * @example Serve a loader to a trainer in Python
+ * ```ts
+ * import { serveLoader, videoClassificationLoader } from "@sluice/sluice";
+ *
+ * const loader = await videoClassificationLoader({
+ *   dataset: "data/train",
+ *   batchSize: 8,
+ *   clip: { numFrames: 16, width: 112, height: 112 },
+ *   slots: 4, // batches go to the trainer in the loader's own shared slots: nothing is copied
+ * });
+ * await using server = await serveLoader(loader, { socket: "/tmp/sluice.sock", slots: 4 });
+ * // python: for batch in sluice.Loader(socket="/tmp/sluice.sock"): ...
+ * await server.nextClient();
+ * await server.idle();
+ * await loader.close();
+ * ```
  */
 export async function serveLoader(
   loader: VideoClassificationLoader | LoaderFactory,
@@ -108,7 +136,23 @@ async function removeStaleSocket(path: string): Promise<void> {
   throw new ServeError("address-in-use", `serve: another server is listening on ${path}`);
 }
 
-/** A listening server; `close()` (or `await using`) stops it. */
+/**
+ * A listening batch server (made by {@link serveLoader}); `close()` (or `await using`) stops it.
+ * @example Serve until the first client has come and gone, and report
+ * ```ts
+ * import { serveLoader, videoClassificationLoader } from "@sluice/sluice";
+ *
+ * await using loader = await videoClassificationLoader({
+ *   dataset: "data/train",
+ *   batchSize: 8,
+ *   clip: { numFrames: 16, width: 112, height: 112 },
+ * });
+ * await using server = await serveLoader(loader, { socket: "/tmp/sluice.sock" });
+ * await server.nextClient();
+ * console.log(server.stats().sessions.map((s) => `${s.client}: ${s.batches} batches`));
+ * await server.idle();
+ * ```
+ */
 export class BatchServer implements AsyncDisposable {
   /** The socket path. */
   readonly socket: string;
@@ -180,7 +224,10 @@ export class BatchServer implements AsyncDisposable {
     } catch { /* already closed */ }
   }
 
-  /** Current counters. */
+  /**
+   * Current counters.
+   * @returns the socket, one entry per connected client, and the clients accepted so far
+   */
   stats(): ServeStats {
     return {
       socket: this.socket,

@@ -11,7 +11,7 @@ import { ServeError } from "../errors.ts";
 import type { VideoClassificationLoader } from "../loader/loader.ts";
 import { CudaSlots } from "../memory/cuda_slots.ts";
 import { HostSlots, SlotRing } from "../memory/slot_ring.ts";
-import type { NodeStats } from "./node_hub.ts";
+import type { NodeStats } from "./node_stats.ts";
 
 /** What a session needs of its server's options. */
 export interface SessionOptions {

@@ -9,7 +9,7 @@ import { formatLoaderStats, loaderStatsParts } from "../loader/stats_text.ts";
 import type { SlotRingStats } from "../memory/slot_ring.ts";
 import type { StatsMessage } from "./protocol.ts";
 import type { DataWaitStats } from "./data_wait.ts";
-import type { NodeStats } from "./node_hub.ts";
+import type { NodeStats } from "./node_stats.ts";
 
 /** Counters of one session. */
 export interface SessionStats {

@@ -3,7 +3,7 @@
  * {@link defineTuning} target in a fresh subprocess, measures samples/s and per-stage figures over a window,
  * finds each stage's contention curve and descends coordinate by coordinate, keeping a change only when it
  * beats the noise; it writes `trials.jsonl`, `report.md`, `best.json` and SVG plots. The target's pieces
- * (`defineTuning`, `int`, `choice`) are also in the root module, for the files users write.
+ * ({@link defineTuning}, {@link int}, {@link choice}) are here too, for the modules users write.
  *
  * @example Tune the example loader for two minutes
  * ```ts
@@ -48,15 +48,3 @@ export type {
   TrialRecord,
 } from "./search.ts";
 export { tune, type TuneOptions, type TuneResult } from "./tune.ts";
-// The statistics a target's loader may report
-export type {
-  ControllerDecision,
-  ControllerStats,
-  PipelineStats,
-  QueueCounters,
-  StageBound,
-  StageKind,
-  StageStats,
-  StageTotals,
-} from "../pipeline/stats.ts";
-export type { MaxFailures } from "../pipeline/stage.ts";

@@ -7,7 +7,7 @@
  *
  * @example
  * ```ts
- * import { choice, int } from "@sluice/sluice";
+ * import { choice, int } from "@sluice/sluice/tune";
  *
  * const space = {
  *   demuxConcurrency: int(1, 16, { stage: "demux" }),

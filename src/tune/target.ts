@@ -5,7 +5,8 @@
  *
  * @example A tunable module (`sluice tune my_loader.ts -- data/train.csv`)
  * ```ts
- * import { choice, defineTuning, int, videoClassificationLoader } from "@sluice/sluice";
+ * import { videoClassificationLoader } from "@sluice/sluice";
+ * import { choice, defineTuning, int } from "@sluice/sluice/tune";
  *
  * export const tune = defineTuning({
  *   space: {

@@ -11,6 +11,7 @@ import { PipelineBuilder } from "../../src/pipeline/builder.ts";
 import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
 import { serveDir } from "../helpers/http_server.ts";
 import { alive, deadline, FIXTURE, spawnFixture } from "./helpers.ts";
+import { FakeClock } from "../helpers/fake_clock.ts";
 
 const spawn = spawnFixture;
 
@@ -60,59 +61,76 @@ Deno.test("without source.failure the same death is a PipelineFailure whose caus
   assert.ok(!alive(source.pid));
 });
 
-Deno.test("SIGSTOP of the child: a warning within a second, BackendStalledError at stallTimeoutMs, no orphan", async () => {
+/**
+ * Stops `pid` (SIGSTOP) and waits until the kernel says it is stopped and the frames it wrote before are read
+ * (real time passes, virtual time does not: whatever the parent reads now was heard at the same virtual time).
+ */
+async function stopChild(pid: number): Promise<void> {
+  Deno.kill(pid, "SIGSTOP");
+  while (!/^\d+ \(.*\) [tT]/.test(Deno.readTextFileSync(`/proc/${pid}/stat`))) {
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  await new Promise((r) => setTimeout(r, 200)); // the pipe drains
+}
+
+Deno.test("SIGSTOP of the child: a warning at stallWarningMs, BackendStalledError at stallTimeoutMs, no orphan", async () => {
+  const clock = new FakeClock();
   const { source, lines } = spawn("endless", { size: 64 }, {
     heartbeatIntervalMs: 50,
     stallWarningMs: 400,
     stallTimeoutMs: 1500,
+    clock,
   });
   const pid = source.pid;
   const it = source[Symbol.asyncIterator]();
+  const warnings = () => lines.filter((l) => l.includes("warning: no frame"));
   try {
     for (let i = 0; i < 5; i++) await it.next();
-    Deno.kill(pid, "SIGSTOP");
-    const t0 = performance.now();
-    let warnedAt = 0;
-    const warned = (async () => {
-      while (!lines.some((l) => l.includes("warning: no frame"))) await new Promise((r) => setTimeout(r, 20));
-      warnedAt = performance.now() - t0;
-      assert.equal(source.stats().stalled, true);
-      assert.equal(source.stats().stalls, 1);
-    })();
-    await deadline(10_000, "SIGSTOP", async () => {
-      await assert.rejects(async () => {
+    await stopChild(pid);
+    await clock.runUntil(399); // silent since virtual time 0; the watch looks every 50 ms
+    assert.deepEqual(warnings(), []);
+    assert.equal(source.stats().stalled, false);
+    await clock.runUntil(400);
+    assert.equal(warnings().length, 1, lines.join("\n"));
+    assert.match(warnings()[0], /for 0\.4 s: the child is stopped .*killed after 1\.5 s of silence/);
+    assert.equal(source.stats().stalled, true);
+    assert.equal(source.stats().stalls, 1);
+    const failed = deadline(10_000, "SIGSTOP", () =>
+      assert.rejects(async () => {
         for (;;) if ((await it.next()).done) break;
       }, (e: unknown) => {
         assert.ok(e instanceof BackendStalledError, `got ${e}`);
-        assert.ok(e.silentMs >= 1500);
-        assert.match(e.message, /not even a heartbeat.*stallTimeoutMs 1500/);
+        assert.equal(e.silentMs, 1500);
+        assert.match(e.message, /not even a heartbeat, for 1\.5 s \(stallTimeoutMs 1500\): killed/);
         return true;
-      });
-      await warned;
-    });
-    const failedAt = performance.now() - t0;
-    console.log(
-      `  warning ${warnedAt.toFixed(0)} ms, BackendStalledError ${failedAt.toFixed(0)} ms after SIGSTOP`,
-    );
-    assert.ok(warnedAt < failedAt);
+      }));
+    await clock.runUntil(1499);
+    assert.ok(alive(pid), "killed before stallTimeoutMs");
+    await clock.runUntil(1500);
+    await failed;
+    assert.equal(warnings().length, 1);
   } finally {
+    clock.close();
     await source.close();
   }
   assert.ok(!alive(pid), `stopped child ${pid} left behind`);
 });
 
 Deno.test("a child stopped and continued: warned, then 'responding again', and the stream goes on", async () => {
+  const clock = new FakeClock();
   const { source, lines } = spawn("endless", { size: 64 }, {
     heartbeatIntervalMs: 50,
     stallWarningMs: 300,
     stallTimeoutMs: 20_000,
+    clock,
   });
   const it = source[Symbol.asyncIterator]();
   try {
     await deadline(15_000, "SIGSTOP/SIGCONT", async () => {
       for (let i = 0; i < 5; i++) await it.next();
-      Deno.kill(source.pid, "SIGSTOP");
-      while (!source.stats().stalled) await new Promise((r) => setTimeout(r, 20));
+      await stopChild(source.pid);
+      await clock.runUntil(300);
+      assert.equal(source.stats().stalled, true, lines.join("\n"));
       Deno.kill(source.pid, "SIGCONT");
       for (let i = 0; i < 50; i++) assert.equal((await it.next()).done, false);
     });
@@ -120,6 +138,7 @@ Deno.test("a child stopped and continued: warned, then 'responding again', and t
     assert.equal(source.stats().stalled, false);
     assert.equal(source.stats().stalls, 1);
   } finally {
+    clock.close();
     await source.close();
   }
   assert.ok(!alive(source.pid));
@@ -127,16 +146,20 @@ Deno.test("a child stopped and continued: warned, then 'responding again', and t
 
 Deno.test("a child slow to start (stopped before its first frame for longer than stallTimeoutMs) is not killed", async () => {
   // Deno starting on a loaded machine can take longer than a short stallTimeoutMs: until the child's first frame,
-  // the start-up grace applies to the kill as to the warning. SIGSTOP before any frame stands in for a slow start.
+  // the start-up grace (10 s) applies to the kill as to the warning. SIGSTOP before any frame stands in for a
+  // slow start.
+  const clock = new FakeClock();
   const { source, lines } = spawn("counted", { count: 20, size: 16 }, {
     heartbeatIntervalMs: 50,
     stallWarningMs: 300,
     stallTimeoutMs: 600,
+    clock,
   });
   Deno.kill(source.pid, "SIGSTOP");
   try {
-    await new Promise((r) => setTimeout(r, 1200)); // 2 × stallTimeoutMs, before the child said anything
+    await clock.runUntil(9_999); // far past stallTimeoutMs, before the child said anything
     assert.equal(source.stats().stalls, 0, lines.join("\n"));
+    assert.ok(alive(source.pid));
     Deno.kill(source.pid, "SIGCONT");
     let n = 0;
     await deadline(10_000, "slow start", async () => {
@@ -144,6 +167,7 @@ Deno.test("a child slow to start (stopped before its first frame for longer than
     });
     assert.equal(n, 20, lines.join("\n"));
   } finally {
+    clock.close();
     await source.close();
   }
 });

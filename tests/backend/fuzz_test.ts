@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { ProtocolError } from "../../src/errors.ts";
-import { FrameReader } from "../../src/backend/frame_reader.ts";
+import { MessageReader } from "../../src/backend/message_reader.ts";
 import { decodeItem } from "../../src/backend/item_codec.ts";
 import {
   controlPayload,
@@ -38,7 +38,7 @@ async function captureStream(exportName: string, args: unknown): Promise<Uint8Ar
   await w.write(encodeFrame(FrameType.CREDIT, creditPayload(100_000), 1));
   await w.write(encodeFrame(FrameType.NEXT_EPOCH, new Uint8Array(0), 2));
   const chunks: Uint8Array[] = [];
-  const reader = new FrameReader();
+  const reader = new MessageReader();
   let ended = false;
   for await (const c of child.stdout) {
     chunks.push(c);
@@ -111,7 +111,7 @@ function mutate(s: Uint8Array): { bytes: Uint8Array; what: string } {
 
 /** Reads a whole (possibly damaged) stream in random chunks; returns frames read or the ProtocolError. */
 function readAll(stream: Uint8Array): { frames: number; error: ProtocolError | undefined } {
-  const r = new FrameReader({ source: "fuzz" });
+  const r = new MessageReader({ source: "fuzz" });
   let frames = 0;
   try {
     for (let i = 0; i < stream.length;) {

@@ -1,9 +1,11 @@
 /**
  * Shared by the backend tests: start a fixture backend (tests/backend/fixtures/echo_backend.ts) with its log
- * lines collected, tell whether a process is still there, and bound a test step by a deadline.
+ * lines collected, tell whether a process is still there, bound a test step by a deadline, and compare items
+ * that went through the item codec.
  * @module
  */
 import { type BackendSource, spawnBackend, type SpawnBackendOptions } from "../../src/backend/spawn.ts";
+import { VideoPackets } from "../../src/media/packets.ts";
 
 /** The fixture backends' module. */
 export const FIXTURE: URL = new URL("./fixtures/echo_backend.ts", import.meta.url);
@@ -54,4 +56,14 @@ export async function deadline<T>(ms: number, what: string, fn: () => Promise<T>
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** `x` for a structural comparison: each `VideoPackets` in it as its serialization, everything else as it is. */
+export function normalize(x: unknown): unknown {
+  if (x instanceof VideoPackets) return { vp: x.serialize() };
+  if (Array.isArray(x)) return x.map(normalize);
+  if (x !== null && typeof x === "object" && !ArrayBuffer.isView(x)) {
+    return Object.fromEntries(Object.entries(x).map(([k, v]) => [k, normalize(v)]));
+  }
+  return x;
 }

@@ -3,6 +3,7 @@ import { ProtocolError } from "../../src/errors.ts";
 import { decodeItem, encodeItem, ItemTag } from "../../src/backend/item_codec.ts";
 import { VideoPackets } from "../../src/media/packets.ts";
 import { bytes, sampleItems, syntheticPackets } from "./fixtures/items.ts";
+import { normalize } from "./helpers.ts";
 
 function concat(parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((a, p) => a + p.length, 0));
@@ -27,16 +28,6 @@ Deno.test("every sample item survives encode → decode", () => {
     }
   }
 });
-
-/** VideoPackets compared by their serialization, everything else structurally. */
-function normalize(x: unknown): unknown {
-  if (x instanceof VideoPackets) return { vp: x.serialize() };
-  if (Array.isArray(x)) return x.map(normalize);
-  if (x !== null && typeof x === "object" && !ArrayBuffer.isView(x)) {
-    return Object.fromEntries(Object.entries(x).map(([k, v]) => [k, normalize(v)]));
-  }
-  return x;
-}
 
 Deno.test("Uint8Array and VideoPackets go raw, typed arrays in JSON go as blobs, not base64", () => {
   const raw = bytes(1000, 1);

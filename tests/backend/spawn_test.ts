@@ -5,18 +5,9 @@ import { PipelineBuilder } from "../../src/pipeline/builder.ts";
 import { VideoPackets } from "../../src/media/packets.ts";
 import { bytes, sampleItems } from "./fixtures/items.ts";
 import { sharedMedia } from "../helpers/media.ts";
-import { alive, gone, spawnFixture } from "./helpers.ts";
+import { alive, gone, normalize, spawnFixture } from "./helpers.ts";
 
 const spawn = spawnFixture;
-
-function normalize(x: unknown): unknown {
-  if (x instanceof VideoPackets) return { vp: x.serialize() };
-  if (Array.isArray(x)) return x.map(normalize);
-  if (x !== null && typeof x === "object" && !ArrayBuffer.isView(x)) {
-    return Object.fromEntries(Object.entries(x).map(([k, v]) => [k, normalize(v)]));
-  }
-  return x;
-}
 
 async function collect(source: AsyncIterable<unknown>): Promise<unknown[]> {
   const out: unknown[] = [];

@@ -1,7 +1,7 @@
 /** `sluice serve`: listens, welcomes a client with the loader the options describe, stops on SIGTERM. */
 import assert from "node:assert/strict";
 import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
-import { encodeMessage, FrameDecoder, MAX_SERVER_MESSAGE } from "../../src/serve/protocol.ts";
+import { readUntil, sayHello } from "../helpers/serve.ts";
 
 const MAIN = new URL("../../src/cli/main.ts", import.meta.url).pathname;
 
@@ -34,21 +34,8 @@ Deno.test("sluice serve: a client gets the loader of the options; SIGTERM stops 
       stderr: "piped",
     }).spawn();
     const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-    let err = "";
-    while (!err.includes("listening on")) {
-      const r = await reader.read();
-      assert.ok(!r.done, `the server exited before listening: ${err}`);
-      err += r.value;
-    }
-    const conn = await Deno.connect({ transport: "unix", path: socket });
-    await conn.write(
-      encodeMessage({ type: "hello", protocol: 1, client: "cli-test", rank: 1, worldSize: 2 }),
-    );
-    const frames = new FrameDecoder(MAX_SERVER_MESSAGE);
-    const buf = new Uint8Array(1 << 16);
-    let msgs: unknown[] = [];
-    while (msgs.length === 0) msgs = frames.push(buf.subarray(0, (await conn.read(buf))!));
-    const w = msgs[0] as Record<string, unknown>;
+    await readUntil(reader, "listening on", "sluice serve");
+    const { conn, first: w } = await sayHello(socket, { client: "cli-test", rank: 1, worldSize: 2 });
     assert.deepEqual([w.type, w.batchSize, w.slots, w.rank, w.worldSize, w.clipsPerEpoch], [
       "welcome",
       3,
@@ -91,25 +78,13 @@ Deno.test("sluice serve --node: waits for its first client, serves metrics, leav
       stderr: "piped",
     }).spawn();
     const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
-    let err = "";
-    while (!err.includes("listening on")) {
-      const r = await reader.read();
-      assert.ok(!r.done, `the server exited before listening: ${err}`);
-      err += r.value;
-    }
+    const err = await readUntil(reader, "listening on", "sluice serve --node");
     const url = err.match(/metrics at (http:\/\/\S+\/metrics)/)?.[1];
     assert.ok(url, err);
     // started by hand, it does not leave before its first client, however long that takes
     await new Promise((r) => setTimeout(r, 2500));
-    const conn = await Deno.connect({ transport: "unix", path: socket });
-    await conn.write(
-      encodeMessage({ type: "hello", protocol: 1, client: "cli-test", rank: 0, worldSize: 1 }),
-    );
-    const frames = new FrameDecoder(MAX_SERVER_MESSAGE);
-    const buf = new Uint8Array(1 << 16);
-    let msgs: unknown[] = [];
-    while (msgs.length === 0) msgs = frames.push(buf.subarray(0, (await conn.read(buf))!));
-    assert.equal((msgs[0] as { type: string }).type, "welcome");
+    const { conn, first } = await sayHello(socket, { client: "cli-test", rank: 0, worldSize: 1 });
+    assert.equal(first.type, "welcome");
     const text = await (await fetch(url)).text();
     assert.match(text, /^sluice_node_cpu_budget 1$/m);
     assert.match(text, /^sluice_clients 1$/m);

@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
-import { fetchBytes } from "../../src/dataset/fetch.ts";
+import { FETCH_DEFAULTS, fetchBytes, fetchOnClock, type FetchOptions } from "../../src/dataset/fetch.ts";
 import { FetchError, InvalidArgumentError } from "../../src/errors.ts";
 import { serveDir } from "../helpers/http_server.ts";
+import { FakeClock } from "../helpers/fake_clock.ts";
+import { deadline } from "../backend/helpers.ts";
 
 async function withFile<T>(fn: (dir: string, bytes: Uint8Array) => Promise<T>): Promise<T> {
   const dir = await Deno.makeTempDir({ prefix: "sluice-fetch-" });
@@ -139,29 +141,71 @@ Deno.test("HTTP: a body that stops mid-way (Content-Length promised more) is an 
   });
 });
 
-Deno.test("HTTP: a stalled file costs at most deadlineMs, however many retries are allowed", async () => {
+/** A fetch on `clock`, its outcome kept (`settled`: whether it has one yet). */
+function onClock(clock: FakeClock, source: string, opts: FetchOptions) {
+  const run = { settled: false, error: undefined as unknown };
+  const done = fetchOnClock(clock, source, opts).then(
+    () => assert.fail("the fetch succeeded"),
+    (e) => run.error = e,
+  ).finally(() => run.settled = true);
+  return Object.assign(run, { done: () => deadline(10_000, "the fetch", () => done).then(() => run.error) });
+}
+
+/**
+ * Waits (real time: the fetch's requests are real) until `clock` has a timer that `when` accepts, and returns
+ * when it is due.
+ */
+async function timerDue(clock: FakeClock, when: (at: number) => boolean, what: string): Promise<number> {
+  return await deadline(10_000, what, async () => {
+    for (;;) {
+      const at = clock.due.find(when);
+      if (at !== undefined) return at;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  });
+}
+
+Deno.test("HTTP: a stalled file costs exactly deadlineMs, however many retries are allowed", async () => {
   await withFile(async (dir) => {
     await using srv = serveDir(dir);
-    const { e, ms } = await timedRejection(
-      () =>
-        fetchBytes(`${srv.dropBase}hang/a.bin`, {
-          idleTimeoutMs: 400,
-          deadlineMs: 1000,
-          retries: 100,
-          backoffMs: 10,
-        }),
-      10_000,
-    );
-    assert.ok(e instanceof FetchError, String(e));
-    assert.ok(ms < 1000 + 500, `took ${ms.toFixed(0)} ms for a 1000 ms deadline`);
-    assert.ok(e.attempts >= 2 && e.attempts <= 3, `${e.attempts} attempts`);
-    assert.ok(e.limit?.name === "deadlineMs" || e.phase === "deadline", e.message);
-    assert.match(e.message, /deadline/);
+    const clock = new FakeClock();
+    try {
+      const fetch = onClock(clock, `${srv.dropBase}hang/a.bin`, {
+        idleTimeoutMs: 400,
+        deadlineMs: 1000,
+        retries: 100,
+        backoffMs: 10,
+      });
+      // Attempts 1 and 2: half the body, then no byte for 400 ms; then a backoff of 10 and 20 ms (± 25%).
+      for (const backoff of [10, 20]) {
+        await clock.runUntil(await timerDue(clock, (at) => at === clock.now() + 400, "the idle limit"));
+        const at = await timerDue(
+          clock,
+          (at) => at > clock.now() && at <= clock.now() + 1.25 * backoff,
+          "backoff",
+        );
+        assert.equal(fetch.settled, false);
+        await clock.runUntil(at);
+      }
+      // Attempt 3 starts about 830 ms in: its idle limit would fire after the item's deadline, which wins.
+      await timerDue(clock, (at) => at === clock.now() + 400, "the third attempt's idle limit");
+      await clock.runUntil(999);
+      assert.equal(fetch.settled, false, "nothing fires before the deadline");
+      await clock.runUntil(1000);
+      const e = await fetch.done();
+      assert.ok(e instanceof FetchError, String(e));
+      assert.equal(e.attempts, 3);
+      assert.equal(e.phase, "body");
+      assert.equal(e.limit?.name, "deadlineMs");
+      assert.match(e.message, /the deadline of the item ran out \(body; deadlineMs \d+\)/);
+      assert.equal(srv.hits.get("/hang/a.bin"), 3);
+    } finally {
+      clock.close();
+    }
   });
 });
 
 Deno.test("HTTP: the default limits bound a stalled file (no options given)", async () => {
-  const { FETCH_DEFAULTS } = await import("../../src/dataset/fetch.ts");
   // Worst case of a stall: every attempt waits out the connect or idle limit, plus the backoff between them,
   // and never more than the deadline: far below the ~121 s of a 30 s timeout with 3 retries.
   const perAttempt = Math.max(FETCH_DEFAULTS.connectTimeoutMs, FETCH_DEFAULTS.idleTimeoutMs);
@@ -170,13 +214,18 @@ Deno.test("HTTP: the default limits bound a stalled file (no options given)", as
   assert.ok(worst <= 30_000, `${worst} ms`);
   await withFile(async (dir) => {
     await using srv = serveDir(dir);
-    const { e, ms } = await timedRejection(
-      () => fetchBytes(`${srv.dropBase}silent/a.bin`, { retries: 0 }),
-      15_000,
-    );
-    assert.ok(e instanceof FetchError);
-    assert.deepEqual(e.limit, { name: "connectTimeoutMs", ms: FETCH_DEFAULTS.connectTimeoutMs });
-    assert.ok(ms < FETCH_DEFAULTS.connectTimeoutMs + 1000, `${ms} ms`);
+    const clock = new FakeClock();
+    try {
+      const fetch = onClock(clock, `${srv.dropBase}silent/a.bin`, { retries: 0 });
+      await clock.runUntil(FETCH_DEFAULTS.connectTimeoutMs - 1);
+      assert.equal(fetch.settled, false);
+      await clock.runUntil(FETCH_DEFAULTS.connectTimeoutMs);
+      const e = await fetch.done();
+      assert.ok(e instanceof FetchError);
+      assert.deepEqual(e.limit, { name: "connectTimeoutMs", ms: FETCH_DEFAULTS.connectTimeoutMs });
+    } finally {
+      clock.close();
+    }
   });
 });
 
@@ -206,14 +255,24 @@ Deno.test("HTTP: a slow body that keeps arriving is not idle: it completes", asy
 Deno.test("HTTP: the caller's signal wins over the retries and timers", async () => {
   await withFile(async (dir) => {
     await using srv = serveDir(dir);
-    const ac = new AbortController();
-    setTimeout(() => ac.abort(new Error("epoch cancelled")), 200);
-    const { e, ms } = await timedRejection(
-      () => fetchBytes(`${srv.dropBase}silent/a.bin`, { signal: ac.signal, connectTimeoutMs: 5000 }),
-      5000,
-    );
-    assert.match(String(e), /epoch cancelled/);
-    assert.ok(ms < 2000);
+    const clock = new FakeClock();
+    try {
+      const ac = new AbortController();
+      const fetch = onClock(clock, `${srv.dropBase}silent/a.bin`, {
+        signal: ac.signal,
+        connectTimeoutMs: 5000,
+      });
+      await deadline(10_000, "the request", async () => {
+        while (srv.hits.get("/silent/a.bin") !== 1) await new Promise((r) => setTimeout(r, 5));
+      });
+      assert.equal(clock.pending, 2, "its attempt and connect limits are set");
+      ac.abort(new Error("epoch cancelled"));
+      assert.match(String(await fetch.done()), /epoch cancelled/);
+      assert.equal(clock.now(), 0, "no limit fired");
+      assert.equal(clock.pending, 0, "the limits are cleared");
+    } finally {
+      clock.close();
+    }
   });
 });
 

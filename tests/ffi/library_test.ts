@@ -17,7 +17,7 @@ import {
 } from "../../ffi/ffmpeg/layouts.ts";
 import { AVERROR_EOF, AVERROR_INVALIDDATA, avErrorString } from "../../ffi/ffmpeg/errors.ts";
 import { LibraryNotFoundError, LibraryVersionError } from "../../src/errors.ts";
-import { loadLibrary } from "../../ffi/loader.ts";
+import { loadLibrary } from "../../ffi/find_library.ts";
 import { skipBecause } from "../helpers/skip.ts";
 
 const LIB_DIR = "/usr/lib/x86_64-linux-gnu";

@@ -14,6 +14,17 @@ import { PIXEL_FORMATS } from "../../src/media/frames.ts";
 import { VideoPackets } from "../../src/media/packets.ts";
 import { SWS_FLAGS } from "../../src/media/scale.ts";
 import { applyOps, caseSeed, mutations, type Op, Rng } from "./mutate.ts";
+import {
+  type ClipRequest,
+  clipRequest,
+  type ClipTally,
+  decodeItems,
+  demuxItems,
+  firstBlob,
+  itemOf,
+  itemPayload,
+  withFirstBlob,
+} from "./clip_cases.ts";
 
 /** One input file of a run. */
 export interface FuzzInput {
@@ -24,8 +35,12 @@ export interface FuzzInput {
   durationSec: number;
 }
 
-/** What a case does with its (mutated) input. */
-export type CaseKind = "probe" | "demux" | "decode" | "packets";
+/**
+ * What a case does with its (mutated) input: the media API's probe, demux or decode, decode of serialized
+ * packets, or the loader's clip path from a mutated file (`"clip"`) or from a damaged serialized item of the
+ * backend (`"clip-packets"`, see clip_cases.ts).
+ */
+export type CaseKind = "probe" | "demux" | "decode" | "packets" | "clip" | "clip-packets";
 
 /** A case, fully determined; `ops` apply to the input file, or for "packets" to the serialized packets. */
 export interface FuzzCase {
@@ -38,6 +53,8 @@ export interface FuzzCase {
   probe?: { keyframes: boolean; streamInfo: "auto" | "always" | "never" };
   demux?: DemuxOptions;
   decode?: DecodeOptions;
+  /** `"clip"`, `"clip-packets"`: the clips asked of the input. */
+  clip?: ClipRequest;
   ops: Op[];
 }
 
@@ -46,9 +63,18 @@ export interface Outcome {
   status: "ok" | "typed" | "untyped" | "invariant";
   /** Error class and message, or a summary of the result. */
   detail: string;
+  /** Clip cases: what their decode delivered (every delivered clip checked) and failed. */
+  clips?: ClipTally;
 }
 
-const KINDS: [CaseKind, number][] = [["probe", 0.15], ["demux", 0.25], ["decode", 0.4], ["packets", 0.2]];
+const KINDS: [CaseKind, number][] = [
+  ["probe", 0.12],
+  ["demux", 0.2],
+  ["decode", 0.3],
+  ["packets", 0.16],
+  ["clip", 0.1],
+  ["clip-packets", 0.12],
+];
 const BSFS = ["h264_mp4toannexb", "hevc_mp4toannexb", "null", "vp9_superframe_split", "no_such_filter"];
 
 function pickKind(r: Rng): CaseKind {
@@ -111,10 +137,13 @@ export function makeCase(seed: number, index: number, src: CaseSources): FuzzCas
     if (!small && c.demux.window === undefined) c.demux.window = window(r, input.durationSec);
     c.decode = decodeOptions(r, small);
   }
-  if (kind === "packets") {
+  if (kind === "clip" || kind === "clip-packets") c.clip = clipRequest(r, input.durationSec);
+  if (kind === "packets" || kind === "clip-packets") {
     let serialized: Uint8Array;
     try {
-      serialized = src.packetsOf(input, c.demux!);
+      serialized = kind === "packets"
+        ? src.packetsOf(input, c.demux!)
+        : firstBlob(src.itemOf(input, c.clip!));
     } catch {
       return c; // the clean input does not demux this way: the case checks that it fails typed
     }
@@ -125,11 +154,33 @@ export function makeCase(seed: number, index: number, src: CaseSources): FuzzCas
   return c;
 }
 
-/** Where a case's bytes come from: the clean input, and its serialized packets for a demux (may throw). */
+/**
+ * Where a case's bytes come from: the clean input, its serialized packets for a demux, and the ITEM payload of
+ * the first clip item the loader's demux makes of it for a clip request (the last two may throw).
+ */
 export interface CaseSources {
   inputs: readonly FuzzInput[];
   bytesOf(input: FuzzInput): Uint8Array;
   packetsOf(input: FuzzInput, demux: DemuxOptions): Uint8Array;
+  itemOf(input: FuzzInput, clip: ClipRequest): Uint8Array;
+}
+
+/** Clean clip items, as {@link CaseSources.itemOf} gives them (remembers the last one). */
+export function itemSource(bytesOf: (input: FuzzInput) => Uint8Array): CaseSources["itemOf"] {
+  let last: { key: string; bytes?: Uint8Array; error?: unknown } | undefined;
+  return (input, clip) => {
+    const key = `${input.name} ${JSON.stringify(clip)}`;
+    if (last?.key !== key) {
+      last = { key };
+      try {
+        last.bytes = itemPayload(demuxItems(bytesOf(input), input.path, clip));
+      } catch (e) {
+        last.error = e;
+      }
+    }
+    if (last.error !== undefined) throw last.error;
+    return last.bytes!;
+  };
 }
 
 /** Serialized packets of a clean input, as {@link CaseSources.packetsOf} gives them (remembers the last one). */
@@ -154,6 +205,13 @@ export function packetsSource(bytesOf: (input: FuzzInput) => Uint8Array): CaseSo
 export async function runCase(c: FuzzCase, src: CaseSources): Promise<Outcome> {
   const input = src.inputs.find((i) => i.name === c.input)!;
   try {
+    if (c.kind === "clip" || c.kind === "clip-packets") {
+      const clips = clipCase(c, input, src);
+      const classes = Object.entries(clips.failedBy).map(([k, v]) => `${k} ${v}`).join(", ");
+      const detail = `clips: ${clips.delivered} delivered (${clips.frames} frames), ${clips.failed} failed` +
+        (classes ? ` (${classes})` : "");
+      return { status: "ok", detail, clips };
+    }
     return { status: "ok", detail: await execute(c, input, src) };
   } catch (e) {
     if (e instanceof SluiceError) return { status: "typed", detail: `${e.name}: ${e.message}` };
@@ -169,11 +227,24 @@ function invariant(ok: boolean, what: string): void {
   if (!ok) throw new InvariantError(what);
 }
 
+/** A clip case: the loader's demux and decode of its clips, each delivered clip checked (clip_cases.ts). */
+function clipCase(c: FuzzCase, input: FuzzInput, src: CaseSources): ClipTally {
+  const check = (problem: string): never => {
+    throw new InvariantError(problem);
+  };
+  if (c.kind === "clip") {
+    return decodeItems(demuxItems(applyOps(src.bytesOf(input), c.ops), input.path, c.clip!), check);
+  }
+  const clean = src.itemOf(input, c.clip!);
+  const item = itemOf(withFirstBlob(clean, applyOps(firstBlob(clean), c.ops)));
+  return decodeItems([item], check);
+}
+
 async function execute(c: FuzzCase, input: FuzzInput, src: CaseSources): Promise<string> {
   if (c.kind === "packets") {
     const bytes = applyOps(src.packetsOf(input, c.demux!), c.ops);
     const p = VideoPackets.deserialize(bytes);
-    return decoded(await decodeVideo(p, c.decode), p.window !== null);
+    return decoded(await decodeVideo(p, c.decode), p, c.decode);
   }
   const bytes = applyOps(src.bytesOf(input), c.ops);
   let media: string | Uint8Array = bytes;
@@ -201,14 +272,15 @@ async function execute(c: FuzzCase, input: FuzzInput, src: CaseSources): Promise
       return `demux: ${out.map((p) => p.numPackets).join("+")} packets`;
     }
     const p = await demuxVideo(media, { ...c.demux!, windows: undefined });
-    return decoded(await decodeVideo(p, c.decode), p.window !== null);
+    return decoded(await decodeVideo(p, c.decode), p, c.decode);
   } finally {
     if (typeof media === "string") await Deno.remove(media).catch(() => {});
   }
 }
 
-function decoded(f: Awaited<ReturnType<typeof decodeVideo>>, windowed: boolean): string {
+function decoded(f: Awaited<ReturnType<typeof decodeVideo>>, p: VideoPackets, o: DecodeOptions = {}): string {
   const n = f.shape[0];
+  const windowed = p.window !== null;
   invariant(f.data.length === n * f.frameSize, `data ${f.data.length} != ${n} × ${f.frameSize}`);
   // A frame without any timestamp is kept (pts NaN) only when decoding a whole stream, never from a window.
   const ok = (t: number) => Number.isFinite(t) || (Number.isNaN(t) && !windowed);
@@ -216,5 +288,32 @@ function decoded(f: Awaited<ReturnType<typeof decodeVideo>>, windowed: boolean):
     f.pts.length === n && f.pts.every(ok),
     `pts ${f.pts.find((t) => !ok(t))} (windowed: ${windowed})`,
   );
+  framesInOrder(f, p, o);
   return `decode: ${n} frames ${f.width}x${f.height} ${f.pixelFormat}`;
+}
+
+/**
+ * The frames a decode delivers are in presentation order and inside the window, but for the one frame on
+ * screen at its start (issue 30): for the native kinds (consecutive, stride) each frame's time is its own, so
+ * times strictly increase, all lie before the window's end, and only the first may precede its start; grid kinds
+ * report slot times (in order by construction), so there the frames shown (their indices) must not go back.
+ */
+function framesInOrder(f: Awaited<ReturnType<typeof decodeVideo>>, p: VideoPackets, o: DecodeOptions): void {
+  const kind = o.sampling?.kind ?? (o.frameRate !== undefined ? "rate" : "consecutive");
+  const t = [...f.pts].filter((x) => !Number.isNaN(x));
+  const ix = f.frameIndex;
+  for (let k = 1; ix !== null && k < ix.length; k++) {
+    invariant(ix[k] >= ix[k - 1], `frame index ${ix[k]} after ${ix[k - 1]} (slot ${k})`);
+  }
+  if (kind !== "consecutive" && kind !== "stride") return;
+  for (let k = 1; k < t.length; k++) {
+    invariant(t[k] > t[k - 1], `out of order: pts ${t[k]} after ${t[k - 1]} (frame ${k})`);
+  }
+  const w = p.window;
+  if (w === null || t.length === 0) return;
+  invariant(t[t.length - 1] < w[1], `out of window: pts ${t[t.length - 1]} at or after its end ${w[1]}`);
+  invariant(
+    t.length < 2 || t[1] > w[0],
+    `out of window: pts ${t[1]} (frame 1) at or before its start ${w[0]} (only frame 0 may be)`,
+  );
 }

@@ -6,7 +6,7 @@
  * `deno run -A child.ts --fixture <fixture.json>` runs one regression fixture (fixtures.ts) the same way.
  * @module
  */
-import { type FuzzInput, makeCase, packetsSource, runCase } from "./cases.ts";
+import { type FuzzInput, itemSource, makeCase, packetsSource, runCase } from "./cases.ts";
 import { fixtureCase } from "./fixtures.ts";
 
 const enc = new TextEncoder();
@@ -28,7 +28,12 @@ const bytesOf = (i: FuzzInput) => {
   if (b === undefined) cache.set(i.name, b = Deno.readFileSync(i.path));
   return b;
 };
-const src = { inputs: config.inputs, bytesOf, packetsOf: packetsSource(bytesOf) };
+const src = {
+  inputs: config.inputs,
+  bytesOf,
+  packetsOf: packetsSource(bytesOf),
+  itemOf: itemSource(bytesOf),
+};
 
 let rest = "";
 for await (const chunk of Deno.stdin.readable.pipeThrough(new TextDecoderStream())) {

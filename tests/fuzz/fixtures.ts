@@ -4,19 +4,23 @@
  *
  * ```
  * { "what": "the bug it caught", "found": "how (seed/case, issue)",
- *   "kind": "probe" | "demux" | "decode" | "packets",
+ *   "kind": "probe" | "demux" | "decode" | "packets" | "clip" | "clip-packets",
  *   "input": "<name>.bin" | "shared:<file in ../shared/media>",
- *   "ops": [ ...mutate.ts ops, applied to the input (for "packets": to its serialized packets) ],
- *   "probe"?: {...}, "demux"?: {...}, "decode"?: {...} }
+ *   "ops": [ ...mutate.ts ops, applied to the input (for "packets": to its serialized packets; for
+ *            "clip-packets": to the packets blob of its first clip item) ],
+ *   "probe"?: {...}, "demux"?: {...}, "decode"?: {...}, "clip"?: {...},
+ *   "clipsFailedBy"?: { "<error class>(<rule>)": count } }
  * ```
- * A `.bin` input holds the failing bytes themselves (already mutated; for "packets" the serialized packets),
- * so it needs no ops; it is used when the bytes derive from a generated clip and are small. Inputs derived
+ * `clipsFailedBy` (clip kinds): the clips its decode must fail, by class, where passing is not enough (a damaged
+ * clip the loader once delivered must now be failed, not dropped some other way).
+ * A `.bin` input holds the failing bytes themselves (already mutated; for "packets" the serialized packets, for
+ * "clip-packets" the clip item's ITEM payload), so it needs no ops; it is used when the bytes derive from a generated clip and are small. Inputs derived
  * from the shared media stay out of the repository: the fixture names the file and the ops, and is skipped
  * where the shared media is absent.
  * @module
  */
 import { SHARED_MEDIA_DIR } from "../helpers/media.ts";
-import { type CaseSources, type FuzzCase, type FuzzInput, packetsSource } from "./cases.ts";
+import { type CaseSources, type FuzzCase, type FuzzInput, itemSource, packetsSource } from "./cases.ts";
 import type { Op } from "./mutate.ts";
 
 /** The directory of the fixtures. */
@@ -32,6 +36,8 @@ export interface Fixture {
   probe?: FuzzCase["probe"];
   demux?: FuzzCase["demux"];
   decode?: FuzzCase["decode"];
+  clip?: FuzzCase["clip"];
+  clipsFailedBy?: Record<string, number>;
 }
 
 /** Every fixture: its path and contents, sorted by name. */
@@ -66,8 +72,10 @@ export async function fixtureCase(path: string): Promise<{ fuzzCase: FuzzCase; s
   if (inputPath === null) throw new Error(`${path}: input ${f.input} is missing`);
   const input: FuzzInput = { name: f.input, path: inputPath, durationSec: 1 };
   const bytesOf = () => Deno.readFileSync(inputPath);
-  // A .bin of a "packets" fixture holds the serialized packets themselves.
-  const packetsOf = f.input.endsWith(".bin") ? bytesOf : packetsSource(bytesOf);
+  // A .bin of a "packets" ("clip-packets") fixture holds the serialized packets (the item) themselves.
+  const bin = f.input.endsWith(".bin");
+  const packetsOf = bin ? bytesOf : packetsSource(bytesOf);
+  const itemOf = bin ? bytesOf : itemSource(bytesOf);
   const fuzzCase: FuzzCase = {
     seed: 0,
     index: 0,
@@ -78,8 +86,9 @@ export async function fixtureCase(path: string): Promise<{ fuzzCase: FuzzCase; s
     ...(f.probe ? { probe: f.probe } : {}),
     ...(f.demux ? { demux: f.demux } : {}),
     ...(f.decode ? { decode: f.decode } : {}),
+    ...(f.clip ? { clip: f.clip } : {}),
   };
-  return { fuzzCase, sources: { inputs: [input], bytesOf, packetsOf } };
+  return { fuzzCase, sources: { inputs: [input], bytesOf, packetsOf, itemOf } };
 }
 
 /**
@@ -102,6 +111,7 @@ if (import.meta.main) {
     ...(c.probe ? { probe: c.probe } : {}),
     ...(c.demux ? { demux: c.demux } : {}),
     ...(c.decode ? { decode: c.decode } : {}),
+    ...(c.clip ? { clip: c.clip } : {}),
   };
   if (fixture.input.startsWith("clip:")) throw new Error(`${bin} is too big for a fixture`);
   if (fixture.input.endsWith(".bin")) await Deno.copyFile(bin, `${FIXTURE_DIR}${name}.bin`);

@@ -1,14 +1,16 @@
 /**
  * The fuzzer in CI (see run.ts): 6,000 seeded cases (`SLUICE_FUZZ_CASES`, `SLUICE_FUZZ_SEED` to change them)
- * of mutated real and generated media through probe, demux, decode and the serialized packet form, each in a
- * child process with a deadline and a memory cap; and every regression fixture of tests/fixtures/fuzz/, each in
- * a process of its own. A crash, hang, memory blow-up, untyped error or broken invariant fails the test and
+ * of mutated real and generated media through probe, demux, decode and the serialized packet form, and through
+ * the loader's clip path (from mutated files, and from damaged serialized packet sets as the subprocess backend
+ * sends them), each in a child process with a deadline and a memory cap; and every regression fixture of
+ * tests/fixtures/fuzz/, each in a process of its own. A crash, hang, memory blow-up, untyped error or broken
+ * invariant (frames delivered out of presentation order or out of their window among them) fails the test and
  * prints the command that replays it.
  */
 import assert from "node:assert/strict";
 import { hasFfmpegCliSync, sharedMediaAvailable } from "../helpers/media.ts";
 import { formatSummary, rssBytes, runFuzz } from "./run.ts";
-import type { FuzzCase } from "./cases.ts";
+import type { FuzzCase, Outcome } from "./cases.ts";
 import { fixtureInputPath, listFixtures } from "./fixtures.ts";
 import { knownBug } from "./known.ts";
 
@@ -33,6 +35,8 @@ Deno.test({
     assert.deepEqual(summary.failures, [], `${formatSummary(summary)}\n${lines.join("\n")}`);
     // The mutations must leave work for the decoders: a run where nothing decodes tests only the parsers.
     assert.ok((summary.byKind["decode ok"] ?? 0) > CASES / 20, JSON.stringify(summary.byKind));
+    // ...and clips for the loader's delivery check: every one of them was in order and in its window.
+    assert.ok(summary.clips.delivered > CASES / 20, JSON.stringify(summary.clips));
   },
 });
 
@@ -66,17 +70,18 @@ for (const { path, fixture } of listFixtures()) {
       clearInterval(watch);
       const stdout = new TextDecoder().decode(out.stdout);
       const stderr = new TextDecoder().decode(out.stderr);
-      const r = failure !== undefined
+      const r: { status: string; detail: string; clips?: Outcome["clips"] } = failure !== undefined
         ? { status: failure, detail: "" }
         : out.signal !== null || out.code !== 0
         ? { status: "crash", detail: `${out.signal ?? `exit ${out.code}`}: ${stderr}` }
-        : JSON.parse(stdout.trim().replace(/^R /, "")) as { status: string; detail: string };
+        : JSON.parse(stdout.trim().replace(/^R /, "")) as Outcome;
       const known = knownBug(r.detail, r.status, { decode: fixture.decode } as FuzzCase);
       if (known !== undefined) {
         console.log(`  still an open bug (${r.status}): ${known.issue}`);
         return;
       }
       assert.ok(r.status === "ok" || r.status === "typed", `${r.status}: ${r.detail}`);
+      if (fixture.clipsFailedBy) assert.deepEqual(r.clips?.failedBy, fixture.clipsFailedBy, r.detail);
     },
   });
 }

@@ -5,6 +5,8 @@
  * @module
  */
 
+import { mulberry32 } from "../../src/dataset/random.ts";
+
 /** One primitive edit. `why` says which mutator made it and what it aimed at. */
 export type Op =
   | { op: "write"; at: number; bytes: number[]; why: string }
@@ -12,17 +14,11 @@ export type Op =
   | { op: "insert"; at: number; from: number; n: number; why: string }
   | { op: "remove"; at: number; n: number; why: string };
 
-/** mulberry32: a small seeded PRNG; `int(n)` is uniform in [0, n). */
+/** The library's mulberry32 (`src/dataset/random.ts`) with draws for mutators; `int(n)` is uniform in [0, n). */
 export class Rng {
-  #s: number;
+  readonly next: () => number;
   constructor(seed: number) {
-    this.#s = seed >>> 0;
-  }
-  next(): number {
-    let t = (this.#s = (this.#s + 0x6d2b79f5) >>> 0);
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    this.next = mulberry32(seed);
   }
   int(n: number): number {
     return Math.floor(this.next() * n);
@@ -331,6 +327,57 @@ function packetsHeader(r: Rng, b: Uint8Array): Op[] {
   return [{ op: "write", at, bytes, why: `header field at ${at} = ${v}` }];
 }
 
+/**
+ * Serialized `VideoPackets`: one entry of the packet table damaged where it decides which frame shows when: a
+ * pts moved a little or far (to INT64_MIN, "no timestamp", too), two packets' pts swapped, one copied onto
+ * another, a duration or a flag (key, discard) changed.
+ */
+function packetTable(r: Rng, b: Uint8Array): Op[] {
+  if (b.length < 32) return [];
+  const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const header = v.getUint32(8, true), n = v.getUint32(12, true);
+  const strings = v.getUint32(16, true) + v.getUint32(20, true) + v.getUint32(24, true);
+  const table = Math.ceil((header + strings) / 8) * 8;
+  if (n === 0 || n > 1e6 || table + n * 36 > b.length) return [];
+  const i = r.int(n), j = r.int(n);
+  const ptsAt = (k: number) => table + 8 * k;
+  const i64 = (x: bigint) =>
+    Array.from({ length: 8 }, (_, k) => Number((BigInt.asUintN(64, x) >> BigInt(8 * k)) & 255n));
+  const pts = (k: number) => v.getBigInt64(ptsAt(k), true);
+  const what = `packet ${i}`;
+  switch (r.int(6)) {
+    case 0: {
+      const d = BigInt(r.pick([-1, 1, -2, 3, -1000, 1000, -90000]));
+      return [{
+        op: "write",
+        at: ptsAt(i),
+        bytes: i64(pts(i) + d),
+        why: `${what}: pts ${d > 0 ? "+" : ""}${d}`,
+      }];
+    }
+    case 1: {
+      const x = r.pick([-(2n ** 63n), -(2n ** 62n), 2n ** 62n, -1n, 0n, -(10n ** 18n)]);
+      return [{ op: "write", at: ptsAt(i), bytes: i64(x), why: `${what}: pts ${x}` }];
+    }
+    case 2:
+      return [
+        { op: "write", at: ptsAt(i), bytes: i64(pts(j)), why: `${what}: pts swapped with packet ${j}'s` },
+        { op: "write", at: ptsAt(j), bytes: i64(pts(i)), why: `packet ${j}: pts swapped with packet ${i}'s` },
+      ];
+    case 3:
+      return [{ op: "write", at: ptsAt(i), bytes: i64(pts(j)), why: `${what}: pts of packet ${j}` }];
+    case 4: {
+      const x = BigInt(r.pick([0, 1, -1, 1 << 30]));
+      return [{ op: "write", at: table + 16 * n + 8 * i, bytes: i64(x), why: `${what}: duration ${x}` }];
+    }
+    default: {
+      const at = table + 24 * n + 4 * i;
+      const flags = v.getUint32(at, true) ^ r.pick([1, 4, 2]);
+      return [{ op: "write", at, bytes: [flags & 255, 0, 0, 0], why: `${what}: flags ${flags}` }];
+    }
+  }
+}
+
 /** One to three mutations of `b`, aware of its structure; `packets` marks a serialized `VideoPackets`. */
 export function mutations(r: Rng, b: Uint8Array, packets = false): Op[] {
   const boxes = packets ? [] : mp4Boxes(b);
@@ -342,7 +389,8 @@ export function mutations(r: Rng, b: Uint8Array, packets = false): Op[] {
     if (x < 3 && boxes.length > 0) ops.push(...nodeMutation(r, boxes, "mp4"));
     else if (x < 3 && elements.length > 0) ops.push(...nodeMutation(r, elements, "ebml"));
     else if (x < 3 && chunks.length > 0) ops.push(...nodeMutation(r, chunks, "riff"));
-    else if (x < 5 && packets) ops.push(...packetsHeader(r, b));
+    else if (x < 4 && packets) ops.push(...packetsHeader(r, b));
+    else if (x < 7 && packets) ops.push(...packetTable(r, b));
     else ops.push(...r.pick(Object.values(generic))(r, b));
   }
   return ops;

@@ -16,7 +16,8 @@
 import { generateClip, hasFfmpegCliSync, SHARED_MEDIA_DIR, sharedMediaAvailable } from "../helpers/media.ts";
 import { probe } from "../../src/media/probe.ts";
 import { applyOps } from "./mutate.ts";
-import { type FuzzCase, type FuzzInput, makeCase, type Outcome, packetsSource } from "./cases.ts";
+import { type FuzzCase, type FuzzInput, itemSource, makeCase, type Outcome, packetsSource } from "./cases.ts";
+import { type ClipTally, firstBlob, withFirstBlob } from "./clip_cases.ts";
 import { knownBug } from "./known.ts";
 
 /** Options of {@link runFuzz}. */
@@ -56,6 +57,11 @@ export interface FuzzSummary {
   /** Cases per operation and outcome ("decode ok", "probe typed", ...), and typed errors per class. */
   byKind: Record<string, number>;
   typedByClass: Record<string, number>;
+  /**
+   * The clip cases together: clips delivered (each checked: in order, in its window) and their frames, clips
+   * failed, by error class.
+   */
+  clips: ClipTally;
   inputs: string[];
   elapsedMs: number;
 }
@@ -138,6 +144,7 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzSummary> {
     known: [],
     byKind: {},
     typedByClass: {},
+    clips: { delivered: 0, frames: 0, failed: 0, failedBy: {} },
     inputs: inputs.map((i) => i.name),
     elapsedMs: 0,
   };
@@ -166,7 +173,7 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzSummary> {
 
   // The parent rebuilds a failed case (the same pure function of seed and index) to report and save it.
   const bytesOf = (i: FuzzInput) => Deno.readFileSync(i.path);
-  const src = { inputs, bytesOf, packetsOf: packetsSource(bytesOf) };
+  const src = { inputs, bytesOf, packetsOf: packetsSource(bytesOf), itemOf: itemSource(bytesOf) };
   const rebuild = (index: number): FuzzCase | undefined => {
     try {
       return makeCase(opts.seed, index, src);
@@ -181,9 +188,15 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzSummary> {
       if (save === null || f.fuzzCase === undefined) return;
       await Deno.mkdir(save, { recursive: true });
       const input = inputs.find((i) => i.name === f.fuzzCase!.input)!;
-      const clean = f.fuzzCase.kind === "packets" ? src.packetsOf(input, f.fuzzCase.demux!) : bytesOf(input);
+      const c = f.fuzzCase;
+      // What the ops damage: the file, its serialized packets, or the packets blob of a clip item.
+      let bytes: Uint8Array;
+      if (c.kind === "clip-packets") {
+        const item = src.itemOf(input, c.clip!);
+        bytes = withFirstBlob(item, applyOps(firstBlob(item), c.ops));
+      } else bytes = applyOps(c.kind === "packets" ? src.packetsOf(input, c.demux!) : bytesOf(input), c.ops);
       const base = `${save}/${opts.seed}-${f.index}`;
-      await Deno.writeFile(`${base}.bin`, applyOps(clean, f.fuzzCase.ops));
+      await Deno.writeFile(`${base}.bin`, bytes);
       await Deno.writeTextFile(`${base}.json`, JSON.stringify({ ...f, inputs: summary.inputs }, null, 2));
     } catch (e) {
       log(`fuzz: could not save case ${f.index}: ${e}`);
@@ -233,6 +246,13 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzSummary> {
     if (slot.current?.index !== r.index) return;
     const key = `${r.kind} ${r.status}`;
     summary.byKind[key] = (summary.byKind[key] ?? 0) + 1;
+    if (r.clips !== undefined) {
+      const t = summary.clips;
+      t.delivered += r.clips.delivered;
+      t.frames += r.clips.frames;
+      t.failed += r.clips.failed;
+      for (const [k, v] of Object.entries(r.clips.failedBy)) t.failedBy[k] = (t.failedBy[k] ?? 0) + v;
+    }
     if (r.status === "ok") summary.ok++;
     else if (r.status === "typed") {
       summary.typed++;
@@ -347,6 +367,10 @@ export function formatSummary(s: FuzzSummary): string {
     `  frames/results ${s.ok}, typed errors ${s.typed} (${classes}), failures ${s.failures.length}, ` +
     `known open bugs hit ${s.known.length}`,
     `  by operation: ${Object.entries(s.byKind).sort().map(([k, v]) => `${k} ${v}`).join(", ")}`,
+    `  loader clips: ${s.clips.delivered} delivered (${s.clips.frames} frames, each in order and in its ` +
+    `window), ${s.clips.failed} failed (${
+      Object.entries(s.clips.failedBy).sort().map(([k, v]) => `${k} ${v}`).join(", ")
+    })`,
     ...s.failures.map((f) => `  FAILED case ${f.index} (${f.kind}): replay: ${f.replay}`),
     ...s.known.map((f) => `  known bug, case ${f.index}: ${f.issue}; replay: ${f.replay}`),
   ].join("\n");

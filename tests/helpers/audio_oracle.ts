@@ -52,19 +52,30 @@ export async function audioSource(spec: AudioSourceSpec): Promise<string> {
 export interface PyavAudio {
   /** Output pts of the resampled track's first sample (1/rate units). */
   first: number;
+  /** Samples the resampled track holds (from `first` on). */
+  total: number;
+  /** The time (seconds) of the track's first decoded frame, and the track's own sample rate. */
+  start: number;
+  inRate: number;
   windows: Float32Array[];
 }
 
-/** Decodes `path`'s audio with PyAV, resamples it to `rate` Hz and `channels`, and cuts `windows` from it. */
+/**
+ * Decodes `path`'s audio with PyAV (stream `streamIndex`, an absolute index; default its first audio stream),
+ * resamples it to `rate` Hz and `channels`, and cuts `windows` from it.
+ */
 export async function pyavAudio(
   path: string,
   rate: number,
   channels: number,
   windows: [number, number][],
+  streamIndex?: number,
 ): Promise<PyavAudio> {
   const script = new URL("./pyav_audio.py", import.meta.url).pathname;
   const layout = channels === 1 ? "mono" : "stereo";
-  const r = await runCli("/usr/bin/python3", [script, path, String(rate), layout, JSON.stringify(windows)]);
+  const args = [script, path, String(rate), layout, JSON.stringify(windows)];
+  if (streamIndex !== undefined) args.push(String(streamIndex));
+  const r = await runCli("/usr/bin/python3", args);
   if (r.code !== 0) throw new Error(`pyav_audio.py failed: ${r.stderr}`);
   const nl = r.stdout.indexOf(10);
   const head = JSON.parse(new TextDecoder().decode(r.stdout.subarray(0, nl)));
@@ -76,7 +87,7 @@ export async function pyavAudio(
     off += n;
     return w;
   });
-  return { first: head.first, windows: out };
+  return { first: head.first, total: head.total, start: head.start, inRate: head.inRate, windows: out };
 }
 
 /** Root-mean-square difference of two equal-length arrays. */

@@ -61,3 +61,24 @@ export function encodeSyntheticVideo(path: string, opts: synthetic.SyntheticVide
   if (loadedCanEncode()) return synthetic.encodeSyntheticVideo(path, opts);
   return onSystemFfmpeg("encodeSyntheticVideo", [path, opts]) as string;
 }
+
+/**
+ * A synthetic dataset made once per test module, on first use, in a temporary directory removed when the
+ * module's tests end (`unload`).
+ * @param prefix the temporary directory's name prefix
+ * @param opts what {@link makeSyntheticDataset} makes
+ * @returns a function that gives the dataset's directory (making it the first time)
+ */
+export function lazyDataset(
+  prefix: string,
+  opts: synthetic.SyntheticDatasetOptions,
+): () => Promise<string> {
+  let dir: Promise<string> | undefined;
+  return () =>
+    dir ??= (async () => {
+      const made = await Deno.makeTempDir({ prefix });
+      makeSyntheticDataset(made, opts);
+      globalThis.addEventListener("unload", () => Deno.removeSync(made, { recursive: true }));
+      return made;
+    })();
+}

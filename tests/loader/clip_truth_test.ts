@@ -25,11 +25,18 @@ import {
 } from "../../src/loader/clip_worker.ts";
 import type { ClipSpec } from "../../src/loader/clip_spec.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
-import type { DecodedClip } from "../../src/loader/collate.ts";
 import { mulberry32 } from "../../src/dataset/random.ts";
-import { codedRect, orientedSize } from "../../src/media/orient.ts";
+import { orientedSize } from "../../src/media/orient.ts";
 import { releaseDecoderNvdec } from "../../src/nvdec/decoder.ts";
-import { framesOnScreen, probeFrameTimes, psnr, swscaleDiffersFromCli } from "../helpers/decode_oracles.ts";
+import { probeFrameTimes, psnr, swscaleDiffersFromCli } from "../helpers/decode_oracles.ts";
+import { asClipFrame, bytesOf, cliFrames, expectedFrames, packedToPlanar } from "../helpers/clip_oracle.ts";
+import {
+  type ClipSpec as MediaSpec,
+  generateClip,
+  hasFfmpegCliSync,
+  lacksDecoder,
+  runCli,
+} from "../helpers/media.ts";
 import { skipBecause } from "../helpers/skip.ts";
 import { ffmpeg } from "../../src/media/ffmpeg.ts";
 
@@ -47,13 +54,6 @@ function meanSquare(a: ArrayLike<number>, b: ArrayLike<number>): number {
   for (let i = 0; i < a.length; i++) s += (a[i] - b[i]) ** 2;
   return s / a.length;
 }
-import {
-  type ClipSpec as MediaSpec,
-  generateClip,
-  hasFfmpegCliSync,
-  lacksDecoder,
-  runCli,
-} from "../helpers/media.ts";
 import { useDouble } from "../nvdec/nvdec_helpers.ts";
 
 const CLI = hasFfmpegCliSync();
@@ -175,112 +175,6 @@ function request(
   return { window: [start, Math.min(start + len, last)], spec };
 }
 
-/** The rule of `frame_select.ts`, slot by slot: index of the frame each slot shows (times from ffprobe). */
-function expectedFrames(t: number[], [s, e]: [number, number], spec: ClipSpec): number[] {
-  const inWin = framesOnScreen(t, [s, e]);
-  const sm = spec.sampling;
-  if (sm.kind === "consecutive") return inWin.slice(0, spec.numFrames);
-  if (sm.kind === "stride") return inWin.filter((_, j) => j % sm.stride === 0).slice(0, spec.numFrames);
-  const rate = sm.kind === "rate" ? sm.frameRate : spec.numFrames / (e - s);
-  const slotOf = (x: number) => {
-    const v = (x - s) * rate;
-    return sm.kind === "rate" ? Math.floor(v + 0.5 + 1e-9) : Math.ceil(v - 1e-9);
-  };
-  const n = Math.min(spec.numFrames, Math.ceil((e - s) * rate - 1e-9));
-  const shown = t.flatMap((x, i) => x < e ? [i] : []);
-  const out: number[] = [];
-  for (let k = 0; k < n; k++) {
-    let pick = shown[0];
-    for (const i of shown) if (slotOf(t[i]) <= k) pick = i;
-    out.push(pick);
-  }
-  return out;
-}
-
-/**
- * The CLI's frames (every frame of the file, in order) through the clip's filters: packed RGB24, or with `gbrp`
- * (what swscale writes for planar RGB: its yuv → gbrp path interpolates chroma fully, its yuv → rgb24 path does
- * not, so the two layouts differ at sharp colour edges in FFmpeg too) reordered to planes R, G, B.
- */
-async function cliFrames(
-  path: string,
-  spec: ClipSpec,
-  clip: DecodedClip,
-  rotation: number,
-  flags: string,
-  planar: boolean,
-  frames: number,
-): Promise<Uint8Array> {
-  const m = clip.outcome!;
-  const turn = m.rotated ? rotation : 0;
-  const [sw, sh] = orientedSize(spec.width, spec.height, turn);
-  const filters: string[] = [];
-  const [x, y, w, h] = m.crop;
-  const [codedW, codedH] = codedSize(clip);
-  const [dw, dh] = orientedSize(codedW, codedH, turn);
-  if (!(x === 0 && y === 0 && w === dw && h === dh)) {
-    const [cx, cy, rw, rh] = codedRect([x, y, w, h], codedW, codedH, turn);
-    filters.push(`crop=${rw}:${rh}:${cx}:${cy}`);
-  }
-  const fmt = planar ? "gbrp" : "rgb24";
-  // NVDEC (the double): resize in YUV (bicubic), then the kernel converts at 1:1, as swscale's yuv → rgb24 does.
-  if (flags === "nvdec") {
-    filters.push(`scale=${sw}:${sh}:flags=bicubic`, "format=yuv420p", "scale=flags=bilinear");
-  } else filters.push(`scale=${sw}:${sh}:flags=${flags}`);
-  filters.push(`format=${fmt}`);
-  if (turn === 90) filters.push("transpose=cclock");
-  else if (turn === 270 || turn === -90) filters.push("transpose=clock");
-  else if (turn === 180 || turn === -180) filters.push("hflip", "vflip");
-  if (m.flipped) filters.push("hflip");
-  const args = ["-v", "error", "-nostdin", "-noautorotate", "-threads", "1", "-i", path, "-map", "0:v:0"];
-  args.push("-vf", filters.join(","), "-pix_fmt", fmt, "-vsync", "passthrough", "-frames:v", String(frames));
-  args.push("-f", "rawvideo", "-");
-  const r = await runCli("ffmpeg", args);
-  assert.equal(r.code, 0, r.stderr);
-  if (!planar) return r.stdout;
-  const px = spec.width * spec.height, out = new Uint8Array(r.stdout.length);
-  for (let f = 0; f < out.length; f += 3 * px) {
-    out.set(r.stdout.subarray(f + 2 * px, f + 3 * px), f); // R
-    out.set(r.stdout.subarray(f, f + px), f + px); // G
-    out.set(r.stdout.subarray(f + px, f + 2 * px), f + 2 * px); // B
-  }
-  return out;
-}
-
-const codedSizes = new WeakMap<DecodedClip, [number, number]>();
-function codedSize(clip: DecodedClip): [number, number] {
-  return codedSizes.get(clip)!;
-}
-
-/** A frame in the clip's layout (`planar`: planes R, G, B; else packed) → the clip's dtype. */
-function asClipFrame(frame: Uint8Array, spec: ClipSpec): Uint8Array | Float32Array {
-  if (spec.dtype === "uint8") return frame;
-  const px = spec.width * spec.height;
-  return Float32Array.from(frame, (v, i) => {
-    const c = spec.planar ? Math.floor(i / px) : i % 3;
-    // (v/255 − mean)/std, as sluice defines it in float64: v · 1/(255·std) + (−mean/std), then float32.
-    return v * (1 / (255 * spec.std[c])) + -spec.mean[c] / spec.std[c];
-  });
-}
-
-/** Packed RGB24 frames → planar R, G, B planes. */
-function packedToPlanar(rgb: Uint8Array, px: number): Uint8Array {
-  const out = new Uint8Array(rgb.length);
-  for (let f = 0; f < rgb.length; f += 3 * px) {
-    for (let i = 0; i < px; i++) for (let c = 0; c < 3; c++) out[f + c * px + i] = rgb[f + i * 3 + c];
-  }
-  return out;
-}
-
-/** Float32 clip samples back to bytes (for PSNR). */
-function bytesOf(x: Uint8Array | Float32Array, spec: ClipSpec): Uint8Array {
-  if (x instanceof Uint8Array) return x;
-  return Uint8Array.from(x, (v, i) => {
-    const c = spec.planar ? Math.floor(i / (spec.width * spec.height)) % 3 : i % 3;
-    return Math.round((v * spec.std[c] + spec.mean[c]) * 255);
-  });
-}
-
 /** Checks a region against its resize mode's definition. */
 function assertRegion(spec: ClipSpec, crop: number[], [dw, dh]: [number, number], what: string): void {
   const [x, y, w, h] = crop;
@@ -370,7 +264,6 @@ Deno.test({
           const rotation = packets.rotation;
           const coded: [number, number] = [packets.width, packets.height];
           const cpu = decodeClip(structuredClone(item)).value;
-          codedSizes.set(cpu, coded);
           const meta = cpu.outcome!;
           const want = expectedFrames(times, window, spec);
           assert.equal(spec.numFrames - meta.padded - meta.held, want.length, `${what}: frames filled`);
@@ -396,12 +289,20 @@ Deno.test({
               [meta.pts, meta.frameIndex, meta.frameKind, meta.held, meta.padded, meta.crop],
               `${what}: NVDEC slots`,
             );
-            codedSizes.set(gpu, coded);
           }
           const frameLen = 3 * spec.width * spec.height;
           const upTo = Math.max(...want) + 1;
           checks.push(async () => {
-            const cli = await cliFrames(path, spec, cpu, rotation, spec.interpolation, spec.planar, upTo);
+            const cli = await cliFrames(
+              path,
+              spec,
+              cpu.outcome!,
+              rotation,
+              coded,
+              spec.interpolation,
+              spec.planar,
+              upTo,
+            );
             assert.equal(cli.length, upTo * frameLen, `${what}: CLI frames`);
             let nearest = false;
             for (let k = 0; k < spec.numFrames; k++) {
@@ -433,7 +334,7 @@ Deno.test({
             if (gpu === null) return;
             // The double resizes in YUV with bicubic, then the kernel converts (like swscale's yuv → rgb24, it
             // shares chroma between pixel pairs): compare with packed RGB24 through the same chain.
-            const packed = await cliFrames(path, spec, gpu, rotation, "nvdec", false, upTo);
+            const packed = await cliFrames(path, spec, gpu.outcome!, rotation, coded, "nvdec", false, upTo);
             const cliNv = spec.planar ? packedToPlanar(packed, spec.width * spec.height) : packed;
             const ref = new Uint8Array(spec.numFrames * frameLen);
             for (let k = 0; k < spec.numFrames; k++) {

@@ -154,6 +154,36 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "audio: windows in a Matroska file's first milliseconds equal PyAV's: Opus's first block, before the video's",
+  ignore: !READY,
+  fn: async () => {
+    // Opus's codec delay puts the track's first block at -7 ms, before the video's first keyframe (7 ms), where
+    // the cues start: a Matroska seek lands no earlier than the first cue and drops the blocks before it, by
+    // either stream's index, so the audio started with the next block, 14 ms on ("short", the first 21 ms
+    // zeros). Windows before the resampler's margin (50 ms) are placed by the track's first frame: exact.
+    const path = await audioSource({ codec: "libopus", container: "mkv" });
+    const probe = await ffprobeJson(path, ["-show_packets", "-show_entries", "packet=stream_index,pts_time"]);
+    const [first, second] = probe.packets as { stream_index: number; pts_time: string }[];
+    assert.ok(
+      first.stream_index === 1 && Number(first.pts_time) < 0 && second.stream_index === 0,
+      "the audio's first block precedes the video's first packet",
+    );
+    for (const windows of [[[0, 0.2]], [[0.007, 0.3]], [[2, 2.5], [0.007, 0.2], [0.045, 0.3], [0, 0.64]]]) {
+      const ours = demuxAudio(path, windows as TimeWindow[], 16000, 2);
+      const ref = await pyavAudio(path, 16000, 2, windows as TimeWindow[]);
+      windows.forEach((w, i) => {
+        if (w[0] >= 0.05) return; // a frame placed by its millisecond timestamp: see docs/clips.md, "Limit"
+        const what = `window ${w} after ${windows.slice(0, i).join(" ")}`;
+        assert.equal(ours[i].status, "ok", `${what}: ${ours[i].reason}`);
+        const err = rmsDiff(ours[i].samples, ref.windows[i]);
+        assert.ok(err < 1e-3, `${what}: RMS difference ${err}`);
+      });
+    }
+  },
+});
+
 Deno.test("audio: the window rule and the spec check", () => {
   assert.deepEqual(audioSampleRange(16000, 1.0, 1.5), [16000, 8000]);
   // Windows of one length hold one count of samples wherever they start.

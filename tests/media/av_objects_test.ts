@@ -1,4 +1,4 @@
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { OutParam } from "../../ffi/out_param.ts";
 import assert from "node:assert/strict";
 import { CodecContext, Frame, nativeObjectCounts, Packet } from "../../src/media/av_objects.ts";
 import { frame, packet } from "../../src/media/structs.ts";
@@ -50,8 +50,8 @@ Deno.test("owned objects: a codec context for a decoder found by name", () => {
 
 Deno.test("pointer slots round-trip a pointer value", () => {
   const p = Deno.UnsafePointer.create(0x1234_5678n);
-  assert.equal(Deno.UnsafePointer.value(new OutSlot(p).pointer), 0x1234_5678n);
-  assert.equal(new OutSlot().pointer, null);
+  assert.equal(Deno.UnsafePointer.value(new OutParam(p).pointer), 0x1234_5678n);
+  assert.equal(new OutParam().pointer, null);
 });
 
 Deno.test("owned objects: live counts per class follow allocation and release", () => {

@@ -6,7 +6,7 @@
  * oracles:
  * - consecutive/stride/uniform: ffprobe's frame list (the frame on screen at `t` is the one with the greatest pts
  *   at or before `t`) and the ffmpeg CLI's raw frames, byte for byte;
- * - frameRate: `ffmpeg -vf fps=N` over the whole file (windows on its grid: slot `k` of `[m/N, …)` is its frame
+ * - frameRate: `ffmpeg -vf fps=N` over the whole file (windows on its grid: position `k` of `[m/N, …)` is its frame
  *   `m + k`), byte for byte;
  * - past the last frame: the shared WebM whose audio outlasts its video (the last frame stays on screen until the
  *   file ends), and a truncated copy (nothing is on screen past its data).
@@ -74,7 +74,7 @@ function assertFrames(
   for (const [k, i] of want.entries()) {
     assert.ok(
       sameBytes(frameAt(got, k), r.raw.subarray(i * FRAME, (i + 1) * FRAME)),
-      `${what}: slot ${k} = frame ${i}`,
+      `${what}: position ${k} = frame ${i}`,
     );
   }
 }
@@ -119,7 +119,8 @@ for (const container of ["mp4", "mkv", "ts"]) {
   });
 
   Deno.test({
-    name: `VFR ${container}: uniform windows inside gaps = the frame on screen at each slot time (ffprobe)`,
+    name:
+      `VFR ${container}: uniform windows inside gaps = the frame on screen at each position time (ffprobe)`,
     ignore,
     fn: async () => {
       const r = await recording(container);
@@ -147,7 +148,7 @@ for (const container of ["mp4", "mkv"]) {
         // The fps filter's output, whole stream: frame j at j/N shows the latest frame whose round(t·N) <= j.
         const fps = await cliRaw(r.path, { pixFmt: "yuv420p", filter: `fps=${N}`, vsync: "passthrough" });
         const first = roundNear(r.times[0] * N);
-        // Windows [a, a + len) starting on the fps grid (whole seconds), ending inside the stream: slots a + k/N.
+        // Windows [a, a + len) starting on the fps grid (whole seconds), ending inside the stream: positions a + k/N.
         for (const [a, len] of [[2, 1], [3, 1.5], [4, 2.5], [6, 1.5], [1, 3.5]]) {
           const w: [number, number] = [a, a + len];
           const [m, n] = [a * N, Math.ceil(len * N)];
@@ -158,7 +159,7 @@ for (const container of ["mp4", "mkv"]) {
             const j = m + k - first;
             assert.ok(
               sameBytes(frameAt(got, k), fps.subarray(j * FRAME, (j + 1) * FRAME)),
-              `${what}: slot ${k}`,
+              `${what}: position ${k}`,
             );
           }
         }
@@ -204,7 +205,7 @@ Deno.test({
     const one = await decodeVideo(p, { width: 32, height: 32 });
     assert.deepEqual(Array.from(one.pts), [last], "the last frame, on screen at the window's start");
     const rate = await decodeVideo(p, { width: 32, height: 32, frameRate: 1000 });
-    assert.equal(rate.pts.length, Math.ceil((end - s) * 1000 - 1e-9), "grid slots until the file's end");
+    assert.equal(rate.pts.length, Math.ceil((end - s) * 1000 - 1e-9), "grid positions until the file's end");
     // At or after the end nothing is on screen: the window fails at demux, naming where the file ends.
     await assert.rejects(demuxVideo(BBB!, { window: [end + 0.001, end + 1] }), MediaError);
   },

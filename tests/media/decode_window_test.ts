@@ -5,18 +5,9 @@ import { VideoPackets } from "../../src/media/packets.ts";
 import { readPackets } from "../helpers/read_packets.ts";
 import { framesOnScreen, sameBytes } from "../helpers/decode_oracles.ts";
 import { generateClip, hasFfmpegCliSync, sharedMedia } from "../helpers/media.ts";
+import { mulberry32 } from "../../src/dataset/random.ts";
 
 const cli = hasFfmpegCliSync();
-
-/** A small deterministic PRNG (mulberry32), so failures reproduce. */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Asserts that `win` holds exactly the frames of `full` on screen during `[s, e)`, byte for byte. */
 function assertWindow(full: VideoFrames, win: VideoFrames, [s, e]: [number, number]): void {
@@ -39,7 +30,7 @@ async function checkRandomWindows(
   const size = { width: 96, height: 72 };
   const full = await decodeVideo(readPackets(path, opts), size);
   const last = full.pts[full.pts.length - 1];
-  const next = rng(seed);
+  const next = mulberry32(seed);
   for (let n = 0; n < count; n++) {
     const s = next() * last;
     const e = s + 0.05 + next() * 1.5;
@@ -111,24 +102,24 @@ Deno.test({
 
 Deno.test({
   name:
-    "decode windows: frameRate on a window samples s + k/fps < e from the latest frame at or before the slot",
+    "decode windows: frameRate on a window samples s + k/fps < e from the latest frame at or before the position",
   ignore: !cli,
   fn: async () => {
     const clip = await generateClip({ width: 160, height: 120, durationSec: 3, bframes: 2 });
     const full = await decodeVideo(readPackets(clip));
     const [s, e, fps] = [0.61, 2.2, 6];
     const win = await decodeVideo(readPackets(clip, { window: [s, e] }), { frameRate: fps });
-    // Hand-computed expectation: slots s + k/6 < 2.2 → k = 0..9; slot k shows the latest frame whose time t has
+    // Hand-computed expectation: positions s + k/6 < 2.2 → k = 0..9; position k shows the latest frame whose time t has
     // round((t - s)·fps) <= k, never a frame at or after e.
     assert.equal(win.shape[0], 10);
     for (let k = 0; k < 10; k++) {
-      const slot = s + k / fps;
-      assert.ok(Math.abs(win.pts[k] - slot) < 1e-9);
+      const position = s + k / fps;
+      assert.ok(Math.abs(win.pts[k] - position) < 1e-9);
       let pick = -1;
       for (let i = 0; i < full.pts.length; i++) {
         if (full.pts[i] < e && Math.floor((full.pts[i] - s) * fps + 0.5 + 1e-9) <= k) pick = i;
       }
-      assert.ok(sameBytes(frameAt(win, k), frameAt(full, pick)), `slot ${k} shows frame ${pick}`);
+      assert.ok(sameBytes(frameAt(win, k), frameAt(full, pick)), `position ${k} shows frame ${pick}`);
     }
   },
 });

@@ -11,21 +11,12 @@ import {
   type ProbedPacket,
   sharedMedia,
 } from "../helpers/media.ts";
+import { mulberry32 } from "../../src/dataset/random.ts";
 
 const CLI = hasFfmpegCliSync();
 const NASA = sharedMedia("h264_nasa_bframes_aac.mp4");
 const PANCAKE = sharedMedia("h264_opus_pancake.mkv");
 const BBB = sharedMedia("vp9_opus_bbb.webm");
-
-/** Deterministic PRNG (mulberry32) so failures reproduce. */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 async function assertWholeStreamMatchesCli(path: string, streamIndex: number): Promise<void> {
   const got = await demuxVideo(path, { streamIndex });
@@ -135,7 +126,7 @@ async function checkRandomWindows(
   const all = await ffprobePackets(path, streamIndex);
   const times = all.map((p) => p.ptsTime ?? 0);
   const t0 = Math.min(...times), t1 = Math.max(...times);
-  const next = rng(seed);
+  const next = mulberry32(seed);
   const windows: [number, number][] = [];
   for (let i = 0; i < count; i++) {
     const s = t0 + next() * (t1 - t0);

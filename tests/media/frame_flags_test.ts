@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { ffmpeg } from "../../src/media/ffmpeg.ts";
 import { CodecContext, Frame, InputContext, Packet } from "../../src/media/av_objects.ts";
 import { codecpar, formatContext, frame, packet, type Ptr, stream } from "../../src/media/structs.ts";
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { OutParam } from "../../ffi/out_param.ts";
 import { cstr } from "../../ffi/cstring.ts";
 import { AVERROR_EAGAIN, AVERROR_EOF } from "../../ffi/ffmpeg/errors.ts";
 import { ffprobeJson, generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
@@ -26,9 +26,9 @@ interface Flags {
 /** Every frame of stream 0 of `path`, decoded here, read through `frame.*`. */
 function decodeFlags(path: string): Flags[] {
   const f = ffmpeg();
-  const slot = new OutSlot();
-  assert.equal(f.avformat.avformat_open_input(slot.bytes, cstr(path), null, null), 0);
-  using fmt = new InputContext(slot.pointer as Ptr);
+  const ctxOut = new OutParam();
+  assert.equal(f.avformat.avformat_open_input(ctxOut.bytes, cstr(path), null, null), 0);
+  using fmt = new InputContext(ctxOut.pointer as Ptr);
   assert.ok(f.avformat.avformat_find_stream_info(fmt.ptr, null) >= 0);
   const par = stream.codecpar(formatContext.stream(fmt.ptr, 0));
   const codec = f.avcodec.avcodec_find_decoder(codecpar.codecId(par));

@@ -4,7 +4,7 @@
  * middle and at its end (reached by seeking: the keyframe table supplies what came before), on the shared media
  * (B-frames in MP4 and its second video stream, a rotated MOV, AV1 MP4, VP9 WebM, H.264 MKV), a
  * variable-frame-rate recording with gaps, an MP4 whose edit list discards leading frames and an MPEG-TS file
- * (which seeks by dts); resampled slots give the index of the frame they show. A stream whose
+ * (which seeks by dts); resampled positions give the index of the frame they show. A stream whose
  * timestamps cannot tell says so (null); the keyframe table is read once per file per thread.
  */
 import assert from "node:assert/strict";
@@ -56,7 +56,7 @@ async function check(
   assert.equal(f.frameIndex.length, f.pts.length);
   const tb = p.timeBase;
   for (let k = 0; k < f.pts.length; k++) {
-    // Resampled slots report their grid time; the frame they show is the one whose index they give.
+    // Resampled positions report their grid time; the frame they show is the one whose index they give.
     const shown = order[f.frameIndex[k]] * (tb[0] / tb[1]);
     if (frameRate === undefined) {
       assert.ok(
@@ -64,13 +64,16 @@ async function check(
         `${what} frame ${k}: index ${f.frameIndex[k]} is ${shown} s`,
       );
     } else {
-      // The latest frame at or before the slot's time, rounded to the grid (fps filter): never after the next,
+      // The latest frame at or before the position's time, rounded to the grid (fps filter): never after the next,
       // and the frame after it is too late (or past the window's end).
-      assert.ok(shown < f.pts[k] + 0.5 / frameRate + 1e-9, `${what} slot ${k}: ${shown} s for ${f.pts[k]}`);
+      assert.ok(
+        shown < f.pts[k] + 0.5 / frameRate + 1e-9,
+        `${what} position ${k}: ${shown} s for ${f.pts[k]}`,
+      );
       const next = order[f.frameIndex[k] + 1] * (tb[0] / tb[1]);
       assert.ok(
         !(next < f.pts[k] + 0.5 / frameRate - 1e-9 && next < end),
-        `${what} slot ${k}: frame ${f.frameIndex[k] + 1} (${next} s) is on screen at ${f.pts[k]}`,
+        `${what} position ${k}: frame ${f.frameIndex[k] + 1} (${next} s) is on screen at ${f.pts[k]}`,
       );
     }
   }

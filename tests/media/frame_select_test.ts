@@ -1,5 +1,5 @@
 /**
- * The frame selector against hand-computed slot assignments, and decodeVideo's output bounded by the stream
+ * The frame selector against hand-computed position assignments, and decodeVideo's output bounded by the stream
  * (issue 16: a window to 1e5 s with `frameRate` used to return 3 million frames, mostly padding).
  */
 import assert from "node:assert/strict";
@@ -8,15 +8,16 @@ import {
   FrameSelector,
   framesInWindow,
   framesShown,
-  type SlotPlan,
+  type PositionPlan,
 } from "../../src/media/frame_select.ts";
 import { demuxVideo } from "../../src/media/demux.ts";
 import { ptsToSeconds, type VideoPackets } from "../../src/media/packets.ts";
+import { MediaError } from "../../src/errors.ts";
 import { decodeVideo } from "../../src/media/decode.ts";
 import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
 
-/** Feeds frames at `times` (in order) and returns, per filled slot, the index of the frame it shows and its time. */
-function select(plan: SlotPlan, times: number[]): { frames: number[]; pts: number[] } {
+/** Feeds frames at `times` (in order) and returns, per filled position, the index of the frame it shows and its time. */
+function select(plan: PositionPlan, times: number[]): { frames: number[]; pts: number[] } {
   const sel = new FrameSelector(plan);
   const frames: number[] = [];
   let held = -1;
@@ -39,29 +40,29 @@ function plan(
   window: [number, number] | null,
   numFrames = Infinity,
   end = NaN,
-): SlotPlan {
+): PositionPlan {
   return { sampling, window, numFrames, streamEnd: end, streamStart: NaN };
 }
 
 /** Indices of the 1 entries of `framesShown`. */
-function shown(p: SlotPlan, times: number[]): number[] {
+function shown(p: PositionPlan, times: number[]): number[] {
   return [...framesShown(p, times)].flatMap((v, i) => v ? [i] : []);
 }
 
-Deno.test("framesShown: which frames fill a slot, computed by hand for every kind", () => {
+Deno.test("framesShown: which frames fill a position, computed by hand for every kind", () => {
   const t = grid(25, 50); // frame i at i/25 s
   // consecutive, window [1, 2), 3 frames: frames 25, 26, 27; nothing before the window, nothing after the third.
   assert.deepEqual(shown(plan({ kind: "consecutive" }, [1, 2], 3), t), [25, 26, 27]);
   // stride 2 in [1, 2): frames 25, 27, 29.
   assert.deepEqual(shown(plan({ kind: "stride", stride: 2 }, [1, 2], 3), t), [25, 27, 29]);
-  // 25 -> 8 fps over [0, 0.5): slot k (t = k/8) shows the latest frame whose round(t·8) <= k: frames at
-  // 0.04 (round 0.32 = 0), 0.16 (1.28 -> 1), 0.28 (2.24 -> 2), 0.40 (3.2 -> 3); slot 4 (0.5 s) is not in the window.
+  // 25 -> 8 fps over [0, 0.5): position k (t = k/8) shows the latest frame whose round(t·8) <= k: frames at
+  // 0.04 (round 0.32 = 0), 0.16 (1.28 -> 1), 0.28 (2.24 -> 2), 0.40 (3.2 -> 3); position 4 (0.5 s) is not in the window.
   assert.deepEqual(shown(plan({ kind: "rate", frameRate: 8 }, [0, 0.5], Infinity, 2), t), [1, 4, 7, 10]);
-  // uniform, 4 slots over [0.5, 1.3) at 0.5, 0.7, 0.9, 1.1: the frame on screen at each: 12.5 -> 12 (0.48), 17
+  // uniform, 4 positions over [0.5, 1.3) at 0.5, 0.7, 0.9, 1.1: the frame on screen at each: 12.5 -> 12 (0.48), 17
   // (0.68), 22 (0.88), 27 (1.08).
   assert.deepEqual(shown(plan({ kind: "uniform" }, [0.5, 1.3], 4, 2), t), [12, 17, 22, 27]);
-  // Slots past the stream's end are not filled: rate 25 -> 5 over [1.9, 3) with the stream ending at 2.0 s:
-  // one slot (1.9), showing frame 47 (1.88, round(-0.1) = 0) held until frame 48 (1.92, round(0.1) = 0), then 49.
+  // Positions past the stream's end are not filled: rate 25 -> 5 over [1.9, 3) with the stream ending at 2.0 s:
+  // one position (1.9), showing frame 47 (1.88, round(-0.1) = 0) held until frame 48 (1.92, round(0.1) = 0), then 49.
   assert.deepEqual(shown(plan({ kind: "rate", frameRate: 5 }, [1.9, 3], Infinity, 2), t), [49]);
 });
 
@@ -97,7 +98,7 @@ Deno.test("frame select: a window inside a gap of a variable-frame-rate stream s
   assert.deepEqual(inGap({ kind: "consecutive" }).frames, [2]);
   assert.deepEqual(inGap({ kind: "consecutive" }).pts, [1], "the frame's own time, before the window");
   assert.deepEqual(inGap({ kind: "stride", stride: 2 }).frames, [2]);
-  // Every slot time (2, 2.25, 2.5, 2.75) falls inside the gap.
+  // Every position time (2, 2.25, 2.5, 2.75) falls inside the gap.
   const rate = inGap({ kind: "rate", frameRate: 4 });
   assert.deepEqual(rate.frames, [2, 2, 2, 2]);
   assert.deepEqual(rate.pts, [2, 2.25, 2.5, 2.75]);
@@ -118,8 +119,8 @@ Deno.test("frame select: a window inside a gap of a variable-frame-rate stream s
     3,
   ]);
   assert.deepEqual(select(plan({ kind: "consecutive" }, [0.9, 5.05], 2, 5.08), t).frames, [1, 2]);
-  // Rate 1 from 0.9: slots 0.9, 1.9, 2.9, 3.9, 4.9; the frame at 1.0 belongs to slot round(0.1) = 0 and shows
-  // through the gap; 5.0 and 5.04 both belong to slot round(4.1) = round(4.14) = 4, the later wins (fps filter).
+  // Rate 1 from 0.9: positions 0.9, 1.9, 2.9, 3.9, 4.9; the frame at 1.0 belongs to position round(0.1) = 0 and shows
+  // through the gap; 5.0 and 5.04 both belong to position round(4.1) = round(4.14) = 4, the later wins (fps filter).
   assert.deepEqual(
     select(plan({ kind: "rate", frameRate: 1 }, [0.9, 5.05], Infinity, 5.08), t).frames,
     [2, 2, 2, 2, 4],
@@ -163,7 +164,7 @@ Deno.test("frame select: after the last frame, it stays on screen until the stre
   // The stream ends at 6 (the file goes on after the last frame): a window at [3, 4) shows the last frame.
   assert.deepEqual(select(plan({ kind: "consecutive" }, [3, 4], Infinity, 6), t).frames, [1]);
   assert.deepEqual(select(plan({ kind: "rate", frameRate: 2 }, [3, 4], Infinity, 6), t).frames, [1, 1]);
-  // Ending at 3.5, the grid stops there: slot 3.5 is past the end.
+  // Ending at 3.5, the grid stops there: position 3.5 is past the end.
   assert.deepEqual(select(plan({ kind: "rate", frameRate: 2 }, [3, 4], Infinity, 3.5), t).frames, [1]);
   // Ending at 2, nothing is on screen at 3.
   assert.deepEqual(select(plan({ kind: "consecutive" }, [3, 4], Infinity, 2), t).frames, []);
@@ -171,21 +172,21 @@ Deno.test("frame select: after the last frame, it stays on screen until the stre
   assert.deepEqual(shown(plan({ kind: "consecutive" }, [3, 4], Infinity, 2), t), []);
 });
 
-Deno.test("frame select: rate 25 -> 12.5 fps: a frame on a half slot rounds up, the later frame of a slot wins", () => {
-  // Frame j at 0.04j falls in slot round(j/2) (halves up): slots show frames 0, 2, 4, ... (0.08k).
+Deno.test("frame select: rate 25 -> 12.5 fps: a frame on a half position rounds up, the later frame of a position wins", () => {
+  // Frame j at 0.04j falls in position round(j/2) (halves up): positions show frames 0, 2, 4, ... (0.08k).
   const r = select(plan({ kind: "rate", frameRate: 12.5 }, [0, 1]), grid(25, 30));
   assert.deepEqual(r.frames, [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24]);
   assert.deepEqual(r.pts, grid(12.5, 13).map((x) => Math.round(x * 1e6) / 1e6));
 });
 
-Deno.test("frame select: rate 10 -> 25 fps duplicates; slots before the first frame show it", () => {
-  // Frame j (0.1j) falls in slot round(2.5j): 0, 3, 5, 8, 10.
+Deno.test("frame select: rate 10 -> 25 fps duplicates; positions before the first frame show it", () => {
+  // Frame j (0.1j) falls in position round(2.5j): 0, 3, 5, 8, 10.
   assert.deepEqual(
     select(plan({ kind: "rate", frameRate: 25 }, [0, 0.4]), grid(10, 6)).frames,
     [0, 0, 0, 1, 1, 2, 2, 2, 3, 3],
   );
-  // Window starting at 0.13: frame 1 (0.1) falls in slot round(-0.75) = -1, frame 2 (0.2) in slot 2: slots 0, 1
-  // show frame 1 (on screen at 0.13 and 0.17), slot 2 frame 2.
+  // Window starting at 0.13: frame 1 (0.1) falls in position round(-0.75) = -1, frame 2 (0.2) in position 2: positions 0, 1
+  // show frame 1 (on screen at 0.13 and 0.17), position 2 frame 2.
   assert.deepEqual(select(plan({ kind: "rate", frameRate: 25 }, [0.13, 0.25]), grid(10, 6)).frames, [
     1,
     1,
@@ -194,9 +195,9 @@ Deno.test("frame select: rate 10 -> 25 fps duplicates; slots before the first fr
 });
 
 Deno.test("frame select: uniform shows the frame on screen at each of numFrames evenly spaced times", () => {
-  // [0, 1), 4 slots at 0, 0.25, 0.5, 0.75 over 25 fps frames: frames 0 (0), 6 (0.24), 12 (0.48), 18 (0.72).
+  // [0, 1), 4 positions at 0, 0.25, 0.5, 0.75 over 25 fps frames: frames 0 (0), 6 (0.24), 12 (0.48), 18 (0.72).
   assert.deepEqual(select(plan({ kind: "uniform" }, [0, 1], 4), grid(25, 25)).frames, [0, 6, 12, 18]);
-  // A frame exactly at a slot time is the one shown: 5 slots at 0.2k over 25 fps are frames 5k.
+  // A frame exactly at a position time is the one shown: 5 positions at 0.2k over 25 fps are frames 5k.
   assert.deepEqual(select(plan({ kind: "uniform" }, [0, 1], 5), grid(25, 25)).frames, [0, 5, 10, 15, 20]);
   // A frame before the window is on screen at its start.
   assert.deepEqual(select(plan({ kind: "uniform" }, [0.1, 0.5], 2), [0, 0.3, 0.6]).frames, [0, 1]);
@@ -204,7 +205,7 @@ Deno.test("frame select: uniform shows the frame on screen at each of numFrames 
 
 Deno.test("frame select: a whole stream of unknown end, resampled with no frame limit, ends at its last frame", () => {
   // Found by the fuzzer (seed 16, case 320: a TS file with a duplicated chunk, frameRate 60): the held last frame
-  // was given Infinity slots, and decoding ran until memory gave out.
+  // was given Infinity positions, and decoding ran until memory gave out.
   const sel = new FrameSelector(plan({ kind: "rate", frameRate: 60 }, null));
   for (const t of grid(25, 10)) sel.offer(t);
   const before = sel.filled;
@@ -213,7 +214,7 @@ Deno.test("frame select: a whole stream of unknown end, resampled with no frame 
   assert.ok(Number.isFinite(before) && before > 0);
 });
 
-Deno.test("frame select: grid slots stop at the end of the last frame, not at the window's end", () => {
+Deno.test("frame select: grid positions stop at the end of the last frame, not at the window's end", () => {
   const sel = new FrameSelector(plan({ kind: "rate", frameRate: 30 }, [2, 1e5], Infinity, 6));
   assert.equal(sel.capacity(0), 120);
   const r = select(plan({ kind: "rate", frameRate: 30 }, [2, 1e5], Infinity, 6), grid(25, 100, 2));
@@ -230,7 +231,7 @@ Deno.test("frame select: grid slots stop at the end of the last frame, not at th
     }
   }
   assert.equal(capped.filled, 16);
-  assert.equal(stoppedAt, 13, "slot 15 (2.5 s) is filled once frame 13 (2.52 s, slot 16) arrives");
+  assert.equal(stoppedAt, 13, "position 15 (2.5 s) is filled once frame 13 (2.52 s, position 16) arrives");
 });
 
 Deno.test("frame select: frames without a time are skipped in a window; frames at or after its end never shown", () => {
@@ -249,9 +250,39 @@ Deno.test({
       height: 32,
       frameRate: 30,
     });
-    // 25 fps frames 2.00 .. 3.96, the last ending at 4.0: slots 2 + k/30 < 4 → 60.
+    // 25 fps frames 2.00 .. 3.96, the last ending at 4.0: positions 2 + k/30 < 4 → 60.
     assert.equal(frames.pts.length, 60);
     assert.equal(frames.data.byteLength, 60 * 32 * 32 * 3);
     assert.ok(Math.abs(frames.pts[59] - (2 + 59 / 30)) < 1e-9);
   },
+});
+
+Deno.test("frame selector, frames out of presentation order (issue 30): left out where no slot shows them, else a MediaError", () => {
+  // Frames at 1.0, 1.2 before a window [1.25, 1.6), then 1.1 late: 1.2 stays the frame on screen at the start.
+  const native = plan({ kind: "consecutive" }, [1.25, 1.6], 4);
+  assert.deepEqual(select(native, [1.0, 1.2, 1.1, 1.3, 1.4]).pts, [1.2, 1.3, 1.4]);
+  // The same for a grid kind: 10 fps from 1.25: slot 0 (1.25) shows 1.2, slot 1 (1.35) 1.3, slot 2 (1.45) 1.4.
+  assert.deepEqual(
+    select(plan({ kind: "rate", frameRate: 10 }, [1.25, 1.5], 3, 2), [1.0, 1.2, 1.1, 1.3, 1.4]).frames,
+    [1, 3, 4],
+  );
+  // Late frames at or after the window's end decide nothing.
+  assert.deepEqual(select(native, [1.2, 1.3, 1.7, 1.65]).pts, [1.2, 1.3]);
+  // A frame presented in the window after a later one was offered: the slots already filled cannot be told right.
+  const late = (p: PositionPlan, times: number[]) =>
+    assert.throws(
+      () => select(p, times),
+      (e: unknown) => e instanceof MediaError && /presentation order/.test(e.message),
+    );
+  late(native, [1.2, 1.4, 1.3]); // 6.24 then 6.20, as issue 30 saw it
+  late(native, [1.2, 1.3, 1.3]); // the same time twice
+  late(native, [1.2, 1.3, 1.7, 1.4]); // one in the window after one past it: the stream's order is not to be trusted
+  // A frame before the start that comes after one in the window: the frame on screen at the start was not it.
+  late(native, [1.0, 1.3, 1.2]);
+  late(plan({ kind: "rate", frameRate: 10 }, [1.25, 1.5], 3, 2), [1.2, 1.4, 1.3]);
+  late(plan({ kind: "uniform" }, [1.25, 1.65], 4, 2), [1.3, 1.5, 1.4]);
+  // A whole stream has no slot that could leave a frame out: any frame out of order fails.
+  late(plan({ kind: "consecutive" }, null), [0, 0.04, 0.02]);
+  // Frames without a time are not ordered (kept over a whole stream, as before).
+  assert.equal(select(plan({ kind: "consecutive" }, null), [0, NaN, 0.04]).frames.length, 3);
 });

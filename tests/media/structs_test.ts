@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { ffmpeg } from "../../src/media/ffmpeg.ts";
 import { InputContext } from "../../src/media/av_objects.ts";
-import { OutSlot } from "../../ffi/out_slot.ts";
+import { OutParam } from "../../ffi/out_param.ts";
 import { codecpar, formatContext, type Ptr, stream } from "../../src/media/structs.ts";
 import { cstr, readCString } from "../../ffi/cstring.ts";
 import { acceptedContainerDurations, ffprobeInfo, sharedMedia } from "../helpers/media.ts";
@@ -14,10 +14,10 @@ const AVMEDIA_TYPES = ["video", "audio", "data", "subtitle", "attachment"];
 
 function open(path: string): InputContext {
   const f = ffmpeg();
-  const slot = new OutSlot();
-  const rc = f.avformat.avformat_open_input(slot.bytes, cstr(path), null, null);
+  const out = new OutParam();
+  const rc = f.avformat.avformat_open_input(out.bytes, cstr(path), null, null);
   assert.equal(rc, 0, `avformat_open_input(${path}) = ${rc}`);
-  const ctx = new InputContext(slot.pointer as Ptr);
+  const ctx = new InputContext(out.pointer as Ptr);
   assert.ok(f.avformat.avformat_find_stream_info(ctx.ptr, null) >= 0);
   return ctx;
 }

@@ -1,8 +1,8 @@
 /**
- * One frame selector for both decoders: `decodeClipNvdec` (against the double) fills every clip's slots with the
+ * One frame selector for both decoders: `decodeClipNvdec` (against the double) fills every clip's positions with the
  * same frames as `decodeClip`, for resampling 25 → 12.5, 30 → 8 and 30000/1001 → 10 fps, and on a
  * variable-frame-rate file with every sampling kind, over random windows and windows inside long gaps (the frame
- * on screen, presented before the window, in an earlier GOP): same slot times, same padding, and
+ * on screen, presented before the window, in an earlier GOP): same position times, same padding, and
  * at native size (no resize: the double's scaler is bicubic, the CPU's bilinear; resize_test.ts bounds that) the
  * same pixels up to the NV12 → RGB conversion (the PTX kernel vs libswscale).
  */
@@ -51,7 +51,7 @@ async function bothDecoders(
 ) {
   const next = mulberry32(seed);
   const clips = Array.from({ length: count }, (_, i) => {
-    // Half the windows start on a frame's time, where frames fall on half slots (25 -> 12.5 fps) and a rounding
+    // Half the windows start on a frame's time, where frames fall on half positions (25 -> 12.5 fps) and a rounding
     // that is not FFmpeg's (Math.round of an inexact product) picked other frames.
     const start = i % 2 ? Math.floor(next() * (dur - 0.3) * fps) / fps : next() * (dur - 0.3);
     return clipBase(path, start, start + 0.3 + next() * 1.2, i, i);
@@ -71,7 +71,7 @@ async function bothDecoders(
   let worst = Infinity;
   for (let i = 0; i < cpu.length; i++) {
     const [c, g] = [cpu[i].outcome!, gpu[i].outcome!];
-    assert.deepEqual(g.pts, c.pts, `clip ${i} [${clips[i].start}, ${clips[i].end}): slots`);
+    assert.deepEqual(g.pts, c.pts, `clip ${i} [${clips[i].start}, ${clips[i].end}): positions`);
     assert.deepEqual([g.held, g.padded], [c.held, c.padded]);
     assert.deepEqual([g.frameIndex, g.frameKind], [c.frameIndex, c.frameKind], `clip ${i}: frame identity`);
     worst = Math.min(worst, psnr(gpu[i].data as Uint8Array, cpu[i].data as Uint8Array));
@@ -81,7 +81,7 @@ async function bothDecoders(
 
 for (const [fps, rate] of [[25, 12.5], [30, 8], [30000 / 1001, 10]]) {
   Deno.test({
-    name: `nvdec clips: resampling ${fps.toFixed(3)} -> ${rate} fps fills the same slots as the CPU`,
+    name: `nvdec clips: resampling ${fps.toFixed(3)} -> ${rate} fps fills the same positions as the CPU`,
     ignore,
     fn: async () => {
       const dbl = await useDouble();
@@ -106,7 +106,7 @@ for (const [fps, rate] of [[25, 12.5], [30, 8], [30000 / 1001, 10]]) {
 }
 
 Deno.test({
-  name: "nvdec clips: a variable-frame-rate file, every sampling kind: same slots as the CPU",
+  name: "nvdec clips: a variable-frame-rate file, every sampling kind: same positions as the CPU",
   ignore,
   fn: async () => {
     const dbl = await useDouble();
@@ -174,7 +174,7 @@ Deno.test({
               const shown = framesOnScreen(times, [s, e]).slice(0, 8);
               assert.deepEqual(c.frameIndex?.slice(0, shown.length), shown, `${what}: ffprobe's indices`);
             }
-            assert.deepEqual(g.pts, c.pts, `${what}: NVDEC slots`);
+            assert.deepEqual(g.pts, c.pts, `${what}: NVDEC positions`);
             assert.deepEqual([g.held, g.padded], [c.held, c.padded], what);
             assert.ok(c.frameIndex !== null, `${what}: frameIndex`);
             assert.deepEqual(

@@ -142,11 +142,11 @@ Deno.test(
       assert.equal(
         host.subarray(perClip).findIndex((v, i) => v !== expected[i]),
         -1,
-        "slot 1 holds the frames",
+        "position 1 holds the frames",
       );
       assert.ok(
         host.subarray(0, perClip).every((v) => v === 0),
-        "slot 0 untouched (the double zero-fills allocations)",
+        "position 0 untouched (the double zero-fills allocations)",
       );
       await assert.rejects(
         () => decodeVideoNvdec(clip.packets, { width: w, height: h, batch: batch.view(0, perClip - 1) }),

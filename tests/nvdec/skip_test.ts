@@ -1,8 +1,8 @@
 /**
- * NVDEC decoding less (issue 14 §1) on the double: non-reference pictures no slot shows (`ref_pic_flag` 0) are
+ * NVDEC decoding less (issue 14 §1) on the double: non-reference pictures no position shows (`ref_pic_flag` 0) are
  * not sent to `cuvidDecodePicture`, with the same frames as with every picture decoded (H.264 with B-pyramids in
  * MP4 and MPEG-TS, HEVC in MKV; windows in the first and last GOP, with and without resampling); a frame is
- * mapped and converted only when it fills a slot; a stream where picture k is not packet k starts over.
+ * mapped and converted only when it fills a position; a stream where picture k is not packet k starts over.
  */
 import assert from "node:assert/strict";
 import { decodeVideoNvdec, type NvdecOptions, releaseDecoderNvdec } from "../../src/nvdec/decoder.ts";
@@ -99,7 +99,7 @@ Deno.test({
     const path = await generateClip(SOURCES[0].media);
     for (const skipUnshown of [true, false]) {
       const r = await decode(readPackets(path, { window: [1.3, 2.3] }), { frameRate: 8, skipUnshown });
-      // 8 slots over 1 s at 8 fps, each a different frame: 8 maps (every frame used to be mapped: 25).
+      // 8 positions over 1 s at 8 fps, each a different frame: 8 maps (every frame used to be mapped: 25).
       assert.equal(r.pts.length, 8);
       assert.equal(r.maps, 8, `skipUnshown ${skipUnshown}: ${r.maps} frames mapped`);
     }

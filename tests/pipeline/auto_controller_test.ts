@@ -9,7 +9,7 @@ import type { PipelineEvent } from "../../src/pipeline/hooks.ts";
 import { formatStats } from "../../src/pipeline/format_stats.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
 import { AutoController } from "../../src/pipeline/auto_controller.ts";
-import { FakeClock } from "./fake_clock.ts";
+import { FakeClock } from "../helpers/fake_clock.ts";
 import { kneeLatency } from "./contention.ts";
 
 function* forever(): Generator<number> {

@@ -5,6 +5,7 @@ import type { PipelineStats } from "../../src/pipeline/stats.ts";
 import { InvalidArgumentError, PipelineFailure } from "../../src/errors.ts";
 import { formatStats } from "../../src/pipeline/format_stats.ts";
 import type { PipelineEvent } from "../../src/pipeline/hooks.ts";
+import { FakeClock } from "../helpers/fake_clock.ts";
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
@@ -411,82 +412,105 @@ Deno.test("ordered: bounded memory with a slow ordered stage (queues + running +
   assertAccounting(p.stats());
 });
 
-/** Polls until `cond` holds (the stall watch runs on a timer); fails after 10 s. */
-async function until(cond: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
-
 Deno.test("stalls: a stage with work running and no progress is reported once, in stats, formatStats, log and events", async () => {
-  const logs: string[] = [];
-  const events: PipelineEvent[] = [];
-  let release!: () => void;
-  const gate = new Promise<void>((r) => release = r);
-  const p = new PipelineBuilder()
-    .addSource(range(5))
-    .pipe(async (x: number) => {
-      if (x === 2) await gate; // blocks, like a read from a hung mount
-      return x;
-    }, { name: "fetch", concurrency: 1 })
-    .build({ stallThresholdMs: 100, log: (m) => logs.push(m), hooks: [{ event: (e) => events.push(e) }] });
-  const it = p[Symbol.asyncIterator]();
-  assert.equal((await it.next()).value, 0);
-  assert.equal((await it.next()).value, 1);
-  const third = it.next();
-  await until(() => events.some((e) => e.type === "stall"), "the stall event");
-  const stats = p.stats();
-  assert.deepEqual(stats.stalled, ["fetch"]);
-  const row = stats.stages.find((s) => s.name === "fetch")!;
-  assert.ok(row.stalledMs >= 100, `stalledMs ${row.stalledMs}`);
-  assert.equal(row.stalls, 1);
-  assert.match(formatStats(stats), /^STALLED: fetch: no progress for \d+\.\d s \(1 task\(s\) running\)$/m);
-  await sleep(120); // still stalled: no second report
-  assert.equal(logs.filter((l) => /stalled/.test(l)).length, 1, logs.join("\n"));
-  assert.match(logs[0], /stage "fetch" stalled: no progress for/);
-  release();
-  assert.equal((await third).value, 2);
-  for (let r = await it.next(); !r.done; r = await it.next()) { /* drain */ }
-  const resume = events.find((e) => e.type === "resume");
-  assert.ok(resume !== undefined && resume.stage === "fetch" && resume.stalledMs > 0, JSON.stringify(events));
-  assert.match(logs.at(-1)!, /stage "fetch" made progress again after/);
-  const after = p.stats();
-  assert.deepEqual(after.stalled, []);
-  assert.equal(after.stages[1].stalledMs, 0);
-  assert.equal(after.stages[1].stalls, 1);
+  const clock = new FakeClock();
+  try {
+    const logs: string[] = [];
+    const events: PipelineEvent[] = [];
+    const stalls = () => events.filter((e) => e.type === "stall");
+    let release!: () => void;
+    const gate = new Promise<void>((r) => release = r);
+    const p = new PipelineBuilder()
+      .addSource(range(5))
+      .pipe(async (x: number) => {
+        if (x === 2) await gate; // blocks, like a read from a hung mount
+        return x;
+      }, { name: "fetch", concurrency: 1 })
+      .build({
+        stallThresholdMs: 100,
+        clock,
+        log: (m) => logs.push(m),
+        hooks: [{ event: (e) => events.push(e) }],
+      });
+    const it = p[Symbol.asyncIterator]();
+    assert.equal((await it.next()).value, 0);
+    assert.equal((await it.next()).value, 1);
+    const third = it.next();
+    await clock.runUntil(99); // the watch looks every 25 ms: no progress for 75 ms is no stall
+    assert.deepEqual(stalls(), []);
+    await clock.runUntil(100);
+    assert.equal(stalls().length, 1);
+    const stats = p.stats();
+    assert.deepEqual(stats.stalled, ["fetch"]);
+    const row = stats.stages.find((s) => s.name === "fetch")!;
+    assert.equal(row.stalledMs, 100);
+    assert.equal(row.stalls, 1);
+    assert.match(formatStats(stats), /^STALLED: fetch: no progress for 0\.1 s \(1 task\(s\) running\)$/m);
+    await clock.runUntil(220); // still stalled: no second report
+    assert.equal(stalls().length, 1);
+    assert.equal(logs.filter((l) => /stalled/.test(l)).length, 1, logs.join("\n"));
+    assert.match(logs[0], /stage "fetch" stalled: no progress for 0\.1 s \(1 task\(s\) running\)/);
+    release();
+    assert.equal((await third).value, 2);
+    for (let r = await it.next(); !r.done; r = await it.next()) { /* drain */ }
+    // stalled from 0 (its last progress) until the release at 220
+    assert.deepEqual(events.filter((e) => e.type === "resume"), [{
+      type: "resume",
+      stage: "fetch",
+      stalledMs: 220,
+    }]);
+    assert.match(logs.at(-1)!, /stage "fetch" made progress again after 0\.2 s/);
+    const after = p.stats();
+    assert.deepEqual(after.stalled, []);
+    assert.equal(after.stages[1].stalledMs, 0);
+    assert.equal(after.stages[1].stalls, 1);
+  } finally {
+    clock.close();
+  }
 });
 
 Deno.test("stalls: a source waiting on its iterator is reported; a stage blocked by a slow consumer is not", async () => {
-  const logs: string[] = [];
-  let release!: () => void;
-  const gate = new Promise<void>((r) => release = r);
-  const p = new PipelineBuilder()
-    .addSource(
-      (async function* () {
-        yield 0;
-        await gate; // a backend child that stopped answering
-        yield 1;
-      })(),
-      { name: "backend" },
-    )
-    .pipe((x: number) => x, { name: "work" })
-    .build({ stallThresholdMs: 50, log: (m) => logs.push(m) });
-  const it = p[Symbol.asyncIterator]();
-  await it.next();
-  const next = it.next();
-  await until(() => logs.length > 0, "the stall log line");
-  assert.match(logs[0], /stage "backend" stalled: no progress for .* \(waiting on its iterator\)/);
-  assert.deepEqual(p.stats().stalled, ["backend"]);
-  release();
-  await next;
-  await it.return!();
+  const clock = new FakeClock();
+  try {
+    const logs: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => release = r);
+    const p = new PipelineBuilder()
+      .addSource(
+        (async function* () {
+          yield 0;
+          await gate; // a backend child that stopped answering
+          yield 1;
+        })(),
+        { name: "backend" },
+      )
+      .pipe((x: number) => x, { name: "work" })
+      .build({ stallThresholdMs: 50, clock, log: (m) => logs.push(m) });
+    const it = p[Symbol.asyncIterator]();
+    await it.next();
+    const next = it.next();
+    await clock.runUntil(49);
+    assert.deepEqual(logs, []);
+    await clock.runUntil(50);
+    assert.equal(logs.length, 1, logs.join("\n"));
+    assert.match(logs[0], /stage "backend" stalled: no progress for 0\.1 s \(waiting on its iterator\)/);
+    assert.deepEqual(p.stats().stalled, ["backend"]);
+    release();
+    await next;
+    await it.return!();
 
-  const quiet: string[] = [];
-  const q = new PipelineBuilder().addSource(range(50)).pipe((x: number) => x, { name: "fast" })
-    .build({ stallThresholdMs: 50, log: (m) => quiet.push(m) });
-  for await (const _ of q) await sleep(75); // the consumer is slow: "fast" waits on a full sink
-  assert.deepEqual(quiet, []);
-  assert.equal(q.stats().stages[1].stalls, 0);
+    // The consumer is slow (75 ms an item, 50 ms the threshold): "fast" waits on a full sink, never stalled.
+    const quiet: string[] = [];
+    const q = new PipelineBuilder().addSource(range(50)).pipe((x: number) => x, { name: "fast" })
+      .build({ stallThresholdMs: 50, clock, log: (m) => quiet.push(m) });
+    const consumer = (async () => {
+      for await (const _ of q) await clock.sleep(75);
+    })();
+    await clock.runUntil(50 * 75 + 1000);
+    await consumer;
+    assert.deepEqual(quiet, []);
+    assert.equal(q.stats().stages[1].stalls, 0);
+  } finally {
+    clock.close();
+  }
 });

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { PipelineBuilder } from "../../src/pipeline/builder.ts";
 import type { PipelineStats } from "../../src/pipeline/stats.ts";
-import { FakeClock } from "./fake_clock.ts";
+import { FakeClock } from "../helpers/fake_clock.ts";
 
 Deno.test("stats: totals sum the epochs; per-epoch queue figures restart; the consumer's slot is the sink's life", async () => {
   const clock = new FakeClock();

@@ -4,17 +4,18 @@
  * needing its close deadline.
  */
 import assert from "node:assert/strict";
-import { encodeMessage, FrameDecoder, MAX_SERVER_MESSAGE } from "../../src/serve/protocol.ts";
+import { encodeMessage, MAX_SERVER_MESSAGE, MessageDecoder } from "../../src/serve/protocol.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
 import { withTempDir } from "../helpers/temp_dir.ts";
 import { deadline } from "../backend/helpers.ts";
+import { readUntil } from "../helpers/serve.ts";
 import { failingLoaderOptions } from "./fixtures/failing_loader.ts";
 
 const MAIN = new URL("../../src/serve/main.ts", import.meta.url).pathname;
 
 /** Messages from `conn` until one of type `type` (returned). */
 async function until(conn: Deno.UnixConn, type: string): Promise<Record<string, unknown>> {
-  const frames = new FrameDecoder(MAX_SERVER_MESSAGE);
+  const frames = new MessageDecoder(MAX_SERVER_MESSAGE);
   const buf = new Uint8Array(1 << 16);
   while (true) {
     const n = await conn.read(buf);
@@ -50,12 +51,7 @@ for (const how of ["stdin's end", "SIGTERM"] as const) {
           stderr: "piped",
         }).spawn();
         const out = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-        let ready = "";
-        while (!ready.includes('"ready"')) {
-          const r = await out.read();
-          assert.ok(!r.done, "the server exited before it was ready");
-          ready += r.value;
-        }
+        await readUntil(out, '"ready"', "the server");
         const conn = await Deno.connect({ transport: "unix", path: config.socket });
         await conn.write(encodeMessage({ type: "hello", protocol: 1, client: "main-test" }));
         await until(conn, "welcome");

@@ -5,7 +5,7 @@
  * client ever, it leaves after `firstClientMs` (the rank that started it died before connecting).
  */
 import assert from "node:assert/strict";
-import { encodeMessage, FrameDecoder, MAX_SERVER_MESSAGE } from "../../src/serve/protocol.ts";
+import { sayHello } from "../helpers/serve.ts";
 import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
 import { withTempDir } from "../helpers/temp_dir.ts";
@@ -62,11 +62,8 @@ Deno.test({
       try {
         assert.equal((await firstLine(child)).event, "ready");
         Deno.writeTextFileSync(`${socket}.pid`, String(child.pid));
-        const conn = await Deno.connect({ transport: "unix", path: socket });
-        await conn.write(encodeMessage({ type: "hello", protocol: 1, client: "t", rank: 0, worldSize: 1 }));
-        const frames = new FrameDecoder(MAX_SERVER_MESSAGE), buf = new Uint8Array(1 << 16);
-        const n = await conn.read(buf);
-        assert.equal((frames.push(buf.subarray(0, n!))[0] as { type: string }).type, "welcome");
+        const { conn, first } = await sayHello(socket, { client: "t", rank: 0, worldSize: 1 });
+        assert.equal(first.type, "welcome");
         // a rank holds the lock (it is connecting, or starting a server) while the last client leaves
         using lock = await Deno.open(`${socket}.lock`, { read: true, write: true, create: true });
         await lock.lock(true);

@@ -6,21 +6,18 @@
 import assert from "node:assert/strict";
 import type { Batch } from "../../src/loader/collate.ts";
 import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
-import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
+import { lazyDataset } from "../helpers/synthetic.ts";
 import { NodeHub } from "../../src/serve/node_hub.ts";
 import { resolveLoaderOptions } from "../../src/loader/loader_options.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
 
-let datasetDir: Promise<string> | undefined;
-function dataset(): Promise<string> {
-  datasetDir ??= (async () => {
-    const dir = await Deno.makeTempDir({ prefix: "sluice-node-hub-" });
-    makeSyntheticDataset(dir, { videos: 8, classes: 2, durationSec: 2, width: 96, height: 64 });
-    globalThis.addEventListener("unload", () => Deno.removeSync(dir, { recursive: true }));
-    return dir;
-  })();
-  return datasetDir;
-}
+const dataset = lazyDataset("sluice-node-hub-", {
+  videos: 8,
+  classes: 2,
+  durationSec: 2,
+  width: 96,
+  height: 64,
+});
 
 const options = async (): Promise<LoaderOptions> => ({
   dataset: await dataset(),

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { encodeMessage, FrameDecoder, parseClientMessage } from "../../src/serve/protocol.ts";
+import { encodeMessage, MessageDecoder, parseClientMessage } from "../../src/serve/protocol.ts";
 import { ServeError } from "../../src/errors.ts";
 
 Deno.test("frames split and joined across reads decode to the messages sent", () => {
@@ -10,7 +10,7 @@ Deno.test("frames split and joined across reads decode to the messages sent", ()
   ] as const;
   const stream = new Uint8Array(msgs.flatMap((m) => [...encodeMessage(m)]));
   for (const step of [1, 2, 5, stream.length]) {
-    const d = new FrameDecoder(1024);
+    const d = new MessageDecoder(1024);
     const got: unknown[] = [];
     for (let i = 0; i < stream.length; i += step) got.push(...d.push(stream.subarray(i, i + step)));
     assert.deepEqual(got, msgs);
@@ -21,13 +21,13 @@ Deno.test("frames split and joined across reads decode to the messages sent", ()
 Deno.test("oversized frames and frames that are not UTF-8 JSON are refused", () => {
   const big = new Uint8Array([0, 0, 1, 0]); // 65536
   assert.throws(
-    () => new FrameDecoder(1024).push(big),
+    () => new MessageDecoder(1024).push(big),
     (e) => e instanceof ServeError && e.code === "bad-frame",
   );
   const bad = new Uint8Array([2, 0, 0, 0, 0xc3, 0x28]);
-  assert.throws(() => new FrameDecoder(1024).push(bad), /not UTF-8 JSON/);
+  assert.throws(() => new MessageDecoder(1024).push(bad), /not UTF-8 JSON/);
   const notJson = new Uint8Array([1, 0, 0, 0, 0x7b]);
-  assert.throws(() => new FrameDecoder(1024).push(notJson), /not UTF-8 JSON/);
+  assert.throws(() => new MessageDecoder(1024).push(notJson), /not UTF-8 JSON/);
 });
 
 Deno.test("client messages: every field is checked, with the field named", () => {

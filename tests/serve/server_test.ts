@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { videoClassificationLoader } from "../../src/loader/loader.ts";
-import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
-import { encodeMessage, FrameDecoder, MAX_SERVER_MESSAGE } from "../../src/serve/protocol.ts";
+import { lazyDataset } from "../helpers/synthetic.ts";
+import { encodeMessage, MAX_SERVER_MESSAGE, MessageDecoder } from "../../src/serve/protocol.ts";
 import { serveLoader } from "../../src/serve/server.ts";
 import { DatasetError, ServeError } from "../../src/errors.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
@@ -9,16 +9,13 @@ import { withTempDir } from "../helpers/temp_dir.ts";
 import { deadline } from "../backend/helpers.ts";
 import { failingLoaderOptions } from "./fixtures/failing_loader.ts";
 
-let datasetDir: Promise<string> | undefined;
-function dataset(): Promise<string> {
-  datasetDir ??= (async () => {
-    const dir = await Deno.makeTempDir({ prefix: "sluice-serve-" });
-    makeSyntheticDataset(dir, { videos: 6, classes: 3, durationSec: 2, width: 96, height: 64 });
-    globalThis.addEventListener("unload", () => Deno.removeSync(dir, { recursive: true }));
-    return dir;
-  })();
-  return datasetDir;
-}
+const dataset = lazyDataset("sluice-serve-", {
+  videos: 6,
+  classes: 3,
+  durationSec: 2,
+  width: 96,
+  height: 64,
+});
 
 const loaderOptions = async () => ({
   dataset: await dataset(),
@@ -35,7 +32,7 @@ type Msg = any;
 /** A client speaking the protocol by hand. */
 class Client {
   readonly conn: Deno.UnixConn;
-  readonly #frames = new FrameDecoder(MAX_SERVER_MESSAGE);
+  readonly #frames = new MessageDecoder(MAX_SERVER_MESSAGE);
   readonly #queue: Msg[] = [];
   constructor(conn: Deno.UnixConn) {
     this.conn = conn;

@@ -6,13 +6,8 @@
  * @module
  */
 
-import type { VideoDataset, VideoItem } from "../dataset.ts";
-import type { IndexedVideo } from "../video_index.ts";
-import type { MemberLocation } from "./index_format.ts";
+import type { IndexedVideo, MemberRef, VideoDataset, VideoItem } from "../items.ts";
 import type { OpenedShards } from "./reader.ts";
-
-/** Where a video lies inside a shard, and how to check it: what `readMember` needs. */
-export type MemberRef = Pick<MemberLocation, "name" | "offset" | "size" | "sha256">;
 
 /** A dataset item that lives inside a shard. */
 export interface ShardVideoItem extends VideoItem {
@@ -28,7 +23,12 @@ export interface ShardDataset extends VideoDataset {
   items: ShardVideoItem[];
 }
 
-/** The samples of `set` as dataset items, shard by shard in set order, samples in shard order. */
+/**
+ * The samples of `set` as dataset items, shard by shard in set order, samples in shard order: each item's
+ * `path` is its shard and its `member` the video's place in it, its time range and keyframes from the index.
+ * @param set the opened shards
+ * @returns the dataset the loader samples
+ */
 export function shardDataset(set: OpenedShards): ShardDataset {
   const items = set.shards.flatMap((shard) =>
     shard.index.samples.map((s): ShardVideoItem => ({

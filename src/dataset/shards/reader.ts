@@ -25,7 +25,7 @@ import {
 } from "../fetch.ts";
 import { hashSeed, mulberry32, shuffleInPlace } from "../random.ts";
 import { FetchError, ShardError } from "../../errors.ts";
-import type { MemberRef } from "./dataset.ts";
+import type { MemberRef } from "../items.ts";
 import {
   indexNameOf,
   parseShardIndex,
@@ -100,7 +100,16 @@ export async function isShardSource(source: string): Promise<boolean> {
   }
 }
 
-/** Opens a shard set, one index or one shard; see the module docs. */
+/**
+ * Opens a shard set (a directory with `shards.json`, that file's path or URL), one shard's index (`*.idx.json`)
+ * or one shard (`*.tar`, its index beside it). Every index is validated (checksum, fields, its checksum in the
+ * set) before anything in it is used.
+ * @param source the directory, file or URL
+ * @param opts how the indexes are fetched
+ * @returns each shard's tar path or URL and its index
+ * @throws {ShardError} for an index or set that is damaged or does not match
+ * @throws {FetchError} when a file cannot be read
+ */
 export async function openShards(source: string, opts: ShardReadOptions = {}): Promise<OpenedShards> {
   let file = source;
   if (!isUrl(source)) {
@@ -158,7 +167,14 @@ function checkMember(shard: string, m: MemberRef, bytes: Uint8Array, verify: boo
   }
 }
 
-/** Reads one member with one positioned read (an HTTP range request for URLs). */
+/**
+ * Reads one member with one positioned read (an HTTP range request for URLs), checked against the index.
+ * @param tar the shard's path or URL
+ * @param m where the member lies and its checksum
+ * @param opts how to fetch it, and whether to check its SHA-256
+ * @returns the member's bytes
+ * @throws {ShardError} for a truncated shard or a checksum mismatch, naming the shard and the member
+ */
 export async function readMember(
   tar: string,
   m: MemberRef,
@@ -205,7 +221,13 @@ async function checkedMember(
   return bytes;
 }
 
-/** The video bytes of one sample, by index. */
+/**
+ * The video bytes of one sample, by index ({@link readMember}).
+ * @param shard the opened shard
+ * @param sample the sample, from its index
+ * @param opts how to fetch it, and whether to check its SHA-256
+ * @returns the video file's bytes
+ */
 export function readSampleVideo(
   shard: OpenedShard,
   sample: ShardSample,
@@ -214,7 +236,14 @@ export function readSampleVideo(
   return readMember(shard.tar, sample.video, opts);
 }
 
-/** The metadata JSON of one sample, by index. */
+/**
+ * The metadata JSON of one sample, by index ({@link readMember}).
+ * @param shard the opened shard
+ * @param sample the sample, from its index
+ * @param opts how to fetch it, and whether to check its SHA-256
+ * @returns the sample's metadata
+ * @throws {ShardError} when the member is not a JSON object
+ */
 export async function readSampleMeta(
   shard: OpenedShard,
   sample: ShardSample,
@@ -252,7 +281,12 @@ export interface StreamOptions extends ShardReadOptions {
   part?: { index: number; count: number };
 }
 
-/** The order {@link streamSamples} visits shards in for an epoch. */
+/**
+ * The order {@link streamSamples} visits shards in for an epoch.
+ * @param n the shards in the set
+ * @param opts whether to shuffle, with which seed and epoch, and which part of the order to take
+ * @returns shard indexes, in visiting order
+ */
 export function shardOrder(
   n: number,
   opts: Pick<StreamOptions, "shuffle" | "seed" | "epoch" | "part"> = {},
@@ -299,6 +333,10 @@ async function readWholeShard(shard: OpenedShard, opts: ShardReadOptions): Promi
  * Every sample of the set, shard by shard, each shard in one read, in a shuffled shard order (samples keep
  * their order inside a shard); the next shard is fetched while the current one is consumed. Memory: two
  * shards at most.
+ * @param set the opened shards
+ * @param opts shuffle, seed, epoch, part of the order, fetching and checking ({@link StreamOptions})
+ * @returns each sample with its video bytes and metadata
+ * @throws {ShardError} for a truncated shard or a damaged member
  */
 export async function* streamSamples(
   set: OpenedShards,

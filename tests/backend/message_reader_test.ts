@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { ProtocolError } from "../../src/errors.ts";
-import { FrameReader } from "../../src/backend/frame_reader.ts";
-import { FrameWriter } from "../../src/backend/frame_writer.ts";
+import { MessageReader } from "../../src/backend/message_reader.ts";
+import { MessageWriter } from "../../src/backend/message_writer.ts";
 import {
   crc32,
   encodeFrame,
@@ -68,7 +68,7 @@ Deno.test("header layout: magic, version, type, length, sequence and header CRC 
 
 Deno.test("writer + reader round trip over arbitrary chunk boundaries and partial writes", () => {
   const sink = new Recorder(1000);
-  const w = new FrameWriter(sink);
+  const w = new MessageWriter(sink);
   const payloads = [bytes(0, 0), bytes(5, 1), bytes(70_000, 2), bytes(16_384, 3), bytes(100, 4)];
   w.write(FrameType.ITEM, [payloads[0]]);
   w.write(FrameType.ITEM, [payloads[1].subarray(0, 2), payloads[1].subarray(2)], true);
@@ -79,7 +79,7 @@ Deno.test("writer + reader round trip over arbitrary chunk boundaries and partia
   assert.equal(w.bytesWritten, stream.length);
   assert.equal(stream.length, 5 * HEADER_SIZE + payloads.reduce((a, p) => a + p.length, 0));
   for (const seed of [1, 2, 3]) {
-    const r = new FrameReader();
+    const r = new MessageReader();
     const frames = split(stream, seed).flatMap((c) => r.push(c));
     r.end();
     assert.deepEqual(frames.map((f) => f.type), [1, 1, 1, FrameType.STATS, FrameType.END]);
@@ -91,7 +91,7 @@ Deno.test("writer + reader round trip over arbitrary chunk boundaries and partia
 
 Deno.test("a small frame costs one write call; a big payload is written from its own memory", () => {
   const sink = new Recorder();
-  const w = new FrameWriter(sink);
+  const w = new MessageWriter(sink);
   w.write(FrameType.ITEM, [Uint8Array.of(1), bytes(4096, 1)]);
   assert.equal(sink.calls, 1);
   const big = bytes(1 << 20, 2);
@@ -124,7 +124,7 @@ Deno.test("damaged headers name the offset of the damage", () => {
   for (const [flip, pattern, offset] of cases) {
     const bad = stream.slice();
     bad[flip] ^= 0x40;
-    const r = new FrameReader();
+    const r = new MessageReader();
     expectProtocolError(() => r.push(bad), offset, pattern);
     expectProtocolError(() => r.push(new Uint8Array(1)), offset, pattern); // stays failed
   }
@@ -134,21 +134,21 @@ Deno.test("sequence gaps, unknown types, disallowed types and oversize lengths a
   const a = encodeFrame(FrameType.LOG, new Uint8Array(0), 0);
   const skip = encodeFrame(FrameType.LOG, new Uint8Array(0), 2);
   expectProtocolError(
-    () => new FrameReader().push(new Uint8Array([...a, ...skip])),
+    () => new MessageReader().push(new Uint8Array([...a, ...skip])),
     a.length + 12,
     /sequence 2/,
   );
   const credit = encodeFrame(FrameType.CREDIT, new Uint8Array(4), 0);
-  const childOnly = new FrameReader({ allowedTypes: new Set([FrameType.ITEM]) });
+  const childOnly = new MessageReader({ allowedTypes: new Set([FrameType.ITEM]) });
   expectProtocolError(() => childOnly.push(credit), 5, /unexpected CREDIT/);
   const big = encodeFrame(FrameType.ITEM, new Uint8Array(100), 0);
-  expectProtocolError(() => new FrameReader({ maxPayload: 99 }).push(big), 8, /exceeds the limit/);
+  expectProtocolError(() => new MessageReader({ maxPayload: 99 }).push(big), 8, /exceeds the limit/);
 });
 
 Deno.test("end() inside a header or a payload is a ProtocolError; at a frame boundary it is fine", () => {
   const f = encodeFrame(FrameType.ITEM, bytes(50, 1), 0, false);
   for (let cut = 1; cut < f.length; cut++) {
-    const r = new FrameReader();
+    const r = new MessageReader();
     assert.deepEqual(r.push(f.subarray(0, cut)), []);
     expectProtocolError(
       () => r.end(),
@@ -156,7 +156,7 @@ Deno.test("end() inside a header or a payload is a ProtocolError; at a frame bou
       cut < HEADER_SIZE ? /inside a frame header/ : /inside the payload/,
     );
   }
-  const r = new FrameReader();
+  const r = new MessageReader();
   assert.equal(r.push(f).length, 1);
   r.end();
   assert.equal(r.offset, f.length);

@@ -1,8 +1,13 @@
-// A virtual clock for pipeline tests: time moves only when the test advances it, timers fire in time order, and
-// between two timers the promise chains the last one started run to completion (up to SETTLE_HOPS promise
-// reactions deep, all within microtasks: no real timer or message is involved, so nothing depends on how fast
-// the machine is). A pipeline built with it (`build({ clock })`) whose stage functions wait with `clock.sleep`
-// runs the same way every time.
+/**
+ * A virtual clock for tests: time moves only when the test advances it, timers fire in time order, and between
+ * two timers the promise chains the last one started run to completion (up to SETTLE_HOPS promise reactions
+ * deep, all within microtasks: no real timer or message is involved, so nothing depends on how fast the machine
+ * is). A pipeline built with it (`build({ clock })`) whose stage functions wait with `clock.sleep` runs the same
+ * way every time; a backend's liveness watch (`spawnBackend({ clock })`) and a fetch's timers
+ * (`fetchOnClock(clock, …)`) read it too, so a test asserts the limit that fired, at its exact time, instead of
+ * bounding wall-clock durations.
+ * @module
+ */
 import type { Clock } from "../../src/pipeline/clock.ts";
 
 /** Microtask turns given to promise chains after each timer: far more than any pipeline step takes. */
@@ -61,6 +66,11 @@ export class FakeClock implements Clock {
   /** Timers waiting. */
   get pending(): number {
     return this.#timers.length;
+  }
+
+  /** When each waiting timer is due, earliest first. */
+  get due(): number[] {
+    return this.#timers.map((t) => t.at);
   }
 
   /** Drops the timers left (nothing else to release). */

@@ -1,5 +1,6 @@
 /**
- * `FrameWriter`: writes frames of the backend protocol to a synchronous sink (the child's stdout) with
+ * `MessageWriter`: writes messages of the backend protocol (its frames: a header and a payload; not video
+ * frames, which `src/media/frame_writer.ts` writes) to a synchronous sink (the child's stdout) with
  * `writeSync` loops that handle partial writes. Small parts are coalesced into one scratch buffer so a small
  * frame costs one system call; big parts (≥ 128 KiB) are written straight from their own memory, uncopied.
  * Synchronous writes are several times faster than the async writer for pipes (measured here: 4 KB frames at
@@ -19,7 +20,7 @@ const SCRATCH = 256 * 1024;
 const DIRECT = 128 * 1024;
 
 /** Writes frames with increasing sequence numbers. */
-export class FrameWriter {
+export class MessageWriter {
   readonly #sink: SyncSink;
   readonly #scratch = new Uint8Array(SCRATCH);
   #fill = 0;

@@ -5,7 +5,7 @@
  * callee wrote. It may hold a pointer to begin with (for `T **` arguments that are read and written, e.g.
  * `avformat_open_input` with a pre-allocated context, or the `**` of a free function).
  */
-export class OutSlot {
+export class OutParam {
   readonly bytes: Uint8Array<ArrayBuffer>;
   readonly u64: BigUint64Array;
   readonly i32: Int32Array;
@@ -18,7 +18,7 @@ export class OutSlot {
     this.u64[0] = BigInt(Deno.UnsafePointer.value(initial));
   }
 
-  /** The pointer the slot holds (null for NULL). */
+  /** The pointer the out-parameter holds (null for NULL). */
   get pointer(): Deno.PointerValue {
     return Deno.UnsafePointer.create(this.u64[0]);
   }

@@ -1,8 +1,8 @@
 /**
- * `FrameReader`: turns a byte stream cut at arbitrary chunk boundaries back into frames of the backend
- * protocol (see protocol.ts). It is push-based and synchronous, so it can neither hang nor read out of bounds:
+ * `MessageReader`: turns a byte stream cut at arbitrary chunk boundaries back into messages of the backend
+ * protocol (its frames: a header and a payload, see protocol.ts). It is push-based and synchronous, so it can neither hang nor read out of bounds:
  * a damaged header (magic, version, type, flags, header CRC, sequence, size limit) or payload CRC throws a
- * {@link ProtocolError} naming the stream offset at once, and {@link FrameReader.end} throws when the stream
+ * {@link ProtocolError} naming the stream offset at once, and {@link MessageReader.end} throws when the stream
  * stops inside a frame. After an error the reader stays failed.
  * @module
  */
@@ -29,8 +29,8 @@ export interface Frame extends FrameHeader {
   offset: number;
 }
 
-/** Options of {@link FrameReader}. */
-export interface FrameReaderOptions {
+/** Options of {@link MessageReader}. */
+export interface MessageReaderOptions {
   /** Largest payload accepted (default 1 GiB); a bigger length is a ProtocolError, never an allocation. */
   maxPayload?: number;
   /** What the stream is, for error messages (e.g. `"backend stdout"`). */
@@ -40,7 +40,7 @@ export interface FrameReaderOptions {
 }
 
 /** Incremental frame parser. See the module docs. */
-export class FrameReader {
+export class MessageReader {
   readonly #maxPayload: number;
   readonly #source: string;
   readonly #allowed: ReadonlySet<number> | undefined;
@@ -55,7 +55,7 @@ export class FrameReader {
   #nextSeq = 0;
   #failed: ProtocolError | undefined;
 
-  constructor(opts: FrameReaderOptions = {}) {
+  constructor(opts: MessageReaderOptions = {}) {
     this.#maxPayload = opts.maxPayload ?? DEFAULT_MAX_PAYLOAD;
     this.#source = opts.source ?? "backend stream";
     this.#allowed = opts.allowedTypes;
@@ -104,8 +104,8 @@ export class FrameReader {
 
   /**
    * The unfilled rest of the payload being assembled, when at least `minBytes` of it remain (else undefined):
-   * a caller may read the stream straight into it and then call {@link FrameReader.commitPayload}, saving the
-   * copy that {@link FrameReader.push} makes.
+   * a caller may read the stream straight into it and then call {@link MessageReader.commitPayload}, saving the
+   * copy that {@link MessageReader.push} makes.
    */
   payloadSpace(minBytes: number): Uint8Array | undefined {
     if (this.#failed !== undefined || this.#current === undefined) return undefined;
@@ -115,7 +115,7 @@ export class FrameReader {
   }
 
   /**
-   * Takes `filled.length` bytes read into the last {@link FrameReader.payloadSpace} view. `filled` is the view
+   * Takes `filled.length` bytes read into the last {@link MessageReader.payloadSpace} view. `filled` is the view
    * the read returned: a BYOB read transfers the ArrayBuffer, so the payload continues in `filled.buffer`.
    * Returns the frame it completed, if any.
    */

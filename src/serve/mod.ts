@@ -1,0 +1,35 @@
+/**
+ * Serving beyond `serveLoader` (which `@sluice/sluice` exports): a {@link LoaderFactory} that builds one loader
+ * per client (its shard and first epoch, {@link LoaderRequest}), the counters a server reports per session
+ * ({@link SessionStats}, the client's {@link DataWaitStats}, the slot ring's {@link SlotRingStats}) and for a
+ * node server ({@link NodeStats}), and the protocol's version ({@link SERVE_PROTOCOL_VERSION}; the messages are
+ * docs/serve_protocol.md).
+ *
+ * @example A factory: each client gets a loader of its own shard, from the epoch it asks for
+ * ```ts
+ * import { makeSyntheticDataset, serveLoader, videoClassificationLoader } from "@sluice/sluice";
+ * import type { LoaderFactory } from "@sluice/sluice/serve";
+ *
+ * const dir = await Deno.makeTempDir();
+ * makeSyntheticDataset(`${dir}/data`, { videos: 4, classes: 2, durationSec: 2, width: 160, height: 120 });
+ * const factory: LoaderFactory = (req) =>
+ *   videoClassificationLoader({
+ *     dataset: `${dir}/data`,
+ *     batchSize: 2,
+ *     clip: { numFrames: 4, width: 64, height: 64 },
+ *     sampler: { rank: req.rank, worldSize: req.worldSize },
+ *     firstEpoch: req.firstEpoch,
+ *   });
+ * await using server = await serveLoader(factory, { socket: `${dir}/sluice.sock` });
+ * console.log(server.stats().sessions.length);
+ * ```
+ * @module
+ */
+
+export type { LoaderFactory, LoaderRequest } from "./session_host.ts";
+export type { SessionStats } from "./session_stats.ts";
+export type { DataWaitStats } from "./data_wait.ts";
+export type { NodeStats } from "./node_stats.ts";
+export type { LaneShareStats } from "../loader/lane_share.ts";
+export type { SlotRingStats } from "../memory/slot_ring.ts";
+export { SERVE_PROTOCOL_VERSION } from "./protocol.ts";
