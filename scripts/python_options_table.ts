@@ -64,7 +64,6 @@ const CLIENT_TYPES: Record<string, string> = {
   socket: "Optional[str]",
   copy: "bool",
   pin_memory: "bool",
-  release_lag: "Optional[int]",
   device: "Optional[int]",
   timeout: "Optional[float]",
   node: "bool",

@@ -9,7 +9,6 @@ import inspect
 import os
 import re
 import time
-import warnings
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Literal, Optional, Sequence, Union
@@ -125,7 +124,6 @@ class Loader:
     ``pin_memory=True``, and their slots are released at once), or raise ``slots``. A plain loop holds one
     batch while the next is made, so the server needs at least 2 slots unless ``copy=True``. Releases are sent
     by the loader itself, the next time it talks to the server (the next batch, ``stats()``, ``close()``).
-    ``release_lag`` is accepted for compatibility and ignored (it used to release batches still referenced).
 
     Distributed: ``rank`` and ``world_size`` default to the ``RANK`` and ``WORLD_SIZE`` environment variables
     (torchrun sets them), so each rank gets its own shard with no extra code; :meth:`set_epoch` works like
@@ -184,7 +182,6 @@ class Loader:
             socket: Optional[str] = None,
             copy: bool = False,
             pin_memory: bool = False,
-            release_lag: Optional[int] = None,
             device: Optional[int] = None,
             timeout: Optional[float] = None,
             node: bool = False,
@@ -232,7 +229,6 @@ class Loader:
             socket: Optional[str] = None,
             copy: bool = False,
             pin_memory: bool = False,
-            release_lag: Optional[int] = None,
             device: Optional[int] = None,
             timeout: Optional[float] = None,
             node: bool = False,
@@ -249,9 +245,6 @@ class Loader:
             self.timeout = _keywords.seconds(timeout, "timeout")
             device = _keywords.integer(device, "device", 0)
             socket = _keywords.path(socket, "socket")
-            if _keywords.integer(release_lag, "release_lag", 0) is not None:
-                warnings.warn("release_lag is ignored: a batch's slot is released once nothing references the batch "
-                              "(see sluice.Loader, 'Slot lifetime')", DeprecationWarning, stacklevel=2)
             options = {k: _keywords.wire(v, k) for k, v in options.items()}
             env = os.environ
             rank, world_size = options.get("rank"), options.get("world_size")

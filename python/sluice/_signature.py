@@ -161,7 +161,6 @@ def typed_init(
     socket: Optional[str] = None,
     copy: bool = False,
     pin_memory: bool = False,
-    release_lag: Optional[int] = None,
     device: Optional[int] = None,
     timeout: Optional[float] = None,
     node: bool = False,
@@ -207,7 +206,6 @@ def typed_init(
     - socket: connect to a running server at this path instead of starting one
     - copy: receive batches copied out of the slot (released at once)
     - pin_memory: with `copy`: copy into pinned memory
-    - release_lag: ignored (a batch's slot is released when nothing references the batch): see Slot lifetime
     - device: CUDA device the server's NVDEC loader decodes on and keeps its GPU slots on (default `LOCAL_RANK` with `decode="nvdec"`/`"auto"`)
     - timeout: seconds to wait for any one batch (default: no limit)
     - node: share this machine's node server with the other local ranks (started by the first, gone with the last): see One server per node

@@ -96,8 +96,8 @@ Deno.test("server config: a Python client's keywords as given, named back as the
     "sluice.Loader: unknown option clips_per_vidoe (did you mean clips_per_video?)",
   );
   refused(
-    { socket: "/s", python: { ...PY, relase_lag: 2 }, clientKeywords: ["release_lag"] },
-    "sluice.Loader: unknown option relase_lag (did you mean release_lag?)",
+    { socket: "/s", python: { ...PY, pin_memroy: true }, clientKeywords: ["pin_memory"] },
+    "sluice.Loader: unknown option pin_memroy (did you mean pin_memory?)",
   );
   refused(
     { socket: "/s", python: { dataset: "d" } },
