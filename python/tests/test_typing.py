@@ -1,21 +1,25 @@
 """``sluice.Loader``'s keywords typed from the options' tables (issue 33, item 6): ``inspect.signature`` names
 every keyword the server takes with its type and default, the client's own keywords are the real ``__init__``'s,
 Debian's mypy on a user's script catches a misspelled keyword and a value no option takes (and passes a correct
-script), and ``Batch`` is a documented dataclass that a weak reference can hold."""
+script), ``Batch`` is a documented dataclass that a weak reference can hold, and the typed wire messages have
+the keys the server's protocol declares."""
 from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 import os
 import shutil
 import subprocess
+import typing
 import weakref
 
 import pytest
 
 import sluice
 import sluice._loader
-from conftest import PY
+from sluice import _protocol
+from conftest import PY, deno
 from test_options import option_rows
 
 MYPY = shutil.which("mypy")
@@ -83,3 +87,15 @@ def test_a_batch_is_a_documented_dataclass():
     source = inspect.getsource(sluice.Batch)
     for name in names:  # an attribute docstring under every field
         assert f'    {name}: ' in source and source.split(f'    {name}: ', 1)[1].split("\n", 2)[1].strip().startswith('"""')
+
+
+def test_the_typed_wire_messages_have_the_keys_the_server_declares():
+    doc = json.loads(deno("doc", "--json", "src/serve/protocol.ts"))
+    symbols = next(iter(doc["nodes"].values()))["symbols"]
+    declared = {s["name"]: {p["name"] for d in s["declarations"] if d["kind"] == "interface"
+                            for p in d["def"]["properties"]} for s in symbols}
+    messages = typing.get_args(_protocol.ServerMessage)
+    assert len(messages) == 9
+    for cls in messages:
+        keys = set(cls.__required_keys__) | set(cls.__optional_keys__)
+        assert keys == declared[cls.__name__], (cls.__name__, keys ^ declared[cls.__name__])
