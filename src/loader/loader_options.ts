@@ -463,6 +463,10 @@ export interface ResolvedLoaderOptions {
   spec: ClipSpec;
 }
 
+// Every option of the table is a field of ResolvedLoaderOptions: an option added to the table and not there
+// fails `deno task check` here (the door's return statement checks the types of those that are).
+const _everyOption: Record<Exclude<keyof LoaderTableOptions, keyof ResolvedLoaderOptions>, never> = {};
+
 /**
  * The door of the loader's options: checks `raw` against {@link LOADER_OPTIONS} and applies every default in one
  * walk, checks the rules between options (a frame rate with "rate" sampling only, mean and std with float32,
