@@ -94,6 +94,8 @@ export {
   LibraryVersionError,
   MediaError,
   NvdecUnsupportedError,
+  type OptionMessagePart,
+  type OptionProblem,
   PipelineFailure,
   PipelineStoppedError,
   ProtocolError,

@@ -28,7 +28,7 @@
 
 import { formatStats, videoClassificationLoader } from "@sluice/sluice";
 import { fetchBytes } from "@sluice/sluice/dataset";
-import { planLoader } from "@sluice/sluice/loader";
+import { planLoader, resolveLoaderOptions } from "@sluice/sluice/loader";
 import { PipelineBuilder, WorkerPool } from "@sluice/sluice/pipeline";
 import { choice, defineTuning, int } from "@sluice/sluice/tune";
 import { parseArgs } from "node:util";
@@ -96,12 +96,12 @@ const WORKER = import.meta.resolve("./video_classification_worker.ts");
 /** sampling → fetch → demux → decode → aggregate → stack, from public pieces. */
 async function explicitPipeline(s: Settings): Promise<Batches> {
   // The loader's own plan: the same videos and the same seeded epochs the loader would load.
-  const plan = await planLoader({
+  const plan = await planLoader(resolveLoaderOptions({
     dataset: s.dataset,
     batchSize: s.batchSize,
     clip: { numFrames: s.numFrames, width: s.size, height: s.size },
     sampler: { clipsPerVideo: 4, clipDurationSec: s.subclip },
-  });
+  }));
   const videos = plan.front.items;
   let epoch = 0;
   // A continuous source: each iteration of the pipeline is the next epoch.

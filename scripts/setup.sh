@@ -3,7 +3,8 @@
 #   scripts/setup.sh         Deno (pinned, from npm, into node_modules) and the FFmpeg runtime libraries
 #   scripts/setup.sh --dev   also what the tests and benchmarks use: FFmpeg -dev headers, the ffmpeg/ffprobe
 #                            CLI, a C compiler, pkg-config, util-linux's `script` and tmux (the CLI's live-view
-#                            tests), promtool (package prometheus: the metrics endpoint's test), and for the
+#                            tests), promtool (package prometheus: the metrics endpoint's test), mypy (the
+#                            typed keywords' test), and for the
 #                            Python client's tests and benchmarks Debian's numpy, torch,
 #                            torchvision, PyAV and pytest, and venv, pip, setuptools and wheel (`pip install
 #                            ./python` in a fresh venv) (they serve /usr/bin/python3 only)
@@ -65,6 +66,8 @@ if [ $dev = 1 ]; then
   # promtool (`promtool check metrics`) checks the server's Prometheus metrics; Debian ships it with the
   # Prometheus server, which a machine running systemd then starts (`systemctl disable --now prometheus`).
   command -v promtool >/dev/null || missing+=(prometheus)
+  # mypy: python/tests/test_typing.py checks that a type checker catches a misspelled sluice.Loader keyword
+  command -v mypy >/dev/null || missing+=(mypy)
   [ -f /usr/include/x86_64-linux-gnu/libavformat/avformat.h ] || [ -f /usr/include/libavformat/avformat.h ] ||
     missing+=(libavformat-dev libavcodec-dev libavutil-dev libswscale-dev)
   # ensurepip, pip, setuptools and wheel: the packaging test builds `pip install ./python` in a fresh venv.

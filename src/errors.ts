@@ -165,8 +165,79 @@ export class ProtocolError extends SluiceError {
   }
 }
 
-/** An option or argument is out of range or inconsistent. */
-export class InvalidArgumentError extends SluiceError {}
+/**
+ * A piece of an option error's message ({@link OptionProblem.says}): text as it is, the door's prefix, an option
+ * named by its path, a value shown, or what an option accepts, each worded by whoever shows the message.
+ */
+export type OptionMessagePart =
+  | string
+  /** Where the caller's door puts its prefix (`"loader: "`, `"sluice.Loader: "`); this text by default. */
+  | { door: string }
+  /** An option, by its path as TypeScript spells it (`"clip.numFrames"`). */
+  | { option: string }
+  /** A value, shown as the caller writes values (`true`, Python's `True`). */
+  | { value: unknown }
+  /** What an object of options is called (`"an object"`, Python's `"a dict"`). */
+  | { object: true }
+  /** What the option at `accepts` takes; `text` in TypeScript's words. */
+  | { accepts: string; text: string };
+
+/**
+ * What an error about one option carries besides its message, so that the door the option came in by can word
+ * the message in its caller's vocabulary (TypeScript's `clip.numFrames`, Python's `num_frames`, the command
+ * line's `--frames`). Own enumerable fields of the error: they cross Workers and processes with it.
+ */
+export interface OptionProblem {
+  /** The option at fault, by its path as TypeScript spells it (`"clip.numFrames"`). */
+  option: string;
+  /** The value given, where the value is the fault. */
+  value?: unknown;
+  /** What the option accepts, in TypeScript's words (`"an integer from 1 to 10000"`), where that is the fault. */
+  accepts?: string;
+  /** The message as parts, for a door to word again (`rewordOptionError` in `src/options.ts`). */
+  says: OptionMessagePart[];
+}
+
+/**
+ * An option or argument is out of range or inconsistent. An error about an option carries its
+ * {@link OptionProblem} fields (`option`, `value`, `accepts`, `says`), so each door words it for its caller.
+ */
+export class InvalidArgumentError extends SluiceError {
+  /** The option at fault, by its TypeScript path, when the error is about one (see {@link OptionProblem}). */
+  declare readonly option?: string;
+  /** The value given, when that is the fault. */
+  declare readonly value?: unknown;
+  /** What the option accepts, in TypeScript's words, when that is the fault. */
+  declare readonly accepts?: string;
+  /** The message as parts (see {@link OptionProblem}). */
+  declare readonly says?: OptionMessagePart[];
+
+  /**
+   * An argument or option refused.
+   * @param message what went wrong, naming the option
+   * @param options the error's `cause`, and `problem`: the option the error is about, kept as own fields (see
+   *   {@link OptionProblem})
+   */
+  constructor(message: string, options?: ErrorOptions & { problem?: OptionProblem }) {
+    super(message, options);
+    if (options?.problem !== undefined) withProblem(this, options.problem);
+  }
+}
+
+/** `e` with `problem`'s fields as its own (an error about an option; see {@link OptionProblem}). */
+export function withProblem<E extends Error>(e: E, problem: OptionProblem): E & OptionProblem {
+  const { option, value, accepts, says } = problem;
+  Object.assign(
+    e,
+    { option },
+    value === undefined ? {} : { value },
+    accepts === undefined ? {} : { accepts },
+    {
+      says,
+    },
+  );
+  return e as E & OptionProblem;
+}
 
 /** One failed task, as remembered by a {@link PipelineFailure}. */
 export interface StageError {

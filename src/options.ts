@@ -4,13 +4,16 @@
  * ({@link checkOptions}) reads the table, so a range is written in one place; the command line, `--help`, the
  * Python client's keywords and the docs' tables are made from the same tables.
  *
- * Messages speak the caller's language (a {@link Vocabulary}): `clip.numFrames` to TypeScript and JSON callers,
+ * Options are resolved once, at the door they enter by: {@link resolveTable} checks a value against its table and
+ * fills every default in one walk, and what it returns is never checked again. Its errors carry the option, the
+ * value and what the option accepts (`OptionProblem`), worded in TypeScript; each door words them in its caller's
+ * language (a {@link Vocabulary}, {@link rewordOptionError}): `clip.numFrames` to TypeScript and JSON callers,
  * `num_frames` or `clip["num_frames"]` to Python, `--frames` on the command line. An option nobody declared is
  * an error that names it and the closest declared one.
  * @module
  */
 
-import { InvalidArgumentError } from "./errors.ts";
+import { InvalidArgumentError, type OptionMessagePart, type OptionProblem } from "./errors.ts";
 
 /** What every option declares. */
 export interface OptionBase {
@@ -104,6 +107,11 @@ export interface GroupOption extends OptionBase {
   kind: "group";
   /** The options it holds. */
   options: OptionTable;
+  /**
+   * Giving the group asks for something (`audio`): left out, it stays out when resolved. Otherwise a group left
+   * out resolves to its options' defaults.
+   */
+  presence?: boolean;
 }
 
 /** One of several kinds (a failure budget: a count, or a rate). */
@@ -120,7 +128,7 @@ export interface CustomOption extends OptionBase {
   kind: "custom";
   /** What it is, for messages ("a function"). */
   what: string;
-  /** Whether `value` is one. */
+  /** Whether `value` is one (a type guard gives the resolved options' type, {@link ResolvedOf}). */
   test(value: unknown): boolean;
 }
 
@@ -168,6 +176,110 @@ export function flagVocabulary(table: OptionTable, prefix = ""): Vocabulary {
     },
     show: showJson,
   };
+}
+
+/** The value an option of spec `S` takes, as its table declares it. */
+export type ValueOf<S> = S extends { kind: "integer"; words: readonly (infer W)[] } ? number | W
+  : S extends { kind: "integer" | "number" } ? number
+  : S extends { kind: "boolean" } ? boolean
+  : S extends { kind: "enum"; values: readonly (infer V)[] } ? V
+  : S extends { kind: "string" } ? string
+  : S extends { kind: "numbers"; length: 2 } ? [number, number]
+  : S extends { kind: "numbers"; length: 3 } ? [number, number, number]
+  : S extends { kind: "numbers" } ? number[]
+  : S extends { kind: "group"; options: infer T } ? ResolvedOf<T>
+  : S extends { kind: "either"; of: readonly (infer O)[] } ? ValueOf<O>
+  : S extends { kind: "custom"; test: (v: unknown) => v is infer T } ? T
+  : unknown;
+
+/** Whether an option of spec `S` always has a value once resolved: a default, required, or a group filled in. */
+type Filled<S> = S extends { default: unknown } ? true
+  : S extends { required: true } ? true
+  : S extends { kind: "group"; presence: true } ? false
+  : S extends { kind: "group" } ? true
+  : false;
+
+/**
+ * What {@link resolveTable} returns for table `Tab`: every option with a default (and every group not marked
+ * `presence`) filled in, the others optional.
+ */
+export type ResolvedOf<Tab> =
+  & { -readonly [K in keyof Tab as Filled<Tab[K]> extends true ? K : never]: ValueOf<Tab[K]> }
+  & { -readonly [K in keyof Tab as Filled<Tab[K]> extends true ? never : K]?: ValueOf<Tab[K]> };
+
+/**
+ * Checks `raw` against `table` (as {@link checkOptions}) and fills in every declared default in the same walk,
+ * groups included: the one call a door makes. Throws `InvalidArgumentError` with the {@link OptionProblem} fields,
+ * worded in `words`.
+ * @param at the path of `table` inside the caller's options ("" at the top)
+ */
+export function resolveTable<const Tab extends OptionTable>(
+  table: Tab,
+  raw: unknown,
+  words: Vocabulary,
+  at = "",
+): ResolvedOf<Tab> {
+  checkOptions(table, raw, words, at);
+  return filled(table, raw as Record<string, unknown>) as ResolvedOf<Tab>;
+}
+
+/** `value` (checked) with every default of `table` filled in, groups' included; absent options left out. */
+function filled(table: OptionTable, value: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, spec] of Object.entries(table)) {
+    const v = value[k];
+    const group = groupOf(spec);
+    if (!absent(v)) out[k] = group !== undefined && isPlainObject(v) ? filled(group.options, v) : v;
+    else if (spec.default !== undefined) out[k] = spec.default;
+    else if (spec.kind === "group" && !spec.presence) out[k] = filled(spec.options, {});
+  }
+  return out;
+}
+
+/**
+ * The message `says` makes in `words`' vocabulary: options named as its caller writes them, values shown so, and
+ * what an option accepts described from `table` (the door's own) where it declares the option.
+ */
+export function sayOption(
+  says: readonly OptionMessagePart[],
+  words: Vocabulary,
+  table?: OptionTable | ((path: string) => OptionSpec | undefined),
+): string {
+  const specAt = typeof table === "function" ? table : (path: string) => table && find(table, path);
+  return says.map((p) => {
+    if (typeof p === "string") return p;
+    if ("door" in p) return words.prefix;
+    if ("option" in p) return words.name(p.option);
+    if ("value" in p) return words.show(p.value);
+    if ("object" in p) return words.object ?? "an object";
+    const spec = specAt(p.accepts);
+    return spec === undefined ? p.text : describe(spec, words);
+  }).join("");
+}
+
+/**
+ * An `InvalidArgumentError` about one option, its message worded in `words` (see {@link sayOption}; `table`
+ * describes what an option accepts).
+ */
+export function optionError(
+  words: Vocabulary,
+  problem: OptionProblem,
+  table?: OptionTable | ((path: string) => OptionSpec | undefined),
+  options?: ErrorOptions,
+): InvalidArgumentError {
+  return new InvalidArgumentError(sayOption(problem.says, words, table), { ...options, problem });
+}
+
+/**
+ * Words an error about an option (one that carries `says`, {@link OptionProblem}) in `words`' vocabulary, for
+ * the door the option came in by: its message is rewritten in place. Any other error is returned as it is.
+ * @param table the door's table, to describe what an option accepts in the caller's words
+ */
+export function rewordOptionError<E>(e: E, words: Vocabulary, table?: OptionTable): E {
+  if (e instanceof Error && Array.isArray((e as { says?: unknown }).says)) {
+    e.message = sayOption((e as unknown as OptionProblem).says, words, table);
+  }
+  return e;
 }
 
 /** The keys of `Tab` whose option declares a `default`. */
@@ -236,19 +348,25 @@ export function checkOptions(table: OptionTable, value: unknown, vocabulary: Voc
   const v = vocabulary;
   const path = (k: string) => (at === "" ? k : `${at}.${k}`);
   if (!isPlainObject(value)) {
-    const what = at === "" ? "the options" : v.name(at);
-    throw new InvalidArgumentError(
-      `${v.prefix}${what} must be ${v.object ?? "an object"} of options, got ${v.show(value)}`,
-    );
+    const what: OptionMessagePart = at === "" ? "the options" : { option: at };
+    throw optionError(v, {
+      option: at,
+      value,
+      says: [{ door: v.prefix }, what, " must be ", { object: true }, " of options, got ", { value }],
+    });
   }
   for (const k of Object.keys(value)) {
     if (Object.hasOwn(table, k)) continue;
     const near = closest(k, Object.keys(table));
-    throw new InvalidArgumentError(
-      `${v.prefix}unknown option ${v.name(path(k))}${
-        near === null ? "" : ` (did you mean ${v.name(path(near))}?)`
-      }`,
-    );
+    throw optionError(v, {
+      option: path(k),
+      says: [
+        { door: v.prefix },
+        "unknown option ",
+        { option: path(k) },
+        ...(near === null ? [] : [" (did you mean ", { option: path(near) }, "?)"]),
+      ],
+    });
   }
   const missing = Object.entries(table).filter(([k, s]) => s.required && absent(value[k])).map(([k]) =>
     path(k)
@@ -260,11 +378,14 @@ export function checkOptions(table: OptionTable, value: unknown, vocabulary: Voc
     }
   }
   if (missing.length > 0) {
-    const names = missing.map((p) => v.name(p));
-    const list = names.length === 1
-      ? names[0]
-      : `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
-    throw new InvalidArgumentError(`${v.prefix}${list} ${names.length === 1 ? "is" : "are"} required`);
+    const list = missing.flatMap((p, i): OptionMessagePart[] => [
+      ...(i === 0 ? [] : [i === missing.length - 1 ? " and " : ", "]),
+      { option: p },
+    ]);
+    throw optionError(v, {
+      option: missing[0],
+      says: [{ door: v.prefix }, ...list, missing.length === 1 ? " is required" : " are required"],
+    });
   }
   for (const [k, spec] of Object.entries(table)) {
     if (!absent(value[k])) checkOption(spec, value[k], v, path(k));
@@ -279,10 +400,20 @@ export function checkOption(spec: OptionSpec, value: unknown, vocabulary: Vocabu
     if (group && isPlainObject(value)) return checkOptions(group.options, value, vocabulary, path);
     if (spec.of.some((s) => s.kind !== "group" && valid(s, value))) return;
   } else if (valid(spec, value)) return;
-  const v = vocabulary;
-  throw new InvalidArgumentError(
-    `${v.prefix}${v.name(path)} must be ${describe(spec, v)}, got ${v.show(value)}`,
-  );
+  throw notAccepted(vocabulary, path, spec, value);
+}
+
+/** "`path` must be <what `spec` accepts>, got `value`", in `words`. */
+export function notAccepted(
+  words: Vocabulary,
+  path: string,
+  spec: OptionSpec,
+  value: unknown,
+): InvalidArgumentError {
+  const accepts = describe(spec);
+  const says: OptionMessagePart[] = [{ door: words.prefix }, { option: path }, " must be "];
+  says.push({ accepts: path, text: accepts }, ", got ", { value });
+  return optionError(words, { option: path, value, accepts, says }, (p) => p === path ? spec : undefined);
 }
 
 /** Whether `value` is valid for a spec that is not a group. */

@@ -19,8 +19,8 @@ export const MAX_CLASS_LINES = 300;
 
 /**
  * The calls the options rule follows: the option checkers of src/options.ts, the doors each room resolves its
- * options in, and what checks options again today (`checkLoaderOptions`, `resolveClipSpec`, and `new
- * ClipSampler`, whose constructor resolves its options); who may call which is the test's `DOORS`.
+ * options in, and `new ClipSampler`, whose constructor resolves its options; who may call which is the test's
+ * `DOORS`.
  */
 export const OPTION_CALLEES: ReadonlySet<string> = new Set([
   "checkOptions",
@@ -28,8 +28,6 @@ export const OPTION_CALLEES: ReadonlySet<string> = new Set([
   "withDefaults",
   "defaultsOf",
   "resolveTable",
-  "checkLoaderOptions",
-  "resolveClipSpec",
   "new ClipSampler",
   "resolveLoaderOptions",
   "resolveServerConfig",

@@ -202,10 +202,11 @@ const CHECKERS = ["checkOptions", "checkOption", "withDefaults", "defaultsOf", "
 const DOORS: Record<string, readonly string[]> = {
   "src/cli/load.ts runLoad": ["resolveLoaderOptions"],
   "src/dataset/fetch.ts FETCH_DEFAULTS": ["defaultsOf"],
-  "src/dataset/fetch.ts fetchBytes": ["resolveFetchOptions"],
+  "src/dataset/fetch.ts fetchOnClock": ["resolveFetchOptions"],
   "src/dataset/fetch.ts resolveFetchOptions": CHECKERS,
   "src/dataset/sampler.ts ClipSampler.constructor": ["resolveSamplerOptions"],
   "src/dataset/sampler.ts resolveSamplerOptions": CHECKERS,
+  "src/dataset/video_index.ts indexDataset": ["resolveFetchOptions"],
   "src/loader/loader.ts videoClassificationLoader": ["resolveLoaderOptions"],
   "src/loader/loader_options.ts resolveLoaderOptions": ["resolveTable"],
   "src/pipeline/builder.ts PipelineBuilder.pipe": ["resolvePipeOptions"],
@@ -219,42 +220,7 @@ const DOORS: Record<string, readonly string[]> = {
 const OWN_MODULE: Record<string, string> = { "new ClipSampler": "src/dataset/sampler.ts" };
 
 /** Option calls outside the doors (`file function: callee`, once per call). */
-const KNOWN_LATE_CHECKS: readonly string[] = [
-  "src/cli/commands/loader_options.ts loaderOptionsOf: checkLoaderOptions",
-  "src/dataset/fetch.ts limits: checkOptions",
-  "src/dataset/fetch.ts limits: withDefaults",
-  "src/loader/clip_options.ts resolveClipSpec: checkOptions",
-  "src/loader/clip_options.ts resolveClipSpec: withDefaults",
-  "src/loader/front.ts buildFront: new ClipSampler",
-  "src/loader/front.ts epochSource: new ClipSampler",
-  "src/loader/loader.ts loaderOfPlan: checkOption",
-  "src/loader/loader.ts loaderOfPlan: withDefaults",
-  "src/loader/loader.ts loaderOfPlan: withDefaults",
-  "src/loader/loader_options.ts audioSpec: withDefaults",
-  "src/loader/loader_options.ts checkLoaderOptions: checkOptions",
-  "src/loader/loader_options.ts checkLoaderOptions: resolveClipSpec",
-  "src/loader/loader_options.ts checkLoaderOptions: resolveSamplerOptions",
-  "src/loader/plan.ts planLoader: checkLoaderOptions",
-  "src/loader/plan.ts planLoader: new ClipSampler",
-  "src/loader/plan.ts planLoader: resolveClipSpec",
-  "src/loader/plan.ts planLoader: withDefaults",
-  "src/loader/plan.ts planLoader: withDefaults",
-  "src/loader/plan.ts planLoader: withDefaults",
-  "src/loader/plan.ts shareHorizon: withDefaults",
-  "src/loader/plan.ts shareHorizon: withDefaults",
-  "src/loader/replace.ts Replacer.constructor: new ClipSampler",
-  "src/pipeline/auto_policy.ts autoConfig: withDefaults",
-  "src/pipeline/builder.ts SinkBuilder.build: checkOption",
-  "src/pipeline/builder.ts SinkBuilder.build: checkOptions",
-  "src/pipeline/builder.ts checkMaxFailures: checkOption",
-  "src/serve/node_hub.ts NodeHub.constructor: withDefaults",
-  "src/serve/node_hub.ts lanePlan: new ClipSampler",
-  "src/serve/options.ts resolveServerConfig: checkLoaderOptions",
-  "src/serve/options.ts resolveServerConfig: checkOption",
-  "src/serve/options.ts resolveServerConfig: checkOptions",
-  "src/serve/options.ts resolveServerConfig: checkOptions",
-  "src/serve/options.ts resolveServerConfig: withDefaults",
-];
+const KNOWN_LATE_CHECKS: readonly string[] = [];
 
 /** Imports of src/nvdec/ from outside it and the decode seam's registration (`importer → module`). */
 const KNOWN_NVDEC_IMPORTS: readonly string[] = [

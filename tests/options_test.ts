@@ -1,6 +1,7 @@
 /**
  * The option schema (`src/options.ts`): the closest-name helper, the one range wording, the checker's order
- * (unknown names, then what is missing, then values), defaults declared once.
+ * (unknown names, then what is missing, then values), defaults declared once, the one walk that checks and
+ * fills them (`resolveTable`), and the errors' fields that let each door word them for its caller.
  */
 import assert from "node:assert/strict";
 import {
@@ -8,11 +9,15 @@ import {
   closest,
   defaultsOf,
   describe,
+  flagVocabulary,
   type OptionTable,
+  resolveTable,
+  rewordOptionError,
   tsVocabulary,
   withDefaults,
 } from "../src/options.ts";
-import { InvalidArgumentError } from "../src/errors.ts";
+import { deserializeError, InvalidArgumentError, serializeError } from "../src/errors.ts";
+import { fromPython } from "../src/python_options.ts";
 
 Deno.test("closest: swaps, one or two edits, other case or separators, a prefix; nothing when far", () => {
   const names = ["clips_per_video", "clip_duration", "on_clip_error", "num_frames", "batch_size", "decode"];
@@ -85,4 +90,116 @@ Deno.test("defaults: declared once, filled in where a value is missing", () => {
   assert.deepEqual(withDefaults(TABLE, { size: 3, mode: undefined }), { size: 3, mode: "a" });
   assert.deepEqual(withDefaults(TABLE.inner.options, { name: "n" }), { name: "n", rate: 0.5 });
   assert.deepEqual(withDefaults(TABLE, { size: 3, mode: "b" as const }), { size: 3, mode: "b" });
+});
+
+const WITH_FLAGS = {
+  size: { kind: "integer", min: 1, required: true, doc: "size", flag: "size" },
+  fast: { kind: "boolean", default: false, doc: "fast", flag: "fast" },
+  inner: {
+    kind: "group",
+    doc: "inner",
+    options: {
+      rate: { kind: "number", min: 0, max: 1, default: 0.5, doc: "rate", flag: "inner-rate" },
+      on: { kind: "boolean", default: true, doc: "on" },
+    },
+  },
+  extra: {
+    kind: "group",
+    presence: true,
+    doc: "extra (giving it asks for it)",
+    options: { level: { kind: "integer", min: 0, default: 2, doc: "level" } },
+  },
+} as const satisfies OptionTable;
+
+Deno.test("resolveTable: checks and fills every default in one walk; a presence group left out stays out", () => {
+  const t = tsVocabulary("t: ");
+  assert.deepEqual(resolveTable(WITH_FLAGS, { size: 2 }, t), {
+    size: 2,
+    fast: false,
+    inner: { rate: 0.5, on: true },
+  });
+  const r = resolveTable(WITH_FLAGS, { size: 2, inner: { on: false }, extra: {} }, t);
+  assert.deepEqual(r, { size: 2, fast: false, inner: { rate: 0.5, on: false }, extra: { level: 2 } });
+  // typed from the table: defaults are there, a presence group may not be
+  const rate: number = r.inner.rate;
+  const level: number | undefined = r.extra?.level;
+  assert.equal(rate + (level ?? 0), 2.5);
+  assert.throws(() => resolveTable(WITH_FLAGS, { size: 0 }, t), /t: size must be an integer >= 1, got 0/);
+});
+
+Deno.test("option errors carry {option, value, accepts} and cross a Worker or a process with them", () => {
+  let caught: unknown;
+  try {
+    resolveTable(WITH_FLAGS, { size: 2, inner: { on: "yes" } }, tsVocabulary("t: "));
+  } catch (e) {
+    caught = e;
+  }
+  const e = caught as InvalidArgumentError;
+  assert.ok(e instanceof InvalidArgumentError);
+  assert.equal(e.message, 't: inner.on must be true or false, got "yes"');
+  assert.equal(e.option, "inner.on");
+  assert.equal(e.value, "yes");
+  assert.equal(e.accepts, "true or false");
+  const back = deserializeError(JSON.parse(JSON.stringify(serializeError(e)))) as InvalidArgumentError;
+  assert.ok(back instanceof InvalidArgumentError);
+  assert.deepEqual([back.message, back.option, back.value, back.accepts], [
+    e.message,
+    "inner.on",
+    "yes",
+    e.accepts,
+  ]);
+  // worded again after the trip, as a door does
+  const py = fromPython(WITH_FLAGS, {}, "sluice.Loader: ").vocabulary;
+  assert.equal(
+    rewordOptionError(back, py, WITH_FLAGS).message,
+    'sluice.Loader: inner["on"] must be True or False, got "yes"',
+  );
+});
+
+Deno.test("rewordOptionError: each door words the same error in its caller's vocabulary", () => {
+  const err = (raw: unknown) => {
+    try {
+      resolveTable(WITH_FLAGS, raw, tsVocabulary("loader: "));
+    } catch (e) {
+      return e as InvalidArgumentError;
+    }
+    throw new Error("no error");
+  };
+  const py = (keywords: Record<string, unknown>) =>
+    fromPython(WITH_FLAGS, keywords, "sluice.Loader: ").vocabulary;
+  const flags = flagVocabulary(WITH_FLAGS);
+  const cases: [unknown, string, string, string][] = [
+    [
+      { size: 1, inner: { rate: 2 } },
+      "loader: inner.rate must be a number from 0 to 1, got 2",
+      'sluice.Loader: inner["rate"] must be a number from 0 to 1, got 2',
+      "--inner-rate must be a number from 0 to 1, got 2",
+    ],
+    [{ fast: true }, "loader: size is required", "sluice.Loader: size is required", "--size is required"],
+    [
+      { size: 1, fast: 1 },
+      "loader: fast must be true or false, got 1",
+      "sluice.Loader: fast must be True or False, got 1",
+      "--fast must be true or false, got 1",
+    ],
+    [
+      { size: 1, inner: 5 },
+      "loader: inner must be an object of options, got 5",
+      "sluice.Loader: inner must be a dict of options, got 5",
+      "inner must be an object of options, got 5",
+    ],
+  ];
+  for (const [raw, ts, python, cli] of cases) {
+    assert.equal(err(raw).message, ts);
+    assert.equal(rewordOptionError(err(raw), py({}), WITH_FLAGS).message, python);
+    assert.equal(rewordOptionError(err(raw), flags, WITH_FLAGS).message, cli);
+  }
+  // the keyword as the user wrote it: flat or in its group
+  assert.equal(
+    rewordOptionError(err({ size: 1, inner: { rate: 2 } }), py({ inner: { rate: 2 } }), WITH_FLAGS).message,
+    'sluice.Loader: inner["rate"] must be a number from 0 to 1, got 2',
+  );
+  // an error about no option is left as it is
+  const plain = new InvalidArgumentError("loader: something else");
+  assert.equal(rewordOptionError(plain, py({}), WITH_FLAGS).message, "loader: something else");
 });

@@ -9,16 +9,20 @@ import inspect
 import os
 import re
 import time
-import warnings
 import weakref
-from typing import Any, Dict, Iterator, List, Optional
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Literal, Optional, Sequence, Union
 
 from . import _node
 from . import _keywords
+from . import _signature
 from ._server import ServerProcess
 from ._session import Session
 from ._slots import labels_tensor, pin_possible
 from ._waits import DataWaits
+
+if TYPE_CHECKING:
+    from ._node import NodeConnection
 from .errors import SluiceError
 
 __all__ = ["Loader", "Batch", "Stats"]
@@ -38,36 +42,33 @@ def _python_clip(meta: Dict[str, Any]) -> Dict[str, Any]:
             _python_clip(v) if isinstance(v, dict) and k != "fields" else v for k, v in meta.items()}
 
 
+@dataclass(eq=False, repr=False)
 class Batch:
-    """One batch.
+    """One batch. Unless the loader copies (``copy=True``), ``video`` views the server's slot, which stays the
+    trainer's for as long as anything references that memory: see :class:`Loader` ("Slot lifetime")."""
 
-    ``video``: ``torch.Tensor`` (numpy array without torch; on the GPU a CUDA tensor, or a
-    ``__cuda_array_interface__`` object when torch has no CUDA) shaped ``[B, T, H, W, 3]`` or ``[B, 3, T, H, W]``;
-    ``labels``: int64 tensor ``[B]``; ``clips``: one dict per clip, keys in snake_case (path, video, label, start,
-    end, pts, frame_index, frame_kind, held, padded, …; ``fields`` keeps the manifest's column names: see
-    python/README.md, "Clip metadata").
-    ``audio`` (with the loader's ``audio`` option, else None): float32 tensor ``[B, channels, samples]`` viewing
-    the same slot as ``video`` (it holds the slot too); ``clips[b]["audio"]`` says whether clip ``b``'s audio is
-    the track's (``"ok"``) or zeros (``"missing"``, ``"short"``, ``"error"``).
-    ``data_wait_ms``: how long the training loop waited for this batch (from asking the loader for it to having
-    it), in milliseconds.
-    Unless the loader copies (``copy=True``), ``video`` views the server's slot, which stays the trainer's for
-    as long as anything references that memory: see :class:`Loader` ("Slot lifetime").
-    """
-
-    __slots__ = ("video", "labels", "clips", "epoch", "index", "slot", "seq", "audio", "data_wait_ms", "__weakref__")
-
-    def __init__(self, video: Any, labels: Any, clips: List[Dict[str, Any]], epoch: int, index: int, slot: int,
-                 seq: int) -> None:
-        self.video = video
-        self.labels = labels
-        self.clips = clips
-        self.epoch = epoch
-        self.index = index
-        self.slot = slot
-        self.seq = seq
-        self.audio: Any = None
-        self.data_wait_ms = 0.0
+    video: Any
+    """``torch.Tensor`` (a numpy array without torch; on the GPU a CUDA tensor, or a ``__cuda_array_interface__``
+    object when torch has no CUDA) shaped ``[B, T, H, W, 3]`` or ``[B, 3, T, H, W]`` (the ``layout``)."""
+    labels: Any
+    """int64 tensor ``[B]``: each clip's class index."""
+    clips: List[Dict[str, Any]]
+    """One dict per clip, keys in snake_case (path, video, label, start, end, pts, frame_index, frame_kind, held,
+    padded, …; ``fields`` keeps the manifest's column names: see python/README.md, "Clip metadata")."""
+    epoch: int
+    """The epoch the batch belongs to."""
+    index: int
+    """The batch's index in its epoch."""
+    slot: int
+    """The server's slot it lies in."""
+    seq: int
+    """The server's sequence number of the batch (what its release names)."""
+    audio: Any = None
+    """With the loader's ``audio`` option: float32 tensor ``[B, channels, samples]`` viewing the same slot as
+    ``video`` (it holds the slot too), else None; ``clips[b]["audio"]`` says whether clip ``b``'s audio is the
+    track's (``"ok"``) or zeros (``"missing"``, ``"short"``, ``"error"``)."""
+    data_wait_ms: float = 0.0
+    """How long the training loop waited for this batch (from asking the loader for it to having it), ms."""
 
     def __len__(self) -> int:
         return len(self.clips)
@@ -90,6 +91,13 @@ class Stats(dict):
 
     def __str__(self) -> str:
         return self.text if self.text is not None else dict.__repr__(self)
+
+
+def _own_keywords() -> List[str]:
+    """The client's own keywords: the real ``__init__``'s parameters (its ``__signature__`` shows every keyword)."""
+    code = Loader.__init__.__code__
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    return [n for n in names if n != "self"]
 
 
 class Loader:
@@ -116,7 +124,6 @@ class Loader:
     ``pin_memory=True``, and their slots are released at once), or raise ``slots``. A plain loop holds one
     batch while the next is made, so the server needs at least 2 slots unless ``copy=True``. Releases are sent
     by the loader itself, the next time it talks to the server (the next batch, ``stats()``, ``close()``).
-    ``release_lag`` is accepted for compatibility and ignored (it used to release batches still referenced).
 
     Distributed: ``rank`` and ``world_size`` default to the ``RANK`` and ``WORLD_SIZE`` environment variables
     (torchrun sets them), so each rank gets its own shard with no extra code; :meth:`set_epoch` works like
@@ -136,104 +143,179 @@ class Loader:
     batch.
     """
 
-    def __init__(
-        self,
-        dataset: Optional[str] = None,
-        *,
-        socket: Optional[str] = None,
-        copy: bool = False,
-        pin_memory: bool = False,
-        release_lag: Optional[int] = None,
-        device: Optional[int] = None,
-        timeout: Optional[float] = None,
-        node: bool = False,
-        **options: Any,
-    ) -> None:
-        self._server: Optional[ServerProcess] = None
-        self._node: Optional[_node.NodeConnection] = None
-        self._session: Optional[Session] = None
-        self._closed = False
-        self._finalizer: Optional[weakref.finalize] = None
-        # The door: the client's own keywords checked here, the loader's made JSON for the server to check.
-        self.copy = _keywords.flag(copy, "copy")
-        self.pin_memory = _keywords.flag(pin_memory, "pin_memory")
-        self.timeout = _keywords.seconds(timeout, "timeout")
-        device = _keywords.integer(device, "device", 0)
-        socket = _keywords.path(socket, "socket")
-        if _keywords.integer(release_lag, "release_lag", 0) is not None:
-            warnings.warn("release_lag is ignored: a batch's slot is released once nothing references the batch "
-                          "(see sluice.Loader, 'Slot lifetime')", DeprecationWarning, stacklevel=2)
-        options = {k: _keywords.wire(v, k) for k, v in options.items()}
-        env = os.environ
-        rank, world_size = options.get("rank"), options.get("world_size")
-        if rank is None and world_size is None and "RANK" in env and "WORLD_SIZE" in env:
-            rank, world_size = int(env["RANK"]), int(env["WORLD_SIZE"])
-        if device is None and options.get("decode") in ("nvdec", "auto"):
-            device = int(env.get("LOCAL_RANK", "0"))
-        self.device = device
-        if node and socket is not None:
-            raise ValueError("node=True starts or joins this machine's node server: give a dataset, not socket=")
-        if socket is None:
-            if dataset is None and not options:  # else the server names what is missing or misspelled (datset=)
-                raise ValueError("give a dataset (to start a server) or socket= (to connect to one)")
-        elif dataset is not None:
-            raise ValueError("give either a dataset (to start a server) or socket= (to connect to one), not both")
-        else:
-            # what the running server is told or checked against, checked here (its table checks only its own)
-            _keywords.integer(options.get("batch_size"), "batch_size", 1)
-            rank = _keywords.integer(rank, "rank", 0)
-            world_size = _keywords.integer(world_size, "world_size", 1)
-            if options.get("decode") not in (None, "cpu", "nvdec", "auto"):
-                raise _keywords.invalid(f"decode must be one of cpu, nvdec, auto, got {options['decode']!r}")
-            if (rank is None) != (world_size is None):
-                raise ValueError("rank and world_size go together (the server is told both)")
-            ignored = sorted(set(options) - set(_SESSION_KEYWORDS))
-            if ignored:
-                raise ValueError(
-                    f"{', '.join(ignored)}: a running server's own options apply (pass them to `sluice serve`); "
-                    f"with socket= only {', '.join(_SESSION_KEYWORDS)} are used"
-                )
-        hello: Dict[str, Any] = {}
-        if rank is not None and world_size is not None:
-            hello["rank"], hello["worldSize"] = rank, world_size
-        if device is not None:
-            hello["device"] = device
-        self._next_epoch = 0
-        self._iterating = False
-        # The consumer's place, for state_dict(): ("at", epoch, batches) or ("after", epoch, position of the first
-        # clip of the last batch taken); and a loaded state's (epoch, batches) until that epoch starts.
-        self._place: tuple = ("at", 0, 0)
-        self._resume: Optional[tuple] = None
-        try:  # a failure or Ctrl-C anywhere from here on stops the server this loader started
-            if node:
-                # The rank's own shard goes in its hello: ranks share the server's config.
-                shared = {k: v for k, v in options.items() if k not in ("rank", "world_size")}
-                self._node = _node.connect(self._server_config(dataset, shared), hello, copy=self.copy,
-                                           batch_size=options.get("batch_size"))
-                self._session = self._node.session
-                socket = self._session.path
-            elif socket is None:
-                self._server = ServerProcess(self._server_config(dataset, options))
-                socket = self._server.socket
-            self.socket_path = socket
-            if self._session is None:
-                self._session = Session(socket, self._server, hello, copy=self.copy,
-                                        batch_size=options.get("batch_size"))
-            self._finalizer = weakref.finalize(self, Loader._cleanup, self._server, self._session)
-        except BaseException:
-            self.close()
-            raise
-        w = self.welcome = self._session.welcome
-        self.batch_size: int = w["batchSize"]
-        self.rank: int = w["rank"]
-        self.world_size: int = w["worldSize"]
-        self.decoder: str = w["decoder"]
-        self._next_epoch = w["nextEpoch"]
-        self._place = ("at", self._next_epoch, 0)
-        #: This rank's data waits (see :meth:`stats`, ``data_wait``).
-        self.data_waits = DataWaits(self.rank)
-        self._session.data_waits = self.data_waits
-        self._asked: Optional[float] = None  # when the running epoch was asked for, until its first batch
+    #: The server's welcome (its batch size, shard, decoder, batches per epoch, ...).
+    welcome: Dict[str, Any]
+    #: Clips per batch.
+    batch_size: int
+    #: This loader's rank and the number of ranks.
+    rank: int
+    world_size: int
+    #: The decoder the server's loader uses (``"cpu"`` or ``"nvdec"``).
+    decoder: str
+    #: The CUDA device of an NVDEC loader, or None.
+    device: Optional[int]
+    #: The client's own keywords, as checked.
+    copy: bool
+    pin_memory: bool
+    timeout: Optional[float]
+    #: The server's socket.
+    socket_path: str
+    #: This rank's data waits (see :meth:`stats`, ``data_wait``).
+    data_waits: DataWaits
+    _server: Optional[ServerProcess]
+    _node: Optional[NodeConnection]
+    _session: Optional[Session]
+    _closed: bool
+    _finalizer: Optional[weakref.finalize]
+    _next_epoch: int
+    _iterating: bool
+    _place: tuple
+    _resume: Optional[tuple]
+    _asked: Optional[float]
+
+    if TYPE_CHECKING:
+        # typed-init: made by scripts/python_options_table.ts from the options' tables
+        def __init__(
+            self,
+            dataset: Optional[Union[str, os.PathLike[str]]] = None,
+            *,
+            socket: Optional[str] = None,
+            copy: bool = False,
+            pin_memory: bool = False,
+            device: Optional[int] = None,
+            timeout: Optional[float] = None,
+            node: bool = False,
+            batch_size: Optional[int] = None,
+            num_frames: Optional[int] = None,
+            width: Optional[int] = None,
+            height: Optional[int] = None,
+            frame_rate: Optional[float] = None,
+            seed: int = 0,
+            shuffle: bool = True,
+            group_by_video: bool = True,
+            clips_per_video: int = 1,
+            clip_duration: Optional[float] = None,
+            placement: Literal["random", "uniform"] = "random",
+            keyframe_aligned: bool = False,
+            rank: Optional[int] = None,
+            world_size: Optional[int] = None,
+            remainder: Literal["pad", "drop"] = "pad",
+            shuffle_buffer: Optional[int] = None,
+            layout: Literal["BTHWC", "BCTHW"] = "BTHWC",
+            decode: Literal["cpu", "nvdec", "auto"] = "cpu",
+            backend: Literal["inprocess", "subprocess"] = "inprocess",
+            buffer_size: int = 3,
+            ordered: bool = True,
+            drop_last: bool = False,
+            on_clip_error: Literal["replace", "skip", "fail"] = "replace",
+            max_failures: Union[int, _signature.MaxFailuresKeywords] = {"rate": 0.5, "after": 20},
+            slots: int = 4,
+            cpu_budget: Optional[int] = None,
+            metrics: Optional[str] = None,
+            clip: Optional[_signature.ClipKeywords] = None,
+            audio: Optional[_signature.AudioKeywords] = None,
+            concurrency: Optional[_signature.ConcurrencyKeywords] = None,
+            auto_concurrency: Optional[_signature.AutoConcurrencyKeywords] = None,
+            fetch: Optional[_signature.FetchKeywords] = None,
+            decode_less: Optional[_signature.DecodeLessKeywords] = None,
+        ) -> None: ...
+        # typed-init end
+    else:
+        # the run-time door: the client's own keywords here, the loader's sent as given for the server to check
+        def __init__(
+            self,
+            dataset: Optional[str] = None,
+            *,
+            socket: Optional[str] = None,
+            copy: bool = False,
+            pin_memory: bool = False,
+            device: Optional[int] = None,
+            timeout: Optional[float] = None,
+            node: bool = False,
+            **options: Any,
+        ) -> None:
+            self._server: Optional[ServerProcess] = None
+            self._node: Optional[_node.NodeConnection] = None
+            self._session: Optional[Session] = None
+            self._closed = False
+            self._finalizer: Optional[weakref.finalize] = None
+            # The door: the client's own keywords checked here, the loader's made JSON for the server to check.
+            self.copy = _keywords.flag(copy, "copy")
+            self.pin_memory = _keywords.flag(pin_memory, "pin_memory")
+            self.timeout = _keywords.seconds(timeout, "timeout")
+            device = _keywords.integer(device, "device", 0)
+            socket = _keywords.path(socket, "socket")
+            options = {k: _keywords.wire(v, k) for k, v in options.items()}
+            env = os.environ
+            rank, world_size = options.get("rank"), options.get("world_size")
+            if rank is None and world_size is None and "RANK" in env and "WORLD_SIZE" in env:
+                rank, world_size = int(env["RANK"]), int(env["WORLD_SIZE"])
+            if device is None and options.get("decode") in ("nvdec", "auto"):
+                device = int(env.get("LOCAL_RANK", "0"))
+            self.device = device
+            if node and socket is not None:
+                raise ValueError("node=True starts or joins this machine's node server: give a dataset, not socket=")
+            if socket is None:
+                if dataset is None and not options:  # else the server names what is missing or misspelled (datset=)
+                    raise ValueError("give a dataset (to start a server) or socket= (to connect to one)")
+            elif dataset is not None:
+                raise ValueError("give either a dataset (to start a server) or socket= (to connect to one), not both")
+            else:
+                # what the running server is told or checked against, checked here (its table checks only its own)
+                _keywords.integer(options.get("batch_size"), "batch_size", 1)
+                rank = _keywords.integer(rank, "rank", 0)
+                world_size = _keywords.integer(world_size, "world_size", 1)
+                if options.get("decode") not in (None, "cpu", "nvdec", "auto"):
+                    raise _keywords.invalid(f"decode must be one of cpu, nvdec, auto, got {options['decode']!r}")
+                if (rank is None) != (world_size is None):
+                    raise ValueError("rank and world_size go together (the server is told both)")
+                ignored = sorted(set(options) - set(_SESSION_KEYWORDS))
+                if ignored:
+                    raise ValueError(
+                        f"{', '.join(ignored)}: a running server's own options apply (pass them to `sluice serve`); "
+                        f"with socket= only {', '.join(_SESSION_KEYWORDS)} are used"
+                    )
+            hello: Dict[str, Any] = {}
+            if rank is not None and world_size is not None:
+                hello["rank"], hello["worldSize"] = rank, world_size
+            if device is not None:
+                hello["device"] = device
+            self._next_epoch = 0
+            self._iterating = False
+            # The consumer's place, for state_dict(): ("at", epoch, batches) or ("after", epoch, position of the first
+            # clip of the last batch taken); and a loaded state's (epoch, batches) until that epoch starts.
+            self._place: tuple = ("at", 0, 0)
+            self._resume: Optional[tuple] = None
+            try:  # a failure or Ctrl-C anywhere from here on stops the server this loader started
+                if node:
+                    # The rank's own shard goes in its hello: ranks share the server's config.
+                    shared = {k: v for k, v in options.items() if k not in ("rank", "world_size")}
+                    self._node = _node.connect(self._server_config(dataset, shared), hello, copy=self.copy,
+                                               batch_size=options.get("batch_size"))
+                    self._session = self._node.session
+                    socket = self._session.path
+                elif socket is None:
+                    self._server = ServerProcess(self._server_config(dataset, options))
+                    socket = self._server.socket
+                self.socket_path = socket
+                if self._session is None:
+                    self._session = Session(socket, self._server, hello, copy=self.copy,
+                                            batch_size=options.get("batch_size"))
+                self._finalizer = weakref.finalize(self, Loader._cleanup, self._server, self._session)
+            except BaseException:
+                self.close()
+                raise
+            w = self.welcome = self._session.welcome
+            self.batch_size: int = w["batchSize"]
+            self.rank: int = w["rank"]
+            self.world_size: int = w["worldSize"]
+            self.decoder: str = w["decoder"]
+            self._next_epoch = w["nextEpoch"]
+            self._place = ("at", self._next_epoch, 0)
+            #: This rank's data waits (see :meth:`stats`, ``data_wait``).
+            self.data_waits = DataWaits(self.rank)
+            self._session.data_waits = self.data_waits
+            self._asked: Optional[float] = None  # when the running epoch was asked for, until its first batch
 
     @staticmethod
     def _server_config(dataset: Any, options: Dict[str, Any]) -> Dict[str, Any]:
@@ -241,7 +323,7 @@ class Loader:
         if isinstance(dataset, os.PathLike) or (isinstance(dataset, str) and not re.match(r"^[a-z]+://", dataset)):
             dataset = os.path.abspath(os.fspath(dataset))  # the server's working directory may differ
         dataset = _keywords.wire(dataset, "dataset")
-        own = [p for p in inspect.signature(Loader.__init__).parameters if p not in ("self", "options")]
+        own = _own_keywords()
         return {"python": dict(options, dataset=dataset), "clientKeywords": own}
 
     @staticmethod
@@ -412,3 +494,7 @@ class Loader:
         batch = Batch(video, labels_tensor(m["labels"]), clips, m["epoch"], m["index"], m["slot"], m["seq"])
         batch.audio = audio
         return batch
+
+
+# ``inspect.signature(Loader)`` (and help(), IDEs reading it at run time) shows every keyword, typed, with its default.
+Loader.__init__.__signature__ = inspect.signature(_signature.typed_init)  # type: ignore[attr-defined]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Literal, TypedDict, Union
 
 from .errors import ProtocolError
 
@@ -20,6 +20,137 @@ DTYPES = {"uint8": (1, "|u1"), "float32": (4, "<f4")}
 LAYOUTS = ("BTHWC", "BCTHW")
 
 _LEN = struct.Struct("<I")
+
+
+# The server's messages, as src/serve/protocol.ts declares them (python/tests/test_typing.py compares the keys).
+# A key older servers may leave out is in a ``total=False`` part.
+
+
+class _WelcomeRequired(TypedDict):
+    type: Literal["welcome"]
+    protocol: int
+    server: str
+    pid: int
+    rank: int
+    worldSize: int
+    batchSize: int
+    batchesPerEpoch: int
+    clipsPerEpoch: int
+    nextEpoch: int
+    decoder: Literal["cpu", "nvdec"]
+    slots: int
+
+
+class WelcomeMessage(_WelcomeRequired, total=False):
+    """The answer to the client's hello: the session's shard, batch size, epoch length, decoder and slots."""
+
+    ahead: int
+    """How many batches the server sends ahead of those the client took (it then wants ``taken`` messages)."""
+
+
+class MemoryMessage(TypedDict):
+    """Where the batch slots are: a memfd (``kind: "host"``, ``fd``) or a CUDA IPC handle (``"cuda"``)."""
+
+    type: Literal["memory"]
+    memory: Dict[str, Any]
+    slots: int
+    slotBytes: int
+
+
+class AudioPlace(TypedDict):
+    """Where a batch's audio lies in its slot: float32 ``[B, channels, samples]``."""
+
+    offset: int
+    nbytes: int
+    shape: List[int]
+
+
+class _BatchRequired(TypedDict):
+    type: Literal["batch"]
+    seq: int
+    epoch: int
+    index: int
+    slot: int
+    offset: int
+    nbytes: int
+    shape: List[int]
+    dtype: Literal["uint8", "float32"]
+    layout: Literal["BTHWC", "BCTHW"]
+    labels: List[int]
+    clips: List[Dict[str, Any]]
+
+
+class BatchMessage(_BatchRequired, total=False):
+    """A batch in a slot: its place, shape, type and layout, labels and each clip's metadata."""
+
+    audio: AudioPlace
+    """With the loader's ``audio`` option."""
+
+
+class EpochEndMessage(TypedDict):
+    """An epoch's end: how many batches and clips it sent, and whether it was cancelled."""
+
+    type: Literal["epoch-end"]
+    epoch: int
+    batches: int
+    clips: int
+    cancelled: bool
+
+
+class _StatsRequired(TypedDict):
+    type: Literal["stats"]
+    stats: Any
+
+
+class StatsMessage(_StatsRequired, total=False):
+    """The server's counters (the answer to ``stats``)."""
+
+    text: str
+    """The counters as ``sluice load`` prints them (absent from older servers)."""
+
+
+class StateMessage(TypedDict):
+    """The loader's state (the answer to ``state``), for ``load_state_dict``."""
+
+    type: Literal["state"]
+    state: Any
+
+
+class ResumedMessage(TypedDict):
+    """A state loaded: the epoch and the batches of it already taken."""
+
+    type: Literal["resumed"]
+    epoch: int
+    batches: int
+
+
+class PreviewMessage(TypedDict):
+    """A preview written: where, and of how many clips at which size."""
+
+    type: Literal["preview"]
+    path: str
+    clips: int
+    width: int
+    height: int
+
+
+class _ErrorRequired(TypedDict):
+    type: Literal["error"]
+    code: str
+    message: str
+    fatal: bool
+
+
+class ErrorMessage(_ErrorRequired, total=False):
+    """An error: a ``ServeError``'s code or the class of another, its message, whether the session ends."""
+
+    name: str
+    """The server's class of the error (absent from older servers)."""
+
+
+#: Any message from the server.
+ServerMessage = Union[WelcomeMessage, MemoryMessage, BatchMessage, EpochEndMessage, StatsMessage, StateMessage,
+                      ResumedMessage, PreviewMessage, ErrorMessage]
 
 
 def encode(message: Dict[str, Any]) -> bytes:
@@ -71,8 +202,8 @@ def _str(m: Dict[str, Any], key: str) -> str:
     return v
 
 
-def check_message(m: Any) -> Dict[str, Any]:
-    """Checks the fields the client uses of a server message; returns it (unknown types raise)."""
+def check_message(m: Any) -> ServerMessage:
+    """Checks the fields the client uses of a server message; returns it, typed (unknown types raise)."""
     if not isinstance(m, dict) or not isinstance(m.get("type"), str):
         raise ProtocolError("bad-message", f"server sent a message that is not an object with a type: {str(m)[:80]}")
     t = m["type"]

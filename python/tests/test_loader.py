@@ -521,8 +521,8 @@ def test_each_clip_holds_its_labels_frames_at_its_times(dataset):
 def test_options_are_checked_before_starting(dataset):
     with pytest.raises(ValueError, match="at least 2 are needed unless copy=True"):
         loader(dataset, slots=1)
-    with pytest.warns(DeprecationWarning, match="release_lag is ignored"):
-        loader(dataset, release_lag=2).close()
+    with pytest.raises(sluice.errors.InvalidArgumentError, match="sluice.Loader: unknown option release_lag"):
+        loader(dataset, release_lag=2)
     with pytest.raises(ValueError, match="num_frames"):
         sluice.Loader(dataset, batch_size=2, width=8, height=8)
     with pytest.raises(ValueError, match="dataset"):

@@ -212,8 +212,8 @@ def test_readme_tables_are_the_tables():
     readme = (ROOT / "python" / "README.md").read_text()
     client = readme[readme.index("<!-- client-keywords"):readme.index("<!-- client-keywords end -->")]
     rows = dict(re.findall(r"^\|\s*`(\w+)`\s*\|\s*`([^`]+)`\s*\|", client, re.M))
-    params = inspect.signature(sluice.Loader.__init__).parameters
-    own = {n: repr(p.default) for n, p in params.items() if n not in ("self", "options")}
+    params = inspect.signature(sluice.Loader.__init__, follow_wrapped=False).parameters
+    own = {n: repr(params[n].default) for n in sluice._loader._own_keywords()}
     assert rows == own
 
 

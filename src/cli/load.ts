@@ -7,8 +7,8 @@
 
 import { formatStats } from "../pipeline/format_stats.ts";
 import type { PipelineStats } from "../pipeline/stats.ts";
-import { type LoaderOptions, videoClassificationLoader } from "../loader/loader.ts";
-import type { Vocabulary } from "../options.ts";
+import { type LoaderOptions, openLoader } from "../loader/loader.ts";
+import { resolveLoaderOptions } from "../loader/loader_options.ts";
 import type { ClipCounts } from "../loader/clip_stats.ts";
 import { formatProfile, type ProfileStats } from "../loader/clip_profile.ts";
 import { BackendExitedError } from "../errors.ts";
@@ -36,8 +36,6 @@ export interface RunLoadOptions extends LoaderOptions {
    * child killed by SIGINT (a terminal's Ctrl-C reaches the whole process group) counts as the same.
    */
   signal?: AbortSignal;
-  /** How the loader's errors name its options (default TypeScript's; `sluice load`: its flags). */
-  vocabulary?: Vocabulary;
 }
 
 /**
@@ -110,10 +108,9 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
     onEpochEnd: _o,
     stepMs: _s,
     signal: _g,
-    vocabulary,
     ...options
   } = opts;
-  await using loader = await videoClassificationLoader({ ...options, log }, vocabulary);
+  await using loader = await openLoader(resolveLoaderOptions({ ...options, log }));
   const startupSec = (performance.now() - t0) / 1000;
   const maxBatches = opts.batches ?? Infinity;
   const epochs = opts.batches !== undefined ? Infinity : opts.epochs ?? 1;

@@ -13,7 +13,7 @@
  */
 
 import { FetchError, type FetchPhase } from "../errors.ts";
-import { checkOptions, defaultsOf, type OptionTable, tsVocabulary, withDefaults } from "../options.ts";
+import { defaultsOf, type OptionTable, resolveTable, tsVocabulary } from "../options.ts";
 import { type Clock, realClock } from "../pipeline/clock.ts";
 
 /** Options of {@link fetchBytes}; their ranges and defaults are {@link FETCH_OPTIONS}'s. */
@@ -76,7 +76,11 @@ export const FETCH_OPTIONS = {
 /** The defaults of {@link FetchOptions}. */
 export const FETCH_DEFAULTS = defaultsOf(FETCH_OPTIONS);
 
-type Limits = Required<Omit<FetchOptions, "range" | "signal">>;
+/** The limits a fetch runs with: every option of {@link FetchOptions} but `range` and `signal`, defaults applied. */
+export type FetchLimits = Required<Omit<FetchOptions, "range" | "signal">>;
+
+/** What one fetch reads (a byte range) and what cancels it. */
+export type FetchWhat = Pick<FetchOptions, "range" | "signal">;
 
 /** True for `http://` and `https://` sources. */
 export function isUrl(source: string): boolean {
@@ -108,7 +112,38 @@ export async function fetchOnClock(
   opts: FetchOptions = {},
 ): Promise<Uint8Array<ArrayBuffer>> {
   if (!isUrl(source)) return await readLocal(source, opts.range);
-  const o = limits(opts);
+  const { range, signal, ...limits } = resolveFetchOptions(opts);
+  return await fetchResolved(source, limits, { range, signal }, clock);
+}
+
+/**
+ * The door of the fetch options: checks `opts` against {@link FETCH_OPTIONS} and applies the defaults, once;
+ * what it returns goes to {@link fetchResolved} unchecked.
+ * @param opts the fetch options as given
+ * @returns every limit in force, and the range and signal as given
+ * @throws {InvalidArgumentError} naming the option out of range
+ */
+export function resolveFetchOptions(opts: FetchOptions): FetchLimits & FetchWhat {
+  return resolveTable(FETCH_OPTIONS, opts, tsVocabulary("fetch: ")) as FetchLimits & FetchWhat;
+}
+
+/**
+ * {@link fetchBytes} with limits resolved at a door ({@link resolveFetchOptions}; the loader's options): for
+ * callers that fetch many items with one set of limits, which are not checked again.
+ * @param source a local path or an `http(s)://` URL
+ * @param o the limits in force
+ * @param what a byte range, a signal
+ * @param clock where its timers and time come from (tests: a virtual clock)
+ * @returns the bytes
+ * @throws {FetchError} as {@link fetchBytes}
+ */
+export async function fetchResolved(
+  source: string,
+  o: FetchLimits,
+  what: FetchWhat = {},
+  clock: Clock = realClock,
+): Promise<Uint8Array<ArrayBuffer>> {
+  if (!isUrl(source)) return await readLocal(source, what.range);
   const deadline = clock.now() + o.deadlineMs;
   const overDeadline = (attempts: number, last: Failure): FetchError =>
     new FetchError(
@@ -119,8 +154,8 @@ export async function fetchOnClock(
       { cause: last.cause, phase: "deadline", limit: { name: "deadlineMs", ms: o.deadlineMs } },
     );
   for (let attempt = 1;; attempt++) {
-    opts.signal?.throwIfAborted();
-    const r = await attemptOnce(clock, source, opts, o, deadline);
+    what.signal?.throwIfAborted();
+    const r = await attemptOnce(clock, source, what, o, deadline);
     if (r.ok) return r.bytes;
     const fail = () =>
       new FetchError(source, r.status, attempt, r.reason, { cause: r.cause, phase: r.phase, limit: r.limit });
@@ -130,13 +165,8 @@ export async function fetchOnClock(
     if (clock.now() + wait >= deadline) {
       throw r.limit?.name === "deadlineMs" ? fail() : overDeadline(attempt, r);
     }
-    await sleep(clock, wait, opts.signal);
+    await sleep(clock, wait, what.signal);
   }
-}
-
-function limits(opts: FetchOptions): Limits {
-  checkOptions(FETCH_OPTIONS, opts, tsVocabulary("fetch: "));
-  return withDefaults(FETCH_OPTIONS, opts);
 }
 
 interface Failure {
@@ -213,8 +243,8 @@ class AttemptLimits implements Disposable {
 async function attemptOnce(
   clock: Clock,
   url: string,
-  opts: FetchOptions,
-  o: Limits,
+  opts: FetchWhat,
+  o: FetchLimits,
   deadline: number,
 ): Promise<Attempt> {
   using limits = new AttemptLimits(clock, opts.signal);

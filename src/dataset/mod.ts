@@ -22,7 +22,7 @@
  */
 
 export type { IndexedVideo, MemberRef, SkippedFile } from "./items.ts";
-export { fetchBytes, type FetchOptions } from "./fetch.ts";
+export { fetchBytes, type FetchLimits, type FetchOptions } from "./fetch.ts";
 export type { FetchPhase } from "../errors.ts";
 export {
   type ClipPlacement,

@@ -31,7 +31,8 @@
  */
 
 import { InvalidArgumentError } from "../errors.ts";
-import { checkOptions, type OptionTable, tsVocabulary, type Vocabulary, withDefaults } from "../options.ts";
+import type { OptionMessagePart } from "../errors.ts";
+import { optionError, type OptionTable, type ResolvedOf, resolveTable, tsVocabulary } from "../options.ts";
 import { hashSeed, mulberry32, shuffleInPlace } from "./random.ts";
 
 /** What the sampler needs to know about one video. */
@@ -208,9 +209,11 @@ export class ClipSampler {
    * Resolves the options (defaults, `RANK` and `WORLD_SIZE`) and checks the videos' ranges.
    * @param videos what the sampler needs to know of each video (range, keyframes)
    * @param opts sampling, shuffling and sharding
+   * @throws {InvalidArgumentError} for an option out of range or a video whose range is empty
    */
   constructor(videos: readonly SampledVideo[], opts: SamplerOptions = {}) {
-    this.options = resolveSamplerOptions(opts);
+    const given = opts as SamplerOptions & { [RESOLVED]?: ResolvedSamplerOptions };
+    this.options = given[RESOLVED] ?? resolveSamplerOptions(opts);
     for (const [i, v] of videos.entries()) {
       if (!(v.end > v.start) || !Number.isFinite(v.start) || !Number.isFinite(v.end)) {
         throw new InvalidArgumentError(
@@ -219,6 +222,18 @@ export class ClipSampler {
       }
     }
     this.#videos = videos;
+  }
+
+  /**
+   * A sampler with options resolved at a door (the loader's, {@link samplerFromEnv}), which are not checked
+   * again: the loader's front, its replacements and each rank of a node server plan with the loader's.
+   * @param videos the videos to sample, as for the constructor
+   * @param options the sampler's options in force
+   * @returns the sampler
+   * @throws {InvalidArgumentError} for a video whose range is empty
+   */
+  static fromResolved(videos: readonly SampledVideo[], options: ResolvedSamplerOptions): ClipSampler {
+    return new ClipSampler(videos, { [RESOLVED]: options } as SamplerOptions);
   }
 
   /** Items each rank yields per epoch (the same for every rank and every epoch). */
@@ -332,20 +347,32 @@ function lastAtOrBefore(sorted: readonly number[], t: number): number {
   return found;
 }
 
+/** Marks options {@link ClipSampler.fromResolved} hands its constructor: resolved already. */
+const RESOLVED = Symbol("resolved sampler options");
+
+/** The sampler's options as its table resolves them: `rank`, `worldSize` and `shuffleBuffer` may be left to decide. */
+export type SamplerTableOptions = ResolvedOf<typeof SAMPLER_OPTIONS>;
+
 /**
- * The sampler's options in force: checked against {@link SAMPLER_OPTIONS}, defaults and the environment
- * (`RANK`, `WORLD_SIZE`) applied. Throws `InvalidArgumentError` naming an option in `vocabulary`'s words (the
- * loader checks its `sampler` with the caller's), `at` being where the sampler's options sit in them.
+ * The door of a {@link ClipSampler}'s options: checked against {@link SAMPLER_OPTIONS}, defaults and the
+ * environment (`RANK`, `WORLD_SIZE`) applied ({@link samplerFromEnv}). Throws `InvalidArgumentError` naming the
+ * option.
  */
-export function resolveSamplerOptions(
-  opts: SamplerOptions,
-  vocabulary: Vocabulary = tsVocabulary("sampler: "),
-  at = "",
-): ResolvedSamplerOptions {
-  checkOptions(SAMPLER_OPTIONS, opts, vocabulary, at);
-  const d = withDefaults(SAMPLER_OPTIONS, opts);
-  const rank = opts.rank ?? envInt("RANK") ?? 0;
-  const worldSize = opts.worldSize ?? envInt("WORLD_SIZE") ?? 1;
+export function resolveSamplerOptions(opts: SamplerOptions): ResolvedSamplerOptions {
+  return samplerFromEnv(resolveTable(SAMPLER_OPTIONS, opts, SAMPLER_WORDS));
+}
+
+const SAMPLER_WORDS = tsVocabulary("sampler: ");
+
+/**
+ * The sampler's options in force from options a door resolved (`resolveTable`, the loader's for its `sampler`
+ * group): `rank` and `worldSize` from the environment (`RANK`, `WORLD_SIZE`) where not given, the shuffle
+ * buffer's default, the rank checked against the world size. Throws `InvalidArgumentError` naming the option by
+ * its path under `at` (`"sampler"` in the loader's options), or the environment variable it came from.
+ */
+export function samplerFromEnv(d: SamplerTableOptions, at = ""): ResolvedSamplerOptions {
+  const rank = d.rank ?? envInt("RANK") ?? 0;
+  const worldSize = d.worldSize ?? envInt("WORLD_SIZE") ?? 1;
   const shuffled = d.shuffle && d.groupByVideo;
   const o: ResolvedSamplerOptions = {
     seed: d.seed,
@@ -359,23 +386,22 @@ export function resolveSamplerOptions(
     worldSize,
     remainder: d.remainder,
     // One clip per video: the shuffled plan has nothing to interleave, and a buffer only delays each epoch's start.
-    shuffleBuffer: opts.shuffleBuffer ??
+    shuffleBuffer: d.shuffleBuffer ??
       (shuffled && d.clipsPerVideo > 1 ? Math.max(64, 8 * d.clipsPerVideo) : 0),
   };
   // From the environment, the variable is named: the caller never wrote the option.
-  const v = vocabulary;
-  const name = (k: "rank" | "worldSize") =>
-    opts[k] !== undefined ? v.name(at === "" ? k : `${at}.${k}`) : k === "rank" ? "$RANK" : "$WORLD_SIZE";
+  const path = (k: "rank" | "worldSize") => at === "" ? k : `${at}.${k}`;
+  const name = (k: "rank" | "worldSize"): OptionMessagePart =>
+    d[k] !== undefined ? { option: path(k) } : k === "rank" ? "$RANK" : "$WORLD_SIZE";
+  const door = { door: SAMPLER_WORDS.prefix };
   if (!Number.isSafeInteger(worldSize) || worldSize < 1) {
-    throw new InvalidArgumentError(
-      `${v.prefix}${name("worldSize")} must be an integer >= 1, got ${worldSize}`,
-    );
+    const says = [door, name("worldSize"), " must be an integer >= 1, got ", { value: worldSize }];
+    throw optionError(SAMPLER_WORDS, { option: path("worldSize"), value: worldSize, says });
   }
   if (!Number.isSafeInteger(rank) || rank < 0 || rank >= worldSize) {
-    throw new InvalidArgumentError(
-      `${v.prefix}${name("rank")} must be an integer from 0 to ${worldSize - 1} (${name("worldSize")} is ` +
-        `${worldSize}), got ${rank}`,
-    );
+    const says = [door, name("rank"), ` must be an integer from 0 to ${worldSize - 1} (`, name("worldSize")];
+    says.push(` is ${worldSize}), got `, { value: rank });
+    throw optionError(SAMPLER_WORDS, { option: path("rank"), value: rank, says });
   }
   return o;
 }

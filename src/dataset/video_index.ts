@@ -8,8 +8,15 @@
 
 import { probe } from "../media/probe.ts";
 import type { IndexedVideo, VideoDataset } from "./items.ts";
-import { fetchBytes, type FetchOptions, isUrl } from "./fetch.ts";
-import { readMember } from "./shards/reader.ts";
+import {
+  type FetchLimits,
+  type FetchOptions,
+  fetchResolved,
+  type FetchWhat,
+  isUrl,
+  resolveFetchOptions,
+} from "./fetch.ts";
+import { readMemberResolved } from "./shards/reader.ts";
 
 /** A video left out of the index. */
 export interface IndexFailure {
@@ -37,6 +44,12 @@ export interface IndexOptions {
   fetch?: FetchOptions;
 }
 
+/** {@link IndexOptions} with the fetch limits resolved (at a door: `indexDataset`'s, the loader's). */
+export interface ResolvedIndexOptions extends Omit<IndexOptions, "fetch"> {
+  /** How URLs are fetched, checked and defaulted. */
+  fetch: FetchLimits & FetchWhat;
+}
+
 /**
  * The time range (and, when asked, the keyframe times) of every video of `ds`, which the sampler needs to plan
  * an epoch up front. A manifest row that gives both `start` and `end` needs no probing unless keyframes are
@@ -45,8 +58,14 @@ export interface IndexOptions {
  * @param opts keyframes or not, videos indexed at once, how URLs are fetched
  * @returns one entry per item (null for a video that could not be fetched or probed: it is listed in
  *   `failures`, not thrown)
+ * @throws {InvalidArgumentError} for fetch options out of range
  */
 export async function indexDataset(ds: VideoDataset, opts: IndexOptions = {}): Promise<DatasetIndex> {
+  return await indexVideos(ds, { ...opts, fetch: resolveFetchOptions(opts.fetch ?? {}) });
+}
+
+/** {@link indexDataset} with its options resolved (the loader's plan: its fetch group is checked already). */
+export async function indexVideos(ds: VideoDataset, opts: ResolvedIndexOptions): Promise<DatasetIndex> {
   const videos: (IndexedVideo | null)[] = new Array(ds.items.length).fill(null);
   const failures: IndexFailure[] = [];
   let next = 0;
@@ -66,7 +85,7 @@ export async function indexDataset(ds: VideoDataset, opts: IndexOptions = {}): P
 
 async function indexOne(
   item: VideoDataset["items"][number],
-  opts: IndexOptions,
+  opts: ResolvedIndexOptions,
 ): Promise<IndexedVideo> {
   if (item.start !== undefined && item.end !== undefined && !opts.keyframes) {
     return { start: item.start, end: item.end, frameRate: item.indexed?.frameRate ?? 0 };
@@ -74,10 +93,11 @@ async function indexOne(
   if (item.indexed && (!opts.keyframes || item.indexed.keyframes)) {
     return { ...item.indexed, start: item.start ?? item.indexed.start, end: item.end ?? item.indexed.end };
   }
+  const { range: _, signal, ...limits } = opts.fetch;
   const src = item.member
-    ? await readMember(item.path, item.member, { fetch: opts.fetch })
+    ? await readMemberResolved(item.path, item.member, limits, signal)
     : isUrl(item.path)
-    ? await fetchBytes(item.path, opts.fetch)
+    ? await fetchResolved(item.path, limits, { signal })
     : item.path;
   const info = await probe(src, { keyframes: opts.keyframes ?? false });
   const v = info.video;

@@ -32,6 +32,8 @@ export interface ServedFront extends AsyncIterable<ClipItem> {
 
 /** Builds the front half from the loader's JSON arguments. */
 export default function clipFront(args: FrontArgs): ServedFront {
+  // JSON carries no Infinity: a clip window of the whole video comes as null.
+  args.sampler.clipDurationSec ??= Infinity;
   return releasingSpent(buildFront(args).addSink({ bufferSize: 4 }).build({ log: (m) => console.error(m) }));
 }
 

@@ -33,7 +33,7 @@
  * @module
  */
 
-import { InvalidArgumentError, SluiceError } from "../errors.ts";
+import { InvalidArgumentError, type OptionMessagePart, SluiceError } from "../errors.ts";
 import { HostSlots, SlotRing } from "../memory/slot_ring.ts";
 import { availableMemory, bytesText } from "../memory/available.ts";
 import { pageAlign } from "../memory/shm.ts";
@@ -43,8 +43,7 @@ import { viewAt } from "../memory/shm.ts";
 import { releaseBuffers } from "../pipeline/transfer.ts";
 import type { ClipSampler } from "../dataset/sampler.ts";
 import type { ClipSpec } from "./clip_spec.ts";
-import { LOADER_VOCABULARY } from "./clip_options.ts";
-import type { Vocabulary } from "../options.ts";
+import { optionError, tsVocabulary } from "../options.ts";
 import { type Batch, type BatchLayout, collate, hostBatch } from "./collate.ts";
 import { epochOrder } from "../dataset/epoch_order.ts";
 import type { AddressedDestination, ClipBase, ClipPlaces, DecodedClip, PlacedClip } from "./clip/life.ts";
@@ -132,8 +131,7 @@ export class BatchSlots implements ClipPlaces, Disposable {
    * @param layout the batches' layout
    * @param sampler the loader's sampler (each epoch's output order)
    * @param opts `device`: the CUDA device of device slots (NVDEC; default null: host slots); `lookahead`:
-   *   batches beyond the consumer's next one that may have a slot (default: no bound but `slots`);
-   *   `vocabulary`: how errors name the options (default TypeScript's)
+   *   batches beyond the consumer's next one that may have a slot (default: no bound but `slots`)
    * @throws {InvalidArgumentError} when the ring does not fit in the memory this process can commit
    */
   constructor(
@@ -142,7 +140,7 @@ export class BatchSlots implements ClipPlaces, Disposable {
     batchSize: number,
     layout: BatchLayout,
     sampler: ClipSampler,
-    opts: { device?: number | null; lookahead?: number; vocabulary?: Vocabulary } = {},
+    opts: { device?: number | null; lookahead?: number } = {},
   ) {
     const device = opts.device ?? null;
     this.#lookahead = opts.lookahead ?? Infinity;
@@ -164,8 +162,7 @@ export class BatchSlots implements ClipPlaces, Disposable {
     this.#layout = layout;
     this.#sampler = sampler;
     const slotBytes = this.audioOffset + batchSize * this.audioBytes;
-    const vocabulary = opts.vocabulary ?? LOADER_VOCABULARY;
-    if (device === null) checkRingFits(slots, slotBytes, spec, batchSize, vocabulary);
+    if (device === null) checkRingFits(slots, slotBytes, spec, batchSize);
     try {
       this.ring = new SlotRing(
         slots,
@@ -175,10 +172,9 @@ export class BatchSlots implements ClipPlaces, Disposable {
       );
     } catch (e) {
       if (!(e instanceof SluiceError)) throw e;
-      const { text, costs } = ringCost(slots, slotBytes, spec, batchSize, vocabulary);
-      throw new InvalidArgumentError(`loader: ${text}, which could not be made (${e.message}): ${costs}`, {
-        cause: e,
-      });
+      const { text, costs } = ringCost(slots, slotBytes, spec, batchSize);
+      const says = ["loader: ", ...text, `, which could not be made (${e.message}): `, ...costs];
+      throw optionError(WORDS, { option: "slots", value: slots, says }, undefined, { cause: e });
     }
     const m = this.ring.memory;
     this.#address = m instanceof CudaSlots ? m.buffer.devicePtr : (m as HostSlots).shm.address;
@@ -312,16 +308,19 @@ export class BatchSlots implements ClipPlaces, Disposable {
   }
 
   /**
-   * Checks that the consumer can get another batch: throws when it holds every slot (the next batch could never
-   * be assembled), naming the `slots` option in `vocabulary`'s words.
+   * Checks that the consumer can get another batch: throws `InvalidArgumentError` about the `slots` option when it
+   * holds every slot (the next batch could never be assembled).
    */
-  checkCredit(vocabulary: Vocabulary = LOADER_VOCABULARY): void {
+  checkCredit(): void {
     if (this.held < this.ring.slots) return;
-    throw new InvalidArgumentError(
+    const says = [
       `loader: all ${this.ring.slots} batch slots are held by batches not yet disposed, so no further batch ` +
-        "can be made: dispose each batch when its step is done (`for await (using batch of loader)`), copy " +
-        `what you keep (\`batch.data.slice()\`), or raise the loader's ${vocabulary.name("slots")} option`,
-    );
+      "can be made: dispose each batch when its step is done (`for await (using batch of loader)`), copy " +
+      "what you keep (`batch.data.slice()`), or raise the loader's ",
+      { option: "slots" },
+      " option",
+    ];
+    throw optionError(WORDS, { option: "slots", value: this.ring.slots, says });
   }
 
   /** `batch` was handed to the consumer. */
@@ -462,31 +461,50 @@ function aborted(signal: AbortSignal): Promise<void> {
   return new Promise((r) => signal.addEventListener("abort", () => r(), { once: true }));
 }
 
+/** How the loader names its options in these errors: as TypeScript does (a door words them for its caller). */
+const WORDS = tsVocabulary("loader: ");
+
 /**
  * What a ring of `slots` slots of `slotBytes` (`batchSize` clips of `spec`) costs: its bytes, and the words
- * that say so, naming each option in `vocabulary`'s words with what one more of it costs over the ring.
+ * that say so (message parts naming each option, see `OptionProblem`) with what one more of it costs.
  */
 function ringCost(
   slots: number,
   slotBytes: number,
   spec: ClipSpec,
   batchSize: number,
-  vocabulary: Vocabulary,
-): { total: number; text: string; costs: string } {
-  const n = vocabulary.name, sample = spec.dtype === "float32" ? 4 : 1;
+): { total: number; text: OptionMessagePart[]; costs: OptionMessagePart[] } {
+  const n = (option: string) => ({ option }), sample = spec.dtype === "float32" ? 4 : 1;
   const total = slots * pageAlign(slotBytes);
   const pixel = 3 * sample, frame = spec.width * spec.height * pixel;
   const audio = spec.audio === undefined ? 0 : spec.audio.channels * spec.audio.samples * 4;
-  const text = `${n("slots")} (${slots}) × ${n("batchSize")} (${batchSize}) × ${n("clip.numFrames")} ` +
-    `(${spec.numFrames}) × ${n("clip.height")} (${spec.height}) × ${n("clip.width")} (${spec.width}) × 3 ` +
-    `channels × ${sample} byte${sample > 1 ? "s" : ""} (${spec.dtype ?? "uint8"})` +
+  const text = [
+    n("slots"),
+    ` (${slots}) × `,
+    n("batchSize"),
+    ` (${batchSize}) × `,
+    n("clip.numFrames"),
+    ` (${spec.numFrames}) × `,
+    n("clip.height"),
+    ` (${spec.height}) × `,
+    n("clip.width"),
+    ` (${spec.width}) × 3 channels × ${sample} byte${sample > 1 ? "s" : ""} (${spec.dtype ?? "uint8"})` +
     (audio > 0 ? ` (and ${bytesText(audio)} of audio a clip)` : "") +
-    ` need ${bytesText(total)} of batch slots`;
-  const costs = `one more of ${n("slots")} costs ${bytesText(pageAlign(slotBytes))} (a slot), of ` +
-    `${n("batchSize")} ${bytesText(slots * (spec.numFrames * frame + audio))} (a clip in every slot), of ` +
-    `${n("clip.numFrames")} ${bytesText(slots * batchSize * frame)}, of ${n("clip.height")} ` +
-    `${bytesText(slots * batchSize * spec.numFrames * spec.width * pixel)}, of ${n("clip.width")} ` +
-    `${bytesText(slots * batchSize * spec.numFrames * spec.height * pixel)}`;
+    ` need ${bytesText(total)} of batch slots`,
+  ];
+  const costs = [
+    "one more of ",
+    n("slots"),
+    ` costs ${bytesText(pageAlign(slotBytes))} (a slot), of `,
+    n("batchSize"),
+    ` ${bytesText(slots * (spec.numFrames * frame + audio))} (a clip in every slot), of `,
+    n("clip.numFrames"),
+    ` ${bytesText(slots * batchSize * frame)}, of `,
+    n("clip.height"),
+    ` ${bytesText(slots * batchSize * spec.numFrames * spec.width * pixel)}, of `,
+    n("clip.width"),
+    ` ${bytesText(slots * batchSize * spec.numFrames * spec.height * pixel)}`,
+  ];
   return { total, text, costs };
 }
 
@@ -494,20 +512,19 @@ function ringCost(
  * Throws `InvalidArgumentError` when a host ring of `slots` slots of `slotBytes` is larger than the memory this
  * process can commit ({@link availableMemory}): a trainer keeping every slot would commit all of it.
  */
-function checkRingFits(
-  slots: number,
-  slotBytes: number,
-  spec: ClipSpec,
-  batchSize: number,
-  vocabulary: Vocabulary,
-): void {
-  const { total, text, costs } = ringCost(slots, slotBytes, spec, batchSize, vocabulary);
+function checkRingFits(slots: number, slotBytes: number, spec: ClipSpec, batchSize: number): void {
+  const { total, text, costs } = ringCost(slots, slotBytes, spec, batchSize);
   const free = availableMemory();
   if (free === null || total <= free.bytes) return;
-  const slotsName = vocabulary.name("slots");
-  throw new InvalidArgumentError(
-    `loader: ${text}, more than the ${bytesText(free.bytes)} of memory this process can still commit ` +
-      `(${free.source}). Lower some of them: ${costs} (${slotsName} is how many batches a consumer may keep ` +
-      "at once: a training loop needs 2)",
-  );
+  const says = [
+    "loader: ",
+    ...text,
+    `, more than the ${bytesText(free.bytes)} of memory this process can still commit (${free.source}). ` +
+    "Lower some of them: ",
+    ...costs,
+    " (",
+    { option: "slots" },
+    " is how many batches a consumer may keep at once: a training loop needs 2)",
+  ];
+  throw optionError(WORDS, { option: "slots", value: slots, says });
 }

@@ -1,17 +1,14 @@
 /**
  * What one clip becomes, declared once: the `clip` options ({@link ClipOptions}, their table
- * {@link CLIP_OPTIONS}), {@link resolveClipSpec} turning them into the one `ClipSpec` every decode Worker follows,
- * and the default clip window ({@link defaultClipDuration}). See docs/clips.md.
+ * {@link CLIP_OPTIONS}), {@link clipSpecOf} turning them, resolved at the loader's door, into the one `ClipSpec`
+ * every decode Worker follows, and the default clip window ({@link defaultClipDuration}). See docs/clips.md.
  * @module
  */
 
-import { InvalidArgumentError } from "../errors.ts";
-import { checkOptions, type OptionTable, tsVocabulary, type Vocabulary, withDefaults } from "../options.ts";
+import type { OptionMessagePart } from "../errors.ts";
+import { optionError, type OptionTable, type ResolvedOf, tsVocabulary } from "../options.ts";
 import type { ClipDtype, ClipSpec, FrameSampling, Interpolation, ResizeMode } from "./clip_spec.ts";
 import type { BatchLayout } from "./collate.ts";
-
-/** TypeScript's names, as `videoClassificationLoader`'s messages use them. */
-export const LOADER_VOCABULARY: Vocabulary = tsVocabulary("loader: ");
 
 /**
  * What one clip becomes; see docs/clips.md for exactly which frames a clip holds. Ranges and
@@ -159,43 +156,69 @@ export const CLIP_OPTIONS = {
   },
 } as const satisfies OptionTable;
 
+/** The `clip` options as the loader's door resolves them (every default filled in). */
+export type ResolvedClipOptions = ResolvedOf<typeof CLIP_OPTIONS>;
+
+/** How the loader's door names the clip's options (as TypeScript does). */
+const WORDS = tsVocabulary("loader: ");
+
 /**
- * The `ClipSpec` of the `clip` options and the batch layout, defaults applied; throws `InvalidArgumentError` on
- * an option out of range or options that contradict each other, named in `vocabulary`'s words.
+ * The `ClipSpec` of `clip` options the loader's door resolved and the batch layout: the sampling they ask for (by
+ * default `"rate"` with a frame rate, `"stride"` with a stride, else `"consecutive"`).
+ * @param given the clip options as given (mean and std given with uint8 samples are refused, even at their defaults)
+ * @throws {InvalidArgumentError} for options that contradict each other: a frame rate or stride with another
+ *   sampling, `"rate"` without a frame rate, `"stride"` without a stride, mean or std with uint8 samples
  */
-export function resolveClipSpec(
-  clip: ClipOptions,
-  layout: BatchLayout = "BTHWC",
-  vocabulary: Vocabulary = LOADER_VOCABULARY,
+export function clipSpecOf(
+  c: ResolvedClipOptions,
+  layout: BatchLayout,
+  given?: Partial<ClipOptions>,
 ): ClipSpec {
-  const v = vocabulary, name = (k: string) => v.name(`clip.${k}`);
-  checkOptions(CLIP_OPTIONS, clip, v, "clip");
-  const c = withDefaults(CLIP_OPTIONS, clip);
+  const door: OptionMessagePart = { door: WORDS.prefix };
   const kind = c.sampling ??
     (c.frameRate !== undefined ? "rate" : c.stride !== undefined ? "stride" : "consecutive");
-  const only = (k: string, want: string) =>
-    new InvalidArgumentError(
-      `${v.prefix}${name(k)} applies to ${name("sampling")} "${want}" only (sampling is "${kind}")`,
+  const fail = (option: string, value: unknown, ...says: OptionMessagePart[]) =>
+    optionError(WORDS, { option: `clip.${option}`, value, says: [door, ...says] });
+  const only = (k: "frameRate" | "stride", want: string) =>
+    fail(
+      k,
+      c[k],
+      { option: `clip.${k}` },
+      " applies to ",
+      { option: "clip.sampling" },
+      ` "${want}" only (sampling is "${kind}")`,
     );
   if (c.frameRate !== undefined && kind !== "rate") throw only("frameRate", "rate");
   if (c.stride !== undefined && kind !== "stride") throw only("stride", "stride");
   let sampling: FrameSampling;
   if (kind === "rate") {
     if (c.frameRate === undefined) {
-      throw new InvalidArgumentError(`${v.prefix}${name("sampling")} "rate" needs ${name("frameRate")}`);
+      throw fail("frameRate", undefined, { option: "clip.sampling" }, ' "rate" needs ', {
+        option: "clip.frameRate",
+      });
     }
     sampling = { kind, frameRate: c.frameRate };
   } else if (kind === "stride") {
     if (c.stride === undefined) {
-      throw new InvalidArgumentError(`${v.prefix}${name("sampling")} "stride" needs ${name("stride")}`);
+      throw fail("stride", undefined, { option: "clip.sampling" }, ' "stride" needs ', {
+        option: "clip.stride",
+      });
     }
     sampling = { kind, stride: c.stride };
   } else {
     sampling = { kind };
   }
-  if (c.dtype !== "float32" && (clip.mean !== undefined || clip.std !== undefined)) {
-    throw new InvalidArgumentError(
-      `${v.prefix}${name("mean")} and ${name("std")} apply to ${name("dtype")} "float32" only`,
+  if (c.dtype !== "float32" && (given?.mean !== undefined || given?.std !== undefined)) {
+    const which = given?.mean !== undefined ? "mean" : "std";
+    throw fail(
+      which,
+      given?.[which],
+      { option: "clip.mean" },
+      " and ",
+      { option: "clip.std" },
+      " apply to ",
+      { option: "clip.dtype" },
+      ' "float32" only',
     );
   }
   return {

@@ -1,8 +1,9 @@
 /**
  * What one training clip is: how its frames are chosen inside its time window and how its pixels are
- * transformed on their way into a batch. The loader builds a {@link ClipSpec} once from its options
- * (`resolveClipSpec` in `clip_options.ts`: defaults and validation); the decode Workers (`clip_worker.ts`, CPU
- * and NVDEC alike) follow it for every clip; a clip's {@link ClipOutcome} says exactly what it holds.
+ * transformed on their way into a batch. The loader builds a {@link ClipSpec} once from its options, at
+ * their door (`resolveLoaderOptions`, through `clipSpecOf` in `clip_options.ts`); the decode Workers
+ * (`clip_worker.ts`, CPU and NVDEC alike) follow it for every clip; a clip's {@link ClipOutcome} says exactly
+ * what it holds.
  *
  * Frame choice is `src/media/frame_select.ts` (the one rule both decoders follow); the region each resize mode
  * keeps is `src/media/crop.ts`; the pixels are written by `src/media/frame_writer.ts`.

@@ -20,10 +20,8 @@
  * @module
  */
 
-import { InvalidArgumentError, PipelineFailure } from "../errors.ts";
-import type { Vocabulary } from "../options.ts";
+import { InvalidArgumentError, PipelineFailure, withProblem } from "../errors.ts";
 import type { MaxFailures } from "../pipeline/stage.ts";
-import { LOADER_VOCABULARY } from "./clip_options.ts";
 import { formatClipFailure } from "./clip_failure.ts";
 import type { ClipFailure, ClipMeta, PlacedClip } from "./clip/life.ts";
 
@@ -142,7 +140,6 @@ export class ClipAccounting {
   readonly #planned: number;
   readonly #maxFailures: MaxFailures;
   readonly #log: (line: string) => void;
-  readonly #vocabulary: Vocabulary;
   readonly #epochs = new Map<number, ClipEpochStats>();
   /** The counts of complete epochs no longer listed, and how many. */
   readonly #folded = zero(0);
@@ -155,19 +152,11 @@ export class ClipAccounting {
    * @param planned positions per epoch (the sampler's length)
    * @param maxFailures failed positions an epoch tolerates (see `LoaderOptions.maxFailures`)
    * @param log where failure lines go (the first few of the run)
-   * @param vocabulary names `maxFailures` in the budget's error as the caller wrote it (`max_failures`,
-   *   `--max-failures`)
    */
-  constructor(
-    planned: number,
-    maxFailures: MaxFailures,
-    log: (line: string) => void,
-    vocabulary: Vocabulary = LOADER_VOCABULARY,
-  ) {
+  constructor(planned: number, maxFailures: MaxFailures, log: (line: string) => void) {
     this.#planned = planned;
     this.#maxFailures = maxFailures;
     this.#log = log;
-    this.#vocabulary = vocabulary;
   }
 
   /** The entry of `epoch`, created on first use. */
@@ -267,11 +256,11 @@ export class ClipAccounting {
     if (!over) return;
     const budget = typeof max === "number" ? `${max}` : `rate ${max.rate} after ${max.after}`;
     const first = e.failures.find((f) => f.attempt === 0);
-    throw new PipelineFailure(
-      `loader: ${e.failed} of ${finished} clips failed in epoch ${e.epoch}, above ${
-        this.#vocabulary.name("maxFailures")
-      } (${budget})` +
-        (first === undefined ? "" : `; first: ${formatClipFailure(first)}`),
+    // The option is named as TypeScript does; a door words it as its caller wrote it (`max_failures`).
+    const says = [`loader: ${e.failed} of ${finished} clips failed in epoch ${e.epoch}, above `];
+    const rest = ` (${budget})` + (first === undefined ? "" : `; first: ${formatClipFailure(first)}`);
+    const failure = new PipelineFailure(
+      `${says[0]}maxFailures${rest}`,
       Object.entries(e.failedByStage).map(([stage, failed]) => ({ stage, tasksIn: finished, failed })),
       e.failures.slice(0, 3).map((f) => ({
         stage: f.stage,
@@ -279,6 +268,11 @@ export class ClipAccounting {
         error: f.error,
       })),
     );
+    throw withProblem(failure, {
+      option: "maxFailures",
+      value: max,
+      says: [...says, { option: "maxFailures" }, rest],
+    });
   }
 
   /**

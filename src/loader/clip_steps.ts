@@ -19,8 +19,8 @@ import { releaseBuffers } from "../pipeline/transfer.ts";
 import { ClipError } from "../errors.ts";
 import { clipFailure, isFailedClip } from "./clip_failure.ts";
 import { decodeThreads, type ThreadBudget } from "./decode_threads.ts";
-import { fetchBytes, type FetchOptions, isUrl } from "../dataset/fetch.ts";
-import { readMember } from "../dataset/shards/reader.ts";
+import { type FetchLimits, fetchResolved, isUrl } from "../dataset/fetch.ts";
+import { readMemberResolved } from "../dataset/shards/reader.ts";
 import type { ClipProfile } from "./clip_profile.ts";
 import type { BufferPool } from "../memory/buffer_pool.ts";
 import { threadMs } from "../media/spans.ts";
@@ -67,15 +67,15 @@ function failAll(task: VideoTask, stage: string, error: unknown, attempt: number
  */
 export async function fetchVideo(
   task: VideoTask,
-  opts: Omit<FetchOptions, "signal" | "range">,
+  limits: FetchLimits,
   signal: AbortSignal,
   attempt = 0,
 ): Promise<VideoTask | FailedClip[]> {
   try {
     task.src = task.member
-      ? await readMember(task.path, task.member, { fetch: { ...opts, signal } })
+      ? await readMemberResolved(task.path, task.member, limits, signal)
       : isUrl(task.path)
-      ? await fetchBytes(task.path, { ...opts, signal })
+      ? await fetchResolved(task.path, limits, { signal })
       : task.path;
     return task;
   } catch (e) {

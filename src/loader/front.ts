@@ -50,7 +50,7 @@ import type { TaskPool } from "../pipeline/pool_lease.ts";
 import { callingPool, demuxVideo, fetchVideo } from "./clip_steps.ts";
 import type { ClipSpec } from "./clip_spec.ts";
 import type { VideoItem } from "../dataset/dataset.ts";
-import type { FetchOptions } from "../dataset/fetch.ts";
+import type { FetchLimits } from "../dataset/fetch.ts";
 import { type StageConcurrency, startSize } from "../pipeline/stage.ts";
 import {
   type ClipRequest,
@@ -81,8 +81,8 @@ export interface FrontArgs {
   spec: ClipSpec;
   /** Tasks at once in the fetch and demux stages. */
   concurrency: { fetch: StageConcurrency; demux: StageConcurrency };
-  /** How URLs are fetched. */
-  fetch: Omit<FetchOptions, "signal" | "range">;
+  /** How URLs are fetched (resolved at the loader's door). */
+  fetch: FetchLimits;
   /** Keep the sampler's order through the concurrent stages (default true): same seed, same batches. */
   ordered?: boolean;
   /**
@@ -150,7 +150,7 @@ export function epochSource(
   shares: RowShares | null = null,
   lane: LaneShare | null = null,
 ): Iterable<VideoTask> {
-  const sampler = new ClipSampler(args.ranges, args.sampler);
+  const sampler = ClipSampler.fromResolved(args.ranges, args.sampler);
   const horizon = horizonOf(args);
   let epoch: number | undefined;
   return {
@@ -204,7 +204,7 @@ export function buildFront(
   lane: LaneShare | null = null,
 ): PipelineBuilder<ClipItem> {
   const ordered = args.ordered ?? true;
-  const sampler = new ClipSampler(args.ranges, args.sampler);
+  const sampler = ClipSampler.fromResolved(args.ranges, args.sampler);
   const output = new OutputOrder(args, sampler);
   // Unordered, tasks finish in any order: the buffer itself interleaves a video's clips as they come.
   const buffer = new ShuffleBuffer<ClipItem>(args.sampler.shuffleBuffer, args.sampler.seed, sampler.length);

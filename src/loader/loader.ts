@@ -55,7 +55,7 @@
  */
 
 import { InvalidArgumentError, PipelineFailure } from "../errors.ts";
-import { PipelineBuilder } from "../pipeline/builder.ts";
+import { PipelineBuilder, resolvedBuildOptions } from "../pipeline/builder.ts";
 import type { Pipeline } from "../pipeline/pipeline.ts";
 import type { StageControl } from "../pipeline/stage.ts";
 import type { PipelineStats } from "../pipeline/stats.ts";
@@ -80,22 +80,21 @@ import { BatchSlots } from "./batch_slots.ts";
 import type { VideoDataset } from "../dataset/dataset.ts";
 import { buildFront, CLIP_WORKER, type FrontArgs } from "./front.ts";
 import { type LoaderPlan, planLoader } from "./plan.ts";
-import { LOADER_TABLE, type LoaderOptions } from "./loader_options.ts";
+import { type LoaderOptions, type ResolvedLoaderOptions, resolveLoaderOptions } from "./loader_options.ts";
 import { startSize } from "../pipeline/stage.ts";
-import { checkOption, type Vocabulary, withDefaults } from "../options.ts";
-import { LOADER_VOCABULARY } from "./clip_options.ts";
+import { withProblem } from "../errors.ts";
 import { type LoaderState, LoaderStates, stateIdentity } from "./loader_state.ts";
 import { type Preview, previewLoader, type PreviewOptions } from "./preview.ts";
 import { type OnClipError, Replacer } from "./replace.ts";
 import type { LaneShare } from "./lane_share.ts";
-import { type ClipSampler, envInt } from "../dataset/sampler.ts";
+import type { ClipSampler } from "../dataset/sampler.ts";
 import type { IndexFailure } from "../dataset/video_index.ts";
 import { chooseDecoder } from "./decode/devices.ts";
 
 export type { LoaderState } from "./loader_state.ts";
 export { type LoaderPlan, planLoader } from "./plan.ts";
 export type { ClipOptions } from "./clip_options.ts";
-export type { DecodeLessOptions, LoaderOptions } from "./loader_options.ts";
+export type { DecodeLessOptions, LoaderOptions, ResolvedLoaderOptions } from "./loader_options.ts";
 import type { ClipItem, DecodedClip, FailedClip, PlacedClip } from "./clip/life.ts";
 
 /**
@@ -192,7 +191,6 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   readonly #profile: ClipProfile | null;
   readonly #args: FrontArgs;
   readonly #states: LoaderStates;
-  readonly #vocabulary: Vocabulary;
   readonly #lane: LaneShare | null;
   /** Another loader of the same plan, from an epoch's start (what `preview()` draws with). */
   readonly #sibling: (firstEpoch: number) => VideoClassificationLoader;
@@ -216,7 +214,6 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
       buffers: ReusedBuffers | null;
       profile: ClipProfile | null;
       states: LoaderStates;
-      vocabulary: Vocabulary;
       lane?: LaneShare | null;
       sibling: (firstEpoch: number) => VideoClassificationLoader;
     },
@@ -242,7 +239,6 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     this.#profile = init.profile;
     this.#args = init.plan.front;
     this.#states = init.states;
-    this.#vocabulary = init.vocabulary;
     this.#lane = init.lane ?? null;
     this.#sibling = init.sibling;
   }
@@ -272,7 +268,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
     return {
       next: async () => {
         // After the epoch's last batch only its end can come, which needs no slot.
-        if (yielded < this.batchesPerEpoch) slots?.checkCredit(this.#vocabulary);
+        if (yielded < this.batchesPerEpoch) slots?.checkCredit();
         try {
           const r = await it.next();
           if (r.done) {
@@ -438,13 +434,11 @@ const CLIP_ERRORS = new WeakSet<object>();
  * own concurrency (decoding in a pool of Workers, one per core by default, or on the GPU with
  * `decode: "nvdec"`). A clip that cannot be loaded is replaced by default (`onClipError`), so batches are full;
  * every planned clip is accounted for in `stats().clips`. docs/loader.md is the guide; {@link LoaderOptions}
- * says every option.
+ * says every option. The options are checked and defaulted once, here (`resolveLoaderOptions`).
  * @param opts the dataset, `batchSize`, `clip` (frames and size) and the other {@link LoaderOptions}
- * @param vocabulary names options in the loader's errors as the caller wrote them: TypeScript's `maxFailures`
- *   by default, the Python client's `max_failures` (`sluice serve`), the command line's `--max-failures`
  * @returns the loader, ready to iterate
- * @throws {InvalidArgumentError} for an option out of range or unknown (naming the closest one), or when no
- *   video of the dataset could be indexed
+ * @throws {InvalidArgumentError} for an option out of range or unknown (naming the closest one), options that
+ *   contradict each other, or when no video of the dataset could be indexed
  * @throws {DatasetError} for a dataset that cannot be read
  * @example Load batches of clips for training
  * ```ts
@@ -462,39 +456,32 @@ const CLIP_ERRORS = new WeakSet<object>();
  * }
  * ```
  */
-export function videoClassificationLoader(
-  opts: LoaderOptions,
-  vocabulary: Vocabulary = LOADER_VOCABULARY,
-): Promise<VideoClassificationLoader> {
-  return buildLoader(opts, vocabulary);
+export async function videoClassificationLoader(opts: LoaderOptions): Promise<VideoClassificationLoader> {
+  return await openLoader(resolveLoaderOptions(opts));
 }
 
 /**
- * {@link videoClassificationLoader}, and a node server's rank (`shared`: the node's plan, pool and shares; `opts`
- * then only shape the batches and stages: they were checked when the node planned).
+ * {@link videoClassificationLoader} of options resolved at a door (`resolveLoaderOptions`: the server's, the
+ * command line's), and a node server's rank (`shared`: the node's plan, pool and shares).
  */
-export async function buildLoader(
-  opts: LoaderOptions,
-  vocabulary: Vocabulary = LOADER_VOCABULARY,
+export async function openLoader(
+  o: ResolvedLoaderOptions,
   shared?: SharedLoaderParts,
 ): Promise<VideoClassificationLoader> {
-  return loaderOfPlan(opts, shared?.plan ?? await planLoader(opts, vocabulary), vocabulary, shared);
+  return loaderOfPlan(o, shared?.plan ?? await planLoader(o), shared);
 }
 
-/** A loader of `plan` (made from `opts`, checked); see {@link buildLoader}. */
+/** A loader of `plan` (made from `o`); see {@link openLoader}. */
 function loaderOfPlan(
-  opts: LoaderOptions,
+  o: ResolvedLoaderOptions,
   plan: LoaderPlan,
-  vocabulary: Vocabulary,
   shared?: SharedLoaderParts,
 ): VideoClassificationLoader {
-  const log = opts.log ?? ((m: string) => console.error(m));
+  const log = o.log;
   fixMmapThreshold();
   const { front: args, spec } = plan;
-  const o = withDefaults(LOADER_TABLE, opts);
-  const device = opts.device ?? envInt("LOCAL_RANK", "loader") ?? 0;
-  checkOption(LOADER_TABLE.device, device, vocabulary, "device");
-  const dev = chooseDecoder(o.decode, device, log, (reason) => nvdecUnavailable(reason, vocabulary));
+  const device = o.device;
+  const dev = chooseDecoder(o.decode, device, log, nvdecUnavailable);
   const decoder = dev.kind;
   // the decode Workers' decoder and NVDEC device (set before the spec travels to the backend child)
   spec.decoder = decoder;
@@ -502,21 +489,21 @@ function loaderOfPlan(
   const cores = navigator.hardwareConcurrency ?? 1;
   const ordered = args.ordered ?? true;
   const { backend, onClipError, batchSize, dropLast, layout } = o;
-  const decodeConcurrency = opts.concurrency?.decode ?? dev.defaultConcurrency(device);
+  const decodeConcurrency = o.concurrency.decode ?? dev.defaultConcurrency(device);
   const decodeSize = startSize(decodeConcurrency); // an "auto" stage's pool grows as it claims more
   const decodePool: TaskPool = shared?.pool ?? new WorkerPool(CLIP_WORKER, {
     size: backend === "subprocess" ? decodeSize : Math.max(decodeSize, startSize(args.concurrency.demux)),
   });
-  const dl = withDefaults(LOADER_TABLE.decodeLess.options, opts.decodeLess ?? {});
+  const dl = o.decodeLess;
   if (!dev.sharesPasses) args.shareHorizon = 0;
   const lane = dev.sharesPasses ? shared?.lane ?? null : null;
   if (!dev.sharesPasses) shared?.lane?.close();
   const budget = dev.threadBudget && dl.threads
     ? shared?.budget ?? new ThreadBudget(() => decodePool.size)
     : null;
-  const slots = opts.slots === undefined
+  const slots = o.slots === undefined
     ? null
-    : new BatchSlots(opts.slots, spec, batchSize, layout, plan.sampler, {
+    : new BatchSlots(o.slots, spec, batchSize, layout, plan.sampler, {
       device: dev.deviceSlots ? device : null,
       // decoding ahead of the consumer: its buffer, the batches the decode tasks in flight span, one assembling
       lookahead: o.bufferSize +
@@ -524,7 +511,6 @@ function loaderOfPlan(
           (typeof decodeConcurrency === "number" ? decodeConcurrency : 2 * cores) /
             batchSize,
         ) + 1,
-      vocabulary,
     });
   const profile = o.profile ? new ClipProfile() : null;
   const buffers = slots === null && dev.reusesClipBuffers ? reusedBuffers(spec, batchSize) : null;
@@ -538,10 +524,10 @@ function loaderOfPlan(
     reload: (meta, signal) => replacer.load(meta, signal),
   });
   lane?.connect({ expect: (meta, result, recycle) => decodeStep.expectResult(meta, result, recycle) });
-  const accounting = new ClipAccounting(plan.sampler.length, o.maxFailures, log, vocabulary);
+  const accounting = new ClipAccounting(plan.sampler.length, o.maxFailures, log);
   const identity = stateIdentity(args, plan.dataset.root, { batchSize, dropLast, layout, onClipError });
   const states = new LoaderStates(args, identity, plan.sampler);
-  if (opts.resume !== undefined) states.load(opts.resume, opts.firstEpoch); // before the child gets `args`
+  if (o.resume !== undefined) states.load(o.resume, o.firstEpoch); // before the child gets `args`
   let front: PipelineBuilder<ClipItem>;
   let backendFront: BackendFront | null = null;
   if (backend === "subprocess") {
@@ -617,15 +603,13 @@ function loaderOfPlan(
     .pipe(collateBatch, { name: "collate", maxFailures: 0 })
     .addSink({ bufferSize: o.bufferSize })
     // A dead, stalled or broken backend child ends the loop with its own error (BackendExitedError, ...).
-    .build({
-      // A loader task in flight is not a busy core (it awaits a Worker, a transfer, a shared decode pass, the
-      // thread budget): its CPU stages may hold twice the cores; a step is still kept only when it helps.
-      autoConcurrency: { cpuBudget: 2 * (navigator.hardwareConcurrency ?? 1), ...opts.autoConcurrency },
-      hooks: opts.hooks,
-      reportInterval: opts.reportInterval,
+    .build(resolvedBuildOptions({
+      autoConcurrency: o.autoConcurrency,
+      hooks: o.hooks,
+      reportInterval: o.reportInterval,
       log,
       signal: backendFront?.failure,
-    });
+    }));
   return new VideoClassificationLoader({
     plan,
     batchSize,
@@ -642,14 +626,12 @@ function loaderOfPlan(
     buffers,
     profile,
     states,
-    vocabulary,
     lane,
     // the same plan (no second indexing) from `firstEpoch`'s start, with its own Workers and no slots
     sibling: (firstEpoch) =>
       loaderOfPlan(
-        { ...opts, decode: decoder, firstEpoch, resume: undefined, slots: undefined, hooks: undefined },
+        { ...o, decode: decoder, firstEpoch, resume: undefined, slots: undefined, hooks: undefined },
         { ...plan, front: { ...plan.front, firstEpoch, resume: undefined } },
-        vocabulary,
       ),
   });
 }
@@ -674,9 +656,12 @@ function clipError(e: unknown): unknown {
   return e;
 }
 
-/** The error of `decode: "nvdec"` where NVDEC is not available (`reason`). */
-function nvdecUnavailable(reason: string, vocabulary: Vocabulary): InvalidArgumentError {
-  return new InvalidArgumentError(
-    `loader: ${vocabulary.name("decode")} "nvdec" requested but NVDEC is not available: ${reason}`,
-  );
+/** The error of `decode: "nvdec"` where NVDEC is not available (`reason`), naming the option. */
+function nvdecUnavailable(reason: string): InvalidArgumentError {
+  const rest = ` "nvdec" requested but NVDEC is not available: ${reason}`;
+  return withProblem(new InvalidArgumentError(`loader: decode${rest}`), {
+    option: "decode",
+    value: "nvdec",
+    says: ["loader: ", { option: "decode" }, rest],
+  });
 }

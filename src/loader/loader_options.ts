@@ -1,25 +1,49 @@
 /**
  * The options of `videoClassificationLoader`, declared once in {@link LOADER_OPTIONS} (kind, valid range, default,
- * a line of docs, the command-line flag and the Python keyword): {@link checkLoaderOptions} rejects an option
- * nobody declared or one out of range with one line naming it in the caller's words, `sluice load`/`sluice serve`
- * make their flags and `--help` from the table, and the Python client's keywords are read against it by the
- * server. The `clip` options are declared in `clip_options.ts`.
+ * a line of docs, the command-line flag and the Python keyword), and resolved once, at the door they enter by
+ * ({@link resolveLoaderOptions}: the TypeScript call, the server for Python, the command line): one walk over
+ * the table checks them and fills every default, then the rules between options are checked and what the
+ * options imply is worked out (the clip spec, the sampler's shard from `RANK`/`WORLD_SIZE`, the CUDA device
+ * from `LOCAL_RANK`). What it returns ({@link ResolvedLoaderOptions}) is never checked again. Its errors name
+ * the option as TypeScript does and carry `{option, value, accepts}`, so the server and the command line word
+ * them as their callers wrote them. `sluice load`/`sluice serve` make their flags and `--help` from the table,
+ * and the Python client's keywords are read against it by the server. The `clip` options are declared in
+ * `clip_options.ts`.
  * @module
  */
 
-import { InvalidArgumentError } from "../errors.ts";
-import { checkOptions, isPlainObject, type OptionTable, type Vocabulary, withDefaults } from "../options.ts";
+import type { OptionMessagePart } from "../errors.ts";
+import {
+  absent,
+  isPlainObject,
+  optionError,
+  type OptionTable,
+  type ResolvedOf,
+  resolveTable,
+  rewordOptionError,
+  tsVocabulary,
+} from "../options.ts";
 import { MAX_FAILURES_OPTION, type MaxFailures, type StageConcurrency } from "../pipeline/stage.ts";
 import type { OnClipError } from "./replace.ts";
 import { type PipelineHook, REPORT_INTERVAL_OPTION } from "../pipeline/hooks.ts";
-import { AUTO_CONCURRENCY_OPTIONS, type AutoConcurrencyOptions } from "../pipeline/auto_policy.ts";
+import {
+  AUTO_CONCURRENCY_OPTIONS,
+  type AutoConcurrencyOptions,
+  type AutoConfig,
+} from "../pipeline/auto_policy.ts";
 import type { ClipSpec } from "./clip_spec.ts";
 import type { BatchLayout } from "./collate.ts";
 import type { VideoDataset } from "../dataset/dataset.ts";
 import type { LoaderState } from "./loader_state.ts";
-import { FETCH_OPTIONS, type FetchOptions } from "../dataset/fetch.ts";
-import { CLIP_OPTIONS, type ClipOptions, LOADER_VOCABULARY, resolveClipSpec } from "./clip_options.ts";
-import { resolveSamplerOptions, SAMPLER_OPTIONS, type SamplerOptions } from "../dataset/sampler.ts";
+import { FETCH_OPTIONS, type FetchLimits, type FetchOptions } from "../dataset/fetch.ts";
+import { CLIP_OPTIONS, type ClipOptions, clipSpecOf } from "./clip_options.ts";
+import {
+  envInt,
+  type ResolvedSamplerOptions,
+  SAMPLER_OPTIONS,
+  samplerFromEnv,
+  type SamplerOptions,
+} from "../dataset/sampler.ts";
 
 /**
  * How the loader avoids decode work (docs/decoding-less.md). Every switch is on by default and changes no
@@ -165,7 +189,7 @@ const func = (doc: string) =>
   ({
     kind: "custom",
     what: "a function",
-    test: (v: unknown) => typeof v === "function",
+    test: (v: unknown): v is (line: string) => void => typeof v === "function",
     doc,
     python: false,
   }) as const;
@@ -175,7 +199,8 @@ export const LOADER_TABLE = {
   dataset: {
     kind: "custom",
     what: "a path or URL (or, in TypeScript, a VideoDataset)",
-    test: (v: unknown) => (typeof v === "string" && v !== "") || (isPlainObject(v) && Array.isArray(v.items)),
+    test: (v: unknown): v is string | VideoDataset =>
+      (typeof v === "string" && v !== "") || (isPlainObject(v) && Array.isArray(v.items)),
     required: true,
     doc: "a directory with a folder per class, a CSV/JSONL manifest, packed shards, or their http(s) URL",
   },
@@ -191,6 +216,7 @@ export const LOADER_TABLE = {
   clip: { kind: "group", options: CLIP_OPTIONS, doc: "what one clip becomes" },
   audio: {
     kind: "group",
+    presence: true,
     options: {
       sampleRate: {
         kind: "integer",
@@ -215,10 +241,11 @@ export const LOADER_TABLE = {
     kind: "group",
     options: {
       ...SAMPLER_OPTIONS,
-      clipDurationSec: {
-        ...SAMPLER_OPTIONS.clipDurationSec,
+      // no constant default: the plan works it out from the frames and the videos' rates
+      clipDurationSec: (({ default: _, ...spec }) => ({
+        ...spec,
         defaultText: "the time the clip's frames take (the whole video for uniform sampling)",
-      },
+      }))(SAMPLER_OPTIONS.clipDurationSec),
     },
     doc: "sampling, shuffling and sharding",
   },
@@ -286,7 +313,7 @@ export const LOADER_TABLE = {
   resume: {
     kind: "custom",
     what: "a loader state (what loader.stateDict() returns)",
-    test: isPlainObject,
+    test: (v: unknown): v is LoaderState => isPlainObject(v),
     doc: "continue mid-epoch from a state saved by stateDict() (needs ordered)",
     python: false,
   },
@@ -311,7 +338,8 @@ export const LOADER_TABLE = {
   hooks: {
     kind: "custom",
     what: "an array of hooks",
-    test: (v: unknown) => Array.isArray(v) && v.every((h) => typeof h === "object" && h !== null),
+    test: (v: unknown): v is PipelineHook[] =>
+      Array.isArray(v) && v.every((h) => typeof h === "object" && h !== null),
     doc: "receivers of the pipeline's stats and events (e.g. jsonlStatsHook(path))",
     python: false,
   },
@@ -351,62 +379,165 @@ export const LOADER_TABLE = {
 
 /**
  * {@link LoaderOptions}, declared once: each option's kind, valid range, default, a line of docs, its `sluice`
- * flag and its Python keyword. The checker ({@link checkLoaderOptions}), the CLI's flags and `--help`, the Python
+ * flag and its Python keyword. The door ({@link resolveLoaderOptions}), the CLI's flags and `--help`, the Python
  * client's keywords and the docs' tables are made from it.
  */
 export const LOADER_OPTIONS: OptionTable = LOADER_TABLE;
 
+/** How the loader's door names options: as TypeScript does (`loader: clip.numFrames must be ...`). */
+const LOADER_WORDS = tsVocabulary("loader: ");
+
+/** The loader's options as its table resolves them (every default filled in; see {@link ResolvedLoaderOptions}). */
+type LoaderTableOptions = ResolvedOf<typeof LOADER_TABLE>;
+
 /**
- * Throws `InvalidArgumentError` for the first thing wrong with `opts` (see {@link LOADER_OPTIONS}): an option no
- * one declared (named with the closest that is), a required one missing, one of the wrong kind or out of range,
- * or options that contradict each other. `vocabulary` names options as the caller wrote them (TypeScript's
- * `clip.numFrames` by default; Python's `num_frames`, the command line's `--frames`).
+ * The loader's options resolved at a door ({@link resolveLoaderOptions}): every default applied, the rules between
+ * options checked, and what they imply worked out. Plan, front and decode read it and never check again. Two
+ * defaults depend on what no door knows yet, and are null until then: `sampler.clipDurationSec` (the time the
+ * clip's frames take at the indexed videos' rates: the plan) and `concurrency.decode` (the decoder's own: the
+ * cores, or NVDEC's engines). Written out (not mapped from the table) so that it documents itself; the door
+ * builds it from the table's resolved shape, so the compiler holds the two together.
  */
-export function checkLoaderOptions(opts: LoaderOptions, vocabulary: Vocabulary = LOADER_VOCABULARY): void {
-  checkOptions(LOADER_OPTIONS, opts, vocabulary);
-  const spec = resolveClipSpec(opts.clip, opts.layout, vocabulary);
-  resolveSamplerOptions(opts.sampler ?? {}, vocabulary, "sampler");
-  if (opts.audio !== undefined && opts.audio !== null && opts.audio.sampleRate === undefined) {
-    throw new InvalidArgumentError(`${vocabulary.prefix}${vocabulary.name("audio.sampleRate")} is required`);
-  }
-  if (
-    opts.audio !== undefined && opts.audio !== null && spec.sampling.kind === "uniform" &&
-    opts.sampler?.clipDurationSec === undefined
-  ) {
-    // Known before the dataset is read (uniform clips default to whole videos): said here, in the caller's words,
-    // rather than by the loader's plan, which names the option as TypeScript does.
-    audioSpec(opts.audio, Infinity, vocabulary);
-  }
-  if (opts.slots !== undefined && opts.ordered === false) {
-    throw new InvalidArgumentError(
-      `${vocabulary.prefix}${vocabulary.name("slots")} needs ${
-        vocabulary.name("ordered")
-      } output (each clip's place is planned)`,
-    );
+export interface ResolvedLoaderOptions {
+  /** The dataset: a path or URL, or a `VideoDataset`. */
+  dataset: VideoDataset | string;
+  /** Clips per batch. */
+  batchSize: number;
+  /** The clip options as given (checked); what they imply is {@link ResolvedLoaderOptions.spec}. */
+  clip: ClipOptions;
+  /** The batches' layout. */
+  layout: BatchLayout;
+  /** The decoder asked for (`"auto"` is decided when the loader opens). */
+  decode: "cpu" | "nvdec" | "auto";
+  /** Where the front half runs. */
+  backend: "inprocess" | "subprocess";
+  /** Batches buffered for the consumer. */
+  bufferSize: number;
+  /** Whether the sampler's order is kept. */
+  ordered: boolean;
+  /** Whether a last short batch of an epoch is dropped. */
+  dropLast: boolean;
+  /** Batch slots (unset: batches are copied out). */
+  slots?: number;
+  /** The epoch the loader starts at. */
+  firstEpoch: number;
+  /** A loader state to continue from. */
+  resume?: LoaderState;
+  /** What a failed clip becomes. */
+  onClipError: OnClipError;
+  /** Failed positions an epoch tolerates. */
+  maxFailures: MaxFailures;
+  /** Receivers of the pipeline's stats and events. */
+  hooks?: PipelineHook[];
+  /** Milliseconds between reports to `hooks` (unset: the pipeline's default). */
+  reportInterval?: number;
+  /** Whether the decode steps are profiled. */
+  profile: boolean;
+  /** How the loader avoids decode work, every switch decided. */
+  decodeLess: Required<DecodeLessOptions>;
+  /** The sampler's options in force (`RANK`/`WORLD_SIZE` applied); `clipDurationSec` null: the plan's default. */
+  sampler: Omit<ResolvedSamplerOptions, "clipDurationSec"> & { clipDurationSec: number | null };
+  /** Each clip's audio, when asked for. */
+  audio?: { sampleRate: number; channels: number };
+  /** Tasks at once per stage; `decode` null: the decoder's default. */
+  concurrency: { fetch: StageConcurrency; demux: StageConcurrency; decode: StageConcurrency | null };
+  /** The controller's tuning (the loader's `cpuBudget`: twice the cores). */
+  autoConcurrency: AutoConfig;
+  /** The CUDA device (`$LOCAL_RANK` by default, else 0). */
+  device: number;
+  /** Where failure and info lines go. */
+  log: (line: string) => void;
+  /** How URLs are fetched. */
+  fetch: FetchLimits;
+  /** What one clip becomes (`clip` and `layout`); its `audio` is set by the plan, which knows the clip's duration. */
+  spec: ClipSpec;
+}
+
+// Every option of the table is a field of ResolvedLoaderOptions: an option added to the table and not there
+// fails `deno task check` here (the door's return statement checks the types of those that are).
+const _everyOption: Record<Exclude<keyof LoaderTableOptions, keyof ResolvedLoaderOptions>, never> = {};
+
+/**
+ * The door of the loader's options: checks `raw` against {@link LOADER_OPTIONS} and applies every default in one
+ * walk, checks the rules between options (a frame rate with "rate" sampling only, mean and std with float32,
+ * audio with clips of one duration, slots with ordered output, the rank within the world size) and works out
+ * what they imply (the clip spec; the shard and the CUDA device from `RANK`, `WORLD_SIZE`, `LOCAL_RANK`).
+ * `videoClassificationLoader`, `sluice load`/`sluice serve` and the server for Python clients call it once.
+ * @param raw the options as given (`LoaderOptions`; from JSON, the command line or Python keywords)
+ * @returns the options in force, never checked again
+ * @throws {InvalidArgumentError} for the first thing wrong, naming the option as TypeScript does (`clip.numFrames`)
+ *   with its `option`, `value` and `accepts`, for a door to word as its caller wrote it
+ */
+export function resolveLoaderOptions(raw: unknown): ResolvedLoaderOptions {
+  try {
+    return implied(resolveTable(LOADER_TABLE, withEnvironment(raw), LOADER_WORDS), raw as LoaderOptions);
+  } catch (e) {
+    throw rewordOptionError(e, LOADER_WORDS, LOADER_TABLE); // the sampler words its own as "sampler: "
   }
 }
 
-/**
- * The `ClipSpec.audio` of the `audio` option (checked with the others): every clip gets
- * `round(clipDurationSec · sampleRate)` samples, so the clips of a batch stack. Throws `InvalidArgumentError` when
- * clips have no fixed duration (`"uniform"` sampling of whole videos).
- */
-export function audioSpec(
-  audio: NonNullable<LoaderOptions["audio"]>,
-  clipDurationSec: number,
-  vocabulary: Vocabulary = LOADER_VOCABULARY,
-): NonNullable<ClipSpec["audio"]> {
-  if (!Number.isFinite(clipDurationSec)) {
-    throw new InvalidArgumentError(
-      `${vocabulary.prefix}${vocabulary.name("audio")} needs clips of one duration: set ${
-        vocabulary.name("sampler.clipDurationSec")
-      } (uniform sampling takes whole videos)`,
-    );
-  }
-  const a = withDefaults(LOADER_TABLE.audio.options, audio);
-  return {
-    sampleRate: a.sampleRate!,
-    channels: a.channels,
-    samples: Math.round(clipDurationSec * a.sampleRate),
+/** `raw` with the device `$LOCAL_RANK` gives where none is given (so it is checked with the rest). */
+function withEnvironment(raw: unknown): unknown {
+  if (!isPlainObject(raw) || !absent(raw.device)) return raw;
+  const device = envInt("LOCAL_RANK", "loader");
+  return device === undefined ? raw : { ...raw, device };
+}
+
+/** The rules between options `o` (resolved from `given`), and what they imply; see {@link resolveLoaderOptions}. */
+function implied(o: LoaderTableOptions, given: LoaderOptions): ResolvedLoaderOptions {
+  const door: OptionMessagePart = { door: LOADER_WORDS.prefix };
+  const spec = clipSpecOf(o.clip, o.layout, given.clip);
+  const { clipDurationSec = null, ...sampled } = o.sampler;
+  const sampler = {
+    ...samplerFromEnv({ ...sampled, clipDurationSec: Infinity }, "sampler"),
+    clipDurationSec,
   };
+  if (o.audio !== undefined) {
+    if (o.audio.sampleRate === undefined) {
+      const says = [door, { option: "audio.sampleRate" }, " is required"];
+      throw optionError(LOADER_WORDS, { option: "audio.sampleRate", says });
+    }
+    // Every clip gets as many samples, so its duration must be one for all (uniform sampling: whole videos).
+    if (!Number.isFinite(clipDurationSec ?? (spec.sampling.kind === "uniform" ? Infinity : 0))) {
+      const says = [door, { option: "audio" }, " needs clips of one duration: set "];
+      says.push({ option: "sampler.clipDurationSec" }, " (uniform sampling takes whole videos)");
+      throw optionError(LOADER_WORDS, { option: "audio", says });
+    }
+  }
+  if (o.slots !== undefined && !o.ordered) {
+    const says = [
+      door,
+      { option: "slots" },
+      " needs ",
+      { option: "ordered" },
+      " output (each clip's place is planned)",
+    ];
+    throw optionError(LOADER_WORDS, { option: "slots", value: o.slots, says });
+  }
+  const cores = navigator.hardwareConcurrency ?? 1;
+  return {
+    ...o,
+    spec,
+    sampler,
+    audio: o.audio as ResolvedLoaderOptions["audio"],
+    concurrency: { ...o.concurrency, decode: o.concurrency.decode ?? null },
+    // A loader task in flight is not a busy core (it awaits a Worker, a transfer, a shared decode pass, the
+    // thread budget): its CPU stages may hold twice the cores; a step is still kept only when it helps.
+    autoConcurrency: { ...o.autoConcurrency, cpuBudget: o.autoConcurrency.cpuBudget ?? 2 * cores },
+    device: o.device ?? 0,
+    log: o.log ?? ((line: string) => console.error(line)),
+    fetch: o.fetch,
+  };
+}
+
+/**
+ * The `ClipSpec.audio` of the resolved `audio` option for clips of `clipDurationSec` (finite: the door refused
+ * audio with whole-video clips): every clip gets `round(clipDurationSec · sampleRate)` samples, so the clips of
+ * a batch stack.
+ */
+export function audioSpecOf(
+  audio: NonNullable<ResolvedLoaderOptions["audio"]>,
+  clipDurationSec: number,
+): NonNullable<ClipSpec["audio"]> {
+  return { ...audio, samples: Math.round(clipDurationSec * audio.sampleRate) };
 }

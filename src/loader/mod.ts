@@ -1,18 +1,19 @@
 /**
  * The loader's building blocks, for what the root (`@sluice/sluice`) does not need: planning a loader without
  * opening it ({@link planLoader}: the dataset indexed and the epoch's clips laid out, what `sluice load --plan`
- * prints), the option table every door reads ({@link LOADER_OPTIONS}) and the kinds of its entries, the resolved
+ * prints), the option table every door reads ({@link LOADER_OPTIONS}) and the kinds of its entries, the door
+ * itself ({@link resolveLoaderOptions}: the options checked and defaulted once, what `planLoader` takes), the
  * clip spec, the memory and profile reports, and the contact sheets a preview draws.
  *
  * @example Plan a loader, then draw its first batch as a contact sheet
  * ```ts
  * import { makeSyntheticDataset, videoClassificationLoader } from "@sluice/sluice";
- * import { contactSheet, planLoader } from "@sluice/sluice/loader";
+ * import { contactSheet, planLoader, resolveLoaderOptions } from "@sluice/sluice/loader";
  *
  * const dir = await Deno.makeTempDir();
  * makeSyntheticDataset(dir, { videos: 4, classes: 2, durationSec: 2, width: 160, height: 120 });
  * const options = { dataset: dir, batchSize: 4, clip: { numFrames: 4, width: 64, height: 64 } };
- * const plan = await planLoader(options);
+ * const plan = await planLoader(resolveLoaderOptions(options));
  * console.log(plan.dataset.items.length, plan.indexFailures, plan.spec.numFrames);
  * await using loader = await videoClassificationLoader(options);
  * for await (const batch of loader) {
@@ -26,7 +27,7 @@
 
 export { type LoaderMemory, type LoaderPlan, planLoader } from "./loader.ts";
 export type { BatchingOptions } from "./loader_state.ts";
-export { checkLoaderOptions, LOADER_OPTIONS } from "./loader_options.ts";
+export { LOADER_OPTIONS, type ResolvedLoaderOptions, resolveLoaderOptions } from "./loader_options.ts";
 export type { StageConcurrency } from "../pipeline/stage.ts";
 export type { ClipDtype, ClipSpec, Interpolation } from "./clip_spec.ts";
 export type { FrontArgs } from "./front.ts";

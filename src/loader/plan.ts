@@ -6,14 +6,13 @@
  */
 
 import { errorText, fmtSec, InvalidArgumentError } from "../errors.ts";
-import { type Vocabulary, withDefaults } from "../options.ts";
 import type { ClipSpec } from "./clip_spec.ts";
 import { openDataset, type VideoDataset } from "../dataset/dataset.ts";
 import { ClipSampler, type SampledVideo } from "../dataset/sampler.ts";
-import { indexDataset, type IndexFailure } from "../dataset/video_index.ts";
+import { type IndexFailure, indexVideos } from "../dataset/video_index.ts";
 import type { FrontArgs } from "./front.ts";
-import { audioSpec, checkLoaderOptions, LOADER_TABLE, type LoaderOptions } from "./loader_options.ts";
-import { defaultClipDuration, LOADER_VOCABULARY, resolveClipSpec } from "./clip_options.ts";
+import { audioSpecOf, type ResolvedLoaderOptions } from "./loader_options.ts";
+import { defaultClipDuration } from "./clip_options.ts";
 
 /**
  * What the loader decides before it builds its pipeline: the dataset, the videos left out, the sampler, the clip
@@ -34,27 +33,22 @@ export interface LoaderPlan {
 }
 
 /**
- * Checks the options, opens and indexes the dataset (logging skipped files and videos left out) and plans the
- * loader; see {@link LoaderPlan}. Throws `InvalidArgumentError` for an option out of range, `DatasetError` for a
- * dataset that cannot be read, and `InvalidArgumentError` when no video could be indexed; options are named in
- * `vocabulary`'s words (TypeScript's by default).
+ * Opens and indexes the dataset (logging skipped files and videos left out) and plans the loader; see
+ * {@link LoaderPlan}. The options were resolved at a door (`resolveLoaderOptions`) and are not checked again.
+ * @param o the loader's options, resolved
+ * @returns the plan: the dataset, the sampler over the indexed videos, the clip spec, the front's arguments
+ * @throws {DatasetError} for a dataset that cannot be read
+ * @throws {InvalidArgumentError} when no video could be indexed
  */
-export async function planLoader(
-  opts: LoaderOptions,
-  vocabulary: Vocabulary = LOADER_VOCABULARY,
-): Promise<LoaderPlan> {
-  const log = opts.log ?? ((m: string) => console.error(m));
-  checkLoaderOptions(opts, vocabulary);
-  const o = withDefaults(LOADER_TABLE, opts);
-  const spec = resolveClipSpec(opts.clip, o.layout);
-  const dataset = typeof opts.dataset === "string" ? await openDataset(opts.dataset) : opts.dataset;
+export async function planLoader(o: ResolvedLoaderOptions): Promise<LoaderPlan> {
+  const log = o.log;
+  const dataset = typeof o.dataset === "string" ? await openDataset(o.dataset) : o.dataset;
   const skipped = dataset.skipped ?? [];
   for (const s of skipped.slice(0, 10)) log(`sluice: dataset: skipped ${s.path}: ${s.reason}`);
   if (skipped.length > 10) {
     log(`sluice: dataset: ${skipped.length - 10} more files skipped (dataset.skipped)`);
   }
-  const keyframes = withDefaults(LOADER_TABLE.sampler.options, opts.sampler ?? {}).keyframeAligned;
-  const index = await indexDataset(dataset, { keyframes, fetch: opts.fetch });
+  const index = await indexVideos(dataset, { keyframes: o.sampler.keyframeAligned, fetch: o.fetch });
   for (const f of index.failures) log(`sluice: skipping ${f.path}: ${errorText(f.error, f.path)}`);
   const kept = index.videos.flatMap((v, i) => v === null ? [] : [i]);
   if (kept.length === 0) {
@@ -67,9 +61,10 @@ export async function planLoader(
       : { start: v.start, end: v.end };
   });
   const rates = kept.map((i) => index.videos[i]!.frameRate);
-  const clipDurationSec = opts.sampler?.clipDurationSec ?? defaultClipDuration(spec, rates);
-  if (opts.audio !== undefined) spec.audio = audioSpec(opts.audio, clipDurationSec, vocabulary);
-  const sampler = new ClipSampler(ranges, { ...opts.sampler, clipDurationSec });
+  const spec: ClipSpec = { ...o.spec };
+  const clipDurationSec = o.sampler.clipDurationSec ?? defaultClipDuration(spec, rates);
+  if (o.audio !== undefined) spec.audio = audioSpecOf(o.audio, clipDurationSec);
+  const sampler = ClipSampler.fromResolved(ranges, { ...o.sampler, clipDurationSec });
   warnUncovered(spec, clipDurationSec, rates, log);
   const front: FrontArgs = {
     items: kept.map((i) => dataset.items[i]),
@@ -78,12 +73,10 @@ export async function planLoader(
     sampler: { ...sampler.options },
     firstEpoch: o.firstEpoch,
     spec,
-    concurrency: (({ fetch, demux }) => ({ fetch, demux }))(
-      withDefaults(LOADER_TABLE.concurrency.options, opts.concurrency ?? {}),
-    ),
-    fetch: opts.fetch ?? {},
+    concurrency: { fetch: o.concurrency.fetch, demux: o.concurrency.demux },
+    fetch: o.fetch,
     ordered: o.ordered,
-    shareHorizon: shareHorizon(spec, opts),
+    shareHorizon: shareHorizon(spec, o),
     profile: o.profile,
   };
   return { dataset, indexFailures: index.failures, sampler, spec, front };
@@ -93,12 +86,11 @@ export async function planLoader(
  * How far apart (in the epoch's output) two clips decoded in one pass may be: as many clips as
  * `decodeLess.onceMemory` holds (0 when `decodeLess.once` is off, or the order is not kept).
  */
-function shareHorizon(spec: ClipSpec, opts: LoaderOptions): number {
-  const dl = withDefaults(LOADER_TABLE.decodeLess.options, opts.decodeLess ?? {});
-  if (!dl.once || !withDefaults(LOADER_TABLE, opts).ordered) return 0;
+function shareHorizon(spec: ClipSpec, o: ResolvedLoaderOptions): number {
+  if (!o.decodeLess.once || !o.ordered) return 0;
   const clipBytes = spec.numFrames * 3 * spec.width * spec.height * (spec.dtype === "float32" ? 4 : 1) +
     (spec.audio === undefined ? 0 : spec.audio.channels * spec.audio.samples * 4);
-  return Math.floor(dl.onceMemory / clipBytes);
+  return Math.floor(o.decodeLess.onceMemory / clipBytes);
 }
 
 /**

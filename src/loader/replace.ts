@@ -73,7 +73,7 @@ export class Replacer {
    */
   constructor(args: FrontArgs, pool: TaskPool, slots: ClipPlaces | null = null) {
     this.#args = args;
-    this.#sampler = new ClipSampler(args.ranges, args.sampler);
+    this.#sampler = ClipSampler.fromResolved(args.ranges, args.sampler);
     this.#pool = pool;
     this.#slots = slots;
   }

@@ -18,7 +18,7 @@
  * @module
  */
 
-import { type OptionTable, withDefaults } from "../options.ts";
+import type { OptionTable } from "../options.ts";
 import { bottleneckIndex, type Load } from "./bottleneck.ts";
 import type { ControllerDecision, StageBound } from "./stats.ts";
 
@@ -75,16 +75,8 @@ export const AUTO_CONCURRENCY_OPTIONS = {
   minTasks: { kind: "number", above: 0, default: 8, doc: "tasks a window needs before it is judged" },
 } as const satisfies OptionTable;
 
-/** {@link AutoConcurrencyOptions} with every default filled in. */
+/** {@link AutoConcurrencyOptions} with every default filled in (by `build()`'s door, `resolveBuildOptions`). */
 export type AutoConfig = Required<AutoConcurrencyOptions>;
-
-/** Fills in the defaults. */
-export function autoConfig(opts: AutoConcurrencyOptions = {}): AutoConfig {
-  return withDefaults(AUTO_CONCURRENCY_OPTIONS, {
-    ...opts,
-    cpuBudget: opts.cpuBudget ?? navigator.hardwareConcurrency ?? 1,
-  });
-}
 
 /** Cumulative counters of one stage (or the consumer) at one instant. */
 export interface StageSample {

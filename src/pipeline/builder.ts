@@ -5,10 +5,10 @@
  */
 
 import { InvalidArgumentError } from "../errors.ts";
-import { checkOption, checkOptions, tsVocabulary } from "../options.ts";
+import { checkOption, resolveTable, tsVocabulary } from "../options.ts";
 import { type Executor, mainThread, type TaskContext } from "./executor.ts";
 import { AUTO_CONCURRENCY_OPTIONS } from "./auto_policy.ts";
-import { type BuildOptions, Pipeline, type SinkOptions } from "./pipeline.ts";
+import { type BuildOptions, Pipeline, type ResolvedBuildOptions, type SinkOptions } from "./pipeline.ts";
 import { REPORT_INTERVAL_OPTION } from "./hooks.ts";
 import {
   DEFAULT_MAX_FAILURES,
@@ -111,40 +111,7 @@ export class PipelineBuilder<T = never> {
     opts: PipeOptions = {},
   ): PipelineBuilder<unknown> {
     this.#needSource("pipe");
-    const executor = opts.executor ?? mainThread;
-    if (typeof fn === "string" && opts.executor === undefined) {
-      throw new InvalidArgumentError(`pipe("${fn}"): an export name needs an executor such as a WorkerPool`);
-    }
-    const auto = opts.concurrency === "auto";
-    const concurrency = auto ? 1 : opts.concurrency ?? executor.size;
-    if (!Number.isInteger(concurrency) || (concurrency as number) < 1) {
-      throw new InvalidArgumentError(
-        `pipe: concurrency must be a positive integer or "auto", got ${opts.concurrency}`,
-      );
-    }
-    const maxConcurrency = opts.maxConcurrency ?? Math.max(DEFAULT_MAX_CONCURRENCY, concurrency as number);
-    if (!Number.isInteger(maxConcurrency) || maxConcurrency < 1) {
-      throw new InvalidArgumentError(
-        `pipe: maxConcurrency must be a positive integer, got ${maxConcurrency}`,
-      );
-    }
-    if (opts.bound !== undefined && opts.bound !== "cpu" && opts.bound !== "io") {
-      throw new InvalidArgumentError(`pipe: bound must be "cpu" or "io", got ${opts.bound}`);
-    }
-    const fnName = typeof fn === "string" ? fn : fn.name;
-    const spec: PipeSpec = {
-      kind: "pipe",
-      name: opts.name ?? (fnName || `pipe${this.#specs.length}`),
-      fn: fn as PipeSpec["fn"],
-      executor,
-      concurrency: concurrency as number,
-      auto,
-      maxConcurrency,
-      bound: opts.bound ?? (executor === mainThread ? "io" : "cpu"),
-      ordered: opts.ordered ?? false,
-      maxFailures: checkMaxFailures(opts.maxFailures ?? DEFAULT_MAX_FAILURES),
-    };
-    return this.#with(spec);
+    return this.#with(resolvePipeOptions(fn, opts, this.#specs.length));
   }
 
   /** Flattens each incoming array (or iterable) into its elements. */
@@ -203,22 +170,103 @@ export class SinkBuilder<T> {
     this.#sink = sink;
   }
 
-  /** Builds the pipeline; nothing runs until it is iterated. */
+  /**
+   * Builds the pipeline; nothing runs until it is iterated. Options are checked here, unless they were resolved
+   * at a door already ({@link resolvedBuildOptions}).
+   * @throws {InvalidArgumentError} for an option out of range
+   */
   build(opts: BuildOptions = {}): Pipeline<T> {
-    if (opts.reportInterval !== undefined) {
-      checkOption(REPORT_INTERVAL_OPTION, opts.reportInterval, tsVocabulary("build: "), "reportInterval");
-    }
-    if (opts.stallThresholdMs !== undefined && !(opts.stallThresholdMs > 0)) {
-      throw new InvalidArgumentError(`build: stallThresholdMs must be > 0 ms, got ${opts.stallThresholdMs}`);
-    }
-    checkOptions(
-      AUTO_CONCURRENCY_OPTIONS,
-      opts.autoConcurrency ?? {},
-      tsVocabulary("build: "),
-      "autoConcurrency",
-    );
-    return new Pipeline<T>(this.#specs, this.#sink, opts);
+    const resolved = RESOLVED_BUILDS.has(opts) ? opts as ResolvedBuildOptions : resolveBuildOptions(opts);
+    return new Pipeline<T>(this.#specs, this.#sink, resolved);
   }
+}
+
+/** Options {@link resolvedBuildOptions} vouched for. */
+const RESOLVED_BUILDS = new WeakSet<object>();
+
+const BUILD_WORDS = tsVocabulary("build: ");
+
+/**
+ * The door of `build()`'s options: checks them and applies the defaults (the controller's `cpuBudget`: the
+ * cores). Throws `InvalidArgumentError` naming the option.
+ */
+export function resolveBuildOptions(opts: BuildOptions): ResolvedBuildOptions {
+  if (opts.reportInterval !== undefined) {
+    checkOption(REPORT_INTERVAL_OPTION, opts.reportInterval, BUILD_WORDS, "reportInterval");
+  }
+  if (opts.stallThresholdMs !== undefined && !(opts.stallThresholdMs > 0)) {
+    throw new InvalidArgumentError(`build: stallThresholdMs must be > 0 ms, got ${opts.stallThresholdMs}`);
+  }
+  const auto = resolveTable(
+    AUTO_CONCURRENCY_OPTIONS,
+    opts.autoConcurrency ?? {},
+    BUILD_WORDS,
+    "autoConcurrency",
+  );
+  return {
+    ...opts,
+    autoConcurrency: { ...auto, cpuBudget: auto.cpuBudget ?? navigator.hardwareConcurrency ?? 1 },
+  };
+}
+
+/**
+ * Options resolved at another door (the loader's, whose table holds these): `build()` takes them as they are,
+ * unchecked.
+ */
+export function resolvedBuildOptions(opts: ResolvedBuildOptions): ResolvedBuildOptions {
+  RESOLVED_BUILDS.add(opts);
+  return opts;
+}
+
+const PIPE_WORDS = tsVocabulary("pipe: ");
+
+/**
+ * The door of a `pipe()` stage's options: checks them and applies the defaults; the stage's spec. Throws
+ * `InvalidArgumentError` naming the option.
+ * @param fn the stage function, or the export an executor runs
+ * @param stages stages before this one (its default name)
+ */
+export function resolvePipeOptions(
+  fn: ((item: never, ctx: TaskContext) => unknown) | string,
+  opts: PipeOptions,
+  stages: number,
+): PipeSpec {
+  const executor = opts.executor ?? mainThread;
+  if (typeof fn === "string" && opts.executor === undefined) {
+    throw new InvalidArgumentError(`pipe("${fn}"): an export name needs an executor such as a WorkerPool`);
+  }
+  const auto = opts.concurrency === "auto";
+  const concurrency = auto ? 1 : opts.concurrency ?? executor.size;
+  if (!Number.isInteger(concurrency) || (concurrency as number) < 1) {
+    throw new InvalidArgumentError(
+      `pipe: concurrency must be a positive integer or "auto", got ${opts.concurrency}`,
+    );
+  }
+  const maxConcurrency = opts.maxConcurrency ?? Math.max(DEFAULT_MAX_CONCURRENCY, concurrency as number);
+  if (!Number.isInteger(maxConcurrency) || maxConcurrency < 1) {
+    throw new InvalidArgumentError(
+      `pipe: maxConcurrency must be a positive integer, got ${maxConcurrency}`,
+    );
+  }
+  if (opts.bound !== undefined && opts.bound !== "cpu" && opts.bound !== "io") {
+    throw new InvalidArgumentError(`pipe: bound must be "cpu" or "io", got ${opts.bound}`);
+  }
+  if (opts.maxFailures !== undefined) {
+    checkOption(MAX_FAILURES_OPTION, opts.maxFailures, PIPE_WORDS, "maxFailures");
+  }
+  const fnName = typeof fn === "string" ? fn : fn.name;
+  return {
+    kind: "pipe",
+    name: opts.name ?? (fnName || `pipe${stages}`),
+    fn: fn as PipeSpec["fn"],
+    executor,
+    concurrency: concurrency as number,
+    auto,
+    maxConcurrency,
+    bound: opts.bound ?? (executor === mainThread ? "io" : "cpu"),
+    ordered: opts.ordered ?? false,
+    maxFailures: opts.maxFailures ?? DEFAULT_MAX_FAILURES,
+  };
 }
 
 function uniqueName(specs: StageSpec[], name: string): string {
@@ -226,9 +274,4 @@ function uniqueName(specs: StageSpec[], name: string): string {
     const candidate = `${name}#${i}`;
     if (!specs.some((s) => s.name === candidate)) return candidate;
   }
-}
-
-function checkMaxFailures(m: MaxFailures): MaxFailures {
-  checkOption(MAX_FAILURES_OPTION, m, tsVocabulary("pipe: "), "maxFailures");
-  return m;
 }

@@ -49,11 +49,11 @@ export {
   SinkBuilder,
   type SourceOptions,
 } from "./builder.ts";
-export type { AutoConcurrencyOptions } from "./auto_policy.ts";
+export type { AutoConcurrencyOptions, AutoConfig } from "./auto_policy.ts";
 export { type Clock, realClock } from "./clock.ts";
 export { type Executor, mainThread, type PipeFn, type TaskContext } from "./executor.ts";
 export type { FormatStatsOptions } from "./format_stats.ts";
-export { type BuildOptions, Pipeline, type SinkOptions } from "./pipeline.ts";
+export { type BuildOptions, Pipeline, type ResolvedBuildOptions, type SinkOptions } from "./pipeline.ts";
 export type { MaxFailures, StageControl } from "./stage.ts";
 export type {
   ControllerDecision,

@@ -11,7 +11,7 @@
 
 import { errorText, InvalidArgumentError, PipelineFailure, PipelineStoppedError } from "../errors.ts";
 import { AutoController } from "./auto_controller.ts";
-import { type AutoConcurrencyOptions, autoConfig } from "./auto_policy.ts";
+import type { AutoConcurrencyOptions, AutoConfig } from "./auto_policy.ts";
 import { type Clock, realClock } from "./clock.ts";
 import type { Executor } from "./executor.ts";
 import { HookSet, type PipelineEvent, type PipelineHook } from "./hooks.ts";
@@ -55,6 +55,12 @@ export interface BuildOptions {
   clock?: Clock;
 }
 
+/** {@link BuildOptions} checked at `build()`'s door: the controller's tuning with every default in force. */
+export interface ResolvedBuildOptions extends Omit<BuildOptions, "autoConcurrency"> {
+  /** Tuning of the auto-concurrency controller, defaults applied. */
+  autoConcurrency: AutoConfig;
+}
+
 interface Epoch {
   readonly ac: AbortController;
   readonly queues: BoundedQueue<unknown>[];
@@ -71,7 +77,7 @@ interface Epoch {
 export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
   readonly #stages: Stage[];
   readonly #bufferSize: number;
-  readonly #opts: BuildOptions;
+  readonly #opts: ResolvedBuildOptions;
   readonly #continuous: boolean;
   readonly #tracer: Tracer | undefined;
   readonly #clock: Clock;
@@ -89,8 +95,8 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
   #discarded = 0;
   #stopped = false;
 
-  /** Use `PipelineBuilder.build()`. */
-  constructor(specs: StageSpec[], sink: SinkOptions, opts: BuildOptions) {
+  /** Use `PipelineBuilder.build()`, which checks the options this takes resolved. */
+  constructor(specs: StageSpec[], sink: SinkOptions, opts: ResolvedBuildOptions) {
     this.#stages = specs.map((s) => new Stage(s));
     this.#bufferSize = sink.bufferSize ?? 3;
     this.#opts = opts;
@@ -102,7 +108,7 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
     const event = (e: PipelineEvent) => hooks.event(e);
     this.#hooks = hooks;
     this.#stalls = new StallWatch(this.#stages, opts.stallThresholdMs, this.#clock, this.#log, event);
-    this.#controller = new AutoController(this, autoConfig(opts.autoConcurrency), this.#clock, event);
+    this.#controller = new AutoController(this, opts.autoConcurrency, this.#clock, event);
     const startController = () => {
       if (this.#epoch !== undefined && !this.#epoch.aborted) this.#controller.start();
     };

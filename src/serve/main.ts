@@ -10,7 +10,8 @@
  * @module
  */
 
-import { videoClassificationLoader } from "../loader/loader.ts";
+import { openLoader } from "../loader/loader.ts";
+import type { ResolvedLoaderOptions } from "../loader/loader_options.ts";
 import { errorText, InvalidArgumentError, SluiceError } from "../errors.ts";
 import { SERVE_PROTOCOL_VERSION } from "./protocol.ts";
 import { parsePythonJson } from "../python_options.ts";
@@ -19,8 +20,15 @@ import type { LoaderFactory } from "./session_host.ts";
 import { NodeHub } from "./node_hub.ts";
 import { untilLastRankLeaves } from "./node_exit.ts";
 import { type MetricsServer, metricsText, serveMetrics } from "./metrics.ts";
-import { pythonOptionList, resolveServerConfig, type ServedLoaderOptions, SERVER_TABLE } from "./options.ts";
-import type { Vocabulary } from "../options.ts";
+import {
+  PYTHON_OPTIONS,
+  pythonOptionList,
+  resolveServerConfig,
+  type ServedLoaderOptions,
+  SERVER_TABLE,
+  sessionOptions,
+} from "./options.ts";
+import { rewordOptionError, type Vocabulary } from "../options.ts";
 
 /** What {@link runServer} needs; JSON-compatible. Kinds, ranges and defaults: `SERVER_OPTIONS`. */
 export interface ServerConfig {
@@ -77,60 +85,54 @@ export interface ServerReady {
 export const CLOSE_TIMEOUT_MS = 1500;
 
 /**
- * A factory building a loader per session from `options`, with the client's shard, first epoch and CUDA device
- * (`device`: an NVDEC loader decodes there and its slots live there: one server per GPU under torchrun), and `slots`
- * batch slots (the loader's own unless `options` sets them): its decode Workers write into the memory the
- * client maps, so no pixel is copied after decode (not with `ordered: false`: places are planned, so such a
- * loader's batches are copied into the session's slots). `vocabulary` names options in the loaders' errors as
- * the config's writer spelled them (`resolveServerConfig`'s; default TypeScript's).
+ * A factory building a loader per session from `options` (resolved at the server's door), with the client's
+ * shard, first epoch and CUDA device (`device`: an NVDEC loader decodes there and its slots live there: one
+ * server per GPU under torchrun), and `slots` batch slots (the loader's own unless `options` sets them): its
+ * decode Workers write into the memory the client maps, so no pixel is copied after decode (not with
+ * `ordered: false`: places are planned, so such a loader's batches are copied into the session's slots). See
+ * `sessionOptions`.
  */
 export function loaderFactory(
-  options: ServedLoaderOptions,
+  options: ResolvedLoaderOptions,
   log?: (line: string) => void,
   slots: number = SERVER_TABLE.slots.default,
-  vocabulary?: Vocabulary,
 ): LoaderFactory {
-  return (req) =>
-    videoClassificationLoader({
-      ...(options.ordered === false ? {} : { slots }),
-      ...options,
-      sampler: {
-        ...options.sampler,
-        ...(req.rank !== undefined ? { rank: req.rank, worldSize: req.worldSize } : {}),
-      },
-      firstEpoch: req.firstEpoch,
-      ...(req.device !== undefined ? { device: req.device } : {}),
-      ...(log ? { log } : {}),
-    }, vocabulary);
+  return (req) => openLoader(sessionOptions(options, req, slots, log));
 }
 
 /**
  * Serves until a signal (or stdin's end with `exitOnStdinEof`, or a node server's last client leaving); calls
  * `onReady` once listening. Resolves when the server has closed, or when closing took longer than
- * {@link CLOSE_TIMEOUT_MS} (the process should then exit). Throws `InvalidArgumentError` before listening for a
- * config that is not valid (`resolveServerConfig`) or a metrics address it cannot listen on. `vocabulary` names
- * options in the loaders' errors (default: as the config spells them; `sluice serve`: its flags).
+ * {@link CLOSE_TIMEOUT_MS} (the process should then exit). The config is resolved once, here
+ * (`resolveServerConfig`).
+ * @param words how errors name the options, the config's and the loaders' at run time alike (default: as the
+ *   config spells them; `sluice serve`: its flags)
+ * @throws {InvalidArgumentError} before listening, for a config that is not valid or a metrics address it cannot
+ *   listen on
  */
 export async function runServer(
   given: ServerConfig,
   onReady?: (ready: ServerReady) => void,
-  vocabulary?: Vocabulary,
+  words?: Vocabulary,
 ): Promise<void> {
-  const config = resolveServerConfig(given);
-  const words = vocabulary ?? config.vocabulary;
+  let config;
+  try {
+    config = resolveServerConfig(given);
+  } catch (e) {
+    throw words === undefined ? e : rewordOptionError(e, words, PYTHON_OPTIONS);
+  }
+  const w = words ?? config.words;
   const hub = config.node
-    ? await NodeHub.open(config.loader, {
-      cpuBudget: config.cpuBudget,
-      slots: config.slots,
-      vocabulary: words,
-    })
+    ? await NodeHub.open(config.loader, { cpuBudget: config.cpuBudget, slots: config.slots })
     : null;
   let server: BatchServer, metrics: MetricsServer | null = null;
   try {
-    server = await serveLoader(hub?.factory ?? loaderFactory(config.loader, undefined, config.slots, words), {
+    server = await serveLoader(hub?.factory ?? loaderFactory(config.loader, undefined, config.slots), {
       socket: config.socket,
       slots: config.slots,
       logConnections: config.logConnections,
+      // the loaders' errors about their options, named for the clients as the config names them
+      reword: (e) => rewordOptionError(e, w, PYTHON_OPTIONS),
       // a node server's clients are every rank of the machine, and each of their loaders
       ...(hub === null ? {} : { node: () => hub.stats(), maxClients: 256 }),
     });

@@ -21,19 +21,18 @@
  */
 
 import { InvalidArgumentError } from "../errors.ts";
-import { buildLoader, type LoaderPlan, planLoader } from "../loader/loader.ts";
+import { type LoaderPlan, openLoader, planLoader } from "../loader/loader.ts";
 import { CLIP_WORKER } from "../loader/front.ts";
 import { ThreadBudget } from "../loader/decode_threads.ts";
 import { decodeDevice } from "../loader/decode/devices.ts";
 import { LaneShares } from "../loader/lane_share.ts";
-import { LOADER_TABLE, type LoaderOptions } from "../loader/loader_options.ts";
+import type { ResolvedLoaderOptions } from "../loader/loader_options.ts";
 import { ClipSampler } from "../dataset/sampler.ts";
 import { PoolLease } from "../pipeline/pool_lease.ts";
 import { WorkerPool } from "../pipeline/worker_pool.ts";
 import { BufferPool } from "../memory/buffer_pool.ts";
 import { fixMmapThreshold } from "../memory/mmap_threshold.ts";
-import { type Vocabulary, withDefaults } from "../options.ts";
-import type { ServedLoaderOptions } from "./options.ts";
+import { sessionOptions } from "./options.ts";
 import type { LoaderFactory, LoaderRequest } from "./session_host.ts";
 import type { NodeStats } from "./node_stats.ts";
 
@@ -63,8 +62,6 @@ export interface NodeHubOptions {
   cpuBudget?: number;
   /** Batch slots of each rank's loader. */
   slots: number;
-  /** Names options in errors as the config's writer spelled them. */
-  vocabulary?: Vocabulary;
   /** Where the loaders log. */
   log?: (line: string) => void;
 }
@@ -74,7 +71,7 @@ export class NodeHub implements AsyncDisposable {
   /** Decode Workers the node's CPU budget allows. */
   readonly cpuBudget: number;
   readonly #plan: LoaderPlan;
-  readonly #options: ServedLoaderOptions;
+  readonly #options: ResolvedLoaderOptions;
   readonly #opts: NodeHubOptions;
   readonly #pool: WorkerPool;
   readonly #budget: ThreadBudget;
@@ -84,7 +81,12 @@ export class NodeHub implements AsyncDisposable {
   readonly #gpuLanes = new Map<object, number>();
   #ranks = 0;
 
-  private constructor(plan: LoaderPlan, options: ServedLoaderOptions, opts: NodeHubOptions, budget: number) {
+  private constructor(
+    plan: LoaderPlan,
+    options: ResolvedLoaderOptions,
+    opts: NodeHubOptions,
+    budget: number,
+  ) {
     this.#plan = plan;
     this.#options = options;
     this.#opts = opts;
@@ -93,7 +95,7 @@ export class NodeHub implements AsyncDisposable {
     this.#budget = new ThreadBudget(budget);
     const spec = plan.spec;
     const clipBytes = spec.numFrames * 3 * spec.width * spec.height * (spec.dtype === "float32" ? 4 : 1);
-    const dl = withDefaults(LOADER_TABLE.decodeLess.options, options.decodeLess ?? {});
+    const dl = options.decodeLess;
     this.#shares = new LaneShares({
       pool: this.#pool,
       budget: dl.threads ? this.#budget : null,
@@ -104,27 +106,14 @@ export class NodeHub implements AsyncDisposable {
   }
 
   /**
-   * Checks `options`, opens and indexes the dataset once and starts the node's pool (no Worker runs until a rank
-   * asks). Throws what `planLoader` throws (`InvalidArgumentError`, `DatasetError`); `InvalidArgumentError` for
-   * `backend: "subprocess"` (a node runs every rank's front in its own process, on its pool).
+   * Opens and indexes the dataset once and starts the node's pool (no Worker runs until a rank asks). `options`
+   * were resolved at the server's door (`resolveServerConfig`: a node plans as rank 0 of 1, and refuses the
+   * subprocess backend). Throws what `planLoader` throws (`DatasetError`, `InvalidArgumentError`).
    */
-  static async open(options: ServedLoaderOptions, opts: NodeHubOptions): Promise<NodeHub> {
-    const vocabulary = opts.vocabulary;
-    if (options.backend === "subprocess") {
-      const name = vocabulary?.name("backend") ?? "backend";
-      throw new InvalidArgumentError(
-        `${
-          vocabulary?.prefix ?? "serve: "
-        }${name} "subprocess" cannot be used with a node server (its ranks ` +
-          "share one front half and one pool in the server's process): leave it out",
-      );
-    }
+  static async open(options: ResolvedLoaderOptions, opts: NodeHubOptions): Promise<NodeHub> {
     const budget = opts.cpuBudget ?? defaultCpuBudget();
-    // The node's own plan: every rank derives its shard from it (its own RANK must not choose the node's).
-    const plan = await planLoader(
-      { ...options, sampler: { ...options.sampler, rank: 0, worldSize: 1 }, log: opts.log } as LoaderOptions,
-      vocabulary,
-    );
+    // The node's own plan: every rank derives its shard from it.
+    const plan = await planLoader({ ...options, log: opts.log ?? options.log });
     fixMmapThreshold();
     return new NodeHub(plan, options, opts, budget);
   }
@@ -132,29 +121,16 @@ export class NodeHub implements AsyncDisposable {
   /** Builds a rank's loader (a lane) with its shard, first epoch and device; the session closes it. */
   readonly factory: LoaderFactory = async (req: LoaderRequest) => {
     if (this.#stop.signal.aborted) throw new InvalidArgumentError("serve: the node server is closing");
-    const o = this.#options;
-    const rank = req.rank ?? o.sampler?.rank ?? 0;
-    const worldSize = req.worldSize ?? o.sampler?.worldSize ?? 1;
-    const plan = lanePlan(this.#plan, rank, worldSize, req.firstEpoch);
+    const o = sessionOptions(this.#options, req, this.#opts.slots, this.#opts.log);
+    const plan = lanePlan(this.#plan, o.sampler.rank, o.sampler.worldSize, req.firstEpoch);
     const lane = this.#shares.lane(plan.front.shareHorizon ?? 0);
     const lease = new PoolLease(this.#pool);
-    const loader = await buildLoader(
-      {
-        ...(o.ordered === false ? {} : { slots: this.#opts.slots }),
-        ...o,
-        sampler: { ...o.sampler, rank, worldSize },
-        firstEpoch: req.firstEpoch,
-        ...(req.device !== undefined ? { device: req.device } : {}),
-        ...(this.#opts.log ? { log: this.#opts.log } : {}),
-      } as LoaderOptions,
-      this.#opts.vocabulary,
-      { plan, pool: lease, budget: this.#budget, lane },
-    );
+    const loader = await openLoader(o, { plan, pool: lease, budget: this.#budget, lane });
     this.#ranks++;
     if (loader.decoder === "nvdec") {
       this.#gpuLanes.set(
         loader,
-        o.concurrency?.decode === undefined || o.concurrency.decode === "auto"
+        o.concurrency.decode === null || o.concurrency.decode === "auto"
           ? decodeDevice("nvdec").defaultConcurrency(plan.spec.device ?? 0)
           : o.concurrency.decode,
       );
@@ -204,7 +180,7 @@ export class NodeHub implements AsyncDisposable {
 
 /** The node's plan for one rank: its own sampler (shard) and first epoch, its own copies of what a loader sets. */
 function lanePlan(base: LoaderPlan, rank: number, worldSize: number, firstEpoch: number): LoaderPlan {
-  const sampler = new ClipSampler(base.front.ranges, { ...base.sampler.options, rank, worldSize });
+  const sampler = ClipSampler.fromResolved(base.front.ranges, { ...base.sampler.options, rank, worldSize });
   const spec = { ...base.spec };
   return {
     ...base,

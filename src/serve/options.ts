@@ -1,29 +1,34 @@
 /**
  * The batch server's options, declared once ({@link SERVER_OPTIONS}: `sluice serve`'s `--socket` and `--slots`,
- * the Python client's `slots`), and the one place a server's config is checked ({@link resolveServerConfig}):
- * a config in TypeScript's spelling (`{socket, slots, loader: LoaderOptions}`), or the keywords a Python
- * client's user passed, as given (`{socket, python: {batch_size, clip: {...}, ...}}`): the server reads them
- * against the loader's table and answers errors that name the keywords the user wrote.
+ * the Python client's `slots`), and the server's door ({@link resolveServerConfig}): a config in TypeScript's
+ * spelling (`{socket, slots, loader: LoaderOptions}`), or the keywords a Python client's user passed, as given
+ * (`{socket, python: {batch_size, clip: {...}, ...}}`), resolved once before the server listens: the server's
+ * options by their table, the loader's by the loader's door, and errors named as the config's writer spelled
+ * them. {@link sessionOptions} gives each session's loader its shard, epoch and device from the client's hello.
  * @module
  */
 
-import { InvalidArgumentError } from "../errors.ts";
+import { InvalidArgumentError, type OptionMessagePart } from "../errors.ts";
 import {
-  absent,
-  checkOption,
-  checkOptions,
   describe,
   groupOf,
   isPlainObject,
   optionEntries,
+  optionError,
   type OptionSpec,
   type OptionTable,
+  resolveTable,
+  rewordOptionError,
   tsVocabulary,
   type Vocabulary,
-  withDefaults,
 } from "../options.ts";
 import { fromPython, PYTHON_WORDS, pythonName } from "../python_options.ts";
-import { checkLoaderOptions, LOADER_OPTIONS, type LoaderOptions } from "../loader/loader_options.ts";
+import {
+  LOADER_OPTIONS,
+  type LoaderOptions,
+  type ResolvedLoaderOptions,
+  resolveLoaderOptions,
+} from "../loader/loader_options.ts";
 
 /** Loader options a server can be given: JSON, so no callbacks. */
 export type ServedLoaderOptions = Omit<LoaderOptions, "hooks" | "log">;
@@ -96,9 +101,8 @@ export const SERVER_TABLE = {
 /** The server's own options, declared once (`sluice serve`'s flags, the Python client's `slots`). */
 export const SERVER_OPTIONS: OptionTable = SERVER_TABLE;
 
-/** What `sluice.Loader(...)` sends: its user's keywords, as given, and the client's own keywords. */
+/** What `sluice.Loader(...)` sends besides the server's options: its user's keywords, as given, and its own. */
 const PYTHON_CONFIG = {
-  ...SERVER_TABLE,
   python: {
     kind: "custom",
     what: "an object of the keywords a Python user passed",
@@ -111,17 +115,6 @@ const PYTHON_CONFIG = {
     what: "a list of names",
     test: (v) => Array.isArray(v) && v.every((x) => typeof x === "string"),
     doc: "the Python client's own keywords (suggested for a misspelled one)",
-  },
-} as const satisfies OptionTable;
-
-/** A config in TypeScript's spelling. */
-const TS_CONFIG = {
-  ...SERVER_TABLE,
-  loader: {
-    kind: "group",
-    options: LOADER_OPTIONS,
-    required: true,
-    doc: "the options of each session's loader",
   },
 } as const satisfies OptionTable;
 
@@ -149,13 +142,13 @@ export interface ResolvedServerConfig {
   socket: string;
   /** Batch slots per client. */
   slots: number;
-  /** The options of each session's loader. */
-  loader: ServedLoaderOptions;
+  /** The options of each session's loader, resolved once (each session adds its shard: {@link sessionOptions}). */
+  loader: ResolvedLoaderOptions;
   /**
-   * How the loader's errors name its options: as the config's writer spelled them (`loader.maxFailures`; a Python
-   * client's `max_failures`), at run time as when the config was checked.
+   * How errors name the options: as the config's writer spelled them (`loader.maxFailures`; a Python client's
+   * `max_failures`), for the loaders' errors at run time as for the config's.
    */
-  vocabulary: Vocabulary;
+  words: Vocabulary;
   /** Exit when stdin reaches end of file. */
   exitOnStdinEof: boolean;
   /** Remove this directory on exit. */
@@ -174,83 +167,169 @@ export interface ResolvedServerConfig {
   firstClientMs: number;
 }
 
+/** The config's parts as given, and how their writer names options: the server's, and the loader's. */
+interface GivenConfig {
+  server: Record<string, unknown>;
+  loader: Record<string, unknown>;
+  serverWords: Vocabulary;
+  words: Vocabulary;
+}
+
+const SERVE_WORDS = tsVocabulary("serve: ");
+
 /**
- * Checks a server's config once, before it listens, and applies the defaults: `config` is TypeScript's
- * (`loader`) or a Python client's (`python`, the user's keywords as given). Throws `InvalidArgumentError` naming
- * the option as its writer spelled it (`loader.clip.numFrames`; `num_frames`, `clip["num_frames"]`), with the
- * closest valid name for one nobody declared. With no decode concurrency given and several ranks on this
- * machine (`LOCAL_WORLD_SIZE`, set by torchrun), each server decodes with its share of the cores.
+ * The server's door: resolves a config once, before the server listens. `config` is TypeScript's (`loader`) or
+ * a Python client's (`python`, the user's keywords as given): the server's options are resolved by
+ * {@link SERVER_OPTIONS}, the loader's by `resolveLoaderOptions`, each once. With no decode concurrency given and
+ * several ranks on this machine (`LOCAL_WORLD_SIZE`, set by torchrun), each server decodes with its share of the
+ * cores; a node server plans as rank 0 of 1 (each client's hello gives its own shard).
+ * @param config the config, as JSON gives it
+ * @returns what the server runs with
+ * @throws {InvalidArgumentError} naming the option as its writer spelled it (`loader.clip.numFrames`;
+ *   `num_frames`, `clip["num_frames"]`), with the closest valid name for one nobody declared
  */
 export function resolveServerConfig(config: unknown): ResolvedServerConfig {
   if (!isPlainObject(config)) {
     throw new InvalidArgumentError(`serve: the config must be an object, got ${JSON.stringify(config)}`);
   }
-  let loader: ServedLoaderOptions;
-  let vocabulary: Vocabulary;
-  const server: Record<string, unknown> = { ...config };
-  /** Names a server option as the config's writer spelled it. */
-  let serverName = (key: string) => key;
-  if (config.python !== undefined) {
-    checkOptions(PYTHON_CONFIG, config, tsVocabulary("serve: "));
-    const py = fromPython(
-      PYTHON_OPTIONS,
-      config.python as Record<string, unknown>,
-      "sluice.Loader: ",
-      (config.clientKeywords as string[] | undefined) ?? [],
-    );
-    const rest: Record<string, unknown> = { ...py.options };
-    for (const [path, key] of Object.entries(PYTHON_SERVER_KEYS)) {
-      const v = rest[path];
-      delete rest[path];
-      if (absent(v)) continue;
-      checkOption(SERVER_TABLE[key], v, py.vocabulary, path);
-      server[key] = v;
-    }
-    loader = rest as unknown as ServedLoaderOptions;
-    vocabulary = py.vocabulary;
-    serverName = (key) => py.vocabulary.name(`server${key[0].toUpperCase()}${key.slice(1)}`);
-  } else {
-    const ts: Vocabulary = tsVocabulary("serve: ");
-    checkOptions(TS_CONFIG, config, ts);
-    loader = config.loader as ServedLoaderOptions;
-    vocabulary = { ...ts, name: (path) => `loader.${path}` };
+  let given: GivenConfig;
+  if (config.python === undefined) given = typeScriptConfig(config);
+  else {
+    const { python, clientKeywords, ...server } = config;
+    const c = resolveTable(PYTHON_CONFIG, { python, clientKeywords }, SERVE_WORDS);
+    given = pythonConfig(server, c.python, c.clientKeywords ?? []);
   }
-  checkLoaderOptions(loader as LoaderOptions, vocabulary);
-  const node = server.node === true;
-  if (server.cpuBudget !== undefined && !node) {
-    throw new InvalidArgumentError(
-      `${vocabulary.prefix}${
-        serverName("cpuBudget")
-      } is the budget of a node server, shared by every rank of ` +
-        "this machine: ask for one (sluice.Loader(..., node=True), sluice serve --node)",
+  const server = resolveTable(SERVER_TABLE, given.server, given.serverWords);
+  let loader: ResolvedLoaderOptions;
+  try {
+    loader = resolveLoaderOptions(sharing(given.loader, server.node));
+  } catch (e) {
+    throw rewordOptionError(e, given.words, PYTHON_OPTIONS);
+  }
+  const w = given.serverWords;
+  if (server.cpuBudget !== undefined && !server.node) {
+    const says: OptionMessagePart[] = [{ door: w.prefix }, { option: "cpuBudget" }];
+    says.push(" is the budget of a node server, shared by every rank of this machine: ask for one ");
+    says.push("(sluice.Loader(..., node=True), sluice serve --node)");
+    throw optionError(w, { option: "cpuBudget", value: server.cpuBudget, says });
+  }
+  if (server.node && loader.backend === "subprocess") {
+    const says: OptionMessagePart[] = [{ door: given.words.prefix }, { option: "backend" }];
+    says.push(
+      ' "subprocess" cannot be used with a node server (its ranks share one front half and one pool in ',
     );
+    says.push("the server's process): leave it out");
+    throw optionError(given.words, { option: "backend", value: "subprocess", says });
   }
   const metrics = server.metrics === undefined
     ? undefined
-    : parseHostPort(server.metrics as string, `${vocabulary.prefix}${serverName("metrics")}`);
-  const local = Number(Deno.env.get("LOCAL_WORLD_SIZE") ?? "1");
-  // Ranks' own servers split the cores; a node server's ranks share its budget instead.
-  if (!node && loader.concurrency?.decode === undefined && Number.isSafeInteger(local) && local > 1) {
-    const cores = navigator.hardwareConcurrency ?? 1;
-    loader = {
-      ...loader,
-      concurrency: { ...loader.concurrency, decode: Math.max(1, Math.floor(cores / local)) },
-    };
-  }
-  const d = withDefaults(SERVER_TABLE, server);
-  return {
-    socket: d.socket as string,
-    slots: d.slots as number,
-    loader,
-    vocabulary,
-    exitOnStdinEof: d.exitOnStdinEof as boolean,
-    ...(typeof d.removeDir === "string" ? { removeDir: d.removeDir } : {}),
-    logConnections: d.logConnections as boolean,
+    : parseHostPort(server.metrics, `${w.prefix}${w.name("metrics")}`);
+  const {
+    socket,
+    slots,
+    exitOnStdinEof,
+    removeDir,
+    logConnections,
     node,
-    ...(typeof server.cpuBudget === "number" ? { cpuBudget: server.cpuBudget } : {}),
+    cpuBudget,
+    lingerMs,
+    firstClientMs,
+  } = server;
+  return {
+    socket,
+    slots,
+    loader,
+    words: given.words,
+    exitOnStdinEof,
+    ...(removeDir !== undefined ? { removeDir } : {}),
+    logConnections,
+    node,
+    ...(cpuBudget !== undefined ? { cpuBudget } : {}),
     ...(metrics ? { metrics } : {}),
-    lingerMs: d.lingerMs as number,
-    firstClientMs: d.firstClientMs as number,
+    lingerMs,
+    firstClientMs,
+  };
+}
+
+/** A config in TypeScript's spelling: the server's options, and `loader`. */
+function typeScriptConfig(config: Record<string, unknown>): GivenConfig {
+  const { loader, ...server } = config;
+  const words = { ...SERVE_WORDS, name: (path: string) => `loader.${path}` };
+  if (!isPlainObject(loader)) {
+    const says: OptionMessagePart[] = [{ door: SERVE_WORDS.prefix }];
+    says.push(
+      ...loader === undefined
+        ? ["loader is required"]
+        : ["loader must be an object of options, got ", { value: loader }],
+    );
+    throw optionError(SERVE_WORDS, { option: "loader", value: loader, says });
+  }
+  return { server, loader, serverWords: SERVE_WORDS, words };
+}
+
+/**
+ * A Python client's config: the server's options it sets itself (`socket`, ...) and the user's keywords, read
+ * against {@link PYTHON_OPTIONS} (the server's `slots`, `cpu_budget`, `metrics` among them), named back as the
+ * user wrote them.
+ */
+function pythonConfig(
+  server: Record<string, unknown>,
+  keywords: Record<string, unknown>,
+  clientKeywords: readonly string[],
+): GivenConfig {
+  const py = fromPython(PYTHON_OPTIONS, keywords, "sluice.Loader: ", clientKeywords);
+  const loader: Record<string, unknown> = { ...py.options };
+  const own = { ...server };
+  for (const [path, key] of Object.entries(PYTHON_SERVER_KEYS)) {
+    const v = loader[path];
+    delete loader[path];
+    if (v !== undefined) own[key] = v;
+  }
+  const fromKeyword = new Map(Object.entries(PYTHON_SERVER_KEYS).map(([path, key]) => [key as string, path]));
+  const serverWords: Vocabulary = {
+    ...py.vocabulary,
+    name: (key) => fromKeyword.has(key) ? py.vocabulary.name(fromKeyword.get(key)!) : key,
+  };
+  return { server: own, loader, serverWords, words: py.vocabulary };
+}
+
+/**
+ * The loader's options as given, with what the server's place decides: ranks' own servers on one machine
+ * (`LOCAL_WORLD_SIZE`) split its cores for decoding unless a decode concurrency is given; a node server plans as
+ * rank 0 of 1 (its own `RANK` must not choose the node's: each client's hello gives its shard).
+ */
+function sharing(loader: Record<string, unknown>, node: boolean): Record<string, unknown> {
+  if (node) {
+    const sampler = isPlainObject(loader.sampler) ? loader.sampler : {};
+    return { ...loader, sampler: { ...sampler, rank: sampler.rank ?? 0, worldSize: sampler.worldSize ?? 1 } };
+  }
+  const local = Number(Deno.env.get("LOCAL_WORLD_SIZE") ?? "1");
+  const concurrency = isPlainObject(loader.concurrency) ? loader.concurrency : undefined;
+  if (concurrency?.decode !== undefined || !Number.isSafeInteger(local) || local <= 1) return loader;
+  const cores = navigator.hardwareConcurrency ?? 1;
+  return { ...loader, concurrency: { ...concurrency, decode: Math.max(1, Math.floor(cores / local)) } };
+}
+
+/**
+ * The options of one session's loader: the server's, with the client's shard (`rank`, `worldSize`), first epoch
+ * and CUDA device from its hello (a `LoaderRequest`, checked by the protocol), batch slots (`slots`, unless the options set their
+ * own, or the order is not kept: places are planned) and where it logs.
+ */
+export function sessionOptions(
+  o: ResolvedLoaderOptions,
+  req: { rank?: number; worldSize?: number; firstEpoch: number; device?: number },
+  slots: number,
+  log?: (line: string) => void,
+): ResolvedLoaderOptions {
+  return {
+    ...o,
+    slots: o.slots ?? (o.ordered ? slots : undefined),
+    sampler: req.rank === undefined
+      ? o.sampler
+      : { ...o.sampler, rank: req.rank, worldSize: req.worldSize ?? 1 },
+    firstEpoch: req.firstEpoch,
+    device: req.device ?? o.device,
+    log: log ?? o.log,
   };
 }
 

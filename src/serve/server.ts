@@ -45,6 +45,11 @@ export interface ServeOptions {
   logConnections?: boolean;
   /** A node server's counters, for `stats` replies (`node_hub.ts`). */
   node?: () => NodeStats;
+  /**
+   * Words an error for the clients before it is sent (default: as it is): a server started from a Python
+   * client's keywords names the loader's options as Python writes them (`max_failures`).
+   */
+  reword?: (error: unknown) => unknown;
 }
 
 /** Counters of a server. */

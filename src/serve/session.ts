@@ -64,7 +64,7 @@ export class Session {
     this.done = new Promise((r) => this.#resolveDone = r);
     const send = (msg: ServerMessage) => this.#send(msg);
     this.#publisher = new BatchPublisher(host, send, () => this.#loaders.hello?.device);
-    this.#loaders = new SessionLoader(host, this, () => this.#publisher.loaderClosing());
+    this.#loaders = new SessionLoader(host, this, () => this.#publisher.loaderClosing(), opts.reword);
     void this.#readLoop();
   }
 
@@ -256,7 +256,7 @@ export class Session {
 
   /** Sends `e` as a fatal `error` message (the connection closes after it). */
   async #sendError(e: unknown): Promise<ErrorMessage> {
-    const msg = errorMessage(e, true);
+    const msg = errorMessage(this.#opts.reword?.(e) ?? e, true);
     try {
       await this.#send(msg);
     } catch { /* the peer is gone */ }

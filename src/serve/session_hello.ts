@@ -28,6 +28,7 @@ export class SessionLoader {
   readonly #host: SessionHost;
   readonly #holder: LoaderHolder;
   readonly #beforeClose: () => void;
+  readonly #reword: (error: unknown) => unknown;
   #client = "(no hello yet)";
   #hello: HelloMessage | null = null;
   #loader: VideoClassificationLoader | null = null;
@@ -41,9 +42,16 @@ export class SessionLoader {
    * @param host where the loader comes from
    * @param holder the session, as the host sees it (a fixed loader is held by one session at a time)
    * @param beforeClose called before a loader the session owns closes because it is rebuilt (its ring goes)
+   * @param reword words an error for the client (the server's `reword`: options named as the config names them)
    */
-  constructor(host: SessionHost, holder: LoaderHolder, beforeClose: () => void) {
+  constructor(
+    host: SessionHost,
+    holder: LoaderHolder,
+    beforeClose: () => void,
+    reword: (error: unknown) => unknown = (e) => e,
+  ) {
     this.#host = host;
+    this.#reword = reword;
     this.#holder = holder;
     this.#beforeClose = beforeClose;
   }
@@ -184,7 +192,7 @@ export class SessionLoader {
       }
     } catch (e) {
       if (!(e instanceof InvalidArgumentError)) throw e;
-      return errorMessage(e, false);
+      return errorMessage(this.#reword(e), false);
     }
     this.#resumed = { epoch: s.epoch, batch: s.batches };
     return { type: "resumed", epoch: s.epoch, batches: s.batches };

@@ -28,6 +28,8 @@ export interface SessionOptions {
   log: (line: string) => void;
   /** A node server's counters, for `stats` replies. */
   node?: () => NodeStats;
+  /** Words an error for the client before it is sent (the server's `reword`). */
+  reword?: (error: unknown) => unknown;
 }
 
 /** What a session asks a {@link LoaderFactory} for. */

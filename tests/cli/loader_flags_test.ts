@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { COMMANDS } from "../../src/cli/commands/all.ts";
 import { parseCommandLine, UsageError } from "../../src/cli/args.ts";
 import { loaderOptionsOf, optionsOfFlags } from "../../src/cli/commands/loader_options.ts";
-import { checkLoaderOptions, LOADER_OPTIONS } from "../../src/loader/loader_options.ts";
+import { LOADER_OPTIONS, resolveLoaderOptions } from "../../src/loader/loader_options.ts";
 import { resolveServerConfig, SERVER_OPTIONS } from "../../src/serve/options.ts";
 import {
   defaultText,
@@ -40,7 +40,7 @@ function over(a: Record<string, unknown>, b: Record<string, unknown>): Record<st
 
 /** The library's own check of `options` (of `table`) over a valid loader: the loader's, or the server's. */
 function libraryCheck(table: OptionTable, options: Record<string, unknown>): void {
-  if (table === LOADER_OPTIONS) checkLoaderOptions(over(VALID_LOADER, options) as never);
+  if (table === LOADER_OPTIONS) resolveLoaderOptions(over(VALID_LOADER, options));
   else resolveServerConfig({ socket: "/tmp/s", ...options, loader: VALID_LOADER });
 }
 
@@ -137,7 +137,7 @@ for (const name of ["load", "preview", "serve"]) {
         );
         assert.equal(String(got), text, `--${spec.flag} ${text} sets ${path}`);
         if (name === "load") {
-          checkLoaderOptions(loaderOptionsOf("d", parsed.values as Record<string, unknown>));
+          resolveLoaderOptions(loaderOptionsOf("d", parsed.values as Record<string, unknown>));
         }
         libraryCheck(table, path === "cpuBudget" ? { ...options, node: true } : options);
       }

@@ -14,7 +14,7 @@ import type { VideoClassificationLoader } from "../../src/loader/loader.ts";
 import type { Batch } from "../../src/loader/collate.ts";
 import type { ClipEpochStats } from "../../src/loader/clip_stats.ts";
 import type { ClipSpec } from "../../src/loader/clip_spec.ts";
-import { resolveClipSpec } from "../../src/loader/clip_options.ts";
+import { resolveLoaderOptions } from "../../src/loader/loader_options.ts";
 import { compareAudio, compareClip, type Difference, type TakenClip, videoFacts } from "./oracle.ts";
 import type { DiffConfig } from "./config.ts";
 import { sourceName, sourcePath } from "./sources.ts";
@@ -82,7 +82,7 @@ export async function runConfig(config: DiffConfig): Promise<ConfigRun> {
     }
     await Deno.writeTextFile(`${dir}/manifest.csv`, lines.join("\n") + "\n");
     const taken = await load(config, `${dir}/manifest.csv`, run);
-    const spec = resolveClipSpec(config.options.clip, config.options.layout);
+    const spec = specOf(config);
     await compare(config, paths, spec, taken, run);
   } catch (e) {
     run.mismatches.push({ kind: "loader", detail: `${(e as Error)?.stack ?? e}` });
@@ -140,9 +140,14 @@ function metaOnly(b: Batch): Batch {
   return { clips: b.clips, labels: Int32Array.from(b.labels) } as unknown as Batch;
 }
 
+/** The clip spec the loader's door makes of `config`'s options. */
+function specOf(config: DiffConfig): ClipSpec {
+  return resolveLoaderOptions({ ...config.options, dataset: "-" }).spec;
+}
+
 /** Takes each clip of `b` out of its batch: its frames in its own layout as bytes, its audio, its label. */
 function take(b: Batch, config: DiffConfig, out: TakenClip[]): void {
-  const spec = resolveClipSpec(config.options.clip, config.options.layout);
+  const spec = specOf(config);
   const data = b.toHost();
   const T = spec.numFrames, px = spec.width * spec.height, F = 3 * px;
   for (const [i, meta] of b.clips.entries()) {

@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { planLoader } from "../../src/loader/plan.ts";
+import { resolveLoaderOptions } from "../../src/loader/loader_options.ts";
 import { epochSource } from "../../src/loader/front.ts";
 import { epochOrder } from "../../src/dataset/epoch_order.ts";
 import { makeSyntheticDataset } from "../helpers/synthetic.ts";
@@ -12,13 +13,13 @@ Deno.test("front: tasks start in the order of their first clip's output index (2
   const dir = Deno.makeTempDirSync({ prefix: "sluice-front-" });
   try {
     makeSyntheticDataset(dir, { videos: 40, classes: 4, durationSec: 1, fps: 25, width: 32, height: 24 });
-    const plan = await planLoader({
+    const plan = await planLoader(resolveLoaderOptions({
       dataset: dir,
       batchSize: 8,
       clip: { numFrames: 2, width: 16, height: 16 },
       sampler: { seed: 3, clipsPerVideo: 2 },
       log: () => {},
-    });
+    }));
     assert.equal(plan.sampler.options.shuffleBuffer, 64);
     for (const epoch of [0, 1]) {
       const order = epochOrder(plan.sampler, epoch);

@@ -1,15 +1,43 @@
 /**
- * The loader's options, declared once (`LOADER_OPTIONS`): the checker follows the table for every option (its
- * bounds accepted, one step past them refused with one line naming the option and its range), an option nobody
- * declared is refused at every level with the closest declared name, and messages speak the caller's language
+ * The loader's options, declared once (`LOADER_OPTIONS`) and resolved at the door (`resolveLoaderOptions`): it
+ * follows the table for every option (its bounds accepted, one step past them refused with one line naming the
+ * option and its range), an option nobody declared is refused at every level with the closest declared name,
+ * defaults are filled in, and the errors carry the option so that each door words them in its caller's language
  * (TypeScript's `clip.numFrames`, Python's `num_frames` / `clip["dtype"]`, the command line's `--frames`).
  */
 import assert from "node:assert/strict";
-import { checkLoaderOptions, LOADER_OPTIONS, type LoaderOptions } from "../../src/loader/loader_options.ts";
-import { CLIP_OPTIONS, defaultClipDuration, resolveClipSpec } from "../../src/loader/clip_options.ts";
+import {
+  LOADER_OPTIONS,
+  type LoaderOptions,
+  type ResolvedLoaderOptions,
+  resolveLoaderOptions,
+} from "../../src/loader/loader_options.ts";
+import { CLIP_OPTIONS, defaultClipDuration } from "../../src/loader/clip_options.ts";
+import type { BatchLayout } from "../../src/loader/collate.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
-import { describe, flagVocabulary, optionEntries, type OptionSpec } from "../../src/options.ts";
+import {
+  describe,
+  flagVocabulary,
+  optionEntries,
+  type OptionSpec,
+  rewordOptionError,
+  type Vocabulary,
+} from "../../src/options.ts";
 import { fromPython } from "../../src/python_options.ts";
+
+/** The loader's door; with `words`, its error worded as another door words it. */
+function checkLoaderOptions(opts: LoaderOptions, words?: Vocabulary): ResolvedLoaderOptions {
+  try {
+    return resolveLoaderOptions(opts);
+  } catch (e) {
+    throw words === undefined ? e : rewordOptionError(e, words, LOADER_OPTIONS);
+  }
+}
+
+/** The clip spec the door makes of `clip`. */
+function resolveClipSpec(clip: LoaderOptions["clip"], layout?: BatchLayout) {
+  return resolveLoaderOptions({ dataset: "d", batchSize: 1, clip, layout }).spec;
+}
 
 const BASE: LoaderOptions = { dataset: "unused", batchSize: 2, clip: { numFrames: 8, width: 4, height: 4 } };
 
@@ -256,6 +284,11 @@ Deno.test("clip spec: defaults come from the table; sampling follows frameRate o
     () => resolveClipSpec({ ...base, scale: [0.5, 0.2] }),
     /^InvalidArgumentError: loader: clip\.scale must be \[min, max\] with 0 < min <= max <= 1, got \[0\.5,0\.2\]$/,
   );
+  assert.deepEqual(
+    resolveClipSpec(base),
+    resolveClipSpec({ ...base, mean: undefined }),
+    "undefined is not given",
+  );
 });
 
 Deno.test("default window: the time the clip's frames take (slowest video), the whole video for uniform", () => {
@@ -295,4 +328,53 @@ Deno.test("loader options: audio with uniform clips of whole videos is refused b
     vocabulary,
   );
   checkLoaderOptions({ ...uniform, sampler: { clipDurationSec: 2 } } as LoaderOptions);
+});
+
+Deno.test("loader options: resolved once, every default in force, what they imply worked out", () => {
+  const before = Deno.env.get("LOCAL_RANK");
+  Deno.env.set("LOCAL_RANK", "3");
+  let o: ResolvedLoaderOptions;
+  try {
+    o = resolveLoaderOptions({ ...BASE, sampler: { clipsPerVideo: 2 }, audio: { sampleRate: 8000 } });
+    assert.equal(o.device, 3, "$LOCAL_RANK");
+    Deno.env.set("LOCAL_RANK", "x");
+    assert.throws(() => resolveLoaderOptions(BASE), /loader: environment LOCAL_RANK="x" is not an integer/);
+    Deno.env.set("LOCAL_RANK", "5000");
+    assert.throws(
+      () => resolveLoaderOptions(BASE),
+      /^InvalidArgumentError: loader: device must be an integer from 0 to 1023, got 5000$/,
+    );
+  } finally {
+    if (before === undefined) Deno.env.delete("LOCAL_RANK");
+    else Deno.env.set("LOCAL_RANK", before);
+  }
+  // defaults, groups included; a group asked for by being given (audio) with its own defaults
+  assert.deepEqual([o.layout, o.bufferSize, o.ordered, o.onClipError], ["BTHWC", 3, true, "replace"]);
+  assert.deepEqual(o.audio, { sampleRate: 8000, channels: 1 });
+  assert.equal(resolveLoaderOptions(BASE).audio, undefined);
+  assert.deepEqual(o.decodeLess, { skip: true, once: true, onceMemory: 256 * 2 ** 20, threads: true });
+  assert.deepEqual(o.fetch, {
+    retries: 3,
+    backoffMs: 200,
+    connectTimeoutMs: 5000,
+    idleTimeoutMs: 5000,
+    timeoutMs: 30000,
+    deadlineMs: 30000,
+  });
+  assert.deepEqual(o.maxFailures, { rate: 0.5, after: 20 });
+  // what no door knows yet is null until the plan (the clip window) or the decoder (its concurrency) decides it
+  assert.equal(o.sampler.clipDurationSec, null);
+  assert.deepEqual(o.concurrency, { fetch: 8, demux: 1, decode: null });
+  assert.equal(o.autoConcurrency.cpuBudget, 2 * navigator.hardwareConcurrency);
+  assert.equal(o.sampler.clipsPerVideo, 2);
+  assert.equal(o.sampler.shuffleBuffer, 64, "max(64, 8 × clips per video)");
+  assert.deepEqual(o.spec, resolveClipSpec(BASE.clip));
+  // the error says which option, what was given and what it accepts
+  try {
+    resolveLoaderOptions({ ...BASE, bufferSize: 0 });
+    assert.fail("accepted");
+  } catch (e) {
+    const err = e as InvalidArgumentError;
+    assert.deepEqual([err.option, err.value, err.accepts], ["bufferSize", 0, "an integer from 1 to 1024"]);
+  }
 });

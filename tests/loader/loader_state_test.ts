@@ -20,6 +20,7 @@ import { makeSyntheticDataset } from "../helpers/synthetic.ts";
 import { mixedDataset, mixedRows } from "./mixed_dataset.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
 import type { ClipMeta } from "../../src/loader/clip/life.ts";
+import { resolveLoaderOptions } from "../../src/loader/loader_options.ts";
 
 const B = 3;
 
@@ -411,13 +412,13 @@ Deno.test("the dataset fingerprint: the same files indexed the same way, whereve
       }
     }
     const fingerprint = async (dir: string, keyframeAligned = false) => {
-      const plan = await planLoader({
+      const plan = await planLoader(resolveLoaderOptions({
         dataset: dir,
         batchSize: 2,
         clip: { numFrames: 2, width: 16, height: 16 },
         sampler: { keyframeAligned },
         log: () => {},
-      });
+      }));
       return datasetFingerprint(plan.front, plan.dataset.root);
     };
     const fa = await fingerprint(a);

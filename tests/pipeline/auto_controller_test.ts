@@ -2,14 +2,13 @@
 // for a latency that depends on how many tasks are in flight, so the controller sees the same counters on every
 // run and the assertions are about what it decides, not about how fast this machine is.
 import assert from "node:assert/strict";
-import { PipelineBuilder } from "../../src/pipeline/builder.ts";
+import { PipelineBuilder, resolveBuildOptions } from "../../src/pipeline/builder.ts";
 import type { BuildOptions, Pipeline } from "../../src/pipeline/pipeline.ts";
 import type { PipeOptions } from "../../src/pipeline/builder.ts";
 import type { PipelineEvent } from "../../src/pipeline/hooks.ts";
 import { formatStats } from "../../src/pipeline/format_stats.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
 import { AutoController } from "../../src/pipeline/auto_controller.ts";
-import { autoConfig } from "../../src/pipeline/auto_policy.ts";
 import { FakeClock } from "../helpers/fake_clock.ts";
 import { kneeLatency } from "./contention.ts";
 
@@ -241,7 +240,7 @@ Deno.test(
     const events: PipelineEvent[] = [];
     const beside = new AutoController(
       { stats: () => p.stats(), stages: p.stages },
-      autoConfig(AUTO),
+      resolveBuildOptions({ autoConcurrency: AUTO }).autoConcurrency,
       clock,
       (e) => events.push(e),
     );

@@ -4,13 +4,13 @@
 import assert from "node:assert/strict";
 import {
   type AutoConfig,
-  autoConfig,
   decide,
   initialState,
   type Sample,
   type StageSample,
 } from "../../src/pipeline/auto_policy.ts";
 import type { ControllerDecision, StageBound } from "../../src/pipeline/stats.ts";
+import { resolveBuildOptions } from "../../src/pipeline/builder.ts";
 import { kneeLatency } from "./contention.ts";
 
 /** A stage of the simulated chain: its throughput (items/s) at concurrency n is n / latency(n). */
@@ -114,7 +114,9 @@ function kneeStage(concurrency = 1): SimStage {
   return { name: "demux", bound: "io", auto: true, concurrency, latency: kneeLatency(10, 0.1, 3, 3) };
 }
 
-const CFG = autoConfig({ intervalMs: 1000, threshold: 0.05, cpuBudget: 4, reprobeMs: 30_000, minTasks: 8 });
+const CFG = resolveBuildOptions({
+  autoConcurrency: { intervalMs: 1000, threshold: 0.05, cpuBudget: 4, reprobeMs: 30_000, minTasks: 8 },
+}).autoConcurrency;
 
 /** Concurrency of stage `i` after `t` ms. */
 function settledAt(run: ReturnType<typeof simulate>, i: number, t: number): number {

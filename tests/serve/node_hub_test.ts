@@ -8,6 +8,7 @@ import type { Batch } from "../../src/loader/collate.ts";
 import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
 import { lazyDataset } from "../helpers/synthetic.ts";
 import { NodeHub } from "../../src/serve/node_hub.ts";
+import { resolveLoaderOptions } from "../../src/loader/loader_options.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
 
 const dataset = lazyDataset("sluice-node-hub-", {
@@ -64,7 +65,7 @@ Deno.test({
       want.push(await run(solo, 2));
       soloDecoded += solo.stats().clips.total.decodedFrames;
     }
-    await using hub = await NodeHub.open(opts, { cpuBudget: 2, slots: 3 });
+    await using hub = await NodeHub.open(resolveLoaderOptions(opts), { cpuBudget: 2, slots: 3 });
     const lanes = await Promise.all(
       [0, 1, 2, 3].map((rank) => hub.factory({ rank, worldSize: 4, firstEpoch: 0 })),
     );
@@ -92,7 +93,7 @@ Deno.test({
   ignore,
   async fn() {
     const opts = await options();
-    await using hub = await NodeHub.open(opts, { cpuBudget: 2, slots: 2 });
+    await using hub = await NodeHub.open(resolveLoaderOptions(opts), { cpuBudget: 2, slots: 2 });
     const [stalled, ...others] = await Promise.all(
       [0, 1, 2].map((rank) => hub.factory({ rank, worldSize: 3, firstEpoch: 0 })),
     );
@@ -127,7 +128,7 @@ Deno.test({
   ignore,
   async fn() {
     const opts = await options();
-    await using hub = await NodeHub.open(opts, { cpuBudget: 2, slots: 2 });
+    await using hub = await NodeHub.open(resolveLoaderOptions(opts), { cpuBudget: 2, slots: 2 });
     const lanes = await Promise.all([0, 1].map((rank) => hub.factory({ rank, worldSize: 2, firstEpoch: 0 })));
     await using solo = await videoClassificationLoader({
       ...opts,

@@ -11,13 +11,23 @@ import {
   resolveServerConfig,
   SERVER_OPTIONS,
 } from "../../src/serve/options.ts";
-import { LOADER_OPTIONS } from "../../src/loader/loader_options.ts";
+import {
+  LOADER_OPTIONS,
+  type ResolvedLoaderOptions,
+  resolveLoaderOptions,
+} from "../../src/loader/loader_options.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
 import { optionEntries } from "../../src/options.ts";
 
 const MAIN = new URL("../../src/serve/main.ts", import.meta.url).pathname;
 const LOADER = { dataset: "d", batchSize: 2, clip: { numFrames: 4, width: 8, height: 8 } };
 const PY = { dataset: "d", batch_size: 2, num_frames: 4, width: 8, height: 8 };
+
+/** Resolved loader options, comparable (their `log` is a function). */
+function resolved(o: ResolvedLoaderOptions): Omit<ResolvedLoaderOptions, "log"> {
+  const { log: _, ...rest } = o;
+  return rest;
+}
 
 function refused(config: unknown, message: string) {
   assert.throws(
@@ -28,11 +38,11 @@ function refused(config: unknown, message: string) {
 }
 
 Deno.test("server config: TypeScript's spelling, defaults from the table, errors named by their path", () => {
-  const { vocabulary, ...c } = resolveServerConfig({ socket: "/tmp/s", loader: LOADER });
+  const { words, loader, ...c } = resolveServerConfig({ socket: "/tmp/s", loader: LOADER });
+  assert.deepEqual(resolved(loader), resolved(resolveLoaderOptions(LOADER)), "resolved by the loader's door");
   assert.deepEqual(c, {
     socket: "/tmp/s",
     slots: SERVER_OPTIONS.slots.default,
-    loader: LOADER,
     exitOnStdinEof: false,
     logConnections: true,
     node: false,
@@ -40,7 +50,7 @@ Deno.test("server config: TypeScript's spelling, defaults from the table, errors
     firstClientMs: SERVER_OPTIONS.firstClientMs.default,
   });
   // the loaders' errors at run time name options as the config does
-  assert.equal(vocabulary.name("maxFailures"), "loader.maxFailures");
+  assert.equal(words.name("maxFailures"), "loader.maxFailures");
   refused(
     { socket: "/tmp/s", slost: 3, loader: LOADER },
     "serve: unknown option slost (did you mean slots?)",
@@ -66,13 +76,16 @@ Deno.test("server config: a Python client's keywords as given, named back as the
     python: { ...PY, slots: 6, clip: { dtype: "float32" }, shuffle: false },
   });
   assert.equal(c.slots, 6);
-  assert.equal(c.vocabulary.name("maxFailures"), "max_failures"); // the loaders' errors at run time too
-  assert.deepEqual(c.loader, {
-    dataset: "d",
-    batchSize: 2,
-    clip: { numFrames: 4, width: 8, height: 8, dtype: "float32" },
-    sampler: { shuffle: false },
-  });
+  assert.equal(c.words.name("maxFailures"), "max_failures"); // the loaders' errors at run time too
+  assert.deepEqual(
+    resolved(c.loader),
+    resolved(resolveLoaderOptions({
+      dataset: "d",
+      batchSize: 2,
+      clip: { numFrames: 4, width: 8, height: 8, dtype: "float32" },
+      sampler: { shuffle: false },
+    })),
+  );
   assert.equal(resolveServerConfig({ socket: "/s", python: PY }).slots, 4);
   refused(
     { socket: "/s", python: { ...PY, slots: 0 } },
@@ -83,8 +96,8 @@ Deno.test("server config: a Python client's keywords as given, named back as the
     "sluice.Loader: unknown option clips_per_vidoe (did you mean clips_per_video?)",
   );
   refused(
-    { socket: "/s", python: { ...PY, relase_lag: 2 }, clientKeywords: ["release_lag"] },
-    "sluice.Loader: unknown option relase_lag (did you mean release_lag?)",
+    { socket: "/s", python: { ...PY, pin_memroy: true }, clientKeywords: ["pin_memory"] },
+    "sluice.Loader: unknown option pin_memroy (did you mean pin_memory?)",
   );
   refused(
     { socket: "/s", python: { dataset: "d" } },
@@ -98,9 +111,9 @@ Deno.test("server config: ranks of one machine (LOCAL_WORLD_SIZE) share its core
     Deno.env.set("LOCAL_WORLD_SIZE", "2");
     const cores = navigator.hardwareConcurrency;
     const c = resolveServerConfig({ socket: "/s", python: PY });
-    assert.equal(c.loader.concurrency?.decode, Math.max(1, Math.floor(cores / 2)));
+    assert.equal(c.loader.concurrency.decode, Math.max(1, Math.floor(cores / 2)));
     const given = resolveServerConfig({ socket: "/s", python: { ...PY, concurrency: { decode: 3 } } });
-    assert.equal(given.loader.concurrency?.decode, 3);
+    assert.equal(given.loader.concurrency.decode, 3);
   } finally {
     if (before === undefined) Deno.env.delete("LOCAL_WORLD_SIZE");
     else Deno.env.set("LOCAL_WORLD_SIZE", before);
@@ -135,10 +148,10 @@ Deno.test("server config: a node server's budget and a metrics address, checked 
   const before = Deno.env.get("LOCAL_WORLD_SIZE");
   Deno.env.set("LOCAL_WORLD_SIZE", "4");
   try {
-    assert.equal(
-      resolveServerConfig({ socket: "/tmp/s", loader: LOADER, node: true }).loader.concurrency,
-      undefined,
-    );
+    const node = resolveServerConfig({ socket: "/tmp/s", loader: LOADER, node: true }).loader;
+    assert.equal(node.concurrency.decode, null);
+    // and it plans as rank 0 of 1: each client's hello gives its shard
+    assert.deepEqual([node.sampler.rank, node.sampler.worldSize], [0, 1]);
   } finally {
     if (before === undefined) Deno.env.delete("LOCAL_WORLD_SIZE");
     else Deno.env.set("LOCAL_WORLD_SIZE", before);

@@ -10,7 +10,7 @@ import { jsonlStatsHook } from "../../pipeline/hooks.ts";
 import { defineCommand, UsageError } from "../args.ts";
 import { formatSummary, runLoad } from "../load.ts";
 import { print, terminalSize, wrapLine } from "../tty.ts";
-import { LOADER_FLAG_WORDS, LOADER_FLAGS, loaderOptionsOf } from "./loader_options.ts";
+import { asUsageError, LOADER_FLAGS, loaderOptionsOf } from "./loader_options.ts";
 
 /** The `load` command. */
 export const loadCommand = defineCommand({
@@ -66,7 +66,8 @@ export const loadCommand = defineCommand({
         live: values.json ? undefined : Deno.stderr,
         refreshMs: values.refresh,
         signal: ac.signal,
-        vocabulary: LOADER_FLAG_WORDS,
+      }).catch((e) => {
+        throw asUsageError(e);
       });
       if (values.json) print(Deno.stdout, JSON.stringify(summary, null, 2));
       else if (!Deno.stdout.isTerminal()) print(Deno.stdout, formatSummary(summary));

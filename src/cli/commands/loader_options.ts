@@ -1,8 +1,9 @@
 /**
  * Command-line flags made from the tables that declare the options (`LOADER_OPTIONS`, `SERVER_OPTIONS`): each
  * option that names a `flag` becomes `--flag` with the table's kind, range, default and doc, for every command
- * that builds a loader (`sluice load`, `sluice serve`). A flag that is not given leaves its option unset, so the
- * library's own default applies; `--help` shows that default.
+ * that builds a loader (`sluice load`, `sluice preview`, `sluice serve`). A flag that is not given leaves its
+ * option unset, so the library's own default applies; `--help` shows that default. The options the flags make
+ * are resolved once, by the library's door; its errors are worded back in flags ({@link asUsageError}).
  * @module
  */
 
@@ -14,9 +15,11 @@ import {
   optionEntries,
   type OptionSpec,
   type OptionTable,
+  rewordOptionError,
   type Vocabulary,
 } from "../../options.ts";
-import { checkLoaderOptions, LOADER_OPTIONS, type LoaderOptions } from "../../loader/loader_options.ts";
+import { LOADER_OPTIONS, type LoaderOptions } from "../../loader/loader_options.ts";
+import { SERVER_OPTIONS } from "../../serve/options.ts";
 
 /**
  * The flag of an option: its kind and range, its doc as help, the library's default as text. An option of
@@ -85,24 +88,26 @@ export function optionsOfFlags(table: OptionTable, values: Record<string, unknow
 export const LOADER_FLAGS: OptionSpecs = flagsOf(LOADER_OPTIONS);
 
 /**
- * The loader's options as the command line names them (`--max-failures`; an option without a flag by its path),
- * in the errors of the options' check and of the loader they build.
+ * The loader's and the server's options as the command line names them (`--max-failures`, `--slots`; an option
+ * without a flag by its path), in the errors of the options' door and of the loader they build.
  */
-export const LOADER_FLAG_WORDS: Vocabulary = flagVocabulary(LOADER_OPTIONS);
+export const FLAG_WORDS: Vocabulary = flagVocabulary({ ...LOADER_OPTIONS, ...SERVER_OPTIONS });
 
-/**
- * The `LoaderOptions` that the loader flags given in `values` describe, for `dataset`; options that contradict
- * each other are a {@link UsageError} naming the flags.
- */
+/** The `LoaderOptions` that the loader flags given in `values` describe, for `dataset` (resolved by the loader). */
 export function loaderOptionsOf(
   dataset: string,
   values: Record<string, unknown>,
 ): Omit<LoaderOptions, "log" | "hooks"> {
-  const opts = { ...optionsOfFlags(LOADER_OPTIONS, values), dataset } as unknown as LoaderOptions;
-  try {
-    checkLoaderOptions(opts, LOADER_FLAG_WORDS);
-  } catch (e) {
-    throw e instanceof InvalidArgumentError ? new UsageError(e.message) : e;
-  }
-  return opts;
+  return { ...optionsOfFlags(LOADER_OPTIONS, values), dataset } as unknown as LoaderOptions;
+}
+
+/**
+ * `e` worded in flags ({@link FLAG_WORDS}): an `InvalidArgumentError` about an option becomes a
+ * {@link UsageError} (exit status 2, with a pointer to `--help`); any other error keeps its class, an error about
+ * an option (an exceeded `--max-failures`) its wording in flags.
+ */
+export function asUsageError(e: unknown): unknown {
+  const worded = rewordOptionError(e, FLAG_WORDS, { ...LOADER_OPTIONS, ...SERVER_OPTIONS });
+  const about = worded instanceof InvalidArgumentError && worded.option !== undefined;
+  return about ? new UsageError(worded.message, { cause: e }) : worded;
 }

@@ -9,7 +9,7 @@ import { defineCommand } from "../args.ts";
 import { videoClassificationLoader } from "../../loader/loader.ts";
 import { previewLoader } from "../../loader/preview.ts";
 import { print } from "../tty.ts";
-import { LOADER_FLAG_WORDS, LOADER_FLAGS, loaderOptionsOf } from "./loader_options.ts";
+import { asUsageError, LOADER_FLAGS, loaderOptionsOf } from "./loader_options.ts";
 
 /** The `preview` command. */
 export const previewCommand = defineCommand({
@@ -43,9 +43,10 @@ export const previewCommand = defineCommand({
   ],
   async run({ values, positionals }) {
     const out = values.out ?? (values.html ? "preview.html" : "preview.png");
-    await using loader = await videoClassificationLoader(
-      loaderOptionsOf(positionals[0], values),
-      LOADER_FLAG_WORDS,
+    await using loader = await videoClassificationLoader(loaderOptionsOf(positionals[0], values)).catch(
+      (e) => {
+        throw asUsageError(e);
+      },
     );
     // this loader draws them itself (loader.preview() would build another so as to leave its epochs alone)
     const preview = await previewLoader(loader, { batches: values.batches, html: values.html });

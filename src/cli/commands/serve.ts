@@ -10,8 +10,9 @@ import { runServer, type ServerConfig } from "../../serve/main.ts";
 import { print } from "../tty.ts";
 import { SERVER_OPTIONS } from "../../serve/options.ts";
 import {
+  asUsageError,
+  FLAG_WORDS,
   flagsOf,
-  LOADER_FLAG_WORDS,
   LOADER_FLAGS,
   loaderOptionsOf,
   optionsOfFlags,
@@ -55,8 +56,10 @@ export const serveCommand = defineCommand({
             (metrics === null ? "" : `, metrics at http://${metrics.hostname}:${metrics.port}/metrics`) +
             (values.node ? " (a node server: it leaves with its last client)" : " (Ctrl-C stops)"),
         ),
-      LOADER_FLAG_WORDS,
-    );
+      FLAG_WORDS,
+    ).catch((e) => {
+      throw asUsageError(e);
+    });
     return 0;
   },
 });

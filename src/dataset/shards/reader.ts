@@ -15,7 +15,14 @@
  * @module
  */
 
-import { FETCH_DEFAULTS, fetchBytes, type FetchOptions, isUrl } from "../fetch.ts";
+import {
+  FETCH_DEFAULTS,
+  fetchBytes,
+  type FetchLimits,
+  type FetchOptions,
+  fetchResolved,
+  isUrl,
+} from "../fetch.ts";
 import { hashSeed, mulberry32, shuffleInPlace } from "../random.ts";
 import { FetchError, ShardError } from "../../errors.ts";
 import type { MemberRef } from "../items.ts";
@@ -173,15 +180,44 @@ export async function readMember(
   m: MemberRef,
   opts: ShardReadOptions = {},
 ): Promise<Uint8Array<ArrayBuffer>> {
+  const read = fetchBytes(tar, { ...opts.fetch, range: [m.offset, m.offset + m.size] });
+  return await checkedMember(tar, m, read, opts.verify ?? true);
+}
+
+/**
+ * {@link readMember} with fetch limits resolved at a door (the loader's: not checked again for every member),
+ * the member's checksum verified.
+ */
+export function readMemberResolved(
+  tar: string,
+  m: MemberRef,
+  limits: FetchLimits,
+  signal?: AbortSignal,
+): Promise<Uint8Array<ArrayBuffer>> {
+  return checkedMember(
+    tar,
+    m,
+    fetchResolved(tar, limits, { range: [m.offset, m.offset + m.size], signal }),
+    true,
+  );
+}
+
+/** The bytes `read` gives, checked against the member's index entry. */
+async function checkedMember(
+  tar: string,
+  m: MemberRef,
+  read: Promise<Uint8Array<ArrayBuffer>>,
+  verify: boolean,
+): Promise<Uint8Array<ArrayBuffer>> {
   let bytes: Uint8Array<ArrayBuffer>;
   try {
-    bytes = await fetchBytes(tar, { ...opts.fetch, range: [m.offset, m.offset + m.size] });
+    bytes = await read;
   } catch (e) {
     // 416: the range starts past the end of the file.
     if (e instanceof FetchError && e.status === 416) bytes = new Uint8Array(0);
     else throw e;
   }
-  checkMember(tar, m, bytes, opts.verify ?? true);
+  checkMember(tar, m, bytes, verify);
   return bytes;
 }
 
