@@ -28,6 +28,7 @@ import { OutParam } from "../../ffi/out_param.ts";
 import { ffmpeg as loadedFfmpeg } from "../media/ffmpeg.ts";
 import { codecName } from "../media/structs.ts";
 import { nvdecEngines } from "../nvdec/available.ts";
+import { CUDA_VIDEO_CODEC } from "../../ffi/nvcuvid/symbols.ts";
 import { SERVER_TABLE } from "../serve/options.ts";
 
 /** One thing that keeps the loader (an `"error"`) or one of its features (a `"warning"`) from working here. */
@@ -177,6 +178,14 @@ export function doctorReport(shmPath = "/dev/shm", ring: RingShape = DEFAULT_RIN
       fix: `in a container: ${CAPABILITIES_HINT}; or set SLUICE_LIBNVML`,
     });
   }
+  // NVDEC as the way out of a missing AV1 decoder only where a GPU here decodes AV1 (an H200's NVDEC does not)
+  const av1 = problems.find((p) => p.what.startsWith("this FFmpeg has no decoder for av1:"));
+  if (av1 !== undefined && cuda.found && nvcuvid.found) {
+    const gpus = cuda.gpus.filter((g) => nvdecEngines(g.index, CUDA_VIDEO_CODEC.AV1) !== undefined);
+    if (gpus.length > 0) {
+      av1.fix += `, or decode AV1 on the GPU (decode: "nvdec"; GPU ${gpus.map((g) => g.index).join(", ")})`;
+    }
+  }
   const shm = shmReport(shmPath, ring, problems);
   const online = navigator.hardwareConcurrency;
   const cgroupLimit = cgroupCpus();
@@ -233,8 +242,7 @@ function ffmpegReport(problems: DoctorProblem[]): FfmpegReport {
           missing.length > 1 ? "those formats" : "that format"
         } fail (each clip counted, named, replaced)`,
         fix: missing.includes("av1") && missing.length === 1
-          ? "use an FFmpeg built with libdav1d (Debian's and Ubuntu's own are: " + INSTALL_HINT +
-            '), or decode AV1 on the GPU (decode: "nvdec")'
+          ? `use an FFmpeg built with libdav1d (Debian's and Ubuntu's own are: ${INSTALL_HINT})`
           : `use a full FFmpeg build: ${INSTALL_HINT}`,
       });
     }

@@ -49,14 +49,23 @@ export function nvdecAvailable(device = 0): NvdecAvailability {
   }
 }
 
-/** NVDEC engines on `device` (from `cuvidGetDecoderCaps`), or `undefined` when unknown. */
-export function nvdecEngines(device = 0): number | undefined {
+/**
+ * NVDEC engines on `device` that decode `codec` (8-bit 4:2:0, from `cuvidGetDecoderCaps`), or `undefined` when
+ * none does or the driver does not say.
+ * @param device the CUDA device's ordinal (default 0)
+ * @param codec the codec asked about (default H.264: every NVDEC decodes it, so this is the engine count)
+ * @returns the engine count, or `undefined`
+ */
+export function nvdecEngines(
+  device = 0,
+  codec: typeof CUDA_VIDEO_CODEC[keyof typeof CUDA_VIDEO_CODEC] = CUDA_VIDEO_CODEC.H264,
+): number | undefined {
   try {
     const dc = acquireContext(device);
     try {
       return withContext(dc, () => {
         const caps = new StructBuffer(CUVIDDECODECAPS)
-          .i32("eCodecType", CUDA_VIDEO_CODEC.H264).i32("eChromaFormat", CUDA_VIDEO_CHROMA.YUV420);
+          .i32("eCodecType", codec).i32("eChromaFormat", CUDA_VIDEO_CHROMA.YUV420);
         checkCu(nvcuvid().cuvidGetDecoderCaps(caps.bytes), "", "cuvidGetDecoderCaps");
         return caps.getU8("nNumNVDECs") || undefined;
       });

@@ -187,6 +187,33 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "doctor: a missing AV1 decoder is pointed at NVDEC only where a GPU here decodes AV1 (an H200's does not)",
+  ignore: !hasCc,
+  fn: async () => {
+    const lib = await buildDouble();
+    const env = { SLUICE_LIBCUDA: lib, SLUICE_LIBNVCUVID: lib, SLUICE_LIBNVML: lib, NVDOUBLE_DEVICES: "2" };
+    const av1Fix = async (extra: Record<string, string>) => {
+      const { report } = await doctor([], { ...env, ...extra });
+      return report.problems.find((p) => p.what.includes("no decoder for av1"))?.fix;
+    };
+    const none = await av1Fix({});
+    if (none === undefined) {
+      skipBecause("the FFmpeg loaded here decodes AV1 (the per-release runs load builds that do not)");
+      return;
+    }
+    // The double's NVDEC decodes what its libavcodec does, AV1 included: the way out names both GPUs.
+    assert.match(none, /libdav1d.*, or decode AV1 on the GPU \(decode: "nvdec"; GPU 0, 1\)$/);
+    // A real H200's cuvidGetDecoderCaps says AV1 is not supported (the GPU kit's first run): no NVDEC advice.
+    const h200 = await av1Fix({ NVDOUBLE_UNSUPPORTED: "11" });
+    assert.ok(h200 !== undefined && /libdav1d/.test(h200) && !/nvdec/.test(h200), h200);
+    // No driver at all: none either.
+    const noDriver = await av1Fix({ SLUICE_LIBCUDA: "/nonexistent/libcuda.so.1" });
+    assert.ok(noDriver !== undefined && !/nvdec/.test(noDriver), noDriver);
+  },
+});
+
 /** Mounts a tmpfs of `size` on a new temp dir (root only); null when this machine does not allow it. */
 async function tinyTmpfs(size: string): Promise<string | null> {
   const dir = await Deno.makeTempDir({ prefix: "sluice-doctor-shm-" });

@@ -101,10 +101,25 @@ static int all_zero(const void *p, size_t n) {
 
 /* ------------------------------------------------------------------ caps */
 
+/* NVDOUBLE_UNSUPPORTED: cudaVideoCodec numbers, comma-separated, this NVDEC does not decode although libavcodec
+ * does (a real H200's has no AV1: 11). */
+static int dbl_unsupported(int codec) {
+  const char *s = getenv("NVDOUBLE_UNSUPPORTED");
+  while (s != NULL && *s != 0) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s) break;
+    if (v == codec) return 1;
+    s = *end == ',' ? end + 1 : end;
+  }
+  return 0;
+}
+
 CUresult cuvidGetDecoderCaps(DblDecodeCaps *c) {
   FAULT("cuvidGetDecoderCaps");
   NEED_CTX("cuvidGetDecoderCaps");
-  int ok = av_codec_of(c->eCodecType) != AV_CODEC_ID_NONE && c->eChromaFormat == 1 &&
+  int ok = av_codec_of(c->eCodecType) != AV_CODEC_ID_NONE && !dbl_unsupported(c->eCodecType) &&
+           c->eChromaFormat == 1 &&
            (c->nBitDepthMinus8 == 0 || c->nBitDepthMinus8 == 2);
   int codec = c->eCodecType, chroma = c->eChromaFormat;
   unsigned depth = c->nBitDepthMinus8;
@@ -132,7 +147,7 @@ CUresult cuvidCreateDecoder(CUvideodecoder *out, DblDecodeCreateInfo *ci) {
   FAULT("cuvidCreateDecoder");
   NEED_CTX("cuvidCreateDecoder");
   const char *why = NULL;
-  if (av_codec_of(ci->CodecType) == AV_CODEC_ID_NONE) why = "codec";
+  if (av_codec_of(ci->CodecType) == AV_CODEC_ID_NONE || dbl_unsupported(ci->CodecType)) why = "codec";
   else if (ci->ChromaFormat != 1) why = "chroma";
   else if (ci->OutputFormat != (ci->bitDepthMinus8 ? 1 : 0)) why = "output-format";
   /* NVDEC refuses more than 32 decode surfaces (reported from the field: cuvidCreateDecoder fails) */
