@@ -514,9 +514,17 @@ function implied(o: LoaderTableOptions, given: LoaderOptions): ResolvedLoaderOpt
     ];
     throw optionError(LOADER_WORDS, { option: "slots", value: o.slots, says });
   }
+  // Left out while resuming, firstEpoch is the resume state's epoch (the loader checks the state, then that a
+  // firstEpoch given agrees with it); the table's 0 would refuse every state of a later epoch.
+  const resumeEpoch = (given.resume as { epoch?: unknown } | undefined)?.epoch;
+  const firstEpoch =
+    absent(given.firstEpoch) && Number.isSafeInteger(resumeEpoch) && (resumeEpoch as number) >= 0
+      ? resumeEpoch as number
+      : o.firstEpoch;
   const cores = navigator.hardwareConcurrency ?? 1;
   return {
     ...o,
+    firstEpoch,
     spec,
     sampler,
     audio: o.audio as ResolvedLoaderOptions["audio"],
