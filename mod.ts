@@ -104,3 +104,51 @@ export {
   SluiceError,
   WorkerCrashedError,
 } from "./src/errors.ts";
+
+// Types the names above refer to: the parts of the loader's members, options and stats, which a user meets
+// through those names and rarely imports by name. They are public so that the root documents itself whole
+// (`deno doc --lint mod.ts`), and this is each one's only home; tests/public_api_test.ts keeps this block
+// exactly the types the names above reach.
+export type { BackendStats, ChildStats } from "./src/backend/backend_stats.ts";
+export type { FetchOptions } from "./src/dataset/fetch.ts";
+export type { IndexedVideo, MemberRef, SkippedFile } from "./src/dataset/items.ts";
+export {
+  type ClipPlacement,
+  type ClipRequest,
+  ClipSampler,
+  type ResolvedSamplerOptions,
+  type SampledVideo,
+  type ShardRemainder,
+} from "./src/dataset/sampler.ts";
+export type { MemberLocation } from "./src/dataset/shards/index_format.ts";
+export type { IndexFailure } from "./src/dataset/video_index.ts";
+export type { FetchPhase, StageError } from "./src/errors.ts";
+export type { PhaseStats, ProfileStats } from "./src/loader/clip_profile.ts";
+export type { ClipDtype, ClipSpec, Interpolation } from "./src/loader/clip_spec.ts";
+export type { WorkerMemory } from "./src/loader/clip_worker.ts";
+export type { LaneShareStats } from "./src/loader/lane_share.ts";
+export type { LoaderMemory } from "./src/loader/loader.ts";
+export type { BatchingOptions } from "./src/loader/loader_state.ts";
+export type { ContactSheet } from "./src/loader/preview.ts";
+export type { AudioSpec, AudioStatus } from "./src/media/audio.ts";
+export type { NativeObjectCounts } from "./src/media/av_objects.ts";
+export type { ResizeMode } from "./src/media/crop.ts";
+export type { FrameSampling } from "./src/media/frame_select.ts";
+export type { RgbImage } from "./src/media/png.ts";
+export type { SlotRingStats } from "./src/memory/slot_ring.ts";
+export type { AutoConcurrencyOptions } from "./src/pipeline/auto_policy.ts";
+export type { FormatStatsOptions } from "./src/pipeline/format_stats.ts";
+export type { MaxFailures, StageConcurrency, StageControl } from "./src/pipeline/stage.ts";
+export type {
+  ControllerDecision,
+  ControllerStats,
+  QueueCounters,
+  StageBound,
+  StageKind,
+  StageStats,
+  StageTotals,
+} from "./src/pipeline/stats.ts";
+export type { DataWaitStats } from "./src/serve/data_wait.ts";
+export type { NodeStats } from "./src/serve/node_stats.ts";
+export type { LoaderFactory, LoaderRequest } from "./src/serve/session_host.ts";
+export type { SessionStats } from "./src/serve/session_stats.ts";

@@ -42,5 +42,4 @@
  */
 
 export { BackendSource, spawnBackend, type SpawnBackendOptions } from "./spawn.ts";
-export type { BackendStats, ChildStats } from "./backend_stats.ts";
 export { PROTOCOL_VERSION } from "./protocol.ts";

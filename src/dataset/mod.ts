@@ -8,8 +8,8 @@
  *
  * @example Index a dataset and plan an epoch's clips
  * ```ts
- * import { makeSyntheticDataset, openDataset } from "@sluice/sluice";
- * import { ClipSampler, indexDataset } from "@sluice/sluice/dataset";
+ * import { ClipSampler, makeSyntheticDataset, openDataset } from "@sluice/sluice";
+ * import { indexDataset } from "@sluice/sluice/dataset";
  *
  * const dir = await Deno.makeTempDir();
  * makeSyntheticDataset(dir, { videos: 4, classes: 2, durationSec: 2, width: 160, height: 120 });
@@ -21,19 +21,9 @@
  * @module
  */
 
-export type { IndexedVideo, MemberRef, SkippedFile } from "./items.ts";
-export { fetchBytes, type FetchLimits, type FetchOptions } from "./fetch.ts";
-export type { FetchPhase } from "../errors.ts";
-export {
-  type ClipPlacement,
-  type ClipRequest,
-  ClipSampler,
-  clipSeed,
-  type ResolvedSamplerOptions,
-  type SampledVideo,
-  type ShardRemainder,
-} from "./sampler.ts";
-export { type DatasetIndex, indexDataset, type IndexFailure, type IndexOptions } from "./video_index.ts";
+export { fetchBytes, type FetchLimits } from "./fetch.ts";
+export { clipSeed } from "./sampler.ts";
+export { type DatasetIndex, indexDataset, type IndexOptions } from "./video_index.ts";
 // Shard sets: what `sluice pack` writes (`@sluice/sluice/prep`), read back
 export {
   type OpenedShard,
@@ -48,5 +38,5 @@ export {
   type StreamOptions,
   streamSamples,
 } from "./shards/reader.ts";
-export type { MemberLocation, ShardEntry, ShardIndex, ShardSample, ShardSet } from "./shards/index_format.ts";
+export type { ShardEntry, ShardIndex, ShardSample, ShardSet } from "./shards/index_format.ts";
 export { type ShardDataset, shardDataset, type ShardVideoItem } from "./shards/dataset.ts";

@@ -199,7 +199,17 @@ export interface ResolvedSamplerOptions {
   shuffleBuffer: number;
 }
 
-/** Plans epochs of clips; see the module docs. */
+/**
+ * Plans epochs of clips; see the module docs. A loader's is `loader.sampler`.
+ * @example Two clips of each of two videos, one epoch
+ * ```ts
+ * import { ClipSampler } from "@sluice/sluice";
+ *
+ * const videos = [{ start: 0, end: 10 }, { start: 0, end: 4 }];
+ * const sampler = new ClipSampler(videos, { seed: 0, clipsPerVideo: 2, clipDurationSec: 1 });
+ * for (const clip of sampler.epoch(0)) console.log(clip.video, clip.start, clip.end);
+ * ```
+ */
 export class ClipSampler {
   /** The options in force, after defaults and environment. */
   readonly options: Readonly<ResolvedSamplerOptions>;

@@ -25,17 +25,10 @@
  * @module
  */
 
-export { type LoaderMemory, type LoaderPlan, planLoader } from "./loader.ts";
-export type { BatchingOptions } from "./loader_state.ts";
+export { type LoaderPlan, planLoader } from "./loader.ts";
 export { LOADER_OPTIONS, type ResolvedLoaderOptions, resolveLoaderOptions } from "./loader_options.ts";
-export type { StageConcurrency } from "../pipeline/stage.ts";
-export type { ClipDtype, ClipSpec, Interpolation } from "./clip_spec.ts";
 export type { FrontArgs } from "./front.ts";
-export type { WorkerMemory } from "./clip_worker.ts";
-export type { PhaseStats, ProfileStats } from "./clip_profile.ts";
-export { type ContactSheet, contactSheet, previewHtml, type SheetOptions } from "./preview.ts";
-export type { RgbImage } from "../media/png.ts";
-export type { NativeObjectCounts } from "../media/av_objects.ts";
+export { contactSheet, previewHtml, type SheetOptions } from "./preview.ts";
 // The kinds of entry of LOADER_OPTIONS (and of the other option tables): options declared once
 export type {
   BooleanOption,

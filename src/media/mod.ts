@@ -60,9 +60,9 @@ export {
 export { PACKETS_FORMAT_VERSION } from "./packet_format.ts";
 export type { MediaInput } from "./source.ts";
 export { type DecodeOptions, decodeVideo, releaseDecoder } from "./decode.ts";
-export type { FrameSampling, SamplingOptions } from "./frame_select.ts";
-export { audioSampleRange, type AudioSpec, type AudioStatus, type ClipAudio } from "./audio.ts";
-export type { CropRect, ResizeMode } from "./crop.ts";
+export type { SamplingOptions } from "./frame_select.ts";
+export { audioSampleRange, type ClipAudio } from "./audio.ts";
+export type { CropRect } from "./crop.ts";
 export { frameAt, type PixelFormat, type PlaneLayout, type VideoFrames } from "./frames.ts";
 export { DECODE_WORKER } from "./decode_worker.ts";
 export { type FfmpegInfo, ffmpegInfo } from "./ffmpeg.ts";

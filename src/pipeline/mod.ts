@@ -49,21 +49,10 @@ export {
   SinkBuilder,
   type SourceOptions,
 } from "./builder.ts";
-export type { AutoConcurrencyOptions, AutoConfig } from "./auto_policy.ts";
+export type { AutoConfig } from "./auto_policy.ts";
 export { type Clock, realClock } from "./clock.ts";
 export { type Executor, mainThread, type PipeFn, type TaskContext } from "./executor.ts";
-export type { FormatStatsOptions } from "./format_stats.ts";
 export { type BuildOptions, Pipeline, type ResolvedBuildOptions, type SinkOptions } from "./pipeline.ts";
-export type { MaxFailures, StageControl } from "./stage.ts";
-export type {
-  ControllerDecision,
-  ControllerStats,
-  QueueCounters,
-  StageBound,
-  StageKind,
-  StageStats,
-  StageTotals,
-} from "./stats.ts";
 export { collectTransferables, TRANSFER, transferable, type Transferring } from "./transfer.ts";
 export { WorkerPool, type WorkerPoolOptions } from "./worker_pool.ts";
 export { WaitLedger } from "./wait_ledger.ts";
@@ -75,5 +64,4 @@ export {
   type SerializedError,
   type SerializedValue,
   serializeError,
-  type StageError,
 } from "../errors.ts";

@@ -7,8 +7,7 @@
  *
  * @example A factory: each client gets a loader of its own shard, from the epoch it asks for
  * ```ts
- * import { makeSyntheticDataset, serveLoader, videoClassificationLoader } from "@sluice/sluice";
- * import type { LoaderFactory } from "@sluice/sluice/serve";
+ * import { type LoaderFactory, makeSyntheticDataset, serveLoader, videoClassificationLoader } from "@sluice/sluice";
  *
  * const dir = await Deno.makeTempDir();
  * makeSyntheticDataset(`${dir}/data`, { videos: 4, classes: 2, durationSec: 2, width: 160, height: 120 });
@@ -26,10 +25,4 @@
  * @module
  */
 
-export type { LoaderFactory, LoaderRequest } from "./session_host.ts";
-export type { SessionStats } from "./session_stats.ts";
-export type { DataWaitStats } from "./data_wait.ts";
-export type { NodeStats } from "./node_stats.ts";
-export type { LaneShareStats } from "../loader/lane_share.ts";
-export type { SlotRingStats } from "../memory/slot_ring.ts";
 export { SERVE_PROTOCOL_VERSION } from "./protocol.ts";
