@@ -130,7 +130,7 @@ export type { LaneShareStats } from "./src/loader/lane_share.ts";
 export type { LoaderMemory } from "./src/loader/loader.ts";
 export type { BatchingOptions } from "./src/loader/loader_state.ts";
 export type { ContactSheet } from "./src/loader/preview.ts";
-export type { AudioSpec, AudioStatus } from "./src/media/audio.ts";
+export type { AudioSpec, AudioStatus } from "./src/media/audio_window.ts";
 export type { NativeObjectCounts } from "./src/media/av_objects.ts";
 export type { ResizeMode } from "./src/media/crop.ts";
 export type { FrameSampling } from "./src/media/frame_select.ts";

@@ -3,19 +3,21 @@ import * as errors from "../src/errors.ts";
 import {
   BackendExitedError,
   CudaError,
-  deserializeError,
   errorText,
   FetchError,
   InvalidArgumentError,
-  isSerializedError,
   LibraryNotFoundError,
   MediaError,
   PipelineFailure,
   ProtocolError,
-  registerErrorClass,
-  serializeError,
   SluiceError,
 } from "../src/errors.ts";
+import {
+  deserializeError,
+  isSerializedError,
+  registerErrorClass,
+  serializeError,
+} from "../src/error_wire.ts";
 
 /** Through JSON, as the backend's wire protocol carries it (structured clone keeps less than JSON does not). */
 function roundTrip(e: unknown): Error {

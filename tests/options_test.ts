@@ -16,7 +16,8 @@ import {
   tsVocabulary,
   withDefaults,
 } from "../src/options.ts";
-import { deserializeError, InvalidArgumentError, serializeError } from "../src/errors.ts";
+import { InvalidArgumentError } from "../src/errors.ts";
+import { deserializeError, serializeError } from "../src/error_wire.ts";
 import { fromPython } from "../src/python_options.ts";
 
 Deno.test("closest: swaps, one or two edits, other case or separators, a prefix; nothing when far", () => {

@@ -12,7 +12,8 @@
  * @module
  */
 
-import { errorText, serializeError } from "../errors.ts";
+import { errorText } from "../errors.ts";
+import { serializeError } from "../error_wire.ts";
 import type { PipelineEvent } from "../pipeline/hooks.ts";
 import { describeItem } from "../pipeline/describe.ts";
 import { failureLine } from "../pipeline/stage.ts";

@@ -7,7 +7,8 @@
  * @module
  */
 
-import { deserializeError, ProtocolError, type SerializedError, type StageError } from "../errors.ts";
+import { ProtocolError, type StageError } from "../errors.ts";
+import { deserializeError, type SerializedError } from "../error_wire.ts";
 import { failureLine } from "../pipeline/stage.ts";
 import type { BackendStats, ChildStats } from "./backend_stats.ts";
 import type { Frame } from "./message_reader.ts";

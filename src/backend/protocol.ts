@@ -17,7 +17,8 @@
  * @module
  */
 
-import { isSerializedError, ProtocolError, type SerializedError } from "../errors.ts";
+import { ProtocolError } from "../errors.ts";
+import { isSerializedError, type SerializedError } from "../error_wire.ts";
 
 /**
  * Version of the frame protocol this module speaks. 2: blobs of the JSON item form start 8-byte aligned

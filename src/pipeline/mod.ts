@@ -64,4 +64,4 @@ export {
   type SerializedError,
   type SerializedValue,
   serializeError,
-} from "../errors.ts";
+} from "../error_wire.ts";

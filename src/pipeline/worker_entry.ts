@@ -9,7 +9,7 @@
  * @module
  */
 
-import { type SerializedError, serializeError } from "../errors.ts";
+import { type SerializedError, serializeError } from "../error_wire.ts";
 import { unwrapResult } from "./transfer.ts";
 
 /** Messages the pool sends. */

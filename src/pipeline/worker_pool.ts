@@ -15,13 +15,8 @@
  * @module
  */
 
-import {
-  deserializeError,
-  InvalidArgumentError,
-  PipelineStoppedError,
-  type SerializedError,
-  WorkerCrashedError,
-} from "../errors.ts";
+import { InvalidArgumentError, PipelineStoppedError, WorkerCrashedError } from "../errors.ts";
+import { deserializeError, type SerializedError } from "../error_wire.ts";
 import type { Executor, PipeFn, TaskContext } from "./executor.ts";
 import { collectTransferables } from "./transfer.ts";
 import { WaitLedger } from "./wait_ledger.ts";
