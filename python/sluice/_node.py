@@ -30,11 +30,11 @@ import subprocess
 import tempfile
 import threading
 import time
-from typing import Any, Deque, Dict, List, Optional
+from typing import Any, Deque, Dict, Optional
 
-from ._server import DENO_FLAGS, _pump_stderr, _read_ready, find_checkout, find_deno, find_entry
+from ._server import DENO_FLAGS, _pump_stderr, find_checkout, find_deno, find_entry, wait_ready
 from ._session import ServerUnreachable, Session
-from .errors import ServerDiedError, ServerStartError, SluiceError, server_error
+from .errors import ServerDiedError, ServerStartError, SluiceError
 
 #: How long a rank waits for the lock, then for a server it (or a rank that died) started, seconds.
 START_TIMEOUT_S = 300.0
@@ -202,23 +202,11 @@ class _Starter:
         threading.Thread(target=self.proc.wait, name="sluice-node-reaper", daemon=True).start()
 
     def _wait_ready(self, deadline: float) -> None:
-        ready: List[Any] = []
-        done = threading.Event()
-        threading.Thread(target=_read_ready, args=(self.proc.stdout, ready, done), name="sluice-node-ready",
-                         daemon=True).start()
-        while not done.wait(0.05):
-            if self.proc.poll() is not None:
-                done.wait(0.5)
-                break
-            if time.monotonic() > deadline:
-                raise ServerStartError("the sluice node server did not start listening in time")
-        if ready and ready[0]["event"] == "error":
-            name = str(ready[0].get("name", "ServeError"))
-            raise server_error(name, str(ready[0].get("message", "")), name)
-        if not ready:
+        ready = wait_ready(self.proc, deadline, "the sluice node server did not start listening in time")
+        if ready is None:
             code = self.proc.wait()
             time.sleep(0.2)
             raise ServerDiedError(f"the sluice node server exited with status {code} before listening", code,
                                   list(self._tail))
         #: Where its metrics are served (``HOST:PORT``), when asked for.
-        self.metrics: Optional[str] = ready[0].get("metrics")
+        self.metrics: Optional[str] = ready.get("metrics")

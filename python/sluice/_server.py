@@ -173,6 +173,27 @@ def _stop(proc: Optional[subprocess.Popen], sock_dir: str, timeout: float) -> Op
     return ended
 
 
+def wait_ready(proc: subprocess.Popen, deadline: float, late: str) -> Optional[Dict[str, Any]]:
+    """Waits until ``deadline`` (``time.monotonic()``) for a server child's first line: returns its ready event, or
+    None when the child exited first; raises the server's own error (an error event), or ``ServerStartError(late)``
+    past the deadline. A reader thread reads the pipe: readline() would block past the deadline and the child's
+    death."""
+    ready: List[Any] = []
+    done = threading.Event()
+    threading.Thread(target=_read_ready, args=(proc.stdout, ready, done), name="sluice-serve-ready",
+                     daemon=True).start()
+    while not done.wait(0.05):
+        if proc.poll() is not None:
+            done.wait(0.5)
+            break
+        if time.monotonic() > deadline:
+            raise ServerStartError(late)
+    if ready and ready[0]["event"] == "error":
+        name = str(ready[0].get("name", "ServeError"))
+        raise server_error(name, str(ready[0].get("message", "")), name)
+    return ready[0] if ready else None
+
+
 class ServerProcess:
     """A running server child; :meth:`stop` ends it (so does losing the last reference to this object)."""
 
@@ -213,21 +234,8 @@ class ServerProcess:
     def _wait_ready(self, timeout: float) -> None:
         assert self.proc is not None and self.proc.stdout is not None
         deadline = time.monotonic() + timeout
-        # A reader thread: readline() on the pipe would block past the deadline and past the child's death.
-        ready: List[Any] = []
-        done = threading.Event()
-        threading.Thread(target=_read_ready, args=(self.proc.stdout, ready, done), name="sluice-serve-ready",
-                         daemon=True).start()
-        while not done.wait(0.05):
-            if self.proc.poll() is not None:
-                done.wait(0.5)
-                break
-            if time.monotonic() > deadline:
-                raise ServerStartError(f"the sluice server did not start listening within {timeout:.0f} s")
-        if ready and ready[0]["event"] == "error":
-            name = str(ready[0].get("name", "ServeError"))
-            raise server_error(name, str(ready[0].get("message", "")), name)
-        if not ready:
+        ready = wait_ready(self.proc, deadline, f"the sluice server did not start listening within {timeout:.0f} s")
+        if ready is None:
             code = self.proc.wait()
             self._stderr_thread.join(1.0)
             raise ServerStartError(
