@@ -41,6 +41,7 @@ import type { TaskPool } from "../pipeline/pool_lease.ts";
 import type { BufferPool } from "../memory/buffer_pool.ts";
 import { clipFailure, isFailedClip } from "./clip_failure.ts";
 import { decodeTask, ownAudio } from "./clip_steps.ts";
+import { fileKey, settled } from "./row_share.ts";
 import type { ThreadBudget } from "./decode_threads.ts";
 import type { ClipBase, ClipItem, ClipPackets, DecodedClip, FailedClip, VideoTask } from "./clip/life.ts";
 
@@ -424,20 +425,4 @@ function withPosition(r: DecodedClip | FailedClip, position: number): DecodedCli
 export function byPosition(a: ClipItem, b: ClipItem): number {
   const p = (x: ClipItem) => isFailedClip(x) ? x.failed.position : x.meta.position;
   return p(a) - p(b);
-}
-
-/** The file a task reads: its path, and its shard member. */
-function fileKey(task: VideoTask): string {
-  const m = task.member;
-  return m === undefined ? task.path : `${task.path}\0${m.name}\0${m.offset}\0${m.size}`;
-}
-
-/** `p`'s value, or the signal's abort reason. */
-function settled<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }

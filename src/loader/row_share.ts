@@ -133,14 +133,14 @@ function key(clip: Pick<ClipBase, "epoch" | "position">): string {
   return `${clip.epoch}/${clip.position}`;
 }
 
-/** The file a task reads: its path, and its shard member. */
-function fileKey(task: VideoTask): string {
+/** The file a task reads: its path, and its shard member (the node's lanes key their shares by it too). */
+export function fileKey(task: VideoTask): string {
   const m = task.member;
   return m === undefined ? task.path : `${task.path}\0${m.name}\0${m.offset}\0${m.size}`;
 }
 
 /** `p`'s value, or the signal's abort reason. */
-function settled<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+export function settled<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
