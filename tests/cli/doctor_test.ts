@@ -5,6 +5,7 @@
  * NVDEC driver double (with and without libnvcuvid and NVML), and a tiny /dev/shm (a 1 MiB tmpfs, sized by df).
  */
 import assert from "node:assert/strict";
+import { LIB_DIR, withFfmpeg9Dir } from "../helpers/system_ffmpeg.ts";
 import { sluice } from "./helpers.ts";
 import { buildDouble } from "../nvdec/double/build.ts";
 import type { DoctorReport } from "../../src/cli/doctor.ts";
@@ -28,7 +29,6 @@ async function run(cmd: string, args: string[]): Promise<string> {
 }
 
 const override = Deno.env.get("SLUICE_FFMPEG_LIBDIR");
-const LIB_DIR = "/usr/lib/x86_64-linux-gnu";
 
 Deno.test({
   name:
@@ -107,16 +107,7 @@ Deno.test({
   name: "doctor: an FFmpeg release sluice has no table for is an error naming it and the supported releases",
   ignore: !Deno.statSync(LIB_DIR).isDirectory || !exists(`${LIB_DIR}/libavformat.so.59`),
   fn: async () => {
-    const dir = await Deno.makeTempDir({ prefix: "sluice-doctor-ffmpeg9-" });
-    try {
-      for (
-        const [name, real] of [["libavformat.so.63", "libavformat.so.59"], [
-          "libavutil.so.61",
-          "libavutil.so.57",
-        ]]
-      ) {
-        await Deno.symlink(`${LIB_DIR}/${real}`, `${dir}/${name}`);
-      }
+    await withFfmpeg9Dir("sluice-doctor-ffmpeg9-", async (dir) => {
       const { code, report } = await doctor([], { SLUICE_FFMPEG_LIBDIR: dir });
       assert.equal(code, 1);
       const p = report.problems.find((p) => p.severity === "error")!;
@@ -124,9 +115,7 @@ Deno.test({
         p.what,
         /a release sluice has no table for: .*libavformat\.so\.63.*supported: 4\.3, 4\.4, 5\.1/,
       );
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    });
   },
 });
 

@@ -4,6 +4,7 @@
  * own FFmpeg); release and layout selection; FFmpeg's error strings.
  */
 import assert from "node:assert/strict";
+import { LIB_DIR, withFfmpeg9Dir } from "../helpers/system_ffmpeg.ts";
 import { type LibVersion, loadFfmpeg, pickLayout, releaseOf } from "../../ffi/ffmpeg/library.ts";
 import {
   LAYOUT_4_3,
@@ -20,7 +21,6 @@ import { LibraryNotFoundError, LibraryVersionError } from "../../src/errors.ts";
 import { loadLibrary } from "../../ffi/find_library.ts";
 import { skipBecause } from "../helpers/skip.ts";
 
-const LIB_DIR = "/usr/lib/x86_64-linux-gnu";
 const installed = (() => {
   try {
     return Deno.statSync(`${LIB_DIR}/libavformat.so.59`).isFile;
@@ -174,17 +174,7 @@ Deno.test({
   name: "library: a release with no table (sonames sluice does not know, as FFmpeg 9's) is refused by name",
   ignore: !installed,
   fn: async () => {
-    const dir = await Deno.makeTempDir({ prefix: "sluice-ffmpeg9-" });
-    try {
-      // FFmpeg "9" file names pointing at the real 5.1 libraries: named by what av_version_info says.
-      for (
-        const [name, real] of [["libavformat.so.63", "libavformat.so.59"], [
-          "libavutil.so.61",
-          "libavutil.so.57",
-        ]]
-      ) {
-        await Deno.symlink(`${LIB_DIR}/${real}`, `${dir}/${name}`);
-      }
+    await withFfmpeg9Dir("sluice-ffmpeg9-", async (dir) => {
       const { code, stderr } = await loadInSubprocess(dir);
       assert.equal(code, 3, stderr);
       const probe = await ffprobeVersions();
@@ -195,9 +185,7 @@ Deno.test({
         /no struct layout table for; supported: 4\.3, 4\.4, 5\.1, 6\.0, 6\.1, 7\.0, 7\.1, 8\.1\./,
       );
       assert.doesNotMatch(stderr, /\n\s+at /);
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    });
   },
 });
 
