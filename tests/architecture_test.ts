@@ -223,9 +223,7 @@ const OWN_MODULE: Record<string, string> = { "new ClipSampler": "src/dataset/sam
 const KNOWN_LATE_CHECKS: readonly string[] = [];
 
 /** Imports of src/nvdec/ from outside it and the decode seam's registration (`importer → module`). */
-const KNOWN_NVDEC_IMPORTS: readonly string[] = [
-  "src/cli/doctor.ts → src/nvdec/available.ts",
-];
+const KNOWN_NVDEC_IMPORTS: readonly string[] = [];
 
 /** The clip Worker module's decode exports beyond the one it should have. */
 const KNOWN_DECODE_EXPORTS: readonly string[] = [];

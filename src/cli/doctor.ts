@@ -27,8 +27,7 @@ import { cstr, readCString } from "../../ffi/cstring.ts";
 import { OutParam } from "../../ffi/out_param.ts";
 import { ffmpeg as loadedFfmpeg } from "../media/ffmpeg.ts";
 import { codecName } from "../media/structs.ts";
-import { nvdecEngines } from "../nvdec/available.ts";
-import { CUDA_VIDEO_CODEC } from "../../ffi/nvcuvid/symbols.ts";
+import { decodeDevice } from "../loader/decode/devices.ts";
 import { SERVER_TABLE } from "../serve/options.ts";
 
 /** One thing that keeps the loader (an `"error"`) or one of its features (a `"warning"`) from working here. */
@@ -181,7 +180,7 @@ export function doctorReport(shmPath = "/dev/shm", ring: RingShape = DEFAULT_RIN
   // NVDEC as the way out of a missing AV1 decoder only where a GPU here decodes AV1 (an H200's NVDEC does not)
   const av1 = problems.find((p) => p.what.startsWith("this FFmpeg has no decoder for av1:"));
   if (av1 !== undefined && cuda.found && nvcuvid.found) {
-    const gpus = cuda.gpus.filter((g) => nvdecEngines(g.index, CUDA_VIDEO_CODEC.AV1) !== undefined);
+    const gpus = cuda.gpus.filter((g) => decodeDevice("nvdec").engines(g.index, "av1") !== undefined);
     if (gpus.length > 0) {
       av1.fix += `, or decode AV1 on the GPU (decode: "nvdec"; GPU ${gpus.map((g) => g.index).join(", ")})`;
     }
@@ -294,7 +293,7 @@ function cudaReport(): DoctorReport["cuda"] {
       gpus.push({
         index: i,
         name: new TextDecoder().decode(name.subarray(0, Math.max(0, name.indexOf(0)))),
-        nvdecEngines: nvdecEngines(i) ?? null,
+        nvdecEngines: decodeDevice("nvdec").engines(i) ?? null,
       });
     }
     return { found: true, path: lib.path, driverVersion, gpus };

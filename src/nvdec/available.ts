@@ -49,23 +49,34 @@ export function nvdecAvailable(device = 0): NvdecAvailability {
   }
 }
 
+/** The codecs sluice's NVDEC path decodes, by FFmpeg's codec name, as `cudaVideoCodec` values. */
+export const NVDEC_CODECS: Readonly<Record<string, number>> = {
+  h264: CUDA_VIDEO_CODEC.H264,
+  hevc: CUDA_VIDEO_CODEC.HEVC,
+  vp9: CUDA_VIDEO_CODEC.VP9,
+  av1: CUDA_VIDEO_CODEC.AV1,
+};
+
 /**
  * NVDEC engines on `device` that decode `codec` (8-bit 4:2:0, from `cuvidGetDecoderCaps`), or `undefined` when
- * none does or the driver does not say.
+ * none does, the driver does not say, or sluice's NVDEC path does not decode `codec`.
  * @param device the CUDA device's ordinal (default 0)
- * @param codec the codec asked about (default H.264: every NVDEC decodes it, so this is the engine count)
+ * @param codec the codec asked about, by FFmpeg's name (default h264: every NVDEC decodes it, so this is the
+ *   engine count)
  * @returns the engine count, or `undefined`
  */
 export function nvdecEngines(
   device = 0,
-  codec: typeof CUDA_VIDEO_CODEC[keyof typeof CUDA_VIDEO_CODEC] = CUDA_VIDEO_CODEC.H264,
+  codec = "h264",
 ): number | undefined {
+  const cudaCodec = NVDEC_CODECS[codec];
+  if (cudaCodec === undefined) return undefined;
   try {
     const dc = acquireContext(device);
     try {
       return withContext(dc, () => {
         const caps = new StructBuffer(CUVIDDECODECAPS)
-          .i32("eCodecType", codec).i32("eChromaFormat", CUDA_VIDEO_CHROMA.YUV420);
+          .i32("eCodecType", cudaCodec).i32("eChromaFormat", CUDA_VIDEO_CHROMA.YUV420);
         checkCu(nvcuvid().cuvidGetDecoderCaps(caps.bytes), "", "cuvidGetDecoderCaps");
         return caps.getU8("nNumNVDECs") || undefined;
       });

@@ -39,7 +39,7 @@ import {
   CUVIDSOURCEDATAPACKET,
   RAW_SEQHDR_CAPACITY,
 } from "../../ffi/nvcuvid/layouts.ts";
-import { CUDA_VIDEO_CODEC, CUVID_PKT, PARSER_CALLBACK } from "../../ffi/nvcuvid/symbols.ts";
+import { CUVID_PKT, PARSER_CALLBACK } from "../../ffi/nvcuvid/symbols.ts";
 import { InvalidArgumentError, NvdecUnsupportedError } from "../errors.ts";
 import { NOPTS, VideoPackets } from "../media/packets.ts";
 import {
@@ -62,6 +62,7 @@ import {
   workStream,
 } from "../cuda/driver.ts";
 import { nvcuvid } from "./nvcuvid.ts";
+import { NVDEC_CODECS } from "./available.ts";
 import { timeStep } from "./step_times.ts";
 import { CudaBuffer, CudaFrames, type NvdecPixelFormat } from "../cuda/cuda_buffer.ts";
 import { StructBuffer } from "../cuda/struct_buffer.ts";
@@ -95,16 +96,9 @@ export interface NvdecOptions extends SamplingOptions {
   skipUnshown?: boolean;
 }
 
-const CODECS: Record<string, number> = {
-  h264: CUDA_VIDEO_CODEC.H264,
-  hevc: CUDA_VIDEO_CODEC.HEVC,
-  vp9: CUDA_VIDEO_CODEC.VP9,
-  av1: CUDA_VIDEO_CODEC.AV1,
-};
-
 function validate(p: VideoPackets, o: NvdecOptions): number {
   const bad = (what: string) => new InvalidArgumentError(`${p.source}: decodeVideoNvdec: ${what}`);
-  const codec = CODECS[p.codec];
+  const codec = NVDEC_CODECS[p.codec];
   if (codec === undefined) {
     throw new NvdecUnsupportedError(
       `${p.source}: codec "${p.codec}" is not decoded by sluice's NVDEC path`,

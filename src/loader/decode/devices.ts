@@ -10,7 +10,7 @@
 import { cpuPassDecoder } from "../../media/decode_pass.ts";
 import type { ClipPassDecoder } from "../../media/pass_decoder.ts";
 import { nvdecPassDecoder } from "../../nvdec/pass_decoder.ts";
-import { nvdecAvailable, nvdecConcurrency, selectDecoder } from "../../nvdec/available.ts";
+import { nvdecAvailable, nvdecConcurrency, nvdecEngines, selectDecoder } from "../../nvdec/available.ts";
 import type { ClipSpec } from "../clip_spec.ts";
 
 /** A decoder the loader can use. */
@@ -33,6 +33,14 @@ export interface DecodeDevice {
   readonly deviceSlots: boolean;
   /** Without slots, clips are decoded into reused host buffers (`buffer_pool.ts`). */
   readonly reusesClipBuffers: boolean;
+  /**
+   * The hardware decode engines on CUDA device `device` that decode `codec` (`sluice doctor` reports them).
+   * @param device the CUDA device's ordinal
+   * @param codec the codec asked about, by FFmpeg's name (default h264, which every NVDEC decodes)
+   * @returns the engine count; `undefined` for the CPU, where no engine decodes `codec`, or where the driver
+   *   does not say
+   */
+  engines(device: number, codec?: string): number | undefined;
 }
 
 const DEVICES: Readonly<Record<DecoderKind, DecodeDevice>> = {
@@ -43,6 +51,7 @@ const DEVICES: Readonly<Record<DecoderKind, DecodeDevice>> = {
     threadBudget: true,
     deviceSlots: false,
     reusesClipBuffers: true,
+    engines: () => undefined,
   },
   nvdec: {
     kind: "nvdec",
@@ -51,6 +60,7 @@ const DEVICES: Readonly<Record<DecoderKind, DecodeDevice>> = {
     threadBudget: false,
     deviceSlots: true,
     reusesClipBuffers: false,
+    engines: nvdecEngines,
   },
 };
 
