@@ -207,6 +207,46 @@ export type ResolvedOf<Tab> =
   & { -readonly [K in keyof Tab as Filled<Tab[K]> extends true ? K : never]: ValueOf<Tab[K]> }
   & { -readonly [K in keyof Tab as Filled<Tab[K]> extends true ? never : K]?: ValueOf<Tab[K]> };
 
+/** Whether a caller must give an option of spec `S`: it is required, or a group (not `presence`) with a required option. */
+type MustGive<S> = S extends { required: true } ? true
+  : S extends { kind: "group"; presence: true } ? false
+  : S extends { kind: "group"; options: infer T }
+    ? true extends { [K in keyof T]: MustGive<T[K]> }[keyof T] ? true : false
+  : false;
+
+/** The value a caller may give an option of spec `S`: as {@link ValueOf}, with groups as {@link InputOf}. */
+export type InputValueOf<S> = S extends { kind: "group"; options: infer T } ? InputOf<T>
+  : S extends { kind: "either"; of: readonly (infer O)[] } ? InputValueOf<O>
+  : ValueOf<S>;
+
+/** The options a caller may give for table `Tab`: those it must give required, the others optional. */
+export type InputOf<Tab> =
+  & { -readonly [K in keyof Tab as MustGive<Tab[K]> extends true ? K : never]: InputValueOf<Tab[K]> }
+  & { -readonly [K in keyof Tab as MustGive<Tab[K]> extends true ? never : K]?: InputValueOf<Tab[K]> };
+
+/** Whether `X` and `Y` are the same type. */
+type Same<X, Y> = (<T>() => T extends X ? 1 : 2) extends (<T>() => T extends Y ? 1 : 2) ? true : false;
+
+/** `T` with its objects' intersections and `readonly` flattened, so that {@link Same} compares shapes. */
+type Flat<T> = T extends (...args: never[]) => unknown ? T
+  : T extends readonly unknown[] ? T
+  : T extends object ? { -readonly [K in keyof T]: Flat<T[K]> }
+  : T;
+
+/**
+ * The options on which interface `I`, written for its readers (a doc on each field), and table `Tab` disagree: a
+ * key only one has, or a different type (required or optional, kind, values, groups compared whole); `never` when
+ * they agree. An options interface declares `const _agrees: Record<OptionsDisagreement<I, typeof TABLE>, never> =
+ * {}`, so that `deno task check` names any option the two do not write the same.
+ */
+export type OptionsDisagreement<I, Tab> = {
+  [K in keyof I | keyof InputOf<Tab>]-?: K extends keyof I
+    ? K extends keyof InputOf<Tab>
+      ? Same<Flat<Pick<I, K>>, Flat<Pick<InputOf<Tab>, K>>> extends true ? never : K
+    : K
+    : K;
+}[keyof I | keyof InputOf<Tab>];
+
 /**
  * Checks `raw` against `table` (as {@link checkOptions}) and fills in every declared default in the same walk,
  * groups included: the one call a door makes. Throws `InvalidArgumentError` with the {@link OptionProblem} fields,
@@ -317,12 +357,21 @@ export function withDefaults<T extends object, const Tab extends OptionTable>(
   return out as WithDefaults<T, Tab>;
 }
 
-/** Every option of `table`, groups' options included (after their group), with its dot-separated path. */
+/**
+ * Every option of `table`, groups' options included (after their group), with its dot-separated path, as flags,
+ * help and docs show it: an option required in a `presence` group is required only when its group is given, so
+ * it shows as not required, its default `required with <group>`.
+ */
 export function optionEntries(table: OptionTable, at = ""): { path: string; spec: OptionSpec }[] {
   return Object.entries(table).flatMap(([k, spec]) => {
     const path = at === "" ? k : `${at}.${k}`;
     const group = groupOf(spec);
-    return [{ path, spec }, ...(group ? optionEntries(group.options, path) : [])];
+    const inner = group ? optionEntries(group.options, path) : [];
+    const withGroup = (e: { path: string; spec: OptionSpec }) =>
+      e.spec.required
+        ? { path: e.path, spec: { ...e.spec, required: false, defaultText: `required with ${k}` } }
+        : e;
+    return [{ path, spec }, ...(spec.kind === "group" && spec.presence ? inner.map(withGroup) : inner)];
   });
 }
 
@@ -371,7 +420,10 @@ export function checkOptions(table: OptionTable, value: unknown, vocabulary: Voc
   const missing = Object.entries(table).filter(([k, s]) => s.required && absent(value[k])).map(([k]) =>
     path(k)
   );
-  const groups = Object.entries(table).filter(([k, s]) => s.kind === "group" && absent(value[k]));
+  // a group left out misses its required options, unless leaving it out asks for nothing (`presence`)
+  const groups = Object.entries(table).filter(([k, s]) =>
+    s.kind === "group" && !s.presence && absent(value[k])
+  );
   for (const [k, s] of groups) {
     for (const [m, ms] of Object.entries((s as GroupOption).options)) {
       if (ms.required) missing.push(`${path(k)}.${m}`);

@@ -10,6 +10,8 @@ import {
   defaultsOf,
   describe,
   flagVocabulary,
+  optionEntries,
+  type OptionsDisagreement,
   type OptionTable,
   resolveTable,
   rewordOptionError,
@@ -126,6 +128,63 @@ Deno.test("resolveTable: checks and fills every default in one walk; a presence 
   const level: number | undefined = r.extra?.level;
   assert.equal(rate + (level ?? 0), 2.5);
   assert.throws(() => resolveTable(WITH_FLAGS, { size: 0 }, t), /t: size must be an integer >= 1, got 0/);
+});
+
+Deno.test("checkOptions: an option required in a presence group is required only when the group is given", () => {
+  const table = {
+    audio: {
+      kind: "group",
+      presence: true,
+      doc: "audio",
+      options: { rate: { kind: "integer", min: 1, required: true, doc: "rate" } },
+    },
+    clip: {
+      kind: "group",
+      doc: "clip",
+      options: { frames: { kind: "integer", min: 1, required: true, doc: "frames" } },
+    },
+  } as const satisfies OptionTable;
+  const t = tsVocabulary("t: ");
+  assert.deepEqual(resolveTable(table, { clip: { frames: 2 } }, t), { clip: { frames: 2 } });
+  assert.throws(
+    () => resolveTable(table, { clip: { frames: 2 }, audio: {} }, t),
+    /^InvalidArgumentError: t: audio\.rate is required$/,
+  );
+  assert.throws(() => resolveTable(table, {}, t), /^InvalidArgumentError: t: clip\.frames is required$/);
+  // flags, help and docs show it as its group's
+  const shown = optionEntries(table).find((e) => e.path === "audio.rate")!.spec;
+  assert.deepEqual([shown.required, shown.defaultText], [false, "required with audio"]);
+});
+
+Deno.test("OptionsDisagreement: names the options an interface and its table do not write the same", () => {
+  const table = {
+    size: { kind: "integer", min: 1, default: 1, doc: "size" },
+    mode: { kind: "enum", values: ["a", "b"], doc: "mode" },
+    clip: {
+      kind: "group",
+      doc: "clip",
+      options: { frames: { kind: "integer", required: true, doc: "frames" } },
+    },
+  } as const satisfies OptionTable;
+  interface Agrees {
+    size?: number;
+    mode?: "a" | "b";
+    clip: { frames: number };
+  }
+  interface Disagrees {
+    size?: string; // another type
+    mode?: "a" | "b";
+    clip?: { frames: number }; // optional, where the table requires a frame count
+    extra?: number; // not in the table
+  }
+  // each line compiles only with exactly these keys: `deno task check` is the assertion
+  const none: Record<OptionsDisagreement<Agrees, typeof table>, never> = {};
+  const named: Record<OptionsDisagreement<Disagrees, typeof table>, true> = {
+    size: true,
+    clip: true,
+    extra: true,
+  };
+  assert.deepEqual([Object.keys(none), Object.keys(named)], [[], ["size", "clip", "extra"]]);
 });
 
 Deno.test("option errors carry {option, value, accepts} and cross a Worker or a process with them", () => {

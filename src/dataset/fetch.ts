@@ -13,7 +13,13 @@
  */
 
 import { FetchError, type FetchPhase } from "../errors.ts";
-import { defaultsOf, type OptionTable, resolveTable, tsVocabulary } from "../options.ts";
+import {
+  defaultsOf,
+  type OptionsDisagreement,
+  type OptionTable,
+  resolveTable,
+  tsVocabulary,
+} from "../options.ts";
 import { type Clock, realClock } from "../pipeline/clock.ts";
 
 /** Options of {@link fetchBytes}; their ranges and defaults are {@link FETCH_OPTIONS}'s. */
@@ -72,6 +78,10 @@ export const FETCH_OPTIONS = {
     python: false,
   },
 } as const satisfies OptionTable;
+
+// FetchOptions is this table written for its readers: an option the two do not write the same (missing from one, or of
+// another type) fails `deno task check` here, naming it.
+const _agrees: Record<OptionsDisagreement<FetchOptions, typeof FETCH_OPTIONS>, never> = {};
 
 /** The defaults of {@link FetchOptions}. */
 export const FETCH_DEFAULTS = defaultsOf(FETCH_OPTIONS);

@@ -32,7 +32,14 @@
 
 import { InvalidArgumentError } from "../errors.ts";
 import type { OptionMessagePart } from "../errors.ts";
-import { optionError, type OptionTable, type ResolvedOf, resolveTable, tsVocabulary } from "../options.ts";
+import {
+  optionError,
+  type OptionsDisagreement,
+  type OptionTable,
+  type ResolvedOf,
+  resolveTable,
+  tsVocabulary,
+} from "../options.ts";
 import { hashSeed, mulberry32, shuffleInPlace } from "./random.ts";
 
 /** What the sampler needs to know about one video. */
@@ -156,6 +163,10 @@ export const SAMPLER_OPTIONS = {
     python: "shuffle_buffer",
   },
 } as const satisfies OptionTable;
+
+// SamplerOptions is this table written for its readers: an option the two do not write the same (missing from one, or of
+// another type) fails `deno task check` here, naming it.
+const _agrees: Record<OptionsDisagreement<SamplerOptions, typeof SAMPLER_OPTIONS>, never> = {};
 
 /** One clip a rank must load. */
 export interface ClipRequest {

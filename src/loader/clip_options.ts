@@ -6,7 +6,13 @@
  */
 
 import type { OptionMessagePart } from "../errors.ts";
-import { optionError, type OptionTable, type ResolvedOf, tsVocabulary } from "../options.ts";
+import {
+  optionError,
+  type OptionsDisagreement,
+  type OptionTable,
+  type ResolvedOf,
+  tsVocabulary,
+} from "../options.ts";
 import type { ClipDtype, ClipSpec, FrameSampling, Interpolation, ResizeMode } from "./clip_spec.ts";
 import type { BatchLayout } from "./collate.ts";
 
@@ -155,6 +161,10 @@ export const CLIP_OPTIONS = {
     doc: "a clip whose padding would exceed this fraction of its frames fails",
   },
 } as const satisfies OptionTable;
+
+// ClipOptions is this table written for its readers: an option the two do not write the same (missing from one, or of
+// another type) fails `deno task check` here, naming it.
+const _agrees: Record<OptionsDisagreement<ClipOptions, typeof CLIP_OPTIONS>, never> = {};
 
 /** The `clip` options as the loader's door resolves them (every default filled in). */
 export type ResolvedClipOptions = ResolvedOf<typeof CLIP_OPTIONS>;

@@ -17,6 +17,7 @@ import {
   absent,
   isPlainObject,
   optionError,
+  type OptionsDisagreement,
   type OptionTable,
   type ResolvedOf,
   resolveTable,
@@ -222,7 +223,7 @@ export const LOADER_TABLE = {
         kind: "integer",
         min: 1000,
         max: 384000,
-        defaultText: "required with audio",
+        required: true,
         doc: "audio: samples per second of each clip's audio (batch.audio)",
         flag: "audio-rate",
       },
@@ -453,6 +454,10 @@ export interface ResolvedLoaderOptions {
   spec: ClipSpec;
 }
 
+// LoaderOptions is the table's options written for their readers; an option that the two do not write the same
+// (missing from one, or of another type) fails `deno task check` here, naming it.
+const _agrees: Record<OptionsDisagreement<LoaderOptions, typeof LOADER_TABLE>, never> = {};
+
 // Every option of the table is a field of ResolvedLoaderOptions: an option added to the table and not there
 // fails `deno task check` here (the door's return statement checks the types of those that are).
 const _everyOption: Record<Exclude<keyof LoaderTableOptions, keyof ResolvedLoaderOptions>, never> = {};
@@ -493,10 +498,6 @@ function implied(o: LoaderTableOptions, given: LoaderOptions): ResolvedLoaderOpt
     clipDurationSec,
   };
   if (o.audio !== undefined) {
-    if (o.audio.sampleRate === undefined) {
-      const says = [door, { option: "audio.sampleRate" }, " is required"];
-      throw optionError(LOADER_WORDS, { option: "audio.sampleRate", says });
-    }
     // Every clip gets as many samples, so its duration must be one for all (uniform sampling: whole videos).
     if (!Number.isFinite(clipDurationSec ?? (spec.sampling.kind === "uniform" ? Infinity : 0))) {
       const says = [door, { option: "audio" }, " needs clips of one duration: set "];

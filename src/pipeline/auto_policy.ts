@@ -18,7 +18,7 @@
  * @module
  */
 
-import type { OptionTable } from "../options.ts";
+import type { OptionsDisagreement, OptionTable } from "../options.ts";
 import { bottleneckIndex, type Load } from "./bottleneck.ts";
 import type { ControllerDecision, StageBound } from "./stats.ts";
 
@@ -74,6 +74,11 @@ export const AUTO_CONCURRENCY_OPTIONS = {
   },
   minTasks: { kind: "number", above: 0, default: 8, doc: "tasks a window needs before it is judged" },
 } as const satisfies OptionTable;
+
+// AutoConcurrencyOptions is this table written for its readers: an option the two do not write the same (missing from one, or of
+// another type) fails `deno task check` here, naming it.
+const _agrees: Record<OptionsDisagreement<AutoConcurrencyOptions, typeof AUTO_CONCURRENCY_OPTIONS>, never> =
+  {};
 
 /** {@link AutoConcurrencyOptions} with every default filled in (by `build()`'s door, `resolveBuildOptions`). */
 export type AutoConfig = Required<AutoConcurrencyOptions>;
