@@ -175,7 +175,6 @@ const KNOWN_LONG: readonly string[] = [
   "src/loader/clip_steps.ts ClipDecodeStep.decode 88",
   "src/loader/collate.ts collate 81",
   "src/loader/loader.ts loaderOfPlan 171",
-  "src/nvdec/session.ts NvdecSession 331",
   "src/pipeline/worker_pool.ts WorkerPool 310",
   "src/prep/pack.ts packShards 83",
   "src/prep/transcode.ts transcodeVideoSync 97",
