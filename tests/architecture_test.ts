@@ -180,7 +180,6 @@ const KNOWN_LONG: readonly string[] = [
   "src/prep/transcode.ts transcodeVideoSync 97",
   "src/prep/transcode_dataset.ts transcodeDataset 99",
   "src/prep/verify_shard.ts verifyShard 90",
-  "src/serve/protocol.ts parseClientMessage 88",
   "src/tune/report.ts reportMarkdown 170",
   "src/tune/runner.ts SubprocessRunner.#spawn 89",
   "src/tune/search.ts Search 336",
