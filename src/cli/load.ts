@@ -7,7 +7,7 @@
 
 import { formatStats } from "../pipeline/format_stats.ts";
 import type { PipelineStats } from "../pipeline/stats.ts";
-import { type LoaderOptions, openLoader } from "../loader/loader.ts";
+import { type LoaderOptions, openLoader, type VideoClassificationLoader } from "../loader/loader.ts";
 import { resolveLoaderOptions } from "../loader/loader_options.ts";
 import type { ClipCounts } from "../loader/clip_stats.ts";
 import { formatProfile, type ProfileStats } from "../loader/clip_profile.ts";
@@ -112,103 +112,133 @@ export async function runLoad(opts: RunLoadOptions): Promise<LoadSummary> {
   } = opts;
   await using loader = await openLoader(resolveLoaderOptions({ ...options, log }));
   const startupSec = (performance.now() - t0) / 1000;
-  const maxBatches = opts.batches ?? Infinity;
+  const run = new LoadRun(loader, opts);
   const epochs = opts.batches !== undefined ? Infinity : opts.epochs ?? 1;
-  let batches = 0, samples = 0, epochsRun = 0, childPeakRss: number | null = null;
-  let interrupted = false;
-  // The child's high-water mark is read while it runs: leaving the loop early stops the backend child.
-  const sampleChildPeak = () => {
-    const hwm = procRss(loader.stats().backend?.pid, "VmHWM");
-    if (hwm !== null) childPeakRss = Math.max(childPeakRss ?? 0, hwm);
-  };
-  const rssAfterEpoch: number[] = [], childRssAfterEpoch: number[] = [];
-  const t1 = performance.now();
-  const draw = () => {
-    const secs = (performance.now() - t1) / 1000;
-    const header = `epoch ${loader.epoch}  batches ${batches}  samples ${samples}  ` +
-      `${(samples / Math.max(secs, 1e-9)).toFixed(1)} samples/s  rss ${mib(Deno.memoryUsage().rss)} MiB`;
-    live?.draw(`${header}\n${formatStats(loader.stats().pipeline, { width: live.columns - 1 })}`);
-  };
-  const timer = live?.active ? setInterval(draw, opts.refreshMs ?? 500) : undefined;
+  const timer = live?.active ? setInterval(() => run.draw(live), opts.refreshMs ?? 500) : undefined;
   const stop = stopPromise(opts.signal);
-  // One epoch, until it ends, the batch limit is reached, or the run is stopped.
-  const runEpoch = async (): Promise<"end" | "limit" | "stopped"> => {
-    const it = loader[Symbol.asyncIterator]();
+  try {
+    while (run.epochsRun < epochs && !opts.signal?.aborted) {
+      const end = await run.epoch(stop.promise);
+      run.interrupted = end === "stopped";
+      if (end !== "end") break;
+      run.epochEnded();
+    }
+  } catch (e) {
+    if (!opts.signal?.aborted && !(e instanceof BackendExitedError && e.signal === "SIGINT")) throw e;
+    run.interrupted = true;
+  } finally {
+    stop.dispose();
+    clearInterval(timer);
+    live?.clear();
+  }
+  run.interrupted ||= opts.signal?.aborted ?? false;
+  return run.summary(startupSec);
+}
+
+/** One run of an open loader: its epochs, what it counted and sampled as they ran, and the summary they make. */
+class LoadRun {
+  batches = 0;
+  samples = 0;
+  epochsRun = 0;
+  interrupted = false;
+  /** The backend child's peak RSS, bytes (null until read). */
+  childPeakRss: number | null = null;
+  /** RSS after each epoch (this process + backend child), and the child's share, bytes. */
+  readonly rssAfterEpoch: number[] = [];
+  readonly childRssAfterEpoch: number[] = [];
+  readonly #t1 = performance.now();
+  readonly #maxBatches: number;
+
+  constructor(readonly loader: VideoClassificationLoader, readonly opts: RunLoadOptions) {
+    this.#maxBatches = opts.batches ?? Infinity;
+  }
+
+  /** One epoch, until it ends, the batch limit is reached, or the run is stopped (`stop` settles). */
+  async epoch(stop: Promise<typeof STOPPED>): Promise<"end" | "limit" | "stopped"> {
+    const it = this.loader[Symbol.asyncIterator]();
     try {
       for (;;) {
         const next = it.next();
-        const r = await Promise.race([next, stop.promise]);
+        const r = await Promise.race([next, stop]);
         if (r === STOPPED) {
           next.then((x) => x.done || x.value[Symbol.dispose](), () => {});
           return "stopped";
         }
         if (r.done) return "end";
         using batch = r.value;
-        if (opts.stepMs) await new Promise((res) => setTimeout(res, opts.stepMs));
-        batches++;
-        samples += batch.labels.length;
-        sampleChildPeak();
-        if (batches >= maxBatches) return "limit";
+        if (this.opts.stepMs) await new Promise((res) => setTimeout(res, this.opts.stepMs));
+        this.batches++;
+        this.samples += batch.labels.length;
+        this.#sampleChildPeak();
+        if (this.batches >= this.#maxBatches) return "limit";
       }
     } finally {
       await it.return?.();
     }
-  };
-  try {
-    while (epochsRun < epochs && !opts.signal?.aborted) {
-      const end = await runEpoch();
-      interrupted = end === "stopped";
-      if (end !== "end") break;
-      epochsRun++;
-      opts.onEpochEnd?.(epochsRun);
-      const child = procRss(loader.stats().backend?.pid, "VmRSS");
-      rssAfterEpoch.push(Deno.memoryUsage().rss + (child ?? 0));
-      if (child !== null) childRssAfterEpoch.push(child);
-    }
-  } catch (e) {
-    if (!opts.signal?.aborted && !(e instanceof BackendExitedError && e.signal === "SIGINT")) throw e;
-    interrupted = true;
-  } finally {
-    stop.dispose();
-    clearInterval(timer);
-    live?.clear();
   }
-  interrupted ||= opts.signal?.aborted ?? false;
-  const elapsedSec = (performance.now() - t1) / 1000;
-  const stats = loader.stats();
-  const { failures, child } = loaderStatsParts(stats);
-  const frames = samples * opts.clip.numFrames;
-  return {
-    dataset: typeof opts.dataset === "string" ? opts.dataset : opts.dataset.root,
-    backend: loader.backend,
-    decoder: loader.decoder,
-    batchSize: opts.batchSize,
-    framesPerClip: opts.clip.numFrames,
-    width: opts.clip.width,
-    height: opts.clip.height,
-    layout: opts.layout ?? "BTHWC",
-    seed: loader.sampler.options.seed,
-    frameRate: opts.clip.frameRate ?? null,
-    interrupted,
-    clips: { ...stats.clips.total, failures: stats.clips.epochs.flatMap((e) => e.failures) },
-    epochs: epochsRun + (batches >= maxBatches && maxBatches !== Infinity ? 1 : 0),
-    batches,
-    samples,
-    frames,
-    elapsedSec,
-    startupSec,
-    samplesPerSec: samples / elapsedSec,
-    framesPerSec: frames / elapsedSec,
-    failures,
-    bottleneck: stats.pipeline.bottleneck,
-    pipeline: stats.pipeline,
-    child,
-    profile: stats.profile,
-    peakRssBytes: procRss("self", "VmHWM") ?? Deno.memoryUsage().rss,
-    childPeakRssBytes: childPeakRss,
-    rssAfterEpochBytes: rssAfterEpoch,
-    childRssAfterEpochBytes: childRssAfterEpoch,
-  };
+
+  /** An epoch ran to its end: counts it, tells `onEpochEnd`, then samples RSS. */
+  epochEnded(): void {
+    this.epochsRun++;
+    this.opts.onEpochEnd?.(this.epochsRun);
+    const child = procRss(this.loader.stats().backend?.pid, "VmRSS");
+    this.rssAfterEpoch.push(Deno.memoryUsage().rss + (child ?? 0));
+    if (child !== null) this.childRssAfterEpoch.push(child);
+  }
+
+  /** Draws the live block: the run's progress and the per-stage table. */
+  draw(live: LiveBlock): void {
+    const secs = (performance.now() - this.#t1) / 1000;
+    const header = `epoch ${this.loader.epoch}  batches ${this.batches}  samples ${this.samples}  ` +
+      `${(this.samples / Math.max(secs, 1e-9)).toFixed(1)} samples/s  rss ${mib(Deno.memoryUsage().rss)} MiB`;
+    live.draw(`${header}\n${formatStats(this.loader.stats().pipeline, { width: live.columns - 1 })}`);
+  }
+
+  /** What the run measured (`startupSec`: opening the loader). */
+  summary(startupSec: number): LoadSummary {
+    const { opts, loader, samples, batches } = this;
+    const elapsedSec = (performance.now() - this.#t1) / 1000;
+    const stats = loader.stats();
+    const { failures, child } = loaderStatsParts(stats);
+    const frames = samples * opts.clip.numFrames;
+    return {
+      dataset: typeof opts.dataset === "string" ? opts.dataset : opts.dataset.root,
+      backend: loader.backend,
+      decoder: loader.decoder,
+      batchSize: opts.batchSize,
+      framesPerClip: opts.clip.numFrames,
+      width: opts.clip.width,
+      height: opts.clip.height,
+      layout: opts.layout ?? "BTHWC",
+      seed: loader.sampler.options.seed,
+      frameRate: opts.clip.frameRate ?? null,
+      interrupted: this.interrupted,
+      clips: { ...stats.clips.total, failures: stats.clips.epochs.flatMap((e) => e.failures) },
+      epochs: this.epochsRun + (batches >= this.#maxBatches && this.#maxBatches !== Infinity ? 1 : 0),
+      batches,
+      samples,
+      frames,
+      elapsedSec,
+      startupSec,
+      samplesPerSec: samples / elapsedSec,
+      framesPerSec: frames / elapsedSec,
+      failures,
+      bottleneck: stats.pipeline.bottleneck,
+      pipeline: stats.pipeline,
+      child,
+      profile: stats.profile,
+      peakRssBytes: procRss("self", "VmHWM") ?? Deno.memoryUsage().rss,
+      childPeakRssBytes: this.childPeakRss,
+      rssAfterEpochBytes: this.rssAfterEpoch,
+      childRssAfterEpochBytes: this.childRssAfterEpoch,
+    };
+  }
+
+  /** The child's high-water mark is read while it runs: leaving the loop early stops the backend child. */
+  #sampleChildPeak(): void {
+    const hwm = procRss(this.loader.stats().backend?.pid, "VmHWM");
+    if (hwm !== null) this.childPeakRss = Math.max(this.childPeakRss ?? 0, hwm);
+  }
 }
 
 const STOPPED = Symbol("stopped");

@@ -302,18 +302,14 @@ interface OpenGroup {
 }
 
 /**
- * Cuts `wanted` in start order, reading on from where the reader stands (see the module docs); a window joins the
- * group before it when its start keyframe lies inside that group's packets and `join` allows it. Windows from
- * `optionalFrom` on only join groups (see {@link demuxGroupsSync}).
+ * Each window of `wanted` checked (`validateWindow`): the window, or why it cannot be served (also in
+ * `failures`, per window); `order` lists the valid ones' indices by start, then end.
  */
-function cutGroups(
-  stream: OpenStream,
-  wanted: TimeWindow[],
-  join: (members: readonly number[], next: number) => boolean,
-  optionalFrom = wanted.length,
-): DemuxedGroups {
-  const { reader, facts, common } = stream;
-  const label = common.source;
+function checkedWindows(wanted: TimeWindow[], label: string, facts: StreamFacts): {
+  windows: (TimeWindow | SluiceError)[];
+  failures: (SluiceError | null)[];
+  order: number[];
+} {
   const windows = wanted.map((w) => {
     try {
       return validateWindow(w, label, facts);
@@ -327,6 +323,22 @@ function cutGroups(
     const [wa, wb] = [windows[a] as TimeWindow, windows[b] as TimeWindow];
     return wa[0] - wb[0] || wa[1] - wb[1];
   });
+  return { windows, failures, order };
+}
+
+/**
+ * Cuts `wanted` in start order, reading on from where the reader stands (see the module docs); a window joins the
+ * group before it when its start keyframe lies inside that group's packets and `join` allows it. Windows from
+ * `optionalFrom` on only join groups (see {@link demuxGroupsSync}).
+ */
+function cutGroups(
+  stream: OpenStream,
+  wanted: TimeWindow[],
+  join: (members: readonly number[], next: number) => boolean,
+  optionalFrom = wanted.length,
+): DemuxedGroups {
+  const { reader, facts, common } = stream;
+  const { windows, failures, order } = checkedWindows(wanted, common.source, facts);
   const screen = new ScreenTime(reader, facts, common.frameRate);
   const groups: WindowGroup[] = [];
   let open: OpenGroup | null = null;

@@ -132,12 +132,54 @@ export function encodePackets(p: VideoPacketsInit): Uint8Array<ArrayBuffer> {
 
 /** Parses a buffer written by {@link encodePackets}; every field is copied out (the input may be reused). */
 export function decodePackets(bytes: Uint8Array): VideoPacketsInit {
+  const layout = readLayout(bytes);
+  const { dv, headerSize, sourceLen, codecLen, extraLen } = layout;
+  const text = (start: number, size: number, at: number): string => {
+    try {
+      return dec.decode(bytes.subarray(start, start + size));
+    } catch {
+      throw new ProtocolError("string is not valid UTF-8", at);
+    }
+  };
+  const source = text(headerSize, sourceLen, headerSize);
+  const codec = text(headerSize + sourceLen, codecLen, headerSize + sourceLen);
+  const extraStart = headerSize + sourceLen + codecLen;
+  const extradata = bytes.slice(extraStart, extraStart + extraLen);
+  const table = readPacketTable(bytes, layout);
+  const data = bytes.slice(layout.payloadStart, layout.payloadStart + layout.payloadLen);
+  const init = withHeaderFields(dv, layout.flagsWord, { source, codec, extradata, ...table, data });
+  checkFields(init);
+  checkPacketFlags(table.flags, layout);
+  return init;
+}
+
+/**
+ * Where a serialized buffer's sections lie, from its fixed header (see the module docs): the packet count `n`,
+ * each section's length in bytes, where the table and the payload start, and the header's flags word.
+ */
+interface Layout {
+  dv: DataView;
+  headerSize: number;
+  n: number;
+  sourceLen: number;
+  codecLen: number;
+  extraLen: number;
+  payloadLen: number;
+  tableStart: number;
+  payloadStart: number;
+  flagsWord: number;
+}
+
+/**
+ * Reads and checks the fixed header's framing: magic, version, header size, that the sections' lengths add up
+ * to the buffer's, the flags and the reserved word; throws ProtocolError.
+ */
+function readLayout(bytes: Uint8Array): Layout {
   if (!(bytes instanceof Uint8Array)) throw new ProtocolError("serialized packets must be a Uint8Array", 0);
   const len = bytes.byteLength;
   if (len < 16) throw new ProtocolError(`serialized packets too short: ${len} bytes`, 0);
   const dv = new DataView(bytes.buffer, bytes.byteOffset, len);
   const u32 = (o: number) => dv.getUint32(o, true);
-  const i32 = (o: number) => dv.getInt32(o, true);
   if (u32(0) !== PACKETS_MAGIC) throw new ProtocolError("not serialized VideoPackets (bad magic)", 0);
   const version = u32(4);
   if (version !== PACKETS_FORMAT_VERSION) {
@@ -171,18 +213,22 @@ export function decodePackets(bytes: Uint8Array): VideoPacketsInit {
     throw new ProtocolError(`unknown header flags 0x${flagsWord.toString(16)}`, 120);
   }
   if (u32(124) !== 0) throw new ProtocolError("reserved header word is not 0", 124);
-  const text = (start: number, size: number, at: number): string => {
-    try {
-      return dec.decode(bytes.subarray(start, start + size));
-    } catch {
-      throw new ProtocolError("string is not valid UTF-8", at);
-    }
+  return {
+    dv,
+    headerSize,
+    n,
+    sourceLen,
+    codecLen,
+    extraLen,
+    payloadLen,
+    tableStart,
+    payloadStart,
+    flagsWord,
   };
-  const source = text(headerSize, sourceLen, headerSize);
-  const codec = text(headerSize + sourceLen, codecLen, headerSize + sourceLen);
-  const extraStart = headerSize + sourceLen + codecLen;
-  const extradata = bytes.slice(extraStart, extraStart + extraLen);
+}
 
+/** Copies out the packet table's columns, checking that every packet lies inside the payload. */
+function readPacketTable(bytes: Uint8Array, { n, tableStart, payloadLen }: Layout) {
   // A fresh, 8-aligned copy; typed arrays read it in host order, little-endian on every platform Deno runs on.
   const table = bytes.slice(tableStart, tableStart + n * ENTRY_SIZE);
   const pts = new BigInt64Array(table.buffer, 0, n).slice();
@@ -199,13 +245,23 @@ export function decodePackets(bytes: Uint8Array): VideoPacketsInit {
       );
     }
   }
+  return { pts, dts, duration, flags, offsets, sizes };
+}
+
+/**
+ * The packets' fields: the sections read (`parts`) and the fixed header's stream and codec fields, as read
+ * (their ranges are {@link checkFields}').
+ */
+function withHeaderFields(dv: DataView, flagsWord: number, parts: Sections): VideoPacketsInit {
+  const u32 = (o: number) => dv.getUint32(o, true);
+  const i32 = (o: number) => dv.getInt32(o, true);
   const frameRate = dv.getFloat64(112, true);
   const startTimeSec = dv.getFloat64(128, true);
   const ws = dv.getFloat64(136, true), we = dv.getFloat64(144, true);
   const init: VideoPacketsInit = {
-    source,
+    source: parts.source,
     streamIndex: i32(32),
-    codec,
+    codec: parts.codec,
     codecId: i32(36),
     codecTag: u32(40),
     profile: i32(44),
@@ -222,22 +278,32 @@ export function decodePackets(bytes: Uint8Array): VideoPacketsInit {
     chromaLocation: i32(88),
     rotation: i32(92),
     sampleAspectRatio: [i32(96), i32(100)],
-    extradata,
+    extradata: parts.extradata,
     timeBase: [i32(104), i32(108)],
     frameRate,
     startTimeSec,
     window: flagsWord & 1 ? [ws, we] : null,
-    pts,
-    dts,
-    duration,
-    flags,
-    offsets,
-    sizes,
-    data: bytes.slice(payloadStart, payloadStart + payloadLen),
+    pts: parts.pts,
+    dts: parts.dts,
+    duration: parts.duration,
+    flags: parts.flags,
+    offsets: parts.offsets,
+    sizes: parts.sizes,
+    data: parts.data,
   };
   if (flagsWord & 2) init.endSec = dv.getFloat64(152, true);
   if (flagsWord & 4) init.firstFrameIndex = dv.getFloat64(160, true);
-  checkFields(init);
+  return init;
+}
+
+/** What the variable sections hold: the strings, the extradata, the packet table and the payload. */
+type Sections = Pick<
+  VideoPacketsInit,
+  "source" | "codec" | "extradata" | "pts" | "dts" | "duration" | "flags" | "offsets" | "sizes" | "data"
+>;
+
+/** Checks that every packet's flags are among {@link PACKET_FLAGS}; throws ProtocolError. */
+function checkPacketFlags(flags: Uint32Array, { n, tableStart }: Layout): void {
   for (let i = 0; i < n; i++) {
     if ((flags[i] & ~PACKET_FLAGS) !== 0) {
       throw new ProtocolError(
@@ -246,7 +312,6 @@ export function decodePackets(bytes: Uint8Array): VideoPacketsInit {
       );
     }
   }
-  return init;
 }
 
 /**

@@ -111,6 +111,77 @@ function copy2d(
   checkCu(cuda().cuMemcpy2DAsync_v2(c.bytes, workStream(dc)), "NV12 surface to output", "cuMemcpy2DAsync_v2");
 }
 
+/** The stream's format, as the parser reports it to the sequence callback (`CUVIDEOFORMAT`). */
+function readStreamFormat(fmtPtr: Deno.PointerValue): StreamFormat {
+  const v = new StructView(CUVIDEOFORMAT, fmtPtr as Deno.PointerObject);
+  return {
+    codec: v.i32("codec"),
+    codedWidth: v.u32("coded_width"),
+    codedHeight: v.u32("coded_height"),
+    display: {
+      left: v.i32("displayLeft"),
+      top: v.i32("displayTop"),
+      right: v.i32("displayRight"),
+      bottom: v.i32("displayBottom"),
+    },
+    minSurfaces: v.u8("min_num_decode_surfaces"),
+    bitDepth: 8 + v.u8("bit_depth_luma_minus8"),
+    chroma: v.i32("chroma_format"),
+    fullRange: ((v.u8("videoSignalFlags") >> 3) & 1) === 1,
+    matrixCoefficients: v.u8("matrix_coefficients"),
+  };
+}
+
+/**
+ * Whether sluice's NVDEC path can decode the stream of `p` on `dc`'s GPU: 8-bit 4:2:0, within the decoder's
+ * limits (`cuvidGetDecoderCaps`); throws NvdecUnsupportedError naming the limit otherwise.
+ */
+function checkSupported(f: StreamFormat, p: VideoPackets, dc: DeviceContext): void {
+  const src = p.source;
+  if (f.bitDepth !== 8) {
+    throw new NvdecUnsupportedError(
+      `${src}: ${f.bitDepth}-bit video is not supported by sluice's NVDEC path (P016 output is not implemented); use the CPU decoder`,
+      `bit depth ${f.bitDepth}`,
+    );
+  }
+  if (f.chroma !== CUDA_VIDEO_CHROMA.YUV420) {
+    throw new NvdecUnsupportedError(
+      `${src}: NVDEC path supports 4:2:0 chroma only (chroma format ${f.chroma})`,
+      "chroma 4:2:0",
+    );
+  }
+  const caps = decoderCaps(f, dc.device, src);
+  const limit = (what: string, msg: string) =>
+    new NvdecUnsupportedError(`${src}: the GPU's decoder ${msg}`, what);
+  if (!caps.getU8("bIsSupported")) {
+    throw limit(`codec ${p.codec}`, `does not support ${p.codec} 4:2:0 8-bit`);
+  }
+  const maxW = caps.getU32("nMaxWidth"), maxH = caps.getU32("nMaxHeight");
+  if (f.codedWidth > maxW) {
+    throw limit(
+      `max coded width ${maxW}`,
+      `supports coded width up to ${maxW}, stream has ${f.codedWidth}`,
+    );
+  }
+  if (f.codedHeight > maxH) {
+    throw limit(
+      `max coded height ${maxH}`,
+      `supports coded height up to ${maxH}, stream has ${f.codedHeight}`,
+    );
+  }
+  const mbs = (f.codedWidth / 16) * (f.codedHeight / 16), maxMbs = caps.getU32("nMaxMBCount");
+  if (mbs > maxMbs) {
+    throw limit(`max macroblocks ${maxMbs}`, `supports ${maxMbs} macroblocks, stream has ${mbs}`);
+  }
+  const minW = caps.getU16("nMinWidth"), minH = caps.getU16("nMinHeight");
+  if (f.codedWidth < minW || f.codedHeight < minH) {
+    throw limit(
+      `min size ${minW}x${minH}`,
+      `needs at least ${minW}x${minH}, stream is ${f.codedWidth}x${f.codedHeight}`,
+    );
+  }
+}
+
 /** One decode's state; see the module docs. */
 export class NvdecSession implements FrameTarget<DisplayedPicture> {
   error: unknown;
@@ -172,24 +243,8 @@ export class NvdecSession implements FrameTarget<DisplayedPicture> {
   /** `pfnSequenceCallback`: returns the decode-surface count, 0 on error. */
   sequence(fmtPtr: Deno.PointerValue): number {
     return this.#guard(() => {
-      const v = new StructView(CUVIDEOFORMAT, fmtPtr as Deno.PointerObject);
-      const f: StreamFormat = {
-        codec: v.i32("codec"),
-        codedWidth: v.u32("coded_width"),
-        codedHeight: v.u32("coded_height"),
-        display: {
-          left: v.i32("displayLeft"),
-          top: v.i32("displayTop"),
-          right: v.i32("displayRight"),
-          bottom: v.i32("displayBottom"),
-        },
-        minSurfaces: v.u8("min_num_decode_surfaces"),
-        bitDepth: 8 + v.u8("bit_depth_luma_minus8"),
-        chroma: v.i32("chroma_format"),
-        fullRange: ((v.u8("videoSignalFlags") >> 3) & 1) === 1,
-        matrixCoefficients: v.u8("matrix_coefficients"),
-      };
-      this.#checkSupported(f);
+      const f = readStreamFormat(fmtPtr);
+      checkSupported(f, this.#p, this.#dc);
       this.format = f;
       this.#chooseColor(f);
       const area = this.#displayArea(f);
@@ -354,52 +409,6 @@ export class NvdecSession implements FrameTarget<DisplayedPicture> {
     } catch (e) {
       this.error = e;
       return 0;
-    }
-  }
-
-  #checkSupported(f: StreamFormat): void {
-    const src = this.#p.source;
-    if (f.bitDepth !== 8) {
-      throw new NvdecUnsupportedError(
-        `${src}: ${f.bitDepth}-bit video is not supported by sluice's NVDEC path (P016 output is not implemented); use the CPU decoder`,
-        `bit depth ${f.bitDepth}`,
-      );
-    }
-    if (f.chroma !== CUDA_VIDEO_CHROMA.YUV420) {
-      throw new NvdecUnsupportedError(
-        `${src}: NVDEC path supports 4:2:0 chroma only (chroma format ${f.chroma})`,
-        "chroma 4:2:0",
-      );
-    }
-    const caps = decoderCaps(f, this.#dc.device, src);
-    const limit = (what: string, msg: string) =>
-      new NvdecUnsupportedError(`${src}: the GPU's decoder ${msg}`, what);
-    if (!caps.getU8("bIsSupported")) {
-      throw limit(`codec ${this.#p.codec}`, `does not support ${this.#p.codec} 4:2:0 8-bit`);
-    }
-    const maxW = caps.getU32("nMaxWidth"), maxH = caps.getU32("nMaxHeight");
-    if (f.codedWidth > maxW) {
-      throw limit(
-        `max coded width ${maxW}`,
-        `supports coded width up to ${maxW}, stream has ${f.codedWidth}`,
-      );
-    }
-    if (f.codedHeight > maxH) {
-      throw limit(
-        `max coded height ${maxH}`,
-        `supports coded height up to ${maxH}, stream has ${f.codedHeight}`,
-      );
-    }
-    const mbs = (f.codedWidth / 16) * (f.codedHeight / 16), maxMbs = caps.getU32("nMaxMBCount");
-    if (mbs > maxMbs) {
-      throw limit(`max macroblocks ${maxMbs}`, `supports ${maxMbs} macroblocks, stream has ${mbs}`);
-    }
-    const minW = caps.getU16("nMinWidth"), minH = caps.getU16("nMinHeight");
-    if (f.codedWidth < minW || f.codedHeight < minH) {
-      throw limit(
-        `min size ${minW}x${minH}`,
-        `needs at least ${minW}x${minH}, stream is ${f.codedWidth}x${f.codedHeight}`,
-      );
     }
   }
 

@@ -407,86 +407,106 @@ export function parseClientMessage(value: unknown): ClientMessage {
     throw bad(`a message must be a JSON object, got ${JSON.stringify(value)?.slice(0, 80)}`);
   }
   switch (value.type) {
-    case "hello": {
-      const protocol = int(value, "protocol", 0, MAX_INT);
-      const client = value.client;
-      if (typeof client !== "string" || client.length > 200) {
-        throw bad(`hello message: "client" must be a string of at most 200 characters`);
-      }
-      const msg: HelloMessage = { type: "hello", protocol, client };
-      const worldSize = optInt(value, "worldSize", 1, 1 << 20);
-      const rank = optInt(value, "rank", 0, (worldSize ?? 1 << 20) - 1);
-      if ((rank === undefined) !== (worldSize === undefined)) {
-        throw bad(`hello message: "rank" and "worldSize" come together`);
-      }
-      if (rank !== undefined) msg.rank = rank;
-      if (worldSize !== undefined) msg.worldSize = worldSize;
-      const epoch = optInt(value, "epoch", 0, MAX_INT);
-      if (epoch !== undefined) msg.epoch = epoch;
-      const device = optInt(value, "device", 0, 1023);
-      if (device !== undefined) msg.device = device;
-      return msg;
-    }
+    case "hello":
+      return parseHello(value);
     case "epoch":
       return { type: "epoch", epoch: int(value, "epoch", 0, MAX_INT) };
-    case "release": {
-      const msg: ReleaseMessage = {
-        type: "release",
-        slot: int(value, "slot", 0, MAX_INT),
-        seq: int(value, "seq", 0, MAX_INT),
-      };
-      if (value.unused !== undefined) {
-        if (typeof value.unused !== "boolean") throw bad(`release message: "unused" must be a boolean`);
-        msg.unused = value.unused;
-      }
-      const waits = optWaits(value);
-      if (waits !== undefined) msg.waits = waits;
-      return msg;
-    }
+    case "release":
+      return parseRelease(value);
     case "taken":
       return { type: "taken", taken: int(value, "taken", 0, MAX_INT) };
-    case "stats": {
-      const msg: StatsRequest = { type: "stats" };
-      const taken = optInt(value, "taken", 0, MAX_INT);
-      if (taken !== undefined) msg.taken = taken;
-      const waits = optWaits(value);
-      if (waits !== undefined) msg.waits = waits;
-      return msg;
-    }
-    case "state": {
-      const msg: StateRequest = { type: "state" };
-      if (value.after !== undefined) {
-        if (!isObject(value.after)) throw bad(`state message: "after" must be an object { epoch, position }`);
-        msg.after = {
-          epoch: int({ ...value.after, type: "state" }, "epoch", 0, MAX_INT),
-          position: int({ ...value.after, type: "state" }, "position", 0, MAX_INT),
-        };
-      } else {
-        msg.epoch = int(value, "epoch", 0, MAX_INT);
-        msg.batches = int(value, "batches", 0, MAX_INT);
-      }
-      return msg;
-    }
+    case "stats":
+      return parseStatsRequest(value);
+    case "state":
+      return parseStateRequest(value);
     case "resume":
       if (!isObject(value.state)) throw bad(`resume message: "state" must be an object (a loader state)`);
       return { type: "resume", state: value.state };
-    case "preview": {
-      const path = value.path;
-      if (typeof path !== "string" || !path.startsWith("/") || path.length > 4096) {
-        throw bad(`preview message: "path" must be an absolute path`);
-      }
-      if (typeof value.html !== "boolean") throw bad(`preview message: "html" must be a boolean`);
-      return {
-        type: "preview",
-        epoch: int(value, "epoch", 0, MAX_INT),
-        batches: int(value, "batches", 1, 1 << 16),
-        path,
-        html: value.html,
-      };
-    }
+    case "preview":
+      return parsePreview(value);
     case "bye":
       return { type: "bye" };
     default:
       throw bad(`unknown message type ${JSON.stringify(value.type)?.slice(0, 40)}`);
   }
+}
+
+/** A `hello` message's fields (`rank` and `worldSize` together or not at all). */
+function parseHello(value: Record<string, unknown>): HelloMessage {
+  const protocol = int(value, "protocol", 0, MAX_INT);
+  const client = value.client;
+  if (typeof client !== "string" || client.length > 200) {
+    throw bad(`hello message: "client" must be a string of at most 200 characters`);
+  }
+  const msg: HelloMessage = { type: "hello", protocol, client };
+  const worldSize = optInt(value, "worldSize", 1, 1 << 20);
+  const rank = optInt(value, "rank", 0, (worldSize ?? 1 << 20) - 1);
+  if ((rank === undefined) !== (worldSize === undefined)) {
+    throw bad(`hello message: "rank" and "worldSize" come together`);
+  }
+  if (rank !== undefined) msg.rank = rank;
+  if (worldSize !== undefined) msg.worldSize = worldSize;
+  const epoch = optInt(value, "epoch", 0, MAX_INT);
+  if (epoch !== undefined) msg.epoch = epoch;
+  const device = optInt(value, "device", 0, 1023);
+  if (device !== undefined) msg.device = device;
+  return msg;
+}
+
+/** A `release` message's fields. */
+function parseRelease(value: Record<string, unknown>): ReleaseMessage {
+  const msg: ReleaseMessage = {
+    type: "release",
+    slot: int(value, "slot", 0, MAX_INT),
+    seq: int(value, "seq", 0, MAX_INT),
+  };
+  if (value.unused !== undefined) {
+    if (typeof value.unused !== "boolean") throw bad(`release message: "unused" must be a boolean`);
+    msg.unused = value.unused;
+  }
+  const waits = optWaits(value);
+  if (waits !== undefined) msg.waits = waits;
+  return msg;
+}
+
+/** A `stats` request's fields. */
+function parseStatsRequest(value: Record<string, unknown>): StatsRequest {
+  const msg: StatsRequest = { type: "stats" };
+  const taken = optInt(value, "taken", 0, MAX_INT);
+  if (taken !== undefined) msg.taken = taken;
+  const waits = optWaits(value);
+  if (waits !== undefined) msg.waits = waits;
+  return msg;
+}
+
+/** A `state` request's fields: a position (`after`), or an epoch and its batches drawn. */
+function parseStateRequest(value: Record<string, unknown>): StateRequest {
+  const msg: StateRequest = { type: "state" };
+  if (value.after !== undefined) {
+    if (!isObject(value.after)) throw bad(`state message: "after" must be an object { epoch, position }`);
+    msg.after = {
+      epoch: int({ ...value.after, type: "state" }, "epoch", 0, MAX_INT),
+      position: int({ ...value.after, type: "state" }, "position", 0, MAX_INT),
+    };
+  } else {
+    msg.epoch = int(value, "epoch", 0, MAX_INT);
+    msg.batches = int(value, "batches", 0, MAX_INT);
+  }
+  return msg;
+}
+
+/** A `preview` request's fields. */
+function parsePreview(value: Record<string, unknown>): PreviewRequest {
+  const path = value.path;
+  if (typeof path !== "string" || !path.startsWith("/") || path.length > 4096) {
+    throw bad(`preview message: "path" must be an absolute path`);
+  }
+  if (typeof value.html !== "boolean") throw bad(`preview message: "html" must be a boolean`);
+  return {
+    type: "preview",
+    epoch: int(value, "epoch", 0, MAX_INT),
+    batches: int(value, "batches", 1, 1 << 16),
+    path,
+    html: value.html,
+  };
 }
