@@ -180,10 +180,6 @@ const KNOWN_LONG: readonly string[] = [
   "src/nvdec/session.ts NvdecSession 331",
   "src/pipeline/worker_pool.ts WorkerPool 310",
   "src/serve/protocol.ts parseClientMessage 88",
-  "src/tune/report.ts reportMarkdown 170",
-  "src/tune/runner.ts SubprocessRunner.#spawn 89",
-  "src/tune/search.ts Search 336",
-  "src/tune/tune.ts tune 112",
 ];
 
 /** Import cycles counting type-only imports (each: its modules, sorted). */
