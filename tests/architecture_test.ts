@@ -175,14 +175,6 @@ const KNOWN_LONG: readonly string[] = [
   "src/loader/collate.ts collate 81",
   "src/loader/loader.ts loaderOfPlan 171",
   "src/pipeline/worker_pool.ts WorkerPool 310",
-  "src/prep/pack.ts packShards 83",
-  "src/prep/transcode.ts transcodeVideoSync 97",
-  "src/prep/transcode_dataset.ts transcodeDataset 99",
-  "src/prep/verify_shard.ts verifyShard 90",
-  "src/tune/report.ts reportMarkdown 170",
-  "src/tune/runner.ts SubprocessRunner.#spawn 89",
-  "src/tune/search.ts Search 336",
-  "src/tune/tune.ts tune 112",
 ];
 
 /** Import cycles counting type-only imports (each: its modules, sorted). */

@@ -138,10 +138,6 @@ const KNOWN_UNDOCUMENTED: readonly string[] = [
   "./pipeline registerErrorClass: @param 0/1",
   "./pipeline serializeError: @param 0/1, @returns",
   "./pipeline transferable: @param 0/2, @returns",
-  "./tune choice: @param 0/2, @returns",
-  "./tune defineTuning: @param 0/1, @returns",
-  "./tune int: @param 0/3, @returns",
-  "./tune tune: @param 0/1, @returns, refers to the module docs",
 ];
 
 const measured = (async () => {

@@ -20,7 +20,7 @@ import {
   type ShardSample,
 } from "../dataset/shards/index_format.ts";
 import { BLOCK, END_OF_ARCHIVE, memberHeader, padding } from "../dataset/shards/tar.ts";
-import { sourceRows } from "./manifest.ts";
+import { type SourceRow, sourceRows } from "./manifest.ts";
 import { type ProgressSnapshot, ProgressTracker } from "./progress.ts";
 
 /** Options of {@link packShards}. */
@@ -169,6 +169,88 @@ async function writeAtomic(path: string, text: string): Promise<void> {
   await Deno.rename(tmp, path);
 }
 
+/** The shards of one run: samples go into the current shard until the next would overflow it, then a new one. */
+class ShardSet {
+  /** The shards finished, in order. */
+  readonly shards: ShardEntry[] = [];
+  readonly #dir: string;
+  readonly #prefix: string;
+  readonly #shardSize: number;
+  readonly #classes: string[];
+  #writer: ShardWriter | undefined;
+
+  constructor(dir: string, prefix: string, shardSize: number, classes: string[]) {
+    this.#dir = dir;
+    this.#prefix = prefix;
+    this.#shardSize = shardSize;
+    this.#classes = classes;
+  }
+
+  /** Appends a sample's video and metadata members, to a new shard when the current one has no room. */
+  async add(
+    key: string,
+    ext: string,
+    video: Uint8Array,
+    meta: Uint8Array,
+    place: Pick<ShardSample, "label" | "start" | "end" | "keyframes" | "frameRate">,
+  ): Promise<void> {
+    const need = 2 * BLOCK + memberHeader(`${key}.${ext}`, video.length).length + video.length +
+      padding(video.length) + memberHeader(`${key}.json`, meta.length).length + meta.length +
+      padding(meta.length);
+    if (this.#writer && this.#writer.samples.length > 0 && this.#writer.size + need > this.#shardSize) {
+      this.shards.push(await this.#writer.finish(this.#classes));
+      this.#writer = undefined;
+    }
+    this.#writer ??= await ShardWriter.create(
+      this.#dir,
+      `${this.#prefix}-${String(this.shards.length).padStart(6, "0")}.tar`,
+    );
+    const videoLoc = await this.#writer.add(`${key}.${ext}`, video);
+    const metaLoc = await this.#writer.add(`${key}.json`, meta);
+    this.#writer.samples.push({
+      key,
+      video: videoLoc,
+      meta: metaLoc,
+      label: place.label,
+      start: place.start,
+      end: place.end,
+      keyframes: place.keyframes,
+      frameRate: place.frameRate,
+    });
+  }
+
+  /** Finishes the current shard, if any. */
+  async finish(): Promise<void> {
+    if (this.#writer) this.shards.push(await this.#writer.finish(this.#classes));
+    this.#writer = undefined;
+  }
+
+  /** Removes the unfinished shard, if any (after a failure). */
+  async abandon(): Promise<void> {
+    await this.#writer?.abandon();
+  }
+}
+
+/** The sample's key, made unique among `keys` (`_1`, `_2`, ... appended) and added to them, and its extension. */
+function uniqueKey(relative: string, keys: Set<string>): { key: string; ext: string } {
+  let { key, ext } = sampleKey(relative);
+  for (let n = 1; keys.has(key); n++) key = `${sampleKey(relative).key}_${n}`;
+  keys.add(key);
+  return { key, ext };
+}
+
+/** The `<key>.json` member of a sample: its path, label, class name and the manifest's extra columns. */
+function sampleMeta(row: SourceRow, label: number, classes: readonly string[]): Uint8Array {
+  return new TextEncoder().encode(
+    JSON.stringify({
+      path: row.relative,
+      label,
+      class: classes[label],
+      ...row.extra,
+    }),
+  );
+}
+
 /**
  * Packs the videos of a dataset (a prepared JSONL manifest, any manifest, or a directory tree)
  * into POSIX tar shards in WebDataset's layout: per sample `<key>.<ext>` (the video's bytes, unchanged) then
@@ -203,8 +285,7 @@ export async function packShards(opts: PackOptions): Promise<PackSummary> {
   };
   const index = await indexDataset(ds, { keyframes: true });
   const keys = new Set<string>();
-  const shards: ShardEntry[] = [];
-  let writer: ShardWriter | undefined;
+  const set = new ShardSet(outDir, prefix, shardSize, ds.classes);
   try {
     for (const [i, row] of rows.entries()) {
       const indexed = index.videos[i];
@@ -219,46 +300,25 @@ export async function packShards(opts: PackOptions): Promise<PackSummary> {
         fail(row.source, e instanceof Error ? e.message : String(e));
         continue;
       }
-      let { key, ext } = sampleKey(row.relative);
-      for (let n = 1; keys.has(key); n++) key = `${sampleKey(row.relative).key}_${n}`;
-      keys.add(key);
-      const item = ds.items[i];
-      const meta = new TextEncoder().encode(
-        JSON.stringify({
-          path: row.relative,
-          label: item.label,
-          class: ds.classes[item.label],
-          ...row.extra,
-        }),
-      );
-      const need = 2 * BLOCK + memberHeader(`${key}.${ext}`, video.length).length + video.length +
-        padding(video.length) + memberHeader(`${key}.json`, meta.length).length + meta.length +
-        padding(meta.length);
-      if (writer && writer.samples.length > 0 && writer.size + need > shardSize) {
-        shards.push(await writer.finish(ds.classes));
-        writer = undefined;
-      }
-      writer ??= await ShardWriter.create(outDir, `${prefix}-${String(shards.length).padStart(6, "0")}.tar`);
-      const videoLoc = await writer.add(`${key}.${ext}`, video);
-      const metaLoc = await writer.add(`${key}.json`, meta);
-      writer.samples.push({
-        key,
-        video: videoLoc,
-        meta: metaLoc,
-        label: item.label,
-        start: indexed.start,
-        end: indexed.end,
+      const { key, ext } = uniqueKey(row.relative, keys);
+      const { label } = ds.items[i];
+      const meta = sampleMeta(row, label, ds.classes);
+      const { start, end, frameRate } = indexed;
+      await set.add(key, ext, video, meta, {
+        label,
+        start,
+        end,
         keyframes: [...(indexed.keyframes ?? [])],
-        frameRate: indexed.frameRate,
+        frameRate,
       });
       tracker.add({ status: "done", bytesIn: video.length, bytesOut: video.length + meta.length });
       opts.onProgress?.(tracker.snapshot(), { path: row.source, status: "done" });
     }
-    if (writer) shards.push(await writer.finish(ds.classes));
-    writer = undefined;
+    await set.finish();
   } finally {
-    await writer?.abandon();
+    await set.abandon();
   }
+  const shards = set.shards;
   if (shards.length === 0) throw new DatasetError(`${opts.manifest}: pack: no video could be packed`);
   const setFile = `${outDir}/${SHARD_SET_FILE}`;
   await writeAtomic(

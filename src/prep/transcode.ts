@@ -3,11 +3,11 @@
  * @module
  */
 
-import { decodeVideoSync } from "../media/decode.ts";
+import { type DecodeOptions, decodeVideoSync } from "../media/decode.ts";
 import { demuxVideoSync } from "../media/demux.ts";
 import type { VideoFrames } from "../media/frames.ts";
 import { orientedSize, orientPlane, quarterTurns } from "../media/orient.ts";
-import { probeSync } from "../media/probe.ts";
+import { type MediaInfo, probeSync, type VideoStreamInfo } from "../media/probe.ts";
 import { type MediaInput, sourceLabel } from "../media/source.ts";
 import { AV_PKT_FLAG_KEY, packet, type Ptr } from "../media/structs.ts";
 import { InvalidArgumentError, MediaError } from "../errors.ts";
@@ -107,6 +107,132 @@ export function validateTranscodeOptions(o: TranscodeOptions): void {
   }
 }
 
+/** What a transcode makes of its source, worked out from the probe before anything is written. */
+interface TranscodePlan {
+  /** The source as errors name it. */
+  label: string;
+  /** The source's streams. */
+  info: MediaInfo;
+  /** The source's video stream. */
+  video: VideoStreamInfo;
+  /** The source's display rotation, in quarter turns. */
+  rotation: 0 | 90 | 180 | 270;
+  /** Output width in pixels. */
+  width: number;
+  /** Output height in pixels. */
+  height: number;
+  /** First source second transcoded. */
+  origin: number;
+  /** Source second it ends at (null: the source has no duration, so it is decoded whole). */
+  end: number | null;
+  /** How each chunk is decoded: coded orientation, at the size that becomes the output's once turned. */
+  decode: DecodeOptions;
+}
+
+/**
+ * Probes the source and plans its transcode: the output's size, the decode size, the range.
+ * @throws {MediaError} naming the source when it has no video stream or the range is empty
+ */
+function planTranscode(src: MediaInput, opts: TranscodeOptions): TranscodePlan {
+  const label = sourceLabel(src);
+  const info = probeSync(src);
+  const v = info.video;
+  if (v === null) throw new MediaError(label, "transcode", "the input has no video stream");
+  const rotation = quarterTurns(v.rotation);
+  const [outW, outH] = outputSize(v.width, v.height, rotation, opts.height, v.sampleAspectRatio);
+  // Decode in coded orientation at the size that becomes outW×outH once turned.
+  const [decW, decH] = orientedSize(outW, outH, rotation);
+  const origin = opts.start ?? v.startTimeSec;
+  const streamEnd = v.durationSec === null ? null : v.startTimeSec + v.durationSec;
+  const end = opts.end === undefined
+    ? streamEnd
+    : streamEnd === null
+    ? opts.end
+    : Math.min(opts.end, streamEnd);
+  if (end !== null && !(end > origin)) {
+    throw new MediaError(label, "transcode", `nothing to transcode: range [${origin}, ${end}) is empty`);
+  }
+  const decode = { width: decW, height: decH, pixelFormat: "yuv420p" as const, frameRate: opts.fps };
+  return { label, info, video: v, rotation, width: outW, height: outH, origin, end, decode };
+}
+
+/** The encoder's side of a transcode: frames go in turned, packets come out into the muxer, keyframes noted. */
+class FrameFeed {
+  /** Presentation times (seconds) of the keyframes written, in the order the encoder gave them. */
+  readonly keyframes: number[] = [];
+  /** Frames sent to the encoder. */
+  written = 0;
+  readonly #enc: VideoEncoder;
+  readonly #rotation: 0 | 90 | 180 | 270;
+  readonly #onPacket: (pkt: Ptr) => void;
+
+  constructor(enc: VideoEncoder, mux: Muxer, stream: number, rotation: 0 | 90 | 180 | 270) {
+    this.#enc = enc;
+    this.#rotation = rotation;
+    const tick = enc.timeBase[0] / enc.timeBase[1];
+    this.#onPacket = (pkt: Ptr) => {
+      if (packet.flags(pkt) & AV_PKT_FLAG_KEY) this.keyframes.push(Number(packet.pts(pkt) ?? 0n) * tick);
+      mux.write(stream, pkt, 1n);
+    };
+  }
+
+  /** Encodes frame `i` of `frames`, turned. */
+  put(frames: VideoFrames, i: number): void {
+    copyFrame(frames, i, this.#enc, this.#rotation);
+    this.#enc.send(this.written++, this.#onPacket);
+  }
+
+  /** Encodes the encoder's frame again: it still holds the last picture. */
+  repeat(): void {
+    this.#enc.send(this.written++, this.#onPacket);
+  }
+
+  /** Drains the encoder into the muxer. */
+  finish(): void {
+    this.#enc.finish(this.#onPacket);
+  }
+}
+
+/** Decodes the whole stream in one step (FFmpeg fps-filter semantics) into `feed`; returns the packets rejected. */
+function feedWhole(src: MediaInput, plan: TranscodePlan, feed: FrameFeed): number {
+  const [packets] = demuxVideoSync(src);
+  const frames = decodeVideoSync(packets, plan.decode);
+  for (let i = 0; i < frames.pts.length; i++) feed.put(frames, i);
+  return frames.failedPackets;
+}
+
+/**
+ * Decodes the range `[plan.origin, end)` a chunk of about `chunkSec` seconds at a time into `feed`, copying the
+ * audio up to each chunk's end; returns the packets the decoder rejected.
+ */
+function feedChunks(
+  src: MediaInput,
+  plan: TranscodePlan & { end: number },
+  opts: TranscodeOptions,
+  feed: FrameFeed,
+  audio: AudioCopier | null,
+): number {
+  const { origin, end } = plan;
+  let corrupt = 0;
+  const total = Math.ceil((end - origin) * opts.fps - 1e-9);
+  const perChunk = Math.max(1, Math.round((opts.chunkSec ?? 10) * opts.fps));
+  for (let first = 0; first < total; first += perChunk) {
+    const want = Math.min(perChunk, total - first);
+    const s = origin + first / opts.fps;
+    const e = Math.min(origin + (first + perChunk) / opts.fps, end);
+    const [packets] = demuxVideoSync(src, { window: [s, e] });
+    const frames = decodeVideoSync(packets, plan.decode);
+    corrupt += frames.failedPackets;
+    const got = Math.min(want, frames.pts.length);
+    for (let i = 0; i < got; i++) feed.put(frames, i);
+    // A window with fewer frames (a gap in a variable-rate source): the encoder's frame still holds the
+    // last picture, which is what the missing slots show.
+    if (feed.written > 0) { for (let i = got; i < want; i++) feed.repeat(); }
+    audio?.copyUntil(e);
+  }
+  return corrupt;
+}
+
 /**
  * Re-encodes one video at the spatial and temporal resolution a model trains at, so the
  * loader decodes no pixel it will throw away: `height` pixels high (width from the display aspect ratio, the
@@ -127,30 +253,13 @@ export function validateTranscodeOptions(o: TranscodeOptions): void {
  */
 export function transcodeVideoSync(src: MediaInput, dst: string, opts: TranscodeOptions): TranscodeResult {
   validateTranscodeOptions(opts);
-  const label = sourceLabel(src);
-  const info = probeSync(src);
-  const v = info.video;
-  if (v === null) throw new MediaError(label, "transcode", "the input has no video stream");
-  const rotation = quarterTurns(v.rotation);
-  const [outW, outH] = outputSize(v.width, v.height, rotation, opts.height, v.sampleAspectRatio);
-  // Decode in coded orientation at the size that becomes outW×outH once turned.
-  const [decW, decH] = orientedSize(outW, outH, rotation);
-  const origin = opts.start ?? v.startTimeSec;
-  const streamEnd = v.durationSec === null ? null : v.startTimeSec + v.durationSec;
-  const end = opts.end === undefined
-    ? streamEnd
-    : streamEnd === null
-    ? opts.end
-    : Math.min(opts.end, streamEnd);
-  if (end !== null && !(end > origin)) {
-    throw new MediaError(label, "transcode", `nothing to transcode: range [${origin}, ${end}) is empty`);
-  }
-
+  const plan = planTranscode(src, opts);
+  const { info, origin, end } = plan;
   using enc = new VideoEncoder(
     {
       codec: opts.codec,
-      width: outW,
-      height: outH,
+      width: plan.width,
+      height: plan.height,
       fps: opts.fps,
       gop: opts.gop,
       crf: opts.crf,
@@ -167,57 +276,23 @@ export function transcodeVideoSync(src: MediaInput, dst: string, opts: Transcode
   if (audio) audio.attach(mux, mux.addStream(audio.codecParameters, audio.timeBase));
   mux.open();
 
-  const keyframes: number[] = [];
-  const tick = enc.timeBase[0] / enc.timeBase[1];
-  const onPacket = (pkt: Ptr) => {
-    if (packet.flags(pkt) & AV_PKT_FLAG_KEY) keyframes.push(Number(packet.pts(pkt) ?? 0n) * tick);
-    mux.write(video, pkt, 1n);
-  };
-  let written = 0;
-  let corrupt = 0;
-  const put = (frames: VideoFrames, i: number) => {
-    copyFrame(frames, i, enc, rotation);
-    enc.send(written++, onPacket);
-  };
-  const decodeOpts = { width: decW, height: decH, pixelFormat: "yuv420p" as const, frameRate: opts.fps };
-
-  if (end === null) {
-    // No duration to cut windows from: the whole stream in one step (FFmpeg fps-filter semantics).
-    const [packets] = demuxVideoSync(src);
-    const frames = decodeVideoSync(packets, decodeOpts);
-    corrupt += frames.failedPackets;
-    for (let i = 0; i < frames.pts.length; i++) put(frames, i);
-  } else {
-    const total = Math.ceil((end - origin) * opts.fps - 1e-9);
-    const perChunk = Math.max(1, Math.round((opts.chunkSec ?? 10) * opts.fps));
-    for (let first = 0; first < total; first += perChunk) {
-      const want = Math.min(perChunk, total - first);
-      const s = origin + first / opts.fps;
-      const e = Math.min(origin + (first + perChunk) / opts.fps, end);
-      const [packets] = demuxVideoSync(src, { window: [s, e] });
-      const frames = decodeVideoSync(packets, decodeOpts);
-      corrupt += frames.failedPackets;
-      const got = Math.min(want, frames.pts.length);
-      for (let i = 0; i < got; i++) put(frames, i);
-      // A window with fewer frames (a gap in a variable-rate source): the encoder's frame still holds the
-      // last picture, which is what the missing slots show.
-      if (written > 0) { for (let i = got; i < want; i++) enc.send(written++, onPacket); }
-      audio?.copyUntil(e);
-    }
-  }
-  if (written === 0) throw new MediaError(label, "transcode", "no frame could be decoded");
-  enc.finish(onPacket);
+  const feed = new FrameFeed(enc, mux, video, plan.rotation);
+  const corrupt = end === null
+    ? feedWhole(src, plan, feed)
+    : feedChunks(src, { ...plan, end }, opts, feed, audio);
+  if (feed.written === 0) throw new MediaError(plan.label, "transcode", "no frame could be decoded");
+  feed.finish();
   audio?.copyUntil(Infinity);
   mux.finish();
   return {
     encoder: enc.name,
-    width: outW,
-    height: outH,
+    width: plan.width,
+    height: plan.height,
     fps: opts.fps,
-    frames: written,
-    durationSec: written / opts.fps,
-    keyframes: keyframes.sort((a, b) => a - b),
-    rotation: v.rotation,
+    frames: feed.written,
+    durationSec: feed.written / opts.fps,
+    keyframes: feed.keyframes.sort((a, b) => a - b),
+    rotation: plan.video.rotation,
     audio: audio !== null,
     corruptPackets: corrupt,
   };

@@ -54,6 +54,139 @@ export function outputRelative(row: Pick<SourceRow, "relative" | "start" | "end"
   return `${stem}${range}.mp4`;
 }
 
+/** Refuses an input whose extra columns include one the prepared manifest writes itself. */
+function checkReservedColumns(input: string, rows: readonly SourceRow[]): void {
+  for (const r of rows) {
+    const clash = Object.keys(r.extra).find((k) => RESERVED_COLUMNS.includes(k));
+    if (clash !== undefined) {
+      throw new DatasetError(
+        `${input}: column "${clash}" is one the prepared manifest writes itself; rename it ` +
+          `(reserved: ${RESERVED_COLUMNS.join(", ")})`,
+      );
+    }
+  }
+}
+
+/** A row to transcode, with its output path relative to the output directory. */
+interface PlannedRow {
+  row: SourceRow;
+  rel: string;
+}
+
+/**
+ * This shard's rows with their outputs; a row whose output another input would also write (a.mkv and a.mp4) is
+ * a failure instead: neither may win silently. The check covers every input, not only this shard's, so that all
+ * shards agree.
+ */
+function planOutputs(
+  all: readonly SourceRow[],
+  rows: readonly SourceRow[],
+): { planned: PlannedRow[]; failures: { path: string; error: string }[] } {
+  const failures: { path: string; error: string }[] = [];
+  const planned: PlannedRow[] = [];
+  const owners = new Map<string, number>();
+  for (const r of all) owners.set(outputRelative(r), (owners.get(outputRelative(r)) ?? 0) + 1);
+  for (const row of rows) {
+    const rel = outputRelative(row);
+    if (owners.get(rel)! > 1) {
+      failures.push({ path: row.source, error: `another input also maps to ${rel}; rename one of them` });
+      continue;
+    }
+    planned.push({ row, rel });
+  }
+  return { planned, failures };
+}
+
+/** What the run's videos came to, kept as each finishes: outcomes, failures, redone outputs, encoders, progress. */
+class TranscodeTally {
+  readonly tracker: ProgressTracker;
+  readonly results = new Map<number, PlannedRow & { outcome: TaskOutcome }>();
+  readonly failures: { path: string; error: string }[];
+  readonly redone: { path: string; reason: string }[] = [];
+  readonly encoders = new Set<string>();
+  readonly damaged: { path: string; corruptPackets: number }[] = [];
+  readonly #onProgress: TranscodeDatasetOptions["onProgress"];
+
+  /** Starts the count of `total` videos, `failures` (refused before any ran) already counted. */
+  constructor(
+    total: number,
+    failures: { path: string; error: string }[],
+    onProgress: TranscodeDatasetOptions["onProgress"],
+  ) {
+    this.tracker = new ProgressTracker("transcode", total);
+    this.failures = failures;
+    for (const _ of failures) this.tracker.add({ status: "failed", bytesIn: 0, bytesOut: 0 });
+    this.#onProgress = onProgress;
+  }
+
+  /** Records one video's outcome and reports progress. */
+  add({ row, rel }: PlannedRow, outcome: TaskOutcome): void {
+    this.results.set(row.index, { rel, row, outcome });
+    if (outcome.status === "failed") {
+      this.failures.push({ path: row.source, error: outcome.error ?? "unknown error" });
+    } else if (outcome.error) this.redone.push({ path: rel, reason: outcome.error });
+    if (outcome.encoder) this.encoders.add(outcome.encoder);
+    this.tracker.add({ ...outcome, mediaSec: outcome.status === "done" ? outcome.facts?.duration ?? 0 : 0 });
+    this.#onProgress?.(this.tracker.snapshot(), { path: row.source, outcome });
+  }
+
+  /** The prepared manifest's rows: each video done or kept, in input order, with its output's facts. */
+  manifestRows(): Record<string, unknown>[] {
+    return [...this.results.values()]
+      .filter((r) => r.outcome.facts !== undefined)
+      .sort((a, b) => a.row.index - b.row.index)
+      .map(({ rel, row, outcome }) => {
+        const f = outcome.facts!;
+        return {
+          path: rel,
+          label: row.label,
+          ...row.extra,
+          duration: f.duration,
+          frames: f.frames,
+          fps: f.fps,
+          width: f.width,
+          height: f.height,
+          codec: f.codec,
+          keyframes: f.keyframes,
+          source: row.source,
+          source_index: row.index,
+        };
+      });
+  }
+}
+
+/** Transcodes the planned rows in a pool of Workers (`jobs` of them), recording each outcome in `tally`. */
+async function transcodeRows(
+  planned: readonly PlannedRow[],
+  outDir: string,
+  encode: Omit<TranscodeOptions, "start" | "end">,
+  jobs: number | undefined,
+  tally: TranscodeTally,
+): Promise<void> {
+  const pool = new WorkerPool(new URL("./transcode_worker.ts", import.meta.url), {
+    size: Math.max(1, Math.min(jobs ?? navigator.hardwareConcurrency ?? 1, planned.length || 1)),
+  });
+  const runOne = async (p: PlannedRow) => {
+    const task: TranscodeTask = {
+      index: p.row.index,
+      source: p.row.source,
+      output: `${outDir}/${p.rel}`,
+      options: { ...encode, start: p.row.start, end: p.row.end },
+    };
+    tally.add(p, await pool.call<TaskOutcome>("prepareVideo", [task]));
+  };
+  // A bounded number of videos in flight (the queue of a million-video shard stays in the plan, not in the pool).
+  let next = 0;
+  const lane = async () => {
+    while (next < planned.length) await runOne(planned[next++]);
+  };
+  try {
+    await Promise.all(Array.from({ length: pool.size * 2 }, lane));
+  } finally {
+    await pool.close();
+  }
+}
+
 /**
  * Re-encodes a whole dataset (a directory tree or a CSV/JSONL manifest) into an output
  * directory at one size, frame rate, codec and keyframe interval, `jobs` videos at a time (one Worker each),
@@ -72,96 +205,23 @@ export async function transcodeDataset(opts: TranscodeDatasetOptions): Promise<T
   const shard = opts.shard ?? { index: 0, count: 1, from: "default" };
   const outDir = opts.outDir.replace(/\/+$/, "") || "/";
   const all = await readSourceRows(opts.input);
-  for (const r of all) {
-    const clash = Object.keys(r.extra).find((k) => RESERVED_COLUMNS.includes(k));
-    if (clash !== undefined) {
-      throw new DatasetError(
-        `${opts.input}: column "${clash}" is one the prepared manifest writes itself; rename it ` +
-          `(reserved: ${RESERVED_COLUMNS.join(", ")})`,
-      );
-    }
-  }
+  checkReservedColumns(opts.input, all);
   const rows = takeShard(all, shard);
-  const failures: { path: string; error: string }[] = [];
-  const planned: { row: SourceRow; rel: string }[] = [];
-  // Two inputs that would write the same output (a.mkv and a.mp4) are both refused: neither may win silently.
-  // The check covers every input, not only this shard's, so that all shards agree.
-  const owners = new Map<string, number>();
-  for (const r of all) owners.set(outputRelative(r), (owners.get(outputRelative(r)) ?? 0) + 1);
-  for (const row of rows) {
-    const rel = outputRelative(row);
-    if (owners.get(rel)! > 1) {
-      failures.push({ path: row.source, error: `another input also maps to ${rel}; rename one of them` });
-      continue;
-    }
-    planned.push({ row, rel });
-  }
+  const { planned, failures } = planOutputs(all, rows);
   await Deno.mkdir(outDir, { recursive: true });
 
-  const tracker = new ProgressTracker("transcode", rows.length);
-  for (const _ of failures) tracker.add({ status: "failed", bytesIn: 0, bytesOut: 0 });
-  const pool = new WorkerPool(new URL("./transcode_worker.ts", import.meta.url), {
-    size: Math.max(1, Math.min(opts.jobs ?? navigator.hardwareConcurrency ?? 1, planned.length || 1)),
-  });
-  const results = new Map<number, { rel: string; row: SourceRow; outcome: TaskOutcome }>();
-  const redone: { path: string; reason: string }[] = [];
-  const encoders = new Set<string>();
-  const damaged: { path: string; corruptPackets: number }[] = [];
-  const { input: _i, outDir: _o, jobs: _j, shard: _s, onProgress, ...encode } = opts;
-  const runOne = async ({ row, rel }: { row: SourceRow; rel: string }) => {
-    const task: TranscodeTask = {
-      index: row.index,
-      source: row.source,
-      output: `${outDir}/${rel}`,
-      options: { ...encode, start: row.start, end: row.end },
-    };
-    const outcome = await pool.call<TaskOutcome>("prepareVideo", [task]);
-    results.set(row.index, { rel, row, outcome });
-    if (outcome.status === "failed") {
-      failures.push({ path: row.source, error: outcome.error ?? "unknown error" });
-    } else if (outcome.error) redone.push({ path: rel, reason: outcome.error });
-    if (outcome.encoder) encoders.add(outcome.encoder);
-    tracker.add({ ...outcome, mediaSec: outcome.status === "done" ? outcome.facts?.duration ?? 0 : 0 });
-    onProgress?.(tracker.snapshot(), { path: row.source, outcome });
-  };
-  // A bounded number of videos in flight (the queue of a million-video shard stays in the plan, not in the pool).
-  let next = 0;
-  const lane = async () => {
-    while (next < planned.length) await runOne(planned[next++]);
-  };
-  try {
-    await Promise.all(Array.from({ length: pool.size * 2 }, lane));
-  } finally {
-    await pool.close();
-  }
+  const tally = new TranscodeTally(rows.length, failures, opts.onProgress);
+  const { input: _i, outDir: _o, jobs, shard: _s, onProgress: _p, ...encode } = opts;
+  await transcodeRows(planned, outDir, encode, jobs, tally);
 
-  const manifestRows = [...results.values()]
-    .filter((r) => r.outcome.facts !== undefined)
-    .sort((a, b) => a.row.index - b.row.index)
-    .map(({ rel, row, outcome }) => {
-      const f = outcome.facts!;
-      return {
-        path: rel,
-        label: row.label,
-        ...row.extra,
-        duration: f.duration,
-        frames: f.frames,
-        fps: f.fps,
-        width: f.width,
-        height: f.height,
-        codec: f.codec,
-        keyframes: f.keyframes,
-        source: row.source,
-        source_index: row.index,
-      };
-    });
   const tag = shardTag(shard);
   const manifest = `${outDir}/manifest${tag}.jsonl`;
-  await writeJsonl(manifest, manifestRows);
+  await writeJsonl(manifest, tally.manifestRows());
   const failureFile = `${outDir}/failures${tag}.jsonl`;
   failures.sort((a, b) => a.path.localeCompare(b.path));
   if (failures.length > 0) await writeJsonl(failureFile, failures);
   else await Deno.remove(failureFile).catch(() => {});
+  const { redone, encoders, damaged } = tally;
   damaged.sort((a, b) => a.path.localeCompare(b.path));
-  return { progress: tracker.snapshot(), manifest, failures, redone, damaged, encoders: [...encoders] };
+  return { progress: tally.tracker.snapshot(), manifest, failures, redone, damaged, encoders: [...encoders] };
 }

@@ -4,7 +4,14 @@
  * @module
  */
 
-import { type Evaluated, meanOf, type Move, type SearchResult, spreadOf } from "./search.ts";
+import {
+  type Evaluated,
+  meanOf,
+  type Move,
+  type SearchResult,
+  spreadOf,
+  type TrialRecord,
+} from "./search.ts";
 import { type ChoiceValue, type Config, paramLabel, type SearchSpace } from "./space.ts";
 import { curveFile } from "./plots.ts";
 import { fmtBytes } from "./runner.ts";
@@ -45,69 +52,89 @@ export function moveText(space: SearchSpace, m: Move): string {
   return `${what}: ${fmtRate(m.before)} → ${fmtRate(m.after)} samples/s`;
 }
 
-/** The report's Markdown. */
+/** The report's Markdown: a heading and summary line, then one section after another. */
 export function reportMarkdown(r: SearchResult, ctx: ReportContext): string {
-  const { space } = ctx;
-  const out: string[] = [];
   const failed = r.trials.filter((t) => t.status === "failed");
-  out.push(`# sluice tune: ${ctx.module}`, "");
-  out.push(
-    `${ctx.startedAt} · ${r.trials.length} trials (${failed.length} failed) in ${fmtMin(r.spentSec)} of a ` +
-      `${
-        fmtMin(ctx.budgetSec)
-      } budget · each trial: ${ctx.warmupSec} s warm-up, ${ctx.measureSec} s measured · ` +
-      `${navigator.hardwareConcurrency ?? "?"} cores · stopped: ${r.stopReason}.`,
-    "",
-  );
+  return [
+    ...summarySection(r, ctx, failed.length),
+    ...bestSection(r, ctx.space),
+    ...keptSection(r, ctx.space),
+    ...notHelpedSection(r, ctx.space),
+    ...headroomSection(r),
+    ...bottleneckSection(r),
+    ...curvesSection(r, ctx),
+    ...trialsSection(ctx, failed),
+  ].join("\n");
+}
 
+/** The title and the line saying how long the search ran, on what, and why it stopped. */
+function summarySection(r: SearchResult, ctx: ReportContext, failed: number): string[] {
+  return [
+    `# sluice tune: ${ctx.module}`,
+    "",
+    `${ctx.startedAt} · ${r.trials.length} trials (${failed} failed) in ${fmtMin(r.spentSec)} of a ` +
+    `${
+      fmtMin(ctx.budgetSec)
+    } budget · each trial: ${ctx.warmupSec} s warm-up, ${ctx.measureSec} s measured · ` +
+    `${navigator.hardwareConcurrency ?? "?"} cores · stopped: ${r.stopReason}.`,
+    "",
+  ];
+}
+
+/** The best configuration against the start: its parameters, its gain, its last trial, the noise margin. */
+function bestSection(r: SearchResult, space: SearchSpace): string[] {
   const best = r.best;
-  out.push("## Best configuration", "");
+  const out = ["## Best configuration", ""];
   if (best === null) {
     out.push("No trial succeeded; see the failed trials below.", "");
-  } else {
-    out.push("| parameter | start | best |", "| --- | --- | --- |");
-    for (const [name, p] of Object.entries(space)) {
-      const a = r.start.config[name], b = best.config[name];
-      out.push(
-        `| ${paramLabel(name, p)} | ${fmtValue(a)} | ${a === b ? fmtValue(b) : `**${fmtValue(b)}**`} |`,
-      );
-    }
-    out.push("");
-    const start = r.start.samples.length > 0 ? meanOf(r.start) : null;
-    const gain = start === null
-      ? "the start configuration failed"
-      : `${fmtRate(start)} at the start (${spread(r.start)}): **${(meanOf(best) / start).toFixed(2)}×** ` +
-        `(${pct(meanOf(best) / start - 1)})`;
-    out.push(`**${fmtRate(meanOf(best))} samples/s** (${spread(best)}) vs ${gain}.`);
-    const m = best.metrics;
-    if (m) {
-      const parts = [
-        `step time p50 ${m.stepP50Ms.toFixed(1)} ms, p90 ${m.stepP90Ms.toFixed(1)} ms`,
-        `data wait ${(m.dataWaitFraction * 100).toFixed(0)}% of the loop's time`,
-      ];
-      if (m.cpuCores !== null) parts.push(`CPU ${m.cpuCores.toFixed(2)} cores`);
-      if (m.peakRssBytes !== null) parts.push(`peak RSS ${fmtBytes(m.peakRssBytes)}`);
-      out.push(`In its last trial: ${parts.join("; ")}.`);
-    }
+    return out;
+  }
+  out.push("| parameter | start | best |", "| --- | --- | --- |");
+  for (const [name, p] of Object.entries(space)) {
+    const a = r.start.config[name], b = best.config[name];
+    out.push(
+      `| ${paramLabel(name, p)} | ${fmtValue(a)} | ${a === b ? fmtValue(b) : `**${fmtValue(b)}**`} |`,
+    );
+  }
+  out.push("");
+  const start = r.start.samples.length > 0 ? meanOf(r.start) : null;
+  const gain = start === null
+    ? "the start configuration failed"
+    : `${fmtRate(start)} at the start (${spread(r.start)}): **${(meanOf(best) / start).toFixed(2)}×** ` +
+      `(${pct(meanOf(best) / start - 1)})`;
+  out.push(`**${fmtRate(meanOf(best))} samples/s** (${spread(best)}) vs ${gain}.`);
+  const m = best.metrics;
+  if (m) {
+    const parts = [
+      `step time p50 ${m.stepP50Ms.toFixed(1)} ms, p90 ${m.stepP90Ms.toFixed(1)} ms`,
+      `data wait ${(m.dataWaitFraction * 100).toFixed(0)}% of the loop's time`,
+    ];
+    if (m.cpuCores !== null) parts.push(`CPU ${m.cpuCores.toFixed(2)} cores`);
+    if (m.peakRssBytes !== null) parts.push(`peak RSS ${fmtBytes(m.peakRssBytes)}`);
+    out.push(`In its last trial: ${parts.join("; ")}.`);
+  }
+  out.push(
+    "",
+    `Differences under ${(r.threshold * 100).toFixed(1)}% count as noise (2.5 standard errors of the ` +
+      "difference of two means, from the spread of repeated configurations; at least 1%).",
+  );
+  if (r.threshold > NOISY) {
     out.push(
       "",
-      `Differences under ${(r.threshold * 100).toFixed(1)}% count as noise (2.5 standard errors of the ` +
-        "difference of two means, from the spread of repeated configurations; at least 1%).",
+      `**The measurements were noisy**: changes smaller than ${
+        (r.threshold * 100).toFixed(0)
+      }% could not be ` +
+        "told from noise, so values within it were taken as equal (the smaller concurrency kept). On a busy or " +
+        "shared machine, give trials longer windows (`--trial-seconds`) or more repeats (`--repeats`).",
     );
-    if (r.threshold > NOISY) {
-      out.push(
-        "",
-        `**The measurements were noisy**: changes smaller than ${
-          (r.threshold * 100).toFixed(0)
-        }% could not be ` +
-          "told from noise, so values within it were taken as equal (the smaller concurrency kept). On a busy or " +
-          "shared machine, give trials longer windows (`--trial-seconds`) or more repeats (`--repeats`).",
-      );
-    }
-    out.push("");
   }
+  out.push("");
+  return out;
+}
 
-  out.push("## Kept changes, in order", "");
+/** The changes kept, in the order the search kept them. */
+function keptSection(r: SearchResult, space: SearchSpace): string[] {
+  const out = ["## Kept changes, in order", ""];
   if (r.kept.length === 0) out.push("None: the start configuration stayed the best.");
   for (const m of r.kept) {
     const note = m.after !== null && m.after < m.before * (1 + r.threshold)
@@ -115,7 +142,12 @@ export function reportMarkdown(r: SearchResult, ctx: ReportContext): string {
       : "";
     out.push(`- + ${moveText(space, m)}${note}`);
   }
-  out.push("", "## What did not help", "");
+  return out;
+}
+
+/** The changes rejected, grouped by parameter. */
+function notHelpedSection(r: SearchResult, space: SearchSpace): string[] {
+  const out = ["", "## What did not help", ""];
   if (r.rejected.length === 0) out.push("Nothing else was tried.");
   const byParam = new Map<string, Move[]>();
   for (const m of r.rejected) byParam.set(m.param, [...(byParam.get(m.param) ?? []), m]);
@@ -129,60 +161,75 @@ export function reportMarkdown(r: SearchResult, ctx: ReportContext): string {
     );
     out.push(`- ${paramLabel(param, space[param])}: ${items.join("; ")}`);
   }
+  return out;
+}
 
-  out.push("", "## Headroom", "");
+/** The ceiling (the loop on replayed batches) and how much of it the best configuration reaches. */
+function headroomSection(r: SearchResult): string[] {
+  const out = ["", "## Headroom", ""];
   if (r.ceiling === null) {
     out.push(
       r.ceilingFailure ? `The ceiling trial failed: ${r.ceilingFailure}` : "No ceiling trial was run.",
     );
-  } else {
+    return out;
+  }
+  out.push(
+    `Ceiling: **${fmtRate(r.ceiling)} samples/s**, the training loop on batches replayed from memory ` +
+      "(`cacheLoader`): what it reaches when loading costs nothing.",
+  );
+  if (r.best !== null) {
+    const share = meanOf(r.best) / r.ceiling;
     out.push(
-      `Ceiling: **${fmtRate(r.ceiling)} samples/s**, the training loop on batches replayed from memory ` +
-        "(`cacheLoader`): what it reaches when loading costs nothing.",
+      share >= 0.95
+        ? `The best configuration reaches ${
+          (share * 100).toFixed(0)
+        }% of it: data loading is no longer the limit.`
+        : share < 0.05
+        ? `The best configuration reaches ${
+          (share * 100).toFixed(1)
+        }% of it: the loop does next to nothing ` +
+          "without loading (a module with no `step` measures the loader flat out), so all of its time is loading."
+        : `The best configuration reaches ${(share * 100).toFixed(0)}% of it: ${
+          fmtRate(r.ceiling - meanOf(r.best))
+        } samples/s (${pct(r.ceiling / meanOf(r.best) - 1)}) of headroom remain in data loading.`,
     );
-    if (best !== null) {
-      const share = meanOf(best) / r.ceiling;
+  }
+  return out;
+}
+
+/** The pipeline's verdict in the best configuration's last trial, with its stages' figures. */
+function bottleneckSection(r: SearchResult): string[] {
+  const out = ["", "## Bottleneck", ""];
+  const bm = r.best?.metrics;
+  if (!bm) {
+    out.push("Unknown (no successful trial).");
+    return out;
+  }
+  const verdict = bm.bottleneck === null ? "no stage stands out" : `**${bm.bottleneck}**`;
+  const wait = bm.dataWaitFraction;
+  out.push(
+    `The pipeline's verdict in the best configuration's last trial: ${verdict}. The loop waited for data ` +
+      `${(wait * 100).toFixed(0)}% of its time${
+        wait < 0.05 ? " (the training step itself is the limit)" : ""
+      }.`,
+    "",
+  );
+  if (bm.stages.length > 0) {
+    out.push("| stage | concurrency | items/s | ms/item | busy |", "| --- | ---: | ---: | ---: | ---: |");
+    for (const s of bm.stages) {
       out.push(
-        share >= 0.95
-          ? `The best configuration reaches ${
-            (share * 100).toFixed(0)
-          }% of it: data loading is no longer the limit.`
-          : share < 0.05
-          ? `The best configuration reaches ${
-            (share * 100).toFixed(1)
-          }% of it: the loop does next to nothing ` +
-            "without loading (a module with no `step` measures the loader flat out), so all of its time is loading."
-          : `The best configuration reaches ${(share * 100).toFixed(0)}% of it: ${
-            fmtRate(r.ceiling - meanOf(best))
-          } samples/s (${pct(r.ceiling / meanOf(best) - 1)}) of headroom remain in data loading.`,
+        `| ${s.name} | ${s.concurrency} | ${fmtRate(s.itemsPerSec)} | ${s.meanMs?.toFixed(2) ?? "–"} | ` +
+          `${s.busy === null ? "–" : `${(s.busy * 100).toFixed(0)}%`} |`,
       );
     }
   }
+  return out;
+}
 
-  out.push("", "## Bottleneck", "");
-  const bm = best?.metrics;
-  if (!bm) out.push("Unknown (no successful trial).");
-  else {
-    const verdict = bm.bottleneck === null ? "no stage stands out" : `**${bm.bottleneck}**`;
-    const wait = bm.dataWaitFraction;
-    out.push(
-      `The pipeline's verdict in the best configuration's last trial: ${verdict}. The loop waited for data ` +
-        `${(wait * 100).toFixed(0)}% of its time${
-          wait < 0.05 ? " (the training step itself is the limit)" : ""
-        }.`,
-      "",
-    );
-    if (bm.stages.length > 0) {
-      out.push("| stage | concurrency | items/s | ms/item | busy |", "| --- | ---: | ---: | ---: | ---: |");
-      for (const s of bm.stages) {
-        out.push(
-          `| ${s.name} | ${s.concurrency} | ${fmtRate(s.itemsPerSec)} | ${s.meanMs?.toFixed(2) ?? "–"} | ` +
-            `${s.busy === null ? "–" : `${(s.busy * 100).toFixed(0)}%`} |`,
-        );
-      }
-    }
-  }
-
+/** Each stage's contention curve: a table per stage, and its plot when one was drawn. */
+function curvesSection(r: SearchResult, ctx: ReportContext): string[] {
+  const { space } = ctx;
+  const out: string[] = [];
   if (r.curves.length > 0) out.push("", "## Contention curves", "");
   for (const c of r.curves) {
     const others = Object.entries(c.fixed).filter(([k]) => k !== c.param).map(([k, v]) =>
@@ -205,8 +252,12 @@ export function reportMarkdown(r: SearchResult, ctx: ReportContext): string {
     if (ctx.plots.includes(curveFile(c))) out.push("", `![contention curve of ${c.stage}](${curveFile(c)})`);
     out.push("");
   }
+  return out;
+}
 
-  out.push("## Trials", "");
+/** Where every trial is kept, the throughput plot, and the failed trials with their reasons. */
+function trialsSection(ctx: ReportContext, failed: readonly TrialRecord[]): string[] {
+  const out = ["## Trials", ""];
   if (ctx.plots.includes("trials.svg")) out.push("![throughput per trial](trials.svg)", "");
   out.push("Every trial with its configuration and metrics: `trials.jsonl`; their output: `logs/`.", "");
   if (failed.length > 0) {
@@ -214,7 +265,7 @@ export function reportMarkdown(r: SearchResult, ctx: ReportContext): string {
     for (const t of failed) out.push(`| ${t.id} | ${t.note} | ${oneLine(t.reason ?? "")} |`);
     out.push("");
   }
-  return out.join("\n");
+  return out;
 }
 
 /** "±2.1%, 2 measurements". */

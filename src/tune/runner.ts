@@ -103,7 +103,8 @@ export class SubprocessRunner implements TrialRunner {
     return { status: "failed", metrics: null, reason, ...base };
   }
 
-  async #spawn(name: string, job: Partial<TrialJob>, limitSec: number) {
+  /** Runs `trial_main.ts` on `job` in a subprocess, watched, with its output logged as `<name>.log`. */
+  async #spawn(name: string, job: Partial<TrialJob>, limitSec: number): Promise<Spawned> {
     const resultPath = `${this.#opts.logDir}/${name}.reply.json`;
     await Deno.remove(resultPath).catch(() => {});
     const full: TrialJob = {
@@ -121,57 +122,15 @@ export class SubprocessRunner implements TrialRunner {
       stderr: "piped",
       env: { NO_COLOR: "1" }, // plain text in the kept stderr
     }).spawn();
-    const log = await Deno.open(`${this.#opts.logDir}/${name}.log`, {
-      write: true,
-      create: true,
-      truncate: true,
-    });
-    let logged = 0, tail = "";
-    const pump = async (stream: ReadableStream<Uint8Array>, keepTail: boolean) => {
-      const dec = new TextDecoder();
-      for await (const chunk of stream) {
-        if (logged < LOG_CAP) {
-          const part = chunk.subarray(0, LOG_CAP - logged);
-          logged += part.length;
-          await log.write(part);
-        }
-        if (keepTail) tail = (tail + dec.decode(chunk, { stream: true })).slice(-STDERR_TAIL);
-      }
-    };
-    const pumps = Promise.all([pump(child.stdout, false), pump(child.stderr, true)]);
+    const output = await TrialOutput.open(`${this.#opts.logDir}/${name}.log`, child);
     const writer = child.stdin.getWriter();
     await writer.write(new TextEncoder().encode(JSON.stringify(full))).catch(() => {});
     await writer.close().catch(() => {});
 
-    let failure: string | null = null;
-    let peakRss: number | null = null;
-    const limitBytes = this.#opts.memoryLimitBytes;
-    const poll = setInterval(() => {
-      const rss = treeRss(child.pid);
-      if (rss === null) return;
-      peakRss = Math.max(peakRss ?? 0, rss);
-      if (rss > limitBytes && failure === null) {
-        failure = `exceeded the memory limit (${fmtBytes(limitBytes)}): its processes held ${fmtBytes(rss)}`;
-        killTree(child.pid);
-      }
-    }, POLL_MS);
-    const timer = setTimeout(() => {
-      if (failure !== null) return;
-      failure = `hung: no result within ${limitSec.toFixed(0)} s (killed)`;
-      killTree(child.pid);
-    }, limitSec * 1000);
-    const onAbort = () => {
-      failure ??= "interrupted";
-      killTree(child.pid);
-    };
-    this.#opts.signal?.addEventListener("abort", onAbort);
-    if (this.#opts.signal?.aborted) onAbort();
+    const watch = new TrialWatch(child.pid, this.#opts.memoryLimitBytes, limitSec, this.#opts.signal);
     const status = await child.status;
-    this.#opts.signal?.removeEventListener("abort", onAbort);
-    clearInterval(poll);
-    clearTimeout(timer);
-    await pumps;
-    log.close();
+    watch.stop();
+    await output.close();
     const wallSec = (performance.now() - t0) / 1000;
     let reply: TrialReply | null = null;
     try {
@@ -179,18 +138,113 @@ export class SubprocessRunner implements TrialRunner {
     } catch {
       // no reply: it crashed or was killed
     }
+    let failure = watch.failure;
     if (failure === null && reply === null) {
       const how = status.signal ? `killed by ${status.signal}` : `exit status ${status.code}`;
-      const last = lastErrorLine(tail);
+      const last = lastErrorLine(output.tail);
       failure = `crashed: ${how}${last ? `: ${last}` : ""}`;
     }
-    return {
-      reply,
-      failure: failure as string | null,
-      wallSec,
-      stderrTail: tail,
-      peakRss: peakRss as number | null,
+    return { reply, failure, wallSec, stderrTail: output.tail, peakRss: watch.peakRss };
+  }
+}
+
+/** What came of a trial subprocess. */
+interface Spawned {
+  /** The reply it wrote (null: none, it crashed or was killed). */
+  reply: TrialReply | null;
+  /** Why it failed (killed by the watch, or crashed without a reply); null when it did not. */
+  failure: string | null;
+  /** Wall time from its start to its end, seconds. */
+  wallSec: number;
+  /** The end of its stderr. */
+  stderrTail: string;
+  /** Highest RSS of its process tree seen, bytes (null when never read). */
+  peakRss: number | null;
+}
+
+/** A trial's stdout and stderr copied into its log (up to {@link LOG_CAP} bytes), the end of stderr kept. */
+class TrialOutput {
+  /** The last {@link STDERR_TAIL} characters of stderr so far. */
+  tail = "";
+  #logged = 0;
+  readonly #log: Deno.FsFile;
+  readonly #pumps: Promise<unknown>;
+
+  private constructor(log: Deno.FsFile, child: Deno.ChildProcess) {
+    this.#log = log;
+    this.#pumps = Promise.all([this.#pump(child.stdout, false), this.#pump(child.stderr, true)]);
+  }
+
+  /** Opens (truncates) the log at `path` and starts copying `child`'s output into it. */
+  static async open(path: string, child: Deno.ChildProcess): Promise<TrialOutput> {
+    const log = await Deno.open(path, { write: true, create: true, truncate: true });
+    return new TrialOutput(log, child);
+  }
+
+  async #pump(stream: ReadableStream<Uint8Array>, keepTail: boolean): Promise<void> {
+    const dec = new TextDecoder();
+    for await (const chunk of stream) {
+      if (this.#logged < LOG_CAP) {
+        const part = chunk.subarray(0, LOG_CAP - this.#logged);
+        this.#logged += part.length;
+        await this.#log.write(part);
+      }
+      if (keepTail) this.tail = (this.tail + dec.decode(chunk, { stream: true })).slice(-STDERR_TAIL);
+    }
+  }
+
+  /** Waits for both streams to end, then closes the log. */
+  async close(): Promise<void> {
+    await this.#pumps;
+    this.#log.close();
+  }
+}
+
+/**
+ * Watches a running trial: kills its process tree when the tree's RSS passes the limit (polled), when it runs
+ * past `limitSec`, or when `signal` aborts, and keeps the first reason and the highest RSS seen.
+ */
+class TrialWatch {
+  /** Why the trial was killed (null: it was not). */
+  failure: string | null = null;
+  /** Highest RSS of the tree seen, bytes (null: never read). */
+  peakRss: number | null = null;
+  readonly #poll: ReturnType<typeof setInterval>;
+  readonly #timer: ReturnType<typeof setTimeout>;
+  readonly #signal: AbortSignal | undefined;
+  readonly #onAbort: () => void;
+
+  constructor(pid: number, limitBytes: number, limitSec: number, signal: AbortSignal | undefined) {
+    this.#poll = setInterval(() => {
+      const rss = treeRss(pid);
+      if (rss === null) return;
+      this.peakRss = Math.max(this.peakRss ?? 0, rss);
+      if (rss > limitBytes && this.failure === null) {
+        this.failure = `exceeded the memory limit (${fmtBytes(limitBytes)}): its processes held ${
+          fmtBytes(rss)
+        }`;
+        killTree(pid);
+      }
+    }, POLL_MS);
+    this.#timer = setTimeout(() => {
+      if (this.failure !== null) return;
+      this.failure = `hung: no result within ${limitSec.toFixed(0)} s (killed)`;
+      killTree(pid);
+    }, limitSec * 1000);
+    this.#onAbort = () => {
+      this.failure ??= "interrupted";
+      killTree(pid);
     };
+    this.#signal = signal;
+    signal?.addEventListener("abort", this.#onAbort);
+    if (signal?.aborted) this.#onAbort();
+  }
+
+  /** Stops watching (the trial ended). */
+  stop(): void {
+    this.#signal?.removeEventListener("abort", this.#onAbort);
+    clearInterval(this.#poll);
+    clearTimeout(this.#timer);
   }
 }
 

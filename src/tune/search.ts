@@ -200,19 +200,106 @@ export async function search(
   return await new Search(space, start, runner, opts, onTrial).run();
 }
 
-class Search {
+/** The trials run so far and what they cost; runs the next one unless interrupted, at `maxTrials` or over budget. */
+class TrialLog {
+  /** Every trial, in the order run. */
+  readonly records: TrialRecord[] = [];
+  /** Wall time the trials took, seconds. */
+  spent = 0;
   readonly #space: SearchSpace;
   readonly #runner: TrialRunner;
   readonly #opts: Required<SearchOptions>;
+
+  constructor(space: SearchSpace, runner: TrialRunner, opts: Required<SearchOptions>) {
+    this.#space = space;
+    this.#runner = runner;
+    this.#opts = opts;
+  }
+
+  /** What the next trial is expected to cost, seconds: the mean of the successful ones, else a guess. */
+  #estimatedCost(): number {
+    const ok = this.records.filter((t) => t.status === "ok");
+    if (ok.length === 0) return this.#opts.warmupSec + this.#opts.measureSec + STARTUP_GUESS_SEC;
+    return ok.reduce((a, t) => a + t.wallSec, 0) / ok.length;
+  }
+
+  /**
+   * Runs one trial and records it.
+   * @throws {Stop} when the search is interrupted (before or during the trial), at `maxTrials`, or when the
+   * trial would overrun the budget
+   */
+  async run(
+    config: Config,
+    kind: "measure" | "ceiling",
+    phase: TrialPhase,
+    note: string,
+  ): Promise<TrialRecord> {
+    if (this.#opts.signal.aborted) throw new Stop("interrupted");
+    if (this.records.length >= this.#opts.maxTrials) {
+      throw new Stop(`max trials (${this.#opts.maxTrials}) reached`);
+    }
+    if (this.spent + this.#estimatedCost() > this.#opts.budgetSec) {
+      throw new Stop(`budget: the next trial would not fit in ${fmtDuration(this.#opts.budgetSec)}`);
+    }
+    const req: TrialRequest = {
+      id: this.records.length + 1,
+      kind,
+      config,
+      warmupSec: this.#opts.warmupSec,
+      measureSec: this.#opts.measureSec,
+    };
+    if (this.#opts.signal.aborted) throw new Stop("interrupted");
+    const outcome = await this.#runner.run(req);
+    if (this.#opts.signal.aborted) throw new Stop("interrupted");
+    const record: TrialRecord = {
+      ...outcome,
+      id: req.id,
+      phase,
+      kind,
+      config: { ...config },
+      key: configKey(this.#space, config),
+      note,
+    };
+    this.records.push(record);
+    this.spent += outcome.wallSec;
+    return record;
+  }
+}
+
+/** Relative noise of one measurement: the pooled standard deviation over mean of repeated configurations. */
+function pooledNoise(evals: Iterable<Evaluated>): number {
+  let ss = 0, df = 0;
+  for (const e of evals) {
+    const m = meanOf(e);
+    if (e.samples.length < 2 || !(m > 0)) continue;
+    for (const x of e.samples) ss += ((x - m) / m) ** 2;
+    df += e.samples.length - 1;
+  }
+  return df === 0 ? 0 : Math.sqrt(ss / df);
+}
+
+/** The values of a stage's contention curve: `points` within its range, its bounds, and its current value. */
+function curveValues(points: readonly number[], p: IntParam, current: number): number[] {
+  const values = new Set(points.filter((v) => v >= p.min && v <= p.max));
+  const top = Math.max(...points);
+  if (p.max < top) values.add(p.max);
+  if (p.min > Math.min(...points)) values.add(p.min);
+  values.add(current);
+  return [...values].sort((a, b) => a - b);
+}
+
+/** One search: its phases (start, ceiling, curves, descent) and what they measured and kept. */
+class Search {
+  readonly #space: SearchSpace;
+  readonly #opts: Required<SearchOptions>;
   readonly #onTrial: (r: TrialRecord, s: { best: Evaluated | null; spentSec: number }) => void;
   readonly #evals = new Map<string, Evaluated>();
-  readonly #trials: TrialRecord[] = [];
+  readonly #log: TrialLog;
   readonly #kept: Move[] = [];
   readonly #rejected: Move[] = [];
   readonly #curves: Curve[] = [];
   readonly #start: Evaluated;
   #best: Evaluated | null = null;
-  #spent = 0;
   #sinceKept = 0;
   #ceiling: TrialRecord | null = null;
   /** Configurations that were the best once: never taken again, so the descent cannot cycle. */
@@ -226,7 +313,6 @@ class Search {
     onTrial: (r: TrialRecord, s: { best: Evaluated | null; spentSec: number }) => void,
   ) {
     this.#space = space;
-    this.#runner = runner;
     const given = Object.fromEntries(
       Object.entries(opts).filter(([, v]) => v !== undefined),
     ) as SearchOptions;
@@ -241,6 +327,7 @@ class Search {
       ...given,
     };
     this.#onTrial = onTrial;
+    this.#log = new TrialLog(space, runner, this.#opts);
     this.#start = this.#entry(start);
   }
 
@@ -267,10 +354,10 @@ class Search {
       kept: this.#kept,
       rejected: this.#rejected,
       curves: this.#curves,
-      trials: this.#trials,
+      trials: this.#log.records,
       threshold: this.#threshold(),
       stopReason,
-      spentSec: this.#spent,
+      spentSec: this.#log.spent,
     };
   }
 
@@ -286,53 +373,10 @@ class Search {
     return e;
   }
 
-  #estimatedCost(): number {
-    const ok = this.#trials.filter((t) => t.status === "ok");
-    if (ok.length === 0) return this.#opts.warmupSec + this.#opts.measureSec + STARTUP_GUESS_SEC;
-    return ok.reduce((a, t) => a + t.wallSec, 0) / ok.length;
-  }
-
-  async #run(
-    config: Config,
-    kind: "measure" | "ceiling",
-    phase: TrialPhase,
-    note: string,
-  ): Promise<TrialRecord> {
-    if (this.#opts.signal.aborted) throw new Stop("interrupted");
-    if (this.#trials.length >= this.#opts.maxTrials) {
-      throw new Stop(`max trials (${this.#opts.maxTrials}) reached`);
-    }
-    if (this.#spent + this.#estimatedCost() > this.#opts.budgetSec) {
-      throw new Stop(`budget: the next trial would not fit in ${fmtDuration(this.#opts.budgetSec)}`);
-    }
-    const req: TrialRequest = {
-      id: this.#trials.length + 1,
-      kind,
-      config,
-      warmupSec: this.#opts.warmupSec,
-      measureSec: this.#opts.measureSec,
-    };
-    if (this.#opts.signal.aborted) throw new Stop("interrupted");
-    const outcome = await this.#runner.run(req);
-    if (this.#opts.signal.aborted) throw new Stop("interrupted");
-    const record: TrialRecord = {
-      ...outcome,
-      id: req.id,
-      phase,
-      kind,
-      config: { ...config },
-      key: configKey(this.#space, config),
-      note,
-    };
-    this.#trials.push(record);
-    this.#spent += outcome.wallSec;
-    return record;
-  }
-
   /** One more measurement of `e`. */
   async #measure(e: Evaluated, phase: TrialPhase, note: string): Promise<void> {
     if (e.note === "") e.note = note;
-    const r = await this.#run(e.config, "measure", phase, note);
+    const r = await this.#log.run(e.config, "measure", phase, note);
     if (r.status === "ok" && r.metrics) {
       e.samples.push(r.metrics.samplesPerSec);
       e.metrics = r.metrics;
@@ -341,7 +385,7 @@ class Search {
       this.#best = e;
       this.#wasBest.add(e.key);
     }
-    this.#onTrial(r, { best: this.#best, spentSec: this.#spent });
+    this.#onTrial(r, { best: this.#best, spentSec: this.#log.spent });
   }
 
   /** Measures `e` until it has `repeats` measurements (not when it failed). */
@@ -352,33 +396,21 @@ class Search {
   }
 
   async #runCeiling(): Promise<void> {
-    const r = await this.#run(this.#start.config, "ceiling", "ceiling", "ceiling (replayed batches)");
+    const r = await this.#log.run(this.#start.config, "ceiling", "ceiling", "ceiling (replayed batches)");
     this.#ceiling = r;
-    this.#onTrial(r, { best: this.#best, spentSec: this.#spent });
-  }
-
-  /** Relative noise of one measurement: the pooled standard deviation over mean of repeated configurations. */
-  #noise(): number {
-    let ss = 0, df = 0;
-    for (const e of this.#evals.values()) {
-      const m = meanOf(e);
-      if (e.samples.length < 2 || !(m > 0)) continue;
-      for (const x of e.samples) ss += ((x - m) / m) ** 2;
-      df += e.samples.length - 1;
-    }
-    return df === 0 ? 0 : Math.sqrt(ss / df);
+    this.#onTrial(r, { best: this.#best, spentSec: this.#log.spent });
   }
 
   /** The relative difference of the means of `a` and `b` that is more than noise. */
   #margin(a: Evaluated, b: Evaluated, z = NOISE_Z): number {
     const na = Math.max(1, a.samples.length), nb = Math.max(1, b.samples.length);
-    return Math.max(this.#opts.minGain, z * this.#noise() * Math.sqrt(1 / na + 1 / nb));
+    return Math.max(this.#opts.minGain, z * pooledNoise(this.#evals.values()) * Math.sqrt(1 / na + 1 / nb));
   }
 
   /** The margin between two configurations measured `repeats` times each (what the report quotes). */
   #threshold(): number {
     const n = this.#opts.repeats;
-    return Math.max(this.#opts.minGain, NOISE_Z * this.#noise() * Math.sqrt(2 / n));
+    return Math.max(this.#opts.minGain, NOISE_Z * pooledNoise(this.#evals.values()) * Math.sqrt(2 / n));
   }
 
   /**
@@ -437,7 +469,7 @@ class Search {
     for (const { name, param } of params) {
       const base = this.#best ?? this.#start;
       const fixed = { ...base.config };
-      const values = this.#curveValues(param, base.config[name] as number);
+      const values = curveValues(this.#opts.curvePoints, param, base.config[name] as number);
       const curve: Curve = { param: name, stage: param.stage!, fixed, points: [] };
       this.#curves.push(curve);
       const evaluated: Evaluated[] = [];
@@ -450,15 +482,6 @@ class Search {
       curve.points = evaluated.map((e) => curvePoint(e.config[name] as number, e, param.stage!));
       this.#chooseFromCurve(name, base, evaluated);
     }
-  }
-
-  #curveValues(p: IntParam, current: number): number[] {
-    const values = new Set(this.#opts.curvePoints.filter((v) => v >= p.min && v <= p.max));
-    const top = Math.max(...this.#opts.curvePoints);
-    if (p.max < top) values.add(p.max);
-    if (p.min > Math.min(...this.#opts.curvePoints)) values.add(p.min);
-    values.add(current);
-    return [...values].sort((a, b) => a - b);
   }
 
   /** The smallest value within the threshold of the curve's best becomes the stage's value. */
@@ -516,7 +539,7 @@ class Search {
    */
   async #step(name: string, config: Config, cheaper = false): Promise<boolean> {
     const incumbent = this.#best ?? this.#start;
-    const before = this.#trials.length;
+    const before = this.#log.records.length;
     const label = `${paramLabel(name, this.#space[name])} ${config[name]}`;
     const e = await this.#try(config, "descent", label);
     // As fast as the best within noise; and, so that small losses cannot add up step after step, within twice
@@ -526,9 +549,9 @@ class Search {
       meanOf(e) >= meanOf(incumbent) * (1 - this.#margin(e, incumbent)) &&
       meanOf(e) >= meanOf(peak) * (1 - 2 * this.#margin(e, peak));
     const better = (this.#beats(e, this.#best) || asFast) && !this.#wasBest.has(e.key);
-    if (better || this.#trials.length > before) this.#record(name, incumbent, e, better);
+    if (better || this.#log.records.length > before) this.#record(name, incumbent, e, better);
     if (!better) {
-      this.#sinceKept += this.#trials.length - before;
+      this.#sinceKept += this.#log.records.length - before;
       if (this.#sinceKept >= this.#opts.patience) {
         throw new Stop(`patience: ${this.#sinceKept} trials in a row kept nothing`);
       }

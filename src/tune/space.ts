@@ -65,7 +65,28 @@ export type ConfigOf<S extends SearchSpace> = { [K in keyof S]: ValueOfParam<S[K
 /** A configuration of an unknown space. */
 export type Config = Record<string, ChoiceValue>;
 
-/** An integer parameter from `min` to `max` (inclusive); `stage` marks it as that stage's concurrency. */
+/**
+ * An integer parameter from `min` to `max`, both inclusive. With `stage`, it is that pipeline stage's
+ * concurrency (tasks run at once): the search then measures the stage's contention curve (the values 1, 2, 4,
+ * 8, 16 within the range), and prefers fewer tasks when they are as fast within the noise.
+ * @param min the smallest value (a safe integer)
+ * @param max the largest value (a safe integer, at least `min`)
+ * @param opts `stage`: the name of the stage whose concurrency this is (as its statistics name it, e.g.
+ * `"demux"`); `default`: the value a search starts from when the target gives no `start` (default `min`);
+ * `label`: how the report names it (default: the stage's, or the key split into words)
+ * @returns the parameter, plain JSON data, to put in a {@link SearchSpace}
+ * @throws {InvalidArgumentError} when `min` or `max` is not a safe integer, `min > max`, or `default` is
+ * outside the range
+ * @example A stage's concurrency and a plain integer
+ * ```ts
+ * import { int } from "@sluice/sluice/tune";
+ *
+ * const space = {
+ *   decodeConcurrency: int(1, 16, { stage: "decode", default: 2 }),
+ *   prefetchBatches: int(1, 8, { label: "batches prefetched" }),
+ * };
+ * ```
+ */
 export function int(
   min: number,
   max: number,
@@ -79,7 +100,26 @@ export function int(
   return p;
 }
 
-/** A parameter taking one of `values` (numbers, strings or booleans). */
+/**
+ * A parameter taking one of `values`: numbers, strings or booleans (values a trial subprocess receives as
+ * JSON). The descent tries each value other than the best's in turn, in the order given.
+ * @param values the values, at least one, none repeated; numbers must be finite
+ * @param opts `default`: the value a search starts from when the target gives no `start` (default: the first
+ * of `values`); `label`: how the report names it (default: the key split into words)
+ * @returns the parameter, plain JSON data, to put in a {@link SearchSpace}; its value type is the union of
+ * `values`, so `create` sees e.g. `"inprocess" | "subprocess"`
+ * @throws {InvalidArgumentError} when `values` is empty, repeats a value, holds something other than a finite
+ * number, a string or a boolean, or `default` is not one of them
+ * @example
+ * ```ts
+ * import { choice } from "@sluice/sluice/tune";
+ *
+ * const space = {
+ *   backend: choice(["inprocess", "subprocess"]),
+ *   subclipSec: choice([0.5, 1, 2], { default: 1 }),
+ * };
+ * ```
+ */
 export function choice<const T extends ChoiceValue>(
   values: readonly T[],
   opts: ParamOptions<T> = {},

@@ -66,7 +66,31 @@ export interface TuneTarget<S extends SearchSpace = SearchSpace> {
   samples?(batch: unknown): number;
 }
 
-/** Declares a tunable pipeline; returns `target` as is, typed so `create` sees each parameter's value type. */
+/**
+ * Declares a tunable pipeline: what a module exports as `tune` (or as its default export) for `sluice tune` and
+ * `tune()`. It checks nothing and changes nothing; it types `target` so that `create`, `step` and `start`
+ * see each parameter's value type (an `int` a number, a `choice` the union of its values).
+ * @param target the search `space`, the `start` configuration (the one in use today; missing values come
+ * from the parameters' defaults), `create` (builds the loader of one configuration), and optionally `step`
+ * (the training step run on each batch; default none, the loader measured flat out) and `samples` (samples
+ * in a batch)
+ * @returns `target` itself
+ * @example Any async iterable of batches can be tuned (here a generator standing in for a loader)
+ * ```ts
+ * import { choice, defineTuning, int } from "@sluice/sluice/tune";
+ *
+ * export const tune = defineTuning({
+ *   space: { decode: int(1, 8, { stage: "decode" }), backend: choice(["inprocess", "subprocess"]) },
+ *   start: { decode: 2 },
+ *   create: (c) => {
+ *     const batches = async function* () {
+ *       for (let i = 0; i < 100; i++) yield { labels: [i % 10], backend: c.backend, decoders: c.decode };
+ *     };
+ *     return batches();
+ *   },
+ * });
+ * ```
+ */
 export function defineTuning<const S extends SearchSpace>(target: TuneTarget<S>): TuneTarget<S> {
   return target;
 }

@@ -77,18 +77,68 @@ interface SearchFile {
   startedAt: string;
 }
 
-/** Runs a tuning search; see the module docs. */
+/** One `tune()` call: its options, output directory and files, the module as a URL, and where progress goes. */
+interface TuneRun {
+  opts: TuneOptions;
+  dir: string;
+  module: string;
+  trialsPath: string;
+  searchPath: string;
+  log: (line: string) => void;
+}
+
+/**
+ * Runs a tuning search, `sluice tune` as a function. It reads the search space and start configuration of the
+ * module's {@link defineTuning} target (in a subprocess, or `space` and `start` with a custom `runner`), runs
+ * each trial in a fresh subprocess (its crash, hang or leak costs that trial only), measures the start, the
+ * ceiling (batches replayed from memory), each stage's contention curve, then descends coordinate by coordinate,
+ * keeping a change only when it beats the noise; it stops at the budget, at `maxTrials`, after `patience` trials
+ * without a kept change, when a pass keeps nothing, or when `signal` aborts.
+ *
+ * Into `out` it writes `search.json` (what `resume` needs), `trials.jsonl` (every trial, appended as it
+ * finishes), `logs/` (each trial's output), and at the end `report.md`, the SVG plots and `best.json` (the best
+ * configuration, its mean samples/s and its measurements). With `resume: true` a killed search continues: it is
+ * run again from the start, each trial it asks for taken from `trials.jsonl` when recorded (same kind,
+ * configuration and occurrence), only the rest run; the budget counts the recorded trials' time too.
+ * @param opts the module and its `args`, the output directory `out`, the budget, warm-up and measured window in
+ * seconds (required for a new search), the search's limits and the trials' time and memory limits
+ * ({@link TuneOptions})
+ * @returns the search's result (best configuration, kept and rejected changes, curves, every trial), the output
+ * directory and the files written there (relative to it)
+ * @throws {InvalidArgumentError} when `out` already holds a search and `resume` is not set, when resuming finds
+ * no readable `search.json` or one of another module, when a new search lacks `budgetSec`, `measureSec` or
+ * `warmupSec`, when a custom `runner` comes without `space`, when the module's search space is malformed or
+ * cannot be read, or when a line of `trials.jsonl` other than the last is not a trial record
+ * @example Tune a module's loader for five minutes and keep the best configuration
+ * ```ts
+ * import { tune } from "@sluice/sluice/tune";
+ *
+ * const { result, dir, files } = await tune({
+ *   module: "my_loader.ts", // exports `tune = defineTuning({...})`
+ *   args: ["data/train.csv"], // the module's ctx.args
+ *   out: "tune-run",
+ *   budgetSec: 300,
+ *   measureSec: 5,
+ *   warmupSec: 2,
+ *   log: console.log,
+ * });
+ * if (result.best !== null) console.log(result.best.config, `${dir}/report.md`, files);
+ * ```
+ */
 export async function tune(opts: TuneOptions): Promise<TuneResult> {
-  const log = opts.log ?? (() => {});
   const dir = opts.out;
-  const module = moduleUrl(opts.module);
+  const run: TuneRun = {
+    opts,
+    dir,
+    module: moduleUrl(opts.module),
+    trialsPath: `${dir}/trials.jsonl`,
+    searchPath: `${dir}/search.json`,
+    log: opts.log ?? (() => {}),
+  };
   await Deno.mkdir(`${dir}/logs`, { recursive: true });
-  const trialsPath = `${dir}/trials.jsonl`, searchPath = `${dir}/search.json`;
-  let previous: TrialRecord[] = [];
-  let file: SearchFile;
   const subprocess = opts.runner === undefined
     ? new SubprocessRunner({
-      module,
+      module: run.module,
       args: opts.args ?? [],
       graceSec: opts.trialGraceSec ?? 60,
       memoryLimitBytes: opts.memoryLimitBytes ?? defaultMemoryLimit(),
@@ -96,59 +146,9 @@ export async function tune(opts: TuneOptions): Promise<TuneResult> {
       signal: opts.signal,
     })
     : null;
-  if (opts.resume) {
-    file = await readSearchFile(searchPath);
-    if (file.module !== module) {
-      throw new InvalidArgumentError(`${dir} holds a search of ${file.module}, not of ${module}`);
-    }
-    if (opts.budgetSec !== undefined) file.options.budgetSec = opts.budgetSec;
-    if (opts.maxTrials !== undefined) file.options.maxTrials = opts.maxTrials;
-    previous = await readTrials(trialsPath);
-    log(`resuming: ${previous.length} trial(s) recorded in ${trialsPath}`);
-  } else {
-    if (await exists(trialsPath) && (await Deno.readTextFile(trialsPath)).trim() !== "") {
-      throw new InvalidArgumentError(
-        `${dir} already holds a search (trials.jsonl): resume it or choose another --out`,
-      );
-    }
-    let space: SearchSpace, start: Config;
-    if (subprocess !== null) {
-      log(`reading the search space of ${opts.module}`);
-      ({ space, start } = await subprocess.describe());
-    } else {
-      if (opts.space === undefined) throw new InvalidArgumentError("tune: a custom runner needs `space`");
-      space = opts.space;
-      start = startConfig(space, opts.start);
-    }
-    checkSpace(space);
-    const { budgetSec, measureSec, warmupSec, maxTrials, patience, minGain, repeats, curvePoints, ceiling } =
-      opts;
-    if (budgetSec === undefined || measureSec === undefined || warmupSec === undefined) {
-      throw new InvalidArgumentError(
-        "tune: budgetSec, measureSec and warmupSec are required for a new search",
-      );
-    }
-    file = {
-      module,
-      args: [...(opts.args ?? [])],
-      space,
-      start,
-      options: {
-        budgetSec,
-        measureSec,
-        warmupSec,
-        maxTrials,
-        patience,
-        minGain,
-        repeats,
-        curvePoints,
-        ceiling,
-      },
-      startedAt: new Date().toISOString(),
-    };
-    await Deno.writeTextFile(searchPath, JSON.stringify(file, null, 2) + "\n");
-    await Deno.writeTextFile(trialsPath, "");
-  }
+  const { file, previous } = opts.resume
+    ? await recordedSearch(run)
+    : { file: await newSearch(run, subprocess), previous: [] };
 
   const runner = new ReplayRunner(previous, opts.runner ?? subprocess!, file.space);
   const result = await search(
@@ -158,14 +158,90 @@ export async function tune(opts: TuneOptions): Promise<TuneResult> {
     { ...file.options, signal: opts.signal },
     (r, s) => {
       if (!runner.replayed(r.id)) {
-        Deno.writeTextFileSync(trialsPath, JSON.stringify(r) + "\n", {
+        Deno.writeTextFileSync(run.trialsPath, JSON.stringify(r) + "\n", {
           append: true,
         });
       }
-      log(progressLine(r, s.best, s.spentSec, file.options.budgetSec, runner.replayed(r.id)));
+      run.log(progressLine(r, s.best, s.spentSec, file.options.budgetSec, runner.replayed(r.id)));
     },
   );
+  return { result, dir, files: await writeResults(run, file, result) };
+}
 
+/**
+ * The search recorded in the output directory, for `resume`: its `search.json` (with `budgetSec` and
+ * `maxTrials` replaced when given) and the trials of its `trials.jsonl`.
+ * @throws {InvalidArgumentError} when `search.json` is unreadable or belongs to another module
+ */
+async function recordedSearch(run: TuneRun): Promise<{ file: SearchFile; previous: TrialRecord[] }> {
+  const { opts, module, dir } = run;
+  const file = await readSearchFile(run.searchPath);
+  if (file.module !== module) {
+    throw new InvalidArgumentError(`${dir} holds a search of ${file.module}, not of ${module}`);
+  }
+  if (opts.budgetSec !== undefined) file.options.budgetSec = opts.budgetSec;
+  if (opts.maxTrials !== undefined) file.options.maxTrials = opts.maxTrials;
+  const previous = await readTrials(run.trialsPath);
+  run.log(`resuming: ${previous.length} trial(s) recorded in ${run.trialsPath}`);
+  return { file, previous };
+}
+
+/**
+ * Starts a new search: reads the space and start (from the module through `subprocess`, else the options),
+ * writes `search.json` and an empty `trials.jsonl`.
+ * @throws {InvalidArgumentError} when the directory holds a search already, the space is missing or malformed,
+ * or a required search option is missing
+ */
+async function newSearch(run: TuneRun, subprocess: SubprocessRunner | null): Promise<SearchFile> {
+  const { opts, dir } = run;
+  if (await exists(run.trialsPath) && (await Deno.readTextFile(run.trialsPath)).trim() !== "") {
+    throw new InvalidArgumentError(
+      `${dir} already holds a search (trials.jsonl): resume it or choose another --out`,
+    );
+  }
+  let space: SearchSpace, start: Config;
+  if (subprocess !== null) {
+    run.log(`reading the search space of ${opts.module}`);
+    ({ space, start } = await subprocess.describe());
+  } else {
+    if (opts.space === undefined) throw new InvalidArgumentError("tune: a custom runner needs `space`");
+    space = opts.space;
+    start = startConfig(space, opts.start);
+  }
+  checkSpace(space);
+  const { budgetSec, measureSec, warmupSec, maxTrials, patience, minGain, repeats, curvePoints, ceiling } =
+    opts;
+  if (budgetSec === undefined || measureSec === undefined || warmupSec === undefined) {
+    throw new InvalidArgumentError(
+      "tune: budgetSec, measureSec and warmupSec are required for a new search",
+    );
+  }
+  const file: SearchFile = {
+    module: run.module,
+    args: [...(opts.args ?? [])],
+    space,
+    start,
+    options: {
+      budgetSec,
+      measureSec,
+      warmupSec,
+      maxTrials,
+      patience,
+      minGain,
+      repeats,
+      curvePoints,
+      ceiling,
+    },
+    startedAt: new Date().toISOString(),
+  };
+  await Deno.writeTextFile(run.searchPath, JSON.stringify(file, null, 2) + "\n");
+  await Deno.writeTextFile(run.trialsPath, "");
+  return file;
+}
+
+/** Writes the plots, `report.md` and `best.json` (when a trial succeeded); returns every file of the run. */
+async function writeResults(run: TuneRun, file: SearchFile, result: SearchResult): Promise<string[]> {
+  const { opts, dir } = run;
   const files = ["search.json", "trials.jsonl"];
   const plots = opts.plots === false ? [] : await writePlots(dir, result);
   const report = reportMarkdown(result, {
@@ -188,7 +264,7 @@ export async function tune(opts: TuneOptions): Promise<TuneResult> {
     await Deno.writeTextFile(`${dir}/best.json`, JSON.stringify(best, null, 2) + "\n");
     files.push("best.json");
   }
-  return { result, dir, files };
+  return files;
 }
 
 /** Takes each trial from a previous run's records when there is one, else runs it. */
