@@ -178,7 +178,6 @@ const KNOWN_LONG: readonly string[] = [
   "src/media/demux.ts cutGroups 89",
   "src/media/packet_format.ts decodePackets 117",
   "src/nvdec/session.ts NvdecSession 331",
-  "src/pipeline/worker_pool.ts WorkerPool 310",
   "src/prep/pack.ts packShards 83",
   "src/prep/transcode.ts transcodeVideoSync 97",
   "src/prep/transcode_dataset.ts transcodeDataset 99",
