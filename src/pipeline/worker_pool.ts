@@ -67,6 +67,9 @@ export class WorkerPool implements Executor {
   /**
    * A pool for the exports of one module; no Worker starts until a call needs one.
    * @param moduleUrl the module whose exports tasks call (resolve relative paths with `import.meta.resolve`)
+   * @param opts the pool's size (Workers) and how long `close()` waits for each Worker's release (ms)
+   * @throws {TypeError} when `moduleUrl` is not an absolute URL
+   * @throws {InvalidArgumentError} when `opts.size` is not a positive integer
    */
   constructor(moduleUrl: string | URL, opts: WorkerPoolOptions = {}) {
     this.moduleUrl = new URL(moduleUrl).href;
@@ -88,6 +91,8 @@ export class WorkerPool implements Executor {
    * shrinking retires idle Workers now and busy ones as soon as their current task finishes (running tasks are
    * never cut short), each running the module's `release` export first, as in {@link close}. The pool never runs
    * fewer Workers than a stage using it claimed ({@link reserve}).
+   * @param n the pool's new size, in Workers
+   * @throws {InvalidArgumentError} when `n` is not a positive integer
    */
   resize(n: number): void {
     this.#base = checkSize(n, "resize");
@@ -100,6 +105,9 @@ export class WorkerPool implements Executor {
    * above the pool's size grows the pool. Stages sharing one pool (the loader's demux and decode, in-process)
    * share its Workers first come, first served: the pool runs as many Workers as the largest claim (or the size
    * set by {@link resize}, if larger), not their sum. Give each stage its own pool to keep their Workers apart.
+   * @param stage the claiming stage's name (a later claim of the same name replaces it)
+   * @param n the tasks it runs at once, in Workers
+   * @throws {InvalidArgumentError} when `n` is not a positive integer
    */
   reserve(stage: string, n: number): void {
     this.#claims.set(stage, checkSize(n, "reserve"));
@@ -129,8 +137,15 @@ export class WorkerPool implements Executor {
   }
 
   /**
-   * Calls export `name` with `args` in a free Worker (queued while all are busy). `transfer` lists the buffers
-   * to move rather than copy (default: none). Results come back with their buffers transferred.
+   * Calls an export of the pool's module in a free Worker (queued while all are busy).
+   * @param name the export's name
+   * @param args its arguments, structured-cloned into the Worker
+   * @param transfer the buffers of `args` to move rather than copy (default: none; they are detached here)
+   * @returns what the export returned (awaited), its buffers transferred (see `transferable`)
+   * @throws what the export threw, in its own class (a `MediaError` stays one); a `TypeError` when the module
+   *   has no such export (the import's error when the module failed to import); `WorkerCrashedError` when the
+   *   Worker died running it; `PipelineStoppedError` when the pool closes before the call settles; a
+   *   `DataCloneError` when `args` cannot be cloned or `transfer` moved
    */
   call<R = unknown>(name: string, args: unknown[] = [], transfer: Transferable[] = []): Promise<R> {
     return this.#call(name, args, transfer, undefined);
@@ -172,14 +187,23 @@ export class WorkerPool implements Executor {
     });
   }
 
-  /** Milliseconds the tasks of `stage` have waited for a free Worker (or other capacity of this pool). */
+  /**
+   * How long a stage's tasks have waited for this pool: for a free Worker (or other capacity of it).
+   * @param stage the stage's name, as its tasks' context gives it
+   * @returns milliseconds waited, summed over its tasks (waits under way included); 0 for a stage never seen
+   */
   waitMs(stage: string): number {
     return this.waits.ms(stage);
   }
 
   /**
    * Calls export `name` with `args` once in every Worker running now (each after its current task), e.g. to
-   * read per-Worker diagnostics. Resolves with one result per Worker, in Worker order; no Workers, no results.
+   * read per-Worker diagnostics.
+   * @param name the export's name
+   * @param args its arguments, structured-cloned into each Worker (nothing is transferred)
+   * @returns one result per Worker, in Worker order; no Workers, no results
+   * @throws as {@link call} does, the first of its calls to fail (`WorkerCrashedError` also for a call pinned
+   *   to a Worker that died before running it)
    */
   callEach<R = unknown>(name: string, args: unknown[] = []): Promise<R[]> {
     return Promise.all(this.#slots.map((slot) =>
@@ -199,6 +223,12 @@ export class WorkerPool implements Executor {
   /**
    * Executor entry: runs export `task` on `item`, transferring every buffer found in the item. Queued while every
    * Worker is busy; it leaves the queue when `ctx.signal` aborts.
+   * @param task the export's name (a function cannot run in a Worker)
+   * @param item the stage's item, the export's one argument; its buffers move to the Worker (detached here)
+   * @param ctx the task's stage (whose wait it counts) and signal
+   * @returns what the export returned, as {@link call}
+   * @throws {InvalidArgumentError} when `task` is a function; as {@link call} otherwise, or the signal's reason
+   *   when it aborts before a Worker takes the task
    */
   run(task: PipeFn | string, item: unknown, ctx: TaskContext): Promise<unknown> {
     if (typeof task !== "string") {
@@ -219,10 +249,7 @@ export class WorkerPool implements Executor {
     const err = new PipelineStoppedError(`WorkerPool ${this.moduleUrl} was closed`);
     const slots = this.#slots.splice(0);
     for (const c of this.#pending.splice(0)) c.reject(err);
-    for (const slot of slots) {
-      slot.current?.reject(err);
-      for (const c of slot.pinned.splice(0)) c.reject(err);
-    }
+    for (const slot of slots) slot.rejectCalls(() => err);
     // Tracked with the pool's other retirements: a second close() while this one runs (the loader's, after its
     // pipeline's) waits for them too, instead of returning while these Workers still run native code.
     for (const slot of slots) this.#track(slot.retire(this.#releaseTimeoutMs));
@@ -284,26 +311,16 @@ export class WorkerPool implements Executor {
     slot.worker.terminate();
     this.#crashes++;
     const options = error === undefined ? undefined : { cause: deserializeError(error) };
-    const c = slot.current;
-    if (c !== undefined) {
-      c.reject(
-        new WorkerCrashedError(
-          `WorkerPool ${this.moduleUrl}: worker ${slot.index} died while running "${c.name}": ${reason}; ` +
-            `it was replaced`,
-          c.name,
-          options,
-        ),
-      );
-    }
-    for (const p of slot.pinned.splice(0)) {
-      p.reject(
-        new WorkerCrashedError(
-          `WorkerPool ${this.moduleUrl}: worker ${slot.index} died before running "${p.name}": ${reason}`,
-          p.name,
-          options,
-        ),
-      );
-    }
+    const died = `WorkerPool ${this.moduleUrl}: worker ${slot.index} died`;
+    slot.rejectCalls((c, running) =>
+      new WorkerCrashedError(
+        running
+          ? `${died} while running "${c.name}": ${reason}; it was replaced`
+          : `${died} before running "${c.name}": ${reason}`,
+        c.name,
+        options,
+      )
+    );
     this.#pump();
   }
 }

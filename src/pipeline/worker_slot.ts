@@ -85,6 +85,15 @@ export class WorkerSlot {
   }
 
   /**
+   * Fails the call the Worker runs and the calls pinned to it, as the Worker dies or its pool closes.
+   * @param errorFor the error for each call, told whether the Worker was running it
+   */
+  rejectCalls(errorFor: (c: Call, running: boolean) => unknown): void {
+    this.current?.reject(errorFor(this.current, true));
+    for (const c of this.pinned.splice(0)) c.reject(errorFor(c, false));
+  }
+
+  /**
    * Asks the Worker to run its release hook, then terminates it (also when it does not answer within
    * `timeoutMs`). From here on the owner hears nothing more of its messages.
    */
