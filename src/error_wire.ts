@@ -65,6 +65,8 @@ const ERROR_CLASSES = new Map<string, ErrorClass>();
 /**
  * Makes {@link deserializeError} rebuild errors named `cls.name` as instances of `cls`. Every class in this module
  * is registered already; a module that defines its own `SluiceError` subclass registers it at load time.
+ * @param cls the error class (its `name`, not its constructor, is what is matched; a later class of the same
+ *   name replaces an earlier one)
  */
 export function registerErrorClass(cls: ErrorClass): void {
   ERROR_CLASSES.set(cls.name, cls);
@@ -112,6 +114,8 @@ const OWN_KEYS = new Set(["name", "message", "stack", "cause"]);
  * An error (or any thrown value) as JSON-safe data that keeps its class name, message, stack, own fields
  * (`MediaError.source`, `FetchError.status`, …) and `cause` chain. Values that are not JSON-safe (functions,
  * symbols, class instances other than errors) become their `String()`; `undefined` fields are left out.
+ * @param e what was thrown: an `Error`, a `DOMException`, or any other value (its `String()` is the message)
+ * @returns JSON-safe data for `postMessage` or `JSON.stringify`, nested values kept to 8 levels
  */
 export function serializeError(e: unknown): SerializedError {
   return serializeErrorAt(e, 0);
@@ -166,6 +170,9 @@ function serializeValue(x: unknown, depth: number): SerializedValue | undefined 
  * `instanceof MediaError` holds and `source`, `operation`, `code`, `reason` are there), with the same message,
  * the original stack and the `cause` chain. Constructors are not called, so no message is rebuilt or altered. An
  * unknown name gives a plain `Error` with that `name`; `"AbortError"` and other DOM names give a `DOMException`.
+ * @param s what {@link serializeError} made (data from outside the process checked with
+ *   {@link isSerializedError} first)
+ * @returns the error, not thrown
  */
 export function deserializeError(s: SerializedError): Error {
   const cls = ERROR_CLASSES.get(s.name);
@@ -229,6 +236,8 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
  * it before {@link deserializeError} sees it): `name` and `message` strings, an optional `stack` string, `fields`
  * an object of JSON values (nested errors as `{ $error }` of the same shape), an optional `cause`. Recursive:
  * callers bound the nesting first (the backend protocol limits JSON depth).
+ * @param v any value, e.g. parsed JSON from another process
+ * @returns true when {@link deserializeError} may be given it
  */
 export function isSerializedError(v: unknown): v is SerializedError {
   if (!isPlainObject(v)) return false;

@@ -174,7 +174,6 @@ const KNOWN_LONG: readonly string[] = [
   "src/loader/clip_steps.ts ClipDecodeStep.decode 88",
   "src/loader/collate.ts collate 81",
   "src/loader/loader.ts loaderOfPlan 171",
-  "src/pipeline/worker_pool.ts WorkerPool 310",
 ];
 
 /** Import cycles counting type-only imports (each: its modules, sorted). */

@@ -77,12 +77,22 @@ export type Output<R> = R extends AsyncIterable<infer V> ? V : Exclude<Awaited<R
 export class PipelineBuilder<T = never> {
   readonly #specs: StageSpec[];
 
-  /** Starts an empty description; the first call must be `addSource`. */
+  /**
+   * Starts an empty description; the first call must be `addSource`.
+   * @param specs the stages described so far, source first (each call passes them on to the builder it
+   *   returns; leave it out to start empty)
+   */
   constructor(specs: StageSpec[] = []) {
     this.#specs = specs;
   }
 
-  /** The source: any `Iterable` or `AsyncIterable`. Pulled only as fast as the pipeline drains. */
+  /**
+   * The source: pulled only as fast as the pipeline drains.
+   * @param source any `Iterable` or `AsyncIterable` (an array, a generator, a stream of records)
+   * @param opts the stage's name in stats, and whether each epoch iterates the source again (`continuous`)
+   * @returns a builder whose items are the source's
+   * @throws {InvalidArgumentError} when the builder has a source already, or `source` is null or a primitive
+   */
   addSource<U>(source: Iterable<U> | AsyncIterable<U>, opts: SourceOptions = {}): PipelineBuilder<U> {
     if (this.#specs.length > 0) {
       throw new InvalidArgumentError("addSource must be the first stage, and only once");
@@ -101,11 +111,27 @@ export class PipelineBuilder<T = never> {
   /**
    * A stage that maps each item with `fn` (sync, async, or an async generator yielding many outputs; returning
    * `undefined` drops the item). With a `WorkerPool` executor, `fn` is the name of an export of the pool's module.
+   * @param fn the function, given each item and its task's context (stage name, abort signal)
+   * @param opts the stage's concurrency (tasks at once, or `"auto"`), executor, order, failure budget and name
+   * @returns a builder whose items are `fn`'s outputs (an async iterable's elements; `undefined` dropped)
+   * @throws {InvalidArgumentError} before `addSource`, or for an option out of range (naming it)
    */
   pipe<R>(fn: (item: T, ctx: TaskContext) => R, opts?: PipeOptions): PipelineBuilder<Output<R>>;
-  /** A stage that runs export `exportName` of the module of `opts.executor` (a `WorkerPool`) on each item. */
+  /**
+   * A stage that runs an export of the module of `opts.executor` (a `WorkerPool`) on each item.
+   * @param exportName the export's name
+   * @param opts the stage's options, with the executor that runs the export
+   * @returns a builder whose items are the export's results
+   * @throws {InvalidArgumentError} before `addSource`, or for an option out of range (naming it)
+   */
   pipe<U = unknown>(exportName: string, opts: PipeOptions & { executor: Executor }): PipelineBuilder<U>;
-  /** Implementation of the two overloads above. */
+  /**
+   * Implementation of the two overloads above.
+   * @param fn the function, or the export's name
+   * @param opts the stage's options
+   * @returns a builder with the stage added
+   * @throws {InvalidArgumentError} before `addSource`, or for an option out of range (naming it)
+   */
   pipe(
     fn: ((item: T, ctx: TaskContext) => unknown) | string,
     opts: PipeOptions = {},
@@ -114,13 +140,24 @@ export class PipelineBuilder<T = never> {
     return this.#with(resolvePipeOptions(fn, opts, this.#specs.length));
   }
 
-  /** Flattens each incoming array (or iterable) into its elements. */
+  /**
+   * A stage that flattens each incoming array (or iterable) into its elements.
+   * @param opts the stage's name in stats (default `disaggregate<N>`)
+   * @returns a builder whose items are the elements
+   * @throws {InvalidArgumentError} before `addSource`
+   */
   disaggregate(opts: { name?: string } = {}): PipelineBuilder<T extends Iterable<infer E> ? E : unknown> {
     this.#needSource("disaggregate");
     return this.#with({ kind: "disaggregate", name: opts.name ?? `disaggregate${this.#specs.length}` });
   }
 
-  /** Groups items into arrays of `n`; the last batch may be shorter unless `dropLast`. */
+  /**
+   * A stage that groups items into arrays; the last batch may be shorter unless `dropLast`.
+   * @param n the items in each array
+   * @param opts the stage's name in stats, and whether a short last batch is dropped (`dropLast`)
+   * @returns a builder whose items are the arrays
+   * @throws {InvalidArgumentError} before `addSource`, or when `n` is not a positive integer
+   */
   aggregate(n: number, opts: AggregateOptions = {}): PipelineBuilder<T[]> {
     this.#needSource("aggregate");
     if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`aggregate: n must be >= 1, got ${n}`);
@@ -132,7 +169,12 @@ export class PipelineBuilder<T = never> {
     });
   }
 
-  /** Sets the sink: the queue the consumer reads from (default 3 items). Optional before `build`. */
+  /**
+   * Sets the sink: the queue the consumer reads from. Optional before `build`.
+   * @param opts the items the sink buffers for the consumer (`bufferSize`, default 3)
+   * @returns the builder's last step, where only `build` remains
+   * @throws {InvalidArgumentError} before `addSource`, or when `bufferSize` is not a positive integer
+   */
   addSink(opts: SinkOptions = {}): SinkBuilder<T> {
     this.#needSource("addSink");
     const size = opts.bufferSize ?? 3;
@@ -142,7 +184,13 @@ export class PipelineBuilder<T = never> {
     return new SinkBuilder<T>(this.#specs, { bufferSize: size });
   }
 
-  /** Builds with a default sink. */
+  /**
+   * Builds with a default sink (3 items); nothing runs until the pipeline is iterated.
+   * @param opts the pipeline's hooks, report interval (ms), signal, trace file, log, stall threshold (ms),
+   *   auto-concurrency tuning and clock
+   * @returns the pipeline
+   * @throws {InvalidArgumentError} before `addSource`, or for an option out of range (naming it)
+   */
   build(opts: BuildOptions = {}): Pipeline<T> {
     return this.addSink().build(opts);
   }
@@ -164,7 +212,11 @@ export class SinkBuilder<T> {
   readonly #specs: StageSpec[];
   readonly #sink: SinkOptions;
 
-  /** Use `PipelineBuilder.addSink`. */
+  /**
+   * Use `PipelineBuilder.addSink`.
+   * @param specs the stages described, source first
+   * @param sink the sink's options, checked
+   */
   constructor(specs: StageSpec[], sink: SinkOptions) {
     this.#specs = specs;
     this.#sink = sink;
@@ -173,6 +225,9 @@ export class SinkBuilder<T> {
   /**
    * Builds the pipeline; nothing runs until it is iterated. Options are checked here, unless they were resolved
    * at a door already ({@link resolvedBuildOptions}).
+   * @param opts the pipeline's hooks, report interval (ms), signal, trace file, log, stall threshold (ms),
+   *   auto-concurrency tuning and clock
+   * @returns the pipeline
    * @throws {InvalidArgumentError} for an option out of range
    */
   build(opts: BuildOptions = {}): Pipeline<T> {

@@ -95,7 +95,12 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
   #discarded = 0;
   #stopped = false;
 
-  /** Use `PipelineBuilder.build()`, which checks the options this takes resolved. */
+  /**
+   * Use `PipelineBuilder.build()`, which checks the options this takes resolved.
+   * @param specs the stages as the builder described them, source first
+   * @param sink the queue between the last stage and the consumer (its size in items)
+   * @param opts the build options, checked and defaulted (`resolveBuildOptions`)
+   */
   constructor(specs: StageSpec[], sink: SinkOptions, opts: ResolvedBuildOptions) {
     this.#stages = specs.map((s) => new Stage(s));
     this.#bufferSize = sink.bufferSize ?? 3;
@@ -120,7 +125,12 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
     return this.#stages;
   }
 
-  /** The stage called `name`; throws if there is none. Use it to change concurrency while running. */
+  /**
+   * One stage's controls: read its concurrency, or change it while the pipeline runs.
+   * @param name the stage's name, as in `stats()` (a repeated name was made unique with `#2`, `#3`, …)
+   * @returns the stage's controls (`setConcurrency`, `concurrency`, `auto`)
+   * @throws {InvalidArgumentError} when no stage has that name (the message lists the names there are)
+   */
   stage(name: string): StageControl {
     const s = this.#stages.find((x) => x.name === name);
     if (s === undefined) {
@@ -130,7 +140,16 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
     return s;
   }
 
-  /** Runs one epoch: one pass over the source (again for each `for await` when the source is `continuous`). */
+  /**
+   * Runs one epoch: one pass over the source (again for each `for await` when the source is `continuous`).
+   * Leaving the loop early (`break`, a throw) cancels the epoch's work in flight.
+   * @returns an iterator over the sink's items, in the order the last stage emits them
+   * @throws {PipelineStoppedError} when the pipeline was stopped
+   * @throws {InvalidArgumentError} when an epoch is running already, or the source has made its one pass (it is
+   *   not `continuous`)
+   * @throws {PipelineFailure} from `next()`, when a stage exceeds its `maxFailures` or the source throws; or the
+   *   `signal`'s reason, when it aborts
+   */
   [Symbol.asyncIterator](): AsyncIterator<T> {
     const epoch = this.#start();
     return {
@@ -154,7 +173,12 @@ export class Pipeline<T> implements AsyncIterable<T>, AsyncDisposable {
     return this.stop();
   }
 
-  /** Current statistics; cheap enough to poll (a few small objects, no per-item state). */
+  /**
+   * Current statistics; cheap enough to poll (a few small objects, no per-item state).
+   * @returns totals over every epoch so far (the running one included: time in ms, items consumed and
+   *   discarded), a row per stage (tasks, task-time percentiles in ms, utilization, time blocked), the bottleneck
+   *   stage, the stalled stages and the auto-concurrency controller's state
+   */
   stats(): PipelineStats {
     const epoch = this.#epoch;
     const now = this.#clock.now();

@@ -28,7 +28,13 @@ export interface Transferring<T> {
   readonly transfer: Transferable[];
 }
 
-/** Marks `value` to be posted with exactly `transfer` moved (not copied). */
+/**
+ * Marks a Worker function's result to be posted with exactly the listed buffers moved (not copied), instead of
+ * every buffer {@link collectTransferables} would find in it.
+ * @param value the result to post
+ * @param transfer the buffers to move with it (detached in the Worker); `[]` moves none
+ * @returns the marked result, to return from the export
+ */
 export function transferable<T>(value: T, transfer: Transferable[]): Transferring<T> {
   return { [TRANSFER]: true, value, transfer };
 }
@@ -45,8 +51,10 @@ export function unwrapResult(result: unknown): { value: unknown; transfer: Trans
 }
 
 /**
- * Every distinct, non-empty `ArrayBuffer` reachable from `value` through typed arrays, DataViews, arrays and
+ * Every distinct, non-empty `ArrayBuffer` reachable from a value through typed arrays, DataViews, arrays and
  * plain objects (up to 3 levels deep). `SharedArrayBuffer`s are skipped: they are shared, not moved.
+ * @param value what is about to be posted (an item, a result)
+ * @returns the buffers to transfer with it, each once, in the order found
  */
 export function collectTransferables(value: unknown): Transferable[] {
   const found: ArrayBuffer[] = [];

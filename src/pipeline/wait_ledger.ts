@@ -23,7 +23,11 @@ interface StageWaits {
 export class WaitLedger {
   readonly #stages = new Map<string, StageWaits>();
 
-  /** A task of `stage` starts waiting; call the function it returns (once) when the wait ends. */
+  /**
+   * A task of a stage starts waiting.
+   * @param stage the stage's name
+   * @returns the function to call when the wait ends (calls after the first do nothing)
+   */
   begin(stage: string): () => void {
     const s = this.#advance(stage);
     s.waiting++;
@@ -35,7 +39,13 @@ export class WaitLedger {
     };
   }
 
-  /** Awaits `p` as a wait of `stage` (time until it settles counts as waiting, not work). */
+  /**
+   * Awaits a promise as a wait of a stage: the time until it settles counts as waiting, not work.
+   * @param stage the stage's name
+   * @param p what the task waits for (a free Worker, a thread token)
+   * @returns what `p` resolves to
+   * @throws what `p` rejects with (the wait ends all the same)
+   */
   async during<T>(stage: string, p: Promise<T>): Promise<T> {
     const end = this.begin(stage);
     try {
@@ -45,7 +55,12 @@ export class WaitLedger {
     }
   }
 
-  /** Milliseconds `stage`'s tasks have waited, summed over tasks, waits under way included. */
+  /**
+   * How long a stage's tasks have waited.
+   * @param stage the stage's name
+   * @param now the time to count up to, `performance.now()` ms (default: now)
+   * @returns milliseconds waited, summed over its tasks, waits under way included; 0 for a stage never seen
+   */
   ms(stage: string, now: number = performance.now()): number {
     const s = this.#stages.get(stage);
     return s === undefined ? 0 : s.ms + s.waiting * (now - s.since);

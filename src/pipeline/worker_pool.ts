@@ -3,7 +3,7 @@
  * one task per Worker at a time. This is how synchronous FFmpeg FFI work reaches every core. Arguments and
  * results move as transferables (see `transfer.ts` for the convention). A Worker that dies mid-task fails that
  * task with {@link WorkerCrashedError} and is replaced; `close()` terminates every Worker (the pool starts new
- * ones lazily if used again). Errors thrown by an export keep their class (`serializeError` in `errors.ts`).
+ * ones lazily if used again). Errors thrown by an export keep their class (`serializeError` in `error_wire.ts`).
  *
  * The pool's size may change while it runs: {@link WorkerPool.resize} sets it, and each pipeline stage running
  * on the pool claims its concurrency ({@link WorkerPool.reserve}); the pool runs up to the larger of the two.
@@ -20,7 +20,7 @@ import { deserializeError, type SerializedError } from "../error_wire.ts";
 import type { Executor, PipeFn, TaskContext } from "./executor.ts";
 import { collectTransferables } from "./transfer.ts";
 import { WaitLedger } from "./wait_ledger.ts";
-import type { FromWorker, ToWorker } from "./worker_entry.ts";
+import { type Call, type CallAnswer, type SlotOwner, WorkerSlot } from "./worker_slot.ts";
 
 /** Options of a {@link WorkerPool}. */
 export interface WorkerPoolOptions {
@@ -36,29 +36,6 @@ export interface WorkerPoolOptions {
   releaseTimeoutMs?: number;
 }
 
-interface Call {
-  id: number;
-  name: string;
-  args: unknown[];
-  transfer: Transferable[];
-  resolve: (v: unknown) => void;
-  reject: (e: unknown) => void;
-  /** Ends the call's wait in {@link WorkerPool.waits} (idempotent), when made for a stage. */
-  waited?: () => void;
-}
-
-interface Slot {
-  /** The Worker has loaded its module (said `ready`): a call it is given runs at once. */
-  ready: boolean;
-  worker: Worker;
-  index: number;
-  current: Call | undefined;
-  /** Calls for this Worker only ({@link WorkerPool.callEach}), run before the shared queue. */
-  pinned: Call[];
-}
-
-const ENTRY = new URL("./worker_entry.ts", import.meta.url);
-
 /** A pool of Deno Workers running the exports of one module. */
 export class WorkerPool implements Executor {
   /** The module each Worker imports. */
@@ -69,7 +46,7 @@ export class WorkerPool implements Executor {
    */
   readonly waits: WaitLedger = new WaitLedger();
   readonly #releaseTimeoutMs: number;
-  readonly #slots: Slot[] = [];
+  readonly #slots: WorkerSlot[] = [];
   readonly #pending: Call[] = [];
   /** Workers being retired (releasing, then terminated); `close()` waits for them. */
   readonly #retiring = new Set<Promise<void>>();
@@ -81,10 +58,18 @@ export class WorkerPool implements Executor {
   #nextId = 1;
   #nextIndex = 0;
   #crashes = 0;
+  /** How the pool's Workers reach it: a call's answer, a death. */
+  readonly #owner: SlotOwner = {
+    answered: (slot, msg) => this.#onAnswer(slot, msg),
+    crashed: (slot, reason, error) => this.#crash(slot, reason, error),
+  };
 
   /**
    * A pool for the exports of one module; no Worker starts until a call needs one.
    * @param moduleUrl the module whose exports tasks call (resolve relative paths with `import.meta.resolve`)
+   * @param opts the pool's size (Workers) and how long `close()` waits for each Worker's release (ms)
+   * @throws {TypeError} when `moduleUrl` is not an absolute URL
+   * @throws {InvalidArgumentError} when `opts.size` is not a positive integer
    */
   constructor(moduleUrl: string | URL, opts: WorkerPoolOptions = {}) {
     this.moduleUrl = new URL(moduleUrl).href;
@@ -106,6 +91,8 @@ export class WorkerPool implements Executor {
    * shrinking retires idle Workers now and busy ones as soon as their current task finishes (running tasks are
    * never cut short), each running the module's `release` export first, as in {@link close}. The pool never runs
    * fewer Workers than a stage using it claimed ({@link reserve}).
+   * @param n the pool's new size, in Workers
+   * @throws {InvalidArgumentError} when `n` is not a positive integer
    */
   resize(n: number): void {
     this.#base = checkSize(n, "resize");
@@ -118,6 +105,9 @@ export class WorkerPool implements Executor {
    * above the pool's size grows the pool. Stages sharing one pool (the loader's demux and decode, in-process)
    * share its Workers first come, first served: the pool runs as many Workers as the largest claim (or the size
    * set by {@link resize}, if larger), not their sum. Give each stage its own pool to keep their Workers apart.
+   * @param stage the claiming stage's name (a later claim of the same name replaces it)
+   * @param n the tasks it runs at once, in Workers
+   * @throws {InvalidArgumentError} when `n` is not a positive integer
    */
   reserve(stage: string, n: number): void {
     this.#claims.set(stage, checkSize(n, "reserve"));
@@ -130,10 +120,9 @@ export class WorkerPool implements Executor {
     const grew = size > this.#size;
     this.#size = size;
     if (grew) return this.#pump();
-    // Shrinking: retire idle Workers now; busy ones retire when their task ends (see #onMessage).
+    // Shrinking: retire idle Workers now; busy ones retire when their task ends (see #onAnswer).
     for (let i = this.#slots.length - 1; i >= 0 && this.#slots.length > size; i--) {
-      const slot = this.#slots[i];
-      if (slot.current === undefined && slot.pinned.length === 0) this.#retireSlot(slot);
+      if (this.#slots[i].idle) this.#retireSlot(this.#slots[i]);
     }
   }
 
@@ -148,8 +137,15 @@ export class WorkerPool implements Executor {
   }
 
   /**
-   * Calls export `name` with `args` in a free Worker (queued while all are busy). `transfer` lists the buffers
-   * to move rather than copy (default: none). Results come back with their buffers transferred.
+   * Calls an export of the pool's module in a free Worker (queued while all are busy).
+   * @param name the export's name
+   * @param args its arguments, structured-cloned into the Worker
+   * @param transfer the buffers of `args` to move rather than copy (default: none; they are detached here)
+   * @returns what the export returned (awaited), its buffers transferred (see `transferable`)
+   * @throws what the export threw, in its own class (a `MediaError` stays one); a `TypeError` when the module
+   *   has no such export (the import's error when the module failed to import); `WorkerCrashedError` when the
+   *   Worker died running it; `PipelineStoppedError` when the pool closes before the call settles; a
+   *   `DataCloneError` when `args` cannot be cloned or `transfer` moved
    */
   call<R = unknown>(name: string, args: unknown[] = [], transfer: Transferable[] = []): Promise<R> {
     return this.#call(name, args, transfer, undefined);
@@ -191,19 +187,28 @@ export class WorkerPool implements Executor {
     });
   }
 
-  /** Milliseconds the tasks of `stage` have waited for a free Worker (or other capacity of this pool). */
+  /**
+   * How long a stage's tasks have waited for this pool: for a free Worker (or other capacity of it).
+   * @param stage the stage's name, as its tasks' context gives it
+   * @returns milliseconds waited, summed over its tasks (waits under way included); 0 for a stage never seen
+   */
   waitMs(stage: string): number {
     return this.waits.ms(stage);
   }
 
   /**
    * Calls export `name` with `args` once in every Worker running now (each after its current task), e.g. to
-   * read per-Worker diagnostics. Resolves with one result per Worker, in Worker order; no Workers, no results.
+   * read per-Worker diagnostics.
+   * @param name the export's name
+   * @param args its arguments, structured-cloned into each Worker (nothing is transferred)
+   * @returns one result per Worker, in Worker order; no Workers, no results
+   * @throws as {@link call} does, the first of its calls to fail (`WorkerCrashedError` also for a call pinned
+   *   to a Worker that died before running it)
    */
   callEach<R = unknown>(name: string, args: unknown[] = []): Promise<R[]> {
     return Promise.all(this.#slots.map((slot) =>
       new Promise<R>((resolve, reject) => {
-        slot.pinned.push({
+        slot.pin({
           id: this.#nextId++,
           name,
           args,
@@ -211,7 +216,6 @@ export class WorkerPool implements Executor {
           resolve: resolve as (v: unknown) => void,
           reject,
         });
-        if (slot.current === undefined) this.#dispatch(slot, slot.pinned.shift()!);
       })
     ));
   }
@@ -219,6 +223,12 @@ export class WorkerPool implements Executor {
   /**
    * Executor entry: runs export `task` on `item`, transferring every buffer found in the item. Queued while every
    * Worker is busy; it leaves the queue when `ctx.signal` aborts.
+   * @param task the export's name (a function cannot run in a Worker)
+   * @param item the stage's item, the export's one argument; its buffers move to the Worker (detached here)
+   * @param ctx the task's stage (whose wait it counts) and signal
+   * @returns what the export returned, as {@link call}
+   * @throws {InvalidArgumentError} when `task` is a function; as {@link call} otherwise, or the signal's reason
+   *   when it aborts before a Worker takes the task
    */
   run(task: PipeFn | string, item: unknown, ctx: TaskContext): Promise<unknown> {
     if (typeof task !== "string") {
@@ -239,13 +249,10 @@ export class WorkerPool implements Executor {
     const err = new PipelineStoppedError(`WorkerPool ${this.moduleUrl} was closed`);
     const slots = this.#slots.splice(0);
     for (const c of this.#pending.splice(0)) c.reject(err);
-    for (const slot of slots) {
-      slot.current?.reject(err);
-      for (const c of slot.pinned.splice(0)) c.reject(err);
-    }
+    for (const slot of slots) slot.rejectCalls(() => err);
     // Tracked with the pool's other retirements: a second close() while this one runs (the loader's, after its
     // pipeline's) waits for them too, instead of returning while these Workers still run native code.
-    for (const slot of slots) this.#track(this.#retire(slot));
+    for (const slot of slots) this.#track(slot.retire(this.#releaseTimeoutMs));
     await Promise.all([...this.#retiring]);
   }
 
@@ -255,9 +262,9 @@ export class WorkerPool implements Executor {
   }
 
   /** Takes a Worker out of the pool and retires it in the background (`close()` waits for it). */
-  #retireSlot(slot: Slot): void {
+  #retireSlot(slot: WorkerSlot): void {
     this.#slots.splice(this.#slots.indexOf(slot), 1);
-    this.#track(this.#retire(slot));
+    this.#track(slot.retire(this.#releaseTimeoutMs));
   }
 
   /** Keeps a retirement in `#retiring` until it ends (every `close()` waits for all of them). */
@@ -266,107 +273,54 @@ export class WorkerPool implements Executor {
     this.#retiring.add(p);
   }
 
-  /** Asks a Worker to run its release hook, then terminates it (also when it does not answer in time). */
-  #retire(slot: Slot): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        slot.worker.terminate();
-        resolve();
-      };
-      const timer = setTimeout(done, this.#releaseTimeoutMs);
-      slot.worker.onmessage = (e: MessageEvent<FromWorker>) => {
-        if (e.data.type === "released" || e.data.type === "dying") done();
-      };
-      slot.worker.onerror = (e: ErrorEvent) => {
-        e.preventDefault();
-        done();
-      };
-      slot.worker.postMessage({ type: "release" } satisfies ToWorker);
-    });
-  }
-
+  /** Gives queued calls to free Workers, starting Workers while the pool's size allows. */
   #pump(): void {
     while (this.#pending.length > 0) {
       const slot = this.#slots.find((s) => s.current === undefined) ?? this.#spawn();
       if (slot === undefined) return;
-      this.#dispatch(slot, this.#pending.shift()!);
+      slot.dispatch(this.#pending.shift()!);
     }
   }
 
-  #dispatch(slot: Slot, c: Call): void {
-    if (slot.ready) c.waited?.(); // else the wait goes on until the Worker has started (`ready`)
-    slot.current = c;
-    const msg: ToWorker = { type: "call", id: c.id, name: c.name, args: c.args };
-    try {
-      slot.worker.postMessage(msg, c.transfer);
-    } catch (e) {
-      slot.current = undefined;
-      c.reject(e); // not cloneable / not transferable: the caller's fault, the worker is fine
-    }
-  }
-
-  #spawn(): Slot | undefined {
+  /** Starts one more Worker, unless the pool runs as many as its size already. */
+  #spawn(): WorkerSlot | undefined {
     if (this.#slots.length >= this.#size) return undefined;
-    const worker = new Worker(ENTRY, { type: "module", name: `sluice-pool-${this.#nextIndex}` });
-    const slot: Slot = { ready: false, worker, index: this.#nextIndex++, current: undefined, pinned: [] };
-    worker.onmessage = (e: MessageEvent<FromWorker>) => this.#onMessage(slot, e.data);
-    worker.onerror = (e: ErrorEvent) => {
-      e.preventDefault();
-      this.#crash(slot, `uncaught ${e.message}`);
-    };
-    worker.onmessageerror = () => this.#crash(slot, "a message from the worker could not be deserialized");
-    const init: ToWorker = { type: "init", url: this.moduleUrl };
-    worker.postMessage(init);
+    const slot = new WorkerSlot(this.#nextIndex++, this.moduleUrl, this.#owner);
     this.#slots.push(slot);
     return slot;
   }
 
-  #onMessage(slot: Slot, msg: FromWorker): void {
-    if (msg.type === "dying") return this.#crash(slot, msg.reason, msg.error);
-    if (msg.type === "released") return; // answered while retiring (see #retire), which installs its own handler
-    if (msg.type === "ready") {
-      slot.ready = true;
-      return void slot.current?.waited?.();
-    }
+  /** Settles a Worker's call with its answer, then gives the Worker its next call (or retires it). */
+  #onAnswer(slot: WorkerSlot, msg: CallAnswer): void {
     const c = slot.current;
     if (c === undefined || c.id !== msg.id) return;
     slot.current = undefined;
     if (msg.type === "result") c.resolve(msg.value);
     else c.reject(rebuildError(msg.error, slot, c.name, this.moduleUrl));
     const pinned = slot.pinned.shift();
-    if (pinned !== undefined) return this.#dispatch(slot, pinned);
+    if (pinned !== undefined) return slot.dispatch(pinned);
     if (this.#slots.length > this.#size) this.#retireSlot(slot); // the pool shrank while this task ran
     this.#pump();
   }
 
-  #crash(slot: Slot, reason: string, error?: SerializedError): void {
+  /** Replaces a Worker that died, failing the call it ran and those pinned to it with `WorkerCrashedError`. */
+  #crash(slot: WorkerSlot, reason: string, error?: SerializedError): void {
     const i = this.#slots.indexOf(slot);
     if (i < 0) return; // already replaced or closed
     this.#slots.splice(i, 1);
     slot.worker.terminate();
     this.#crashes++;
     const options = error === undefined ? undefined : { cause: deserializeError(error) };
-    const c = slot.current;
-    if (c !== undefined) {
-      c.reject(
-        new WorkerCrashedError(
-          `WorkerPool ${this.moduleUrl}: worker ${slot.index} died while running "${c.name}": ${reason}; ` +
-            `it was replaced`,
-          c.name,
-          options,
-        ),
-      );
-    }
-    for (const p of slot.pinned.splice(0)) {
-      p.reject(
-        new WorkerCrashedError(
-          `WorkerPool ${this.moduleUrl}: worker ${slot.index} died before running "${p.name}": ${reason}`,
-          p.name,
-          options,
-        ),
-      );
-    }
+    const died = `WorkerPool ${this.moduleUrl}: worker ${slot.index} died`;
+    slot.rejectCalls((c, running) =>
+      new WorkerCrashedError(
+        running
+          ? `${died} while running "${c.name}": ${reason}; it was replaced`
+          : `${died} before running "${c.name}": ${reason}`,
+        c.name,
+        options,
+      )
+    );
     this.#pump();
   }
 }
@@ -375,7 +329,7 @@ export class WorkerPool implements Executor {
  * The error a Worker's export threw, as an instance of its own class (a `MediaError` stays a `MediaError`, with
  * its fields and cause chain); where it was thrown goes into the stack, not the message.
  */
-function rebuildError(e: SerializedError, slot: Slot, name: string, url: string): Error {
+function rebuildError(e: SerializedError, slot: WorkerSlot, name: string, url: string): Error {
   const err = deserializeError(e);
   const stack = err.stack ?? `${err.name}: ${err.message}`;
   Object.defineProperty(err, "stack", {
@@ -386,6 +340,7 @@ function rebuildError(e: SerializedError, slot: Slot, name: string, url: string)
   return err;
 }
 
+/** `n` as a pool size, or an `InvalidArgumentError` naming `what` was given it. */
 function checkSize(n: number, what: string): number {
   if (!Number.isInteger(n) || n < 1) {
     throw new InvalidArgumentError(`WorkerPool: ${what} needs a positive integer, got ${n}`);
