@@ -96,6 +96,30 @@ export const ROOMS: readonly Room[] = [
   },
 ];
 
+/**
+ * The seams: the interfaces where one part of the house plugs into another, each with the module that declares it
+ * (the page quotes the first sentence of its doc comment).
+ */
+export const SEAMS: readonly { name: string; file: string; plugs: string }[] = [
+  {
+    name: "ClipPassDecoder",
+    file: "src/media/pass_decoder.ts",
+    plugs: "a decoder (CPU, NVDEC) into the clip pass",
+  },
+  {
+    name: "DecodeDevice",
+    file: "src/loader/decode/devices.ts",
+    plugs: "a decoder's needs into how the loader is built",
+  },
+  { name: "ClipPlaces", file: "src/loader/clip/life.ts", plugs: "the batch wing into the decode steps" },
+  { name: "Executor", file: "src/pipeline/executor.ts", plugs: "where a stage's tasks run into a pipeline" },
+  { name: "PipelineHook", file: "src/pipeline/hooks.ts", plugs: "stats and events out of a pipeline" },
+  { name: "LoaderFactory", file: "src/serve/session_host.ts", plugs: "a loader per session into the server" },
+];
+
+/** The module whose doc comment holds the clip's trip: a table of the shapes a clip takes, in order. */
+const CLIP_LIFE = "src/loader/clip/life.ts";
+
 const ROOT = new URL("../", import.meta.url).pathname;
 const PAGE = `${ROOT}docs/architecture.md`;
 
@@ -122,6 +146,30 @@ function summary(file: string): string {
   return (text.match(/^(.+?\.)(\s|$)/)?.[1] ?? text).replaceAll("|", "\\|");
 }
 
+/** The text of a doc comment's lines, its `* ` margins taken off and its links written as code. */
+function docLines(comment: string): string[] {
+  return comment.split("\n").map((l) => l.trim().replace(/^\/\*\*\s?|^\*\/$|^\*\s?/g, ""))
+    .filter((l) => l !== "").map((l) => l.replace(/\{@link ([\w.]+)\}/g, "`$1`"));
+}
+
+/** The first sentence of the doc comment right above `export ... name` in `file`. */
+function symbolSummary(name: string, file: string): string {
+  const code = Deno.readTextFileSync(ROOT + file);
+  const at = code.search(new RegExp(`\\nexport (?:interface|type|class|function|const) ${name}\\b`));
+  const doc = at < 0 ? null : code.slice(0, at).match(/\/\*\*((?:(?!\*\/)[\s\S])*)\*\/\s*$/);
+  if (doc === null) throw new Error(`${file}: no documented export ${name} (architecture_map.ts SEAMS)`);
+  const text = docLines(doc[1]).join(" ");
+  return (text.match(/^(.+?\.)(\s|$)/)?.[1] ?? text).replaceAll("|", "\\|");
+}
+
+/** The clip's trip: the table of shapes in {@link CLIP_LIFE}'s module doc, as it is written there. */
+function clipTrip(): string[] {
+  const doc = Deno.readTextFileSync(ROOT + CLIP_LIFE).match(/^\s*\/\*\*([\s\S]*?)\*\//)![1];
+  const table = docLines(doc).filter((l) => l.startsWith("|"));
+  if (table.length < 3) throw new Error(`${CLIP_LIFE}: its module doc has no table of the clip's shapes`);
+  return table;
+}
+
 /** The page: the rooms bottom to top, each with its modules and their summaries. */
 export function architecturePage(): string {
   const lines = [
@@ -137,6 +185,22 @@ export function architecturePage(): string {
     "`deno task architecture` (`scripts/architecture_map.ts`); a test fails when it is stale.",
     "",
   ];
+  lines.push(
+    "## The clip's trip",
+    "",
+    `The shapes a clip takes through the loader, in the order it lives them (from \`${CLIP_LIFE}\`):`,
+    "",
+    ...clipTrip(),
+    "",
+    "## The seams",
+    "",
+    "Where one part plugs into another (each interface's own doc comment, first sentence):",
+    "",
+    "| seam | declared in | plugs | what |",
+    "| --- | --- | --- | --- |",
+    ...SEAMS.map((x) => `| \`${x.name}\` | \`${x.file}\` | ${x.plugs} | ${symbolSummary(x.name, x.file)} |`),
+    "",
+  );
   for (const room of ROOMS) {
     lines.push(room.dir === "src" ? "## `src/` (root modules)" : `## \`${room.dir}/\``, "", room.about, "");
     lines.push("| module | what |", "| --- | --- |");
