@@ -172,8 +172,6 @@ Deno.test("architecture: docs/architecture.md is the map the modules' own docs m
 const KNOWN_LONG: readonly string[] = [
   "src/cli/load.ts runLoad 115",
   "src/loader/batch_slots.ts BatchSlots 369",
-  "src/loader/clip_steps.ts ClipDecodeStep.decode 88",
-  "src/loader/collate.ts collate 81",
   "src/loader/loader.ts loaderOfPlan 171",
   "src/media/demux.ts cutGroups 89",
   "src/media/packet_format.ts decodePackets 117",
