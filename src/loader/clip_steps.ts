@@ -31,6 +31,7 @@ import type {
   ClipPlaces,
   DecodedClip,
   FailedClip,
+  SharedClip,
   VideoTask,
 } from "./clip/life.ts";
 
@@ -254,65 +255,69 @@ export class ClipDecodeStep {
 
   /** Decodes one clip item (or takes its result from the pass that served it); on failure, the clip failed. */
   async decode(item: ClipItem, signal: AbortSignal): Promise<DecodedClip | FailedClip> {
-    const slots = this.#slots;
     if (isFailedClip(item)) {
       // Every position takes its place in turn, failed or not: batches get their slots in order, and a
       // substitute fills this place.
-      if (slots !== null) await slots.place(item.failed, signal);
+      if (this.#slots !== null) await this.#slots.place(item.failed, signal);
       return item;
     }
-    const { meta } = item;
-    this.#arrive(meta.epoch);
+    this.#arrive(item.meta.epoch);
     if (item.phases !== undefined) {
       this.#profile?.add(item.phases); // its demux task's times
       delete item.phases;
     }
-    if (item.servedBy !== undefined) {
-      if (slots !== null) await slots.place(meta, signal);
-      const w = this.#waiting.get(key(meta));
-      let r: DecodedClip | FailedClip | undefined;
-      let recycle: Waiting["recycle"];
-      if (w !== undefined) {
-        recycle = w.recycle;
-        w.taken = true;
-        try {
-          r = await w.result;
-        } finally {
-          this.#waiting.delete(key(meta));
-        }
+    if (item.servedBy !== undefined) return await this.#served(item, item.servedBy, signal);
+    return await this.#pass(item, signal);
+  }
+
+  /**
+   * A clip another clip's pass (at position `servedBy`) decoded: takes that pass's result, in its place; a clip
+   * the pass failed or never ran is loaded on its own (`reload`), or fails.
+   */
+  async #served(item: ClipPackets, servedBy: number, signal: AbortSignal): Promise<DecodedClip | FailedClip> {
+    const { meta } = item;
+    if (this.#slots !== null) await this.#slots.place(meta, signal);
+    const w = this.#waiting.get(key(meta));
+    let r: DecodedClip | FailedClip | undefined;
+    let recycle: Waiting["recycle"];
+    if (w !== undefined) {
+      recycle = w.recycle;
+      w.taken = true;
+      try {
+        r = await w.result;
+      } finally {
+        this.#waiting.delete(key(meta));
       }
-      // A failed (or lost) pass does not take the clip with it: it gets a pass of its own.
-      if ((r === undefined || isFailedClip(r)) && this.#reload != null) {
-        return await this.#reload(meta, signal);
-      }
-      if (r === undefined) {
-        const why = `its decode pass (the clip at position ${item.servedBy}) did not run`;
-        return {
-          failed: clipFailure(
-            meta,
-            "decode",
-            new ClipError(meta.path, "decode", [meta.start, meta.end], why),
-          ),
-        };
-      }
-      return await this.#adopt(r, signal, recycle);
     }
+    // A failed (or lost) pass does not take the clip with it: it gets a pass of its own.
+    if ((r === undefined || isFailedClip(r)) && this.#reload != null) {
+      return await this.#reload(meta, signal);
+    }
+    if (r === undefined) {
+      const why = `its decode pass (the clip at position ${servedBy}) did not run`;
+      return {
+        failed: clipFailure(
+          meta,
+          "decode",
+          new ClipError(meta.path, "decode", [meta.start, meta.end], why),
+        ),
+      };
+    }
+    return await this.#adopt(r, signal, recycle);
+  }
+
+  /**
+   * Runs the decode pass of `item` and of the clips it serves (`shared`, whose results wait for their items):
+   * each clip into its place when it has one, else into a buffer of its own (a reused one for a clip alone).
+   */
+  async #pass(item: ClipPackets, signal: AbortSignal): Promise<DecodedClip | FailedClip> {
+    const { meta } = item;
+    const slots = this.#slots;
     const shared = item.shared ?? [];
     // Registered before the first await: the clips this pass serves may come while it runs.
     const waits = shared.map((s) => this.#expect(s.meta));
     item.skipUnshown = this.#skip;
-    if (slots !== null) {
-      try {
-        const dest = await slots.place(meta, signal);
-        if (slots.direct) item.dest = dest;
-      } catch (e) {
-        for (const [k, w] of waits.entries()) w.settle({ failed: clipFailure(shared[k].meta, "decode", e) });
-        throw e;
-      }
-      // the others go into their places when their batches have slots now (never waiting: their batches come
-      // after this one's), else into their own buffers, copied into place when they come
-      if (slots.direct) { for (const s of shared) s.dest = slots.tryPlace(s.meta); }
-    }
+    if (slots !== null) await this.#placePass(slots, item, shared, waits, signal);
     const threads = await this.#threads(meta.epoch);
     try {
       if (threads > 1) item.threads = threads;
@@ -340,6 +345,28 @@ export class ClipDecodeStep {
     } finally {
       this.#budget?.release(threads);
     }
+  }
+
+  /**
+   * With slots, a pass's places: its own clip's (waiting for its batch's slot; failing the clips it serves when
+   * that throws), and those of the clips it serves whose batches have slots now (never waiting: their batches
+   * come after this one's); the others are decoded into their own buffers, copied into place when they come.
+   */
+  async #placePass(
+    slots: ClipPlaces,
+    item: ClipPackets,
+    shared: SharedClip[],
+    waits: Waiting[],
+    signal: AbortSignal,
+  ): Promise<void> {
+    try {
+      const dest = await slots.place(item.meta, signal);
+      if (slots.direct) item.dest = dest;
+    } catch (e) {
+      for (const [k, w] of waits.entries()) w.settle({ failed: clipFailure(shared[k].meta, "decode", e) });
+      throw e;
+    }
+    if (slots.direct) { for (const s of shared) s.dest = slots.tryPlace(s.meta); }
   }
 
   /**

@@ -94,9 +94,85 @@ export function collate(
   recycle?: BufferPool,
 ): Batch {
   if (clips.length === 0) throw new InvalidArgumentError("collate: no clips");
+  const g = geometryOf(clips, numFrames);
+  const { data, audio, onDevice } = destinationOf(g, into, recycle);
+  const placed = data === null || (into !== undefined && "data" in into && into.placed);
+  const labels = new Int32Array(g.B);
+  const metas: ClipMeta[] = [];
+  for (const [b, c] of clips.entries()) {
+    const what = `collate: clip ${c.meta.path} [${fmtSec(c.meta.start)}, ${fmtSec(c.meta.end)})`;
+    checkClip(what, c, g, data !== null);
+    if (!placed) putClip(data!, c.data, b, g, layout);
+    if (c.audio?.length !== g.audioLen) {
+      throw new InvalidArgumentError(
+        `${what} has ${c.audio?.length ?? 0} audio samples, the batch ${g.audioLen ?? 0}`,
+      );
+    }
+    if (audio !== undefined) audio.set(c.audio!, b * g.audioLen!);
+    labels[b] = c.meta.label;
+    metas.push({ ...c.meta, ...c.outcome });
+  }
+  const { B, T, H, W } = g;
+  const shape = layout === "BTHWC" ? [B, T, H, W, 3] : [B, 3, T, H, W];
+  const dtype = g.float ? "float32" : "uint8";
+  const b = { dtype, shape, layout, labels, clips: metas } as const;
+  const batch = data !== null
+    ? hostBatch(data, b, into === undefined ? recycle : undefined)
+    : deviceBatch(onDevice!, b);
+  if (audio !== undefined) {
+    batch.audio = audio;
+    const channels = clips[0].audioChannels ?? 1;
+    batch.audioShape = [B, channels, g.audioLen! / channels];
+  }
+  return batch;
+}
+
+/** The sizes of a batch of `clips` (as its first clip is) of `T` frames each. */
+interface BatchGeometry {
+  B: number;
+  T: number;
+  H: number;
+  W: number;
+  /** Float samples (else bytes). */
+  float: boolean;
+  /** Samples of a frame (`W·H·3`). */
+  frameSize: number;
+  /** Samples of one channel's plane of a frame (`W·H`). */
+  plane: number;
+  /** Audio samples of a clip; undefined: the clips have no audio. */
+  audioLen: number | undefined;
+}
+
+/** The {@link BatchGeometry} of `clips` of `numFrames` frames each. */
+function geometryOf(clips: readonly DecodedClip[], numFrames: number): BatchGeometry {
   const { width: W, height: H } = clips[0];
-  const float = clips[0].data instanceof Float32Array;
-  const T = numFrames, B = clips.length, frameSize = W * H * 3, plane = W * H;
+  return {
+    B: clips.length,
+    T: numFrames,
+    H,
+    W,
+    float: clips[0].data instanceof Float32Array,
+    frameSize: W * H * 3,
+    plane: W * H,
+    audioLen: clips[0].audio?.length,
+  };
+}
+
+/**
+ * Where a batch of `g` goes: host samples (`into`'s, or a new buffer, from `recycle` when it holds one of the
+ * batch's size) or `into`'s device memory, and its audio (`into`'s, or new).
+ * @throws {InvalidArgumentError} when `into` does not hold exactly the batch's samples or audio
+ */
+function destinationOf(
+  g: BatchGeometry,
+  into: CollateInto | undefined,
+  recycle: BufferPool | undefined,
+): {
+  data: Uint8Array | Float32Array | null;
+  audio: Float32Array | undefined;
+  onDevice: Extract<CollateInto, { device: BatchDevice }> | null;
+} {
+  const { B, T, frameSize, float, audioLen } = g;
   const onDevice = into !== undefined && "device" in into ? into : null;
   const host = into !== undefined && "data" in into ? into : null;
   const bytes = B * T * frameSize * (float ? 4 : 1);
@@ -112,60 +188,51 @@ export function collate(
   ) {
     throw new InvalidArgumentError(`collate: the destination does not hold ${B} clips of ${T} frames`);
   }
-  const labels = new Int32Array(B);
-  const metas: ClipMeta[] = [];
-  const audioLen = clips[0].audio?.length;
   const audio = audioLen === undefined ? undefined : host?.audio ?? new Float32Array(B * audioLen);
   if (audio !== undefined && audio.length !== B * audioLen!) {
     throw new InvalidArgumentError(`collate: the audio destination does not hold ${B} clips' audio`);
   }
-  for (const [b, c] of clips.entries()) {
-    const what = `collate: clip ${c.meta.path} [${fmtSec(c.meta.start)}, ${fmtSec(c.meta.end)})`;
-    if (c.width !== W || c.height !== H) {
-      throw new InvalidArgumentError(`${what} is ${c.width}x${c.height}, batch is ${W}x${H}`);
-    }
-    if ((c.data instanceof Float32Array) !== float) {
-      throw new InvalidArgumentError(`${what}: sample type differs from the batch's first clip`);
-    }
-    if (data !== null && c.data.length !== T * frameSize) {
-      throw new InvalidArgumentError(`${what} has ${c.data.length / frameSize} frames, the batch ${T}`);
-    }
-    if (data === null || host?.placed) {
-      // already in place
-    } else if (layout === "BTHWC") {
-      (data as Uint8Array).set(c.data as Uint8Array, b * T * frameSize);
-    } else {
-      for (let t = 0; t < T; t++) {
-        const frame = c.data.subarray(t * frameSize, (t + 1) * frameSize);
-        for (let ch = 0; ch < 3; ch++) {
-          (data as Uint8Array).set(
-            frame.subarray(ch * plane, (ch + 1) * plane) as Uint8Array,
-            ((b * 3 + ch) * T + t) * plane,
-          );
-        }
-      }
-    }
-    if (c.audio?.length !== audioLen) {
-      throw new InvalidArgumentError(
-        `${what} has ${c.audio?.length ?? 0} audio samples, the batch ${audioLen ?? 0}`,
+  return { data, audio, onDevice };
+}
+
+/**
+ * Throws `InvalidArgumentError` naming clip `c` (`what`) when its size or sample type is not the batch's, or
+ * (`hostSamples`: it is copied into host samples) its frames are not `T`.
+ */
+function checkClip(what: string, c: DecodedClip, g: BatchGeometry, hostSamples: boolean): void {
+  if (c.width !== g.W || c.height !== g.H) {
+    throw new InvalidArgumentError(`${what} is ${c.width}x${c.height}, batch is ${g.W}x${g.H}`);
+  }
+  if ((c.data instanceof Float32Array) !== g.float) {
+    throw new InvalidArgumentError(`${what}: sample type differs from the batch's first clip`);
+  }
+  if (hostSamples && c.data.length !== g.T * g.frameSize) {
+    throw new InvalidArgumentError(`${what} has ${c.data.length / g.frameSize} frames, the batch ${g.T}`);
+  }
+}
+
+/** Copies clip `b`'s samples into `data`: whole (`"BTHWC"`), or regrouped plane by plane (`"BCTHW"`). */
+function putClip(
+  data: Uint8Array | Float32Array,
+  clip: Uint8Array | Float32Array,
+  b: number,
+  g: BatchGeometry,
+  layout: BatchLayout,
+): void {
+  const { T, frameSize, plane } = g;
+  if (layout === "BTHWC") {
+    (data as Uint8Array).set(clip as Uint8Array, b * T * frameSize);
+    return;
+  }
+  for (let t = 0; t < T; t++) {
+    const frame = clip.subarray(t * frameSize, (t + 1) * frameSize);
+    for (let ch = 0; ch < 3; ch++) {
+      (data as Uint8Array).set(
+        frame.subarray(ch * plane, (ch + 1) * plane) as Uint8Array,
+        ((b * 3 + ch) * T + t) * plane,
       );
     }
-    if (audio !== undefined) audio.set(c.audio!, b * audioLen!);
-    labels[b] = c.meta.label;
-    metas.push({ ...c.meta, ...c.outcome });
   }
-  const shape = layout === "BTHWC" ? [B, T, H, W, 3] : [B, 3, T, H, W];
-  const dtype = float ? "float32" : "uint8";
-  const b = { dtype, shape, layout, labels, clips: metas } as const;
-  const batch = data !== null
-    ? hostBatch(data, b, into === undefined ? recycle : undefined)
-    : deviceBatch(onDevice!, b);
-  if (audio !== undefined) {
-    batch.audio = audio;
-    const channels = clips[0].audioChannels ?? 1;
-    batch.audioShape = [B, channels, audioLen! / channels];
-  }
-  return batch;
 }
 
 /**

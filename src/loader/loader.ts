@@ -28,7 +28,8 @@
  * - Full batches: a clip that cannot be loaded (missing file, HTTP 404, undecodable, no frame in its window, too
  *   much padding) is a value, not a pipeline failure, so it never takes other clips with it. With
  *   `onClipError: "replace"` (default) its position is filled with a deterministic substitute from the same
- *   epoch plan (`replace.ts`); `"skip"` leaves the batch short; `"fail"` ends the epoch with the clip's error.
+ *   epoch plan (`replace.ts`); `"skip"` leaves the batch short; `"fail"` ends the epoch with the clip's error
+ *   (the replace stage; it and the collate stage are the batch assembler, `batch_assembler.ts`).
  *   `stats().clips` counts every planned clip, per epoch and in total: delivered, failed (with the cause),
  *   replaced, dropped, padded frames (`clip_stats.ts`).
  *
@@ -58,36 +59,35 @@ import { InvalidArgumentError } from "../errors.ts";
 import { PipelineBuilder, resolvedBuildOptions } from "../pipeline/builder.ts";
 import { WorkerPool } from "../pipeline/worker_pool.ts";
 import type { TaskPool } from "../pipeline/pool_lease.ts";
+import type { Pipeline } from "../pipeline/pipeline.ts";
 import { BackendFront } from "./backend_front.ts";
-import { releaseBuffers } from "../pipeline/transfer.ts";
 import { fixMmapThreshold } from "../memory/mmap_threshold.ts";
 import { BufferPool } from "../memory/buffer_pool.ts";
-import { clipFailureError, isFailedClip } from "./clip_failure.ts";
 import type { ClipSpec } from "./clip_spec.ts";
 import { ClipAccounting } from "./clip_stats.ts";
 import { ClipProfile } from "./clip_profile.ts";
-import { threadMs } from "../media/spans.ts";
 import { callingPool, ClipDecodeStep } from "./clip_steps.ts";
 import { ThreadBudget } from "./decode_threads.ts";
-import { type Batch, collate } from "./collate.ts";
+import type { Batch } from "./collate.ts";
 import { BatchSlots } from "./batch_slots.ts";
-import { buildFront, CLIP_WORKER } from "./front.ts";
+import { BatchAssembler } from "./batch_assembler.ts";
+import { buildFront, CLIP_WORKER, type FrontArgs } from "./front.ts";
 import { type LoaderPlan, planLoader } from "./plan.ts";
 import { type LoaderOptions, type ResolvedLoaderOptions, resolveLoaderOptions } from "./loader_options.ts";
-import { startSize } from "../pipeline/stage.ts";
+import { type StageConcurrency, startSize } from "../pipeline/stage.ts";
 import { withProblem } from "../errors.ts";
 import { LoaderStates, stateIdentity } from "./loader_state.ts";
 import { Replacer } from "./replace.ts";
 import type { LaneShare } from "./lane_share.ts";
-import { chooseDecoder } from "./decode/devices.ts";
+import { chooseDecoder, type DecoderKind } from "./decode/devices.ts";
 
 export type { LoaderState } from "./loader_state.ts";
 export { type LoaderMemory, type LoaderStats, VideoClassificationLoader } from "./video_loader.ts";
-import { clipError, type ReusedBuffers, VideoClassificationLoader } from "./video_loader.ts";
+import { type ReusedBuffers, VideoClassificationLoader } from "./video_loader.ts";
 export { type LoaderPlan, planLoader } from "./plan.ts";
 export type { ClipOptions } from "./clip_options.ts";
 export type { DecodeLessOptions, LoaderOptions, ResolvedLoaderOptions } from "./loader_options.ts";
-import type { ClipItem, DecodedClip, FailedClip, PlacedClip } from "./clip/life.ts";
+import type { ClipBase, ClipItem, DecodedClip, FailedClip, PlacedClip } from "./clip/life.ts";
 
 /**
  * What the loaders of a node's ranks share (the node server, `src/serve/node_hub.ts`): given to
@@ -147,145 +147,36 @@ export async function openLoader(
   return loaderOfPlan(o, shared?.plan ?? await planLoader(o), shared);
 }
 
-/** A loader of `plan` (made from `o`); see {@link openLoader}. */
+/**
+ * A loader of `plan` (made from `o`); see {@link openLoader}. Its shape: the decode side (decoder, Workers, batch
+ * memory, the decode stage), the clips' front, the batch assembler (replace, collate), and the pipeline of them.
+ */
 function loaderOfPlan(
   o: ResolvedLoaderOptions,
   plan: LoaderPlan,
   shared?: SharedLoaderParts,
 ): VideoClassificationLoader {
-  const log = o.log;
   fixMmapThreshold();
-  const { front: args, spec } = plan;
-  const device = o.device;
-  const dev = chooseDecoder(o.decode, device, log, nvdecUnavailable);
-  const decoder = dev.kind;
-  // the decode Workers' decoder and NVDEC device (set before the spec travels to the backend child)
-  spec.decoder = decoder;
-  spec.device = device;
-  const cores = navigator.hardwareConcurrency ?? 1;
-  const ordered = args.ordered ?? true;
   const { backend, onClipError, batchSize, dropLast, layout } = o;
-  const decodeConcurrency = o.concurrency.decode ?? dev.defaultConcurrency(device);
-  const decodeSize = startSize(decodeConcurrency); // an "auto" stage's pool grows as it claims more
-  const decodePool: TaskPool = shared?.pool ?? new WorkerPool(CLIP_WORKER, {
-    size: backend === "subprocess" ? decodeSize : Math.max(decodeSize, startSize(args.concurrency.demux)),
-  });
-  const dl = o.decodeLess;
-  if (!dev.sharesPasses) args.shareHorizon = 0;
-  const lane = dev.sharesPasses ? shared?.lane ?? null : null;
-  if (!dev.sharesPasses) shared?.lane?.close();
-  const budget = dev.threadBudget && dl.threads
-    ? shared?.budget ?? new ThreadBudget(() => decodePool.size)
-    : null;
-  const slots = o.slots === undefined
-    ? null
-    : new BatchSlots(o.slots, spec, batchSize, layout, plan.sampler, {
-      device: dev.deviceSlots ? device : null,
-      // decoding ahead of the consumer: its buffer, the batches the decode tasks in flight span, one assembling
-      lookahead: o.bufferSize +
-        Math.ceil(
-          (typeof decodeConcurrency === "number" ? decodeConcurrency : 2 * cores) /
-            batchSize,
-        ) + 1,
-    });
-  const profile = o.profile ? new ClipProfile() : null;
-  const buffers = slots === null && dev.reusesClipBuffers ? reusedBuffers(spec, batchSize) : null;
-  const decodeStep = new ClipDecodeStep(decodePool, {
-    skipUnshown: dl.skip,
-    threads: budget,
-    perEpoch: plan.sampler.length,
+  const decode = openDecode(o, plan, shared, (meta, signal) => replacer.load(meta, signal));
+  const { decoder, slots, buffers, profile } = decode;
+  const accounting = new ClipAccounting(plan.sampler.length, o.maxFailures, o.log);
+  const states = loaderStates(o, plan);
+  const { front, backendFront } = clipFront(o, plan.front, decode);
+  const replacer = new Replacer(plan.front, decode.pool, slots);
+  const assembler = new BatchAssembler({
+    onClipError,
+    batchSize,
+    dropLast,
+    layout,
+    spec: plan.spec,
+    accounting,
+    replacer,
     slots,
+    buffers,
     profile,
-    buffers: buffers?.clips,
-    reload: (meta, signal) => replacer.load(meta, signal),
   });
-  lane?.connect({ expect: (meta, result, recycle) => decodeStep.expectResult(meta, result, recycle) });
-  const accounting = new ClipAccounting(plan.sampler.length, o.maxFailures, log);
-  const identity = stateIdentity(args, plan.dataset.root, { batchSize, dropLast, layout, onClipError });
-  const states = new LoaderStates(args, identity, plan.sampler);
-  if (o.resume !== undefined) states.load(o.resume, o.firstEpoch); // before the child gets `args`
-  let front: PipelineBuilder<ClipItem>;
-  let backendFront: BackendFront | null = null;
-  if (backend === "subprocess") {
-    const bufferSize = Math.max(o.bufferSize, 2 * (decodeConcurrency === "auto" ? cores : decodeConcurrency));
-    backendFront = new BackendFront(args, bufferSize, log);
-    front = new PipelineBuilder().addSource(backendFront, { name: "backend", continuous: true });
-  } else {
-    front = buildFront(args, decodePool, budget, lane);
-  }
-  const replacer = new Replacer(args, decodePool, slots);
-  const place = async (x: DecodedClip | FailedClip, signal: AbortSignal): Promise<PlacedClip> => {
-    if (!isFailedClip(x)) return { clip: x, failures: [] };
-    if (onClipError === "replace") return await replacer.replace(x.failed, signal);
-    if (onClipError === "skip") return { clip: null, failures: [x.failed] };
-    try {
-      accounting.collated(x.failed.epoch, [{ clip: null, failures: [x.failed] }], false, true);
-    } catch (e) {
-      throw clipError(e);
-    }
-    throw clipError(clipFailureError(x.failed));
-  };
-  const collateBatch = (placed: PlacedClip[]): Batch | undefined => {
-    if (profile === null) return collateNow(placed);
-    const t0 = threadMs();
-    try {
-      return collateNow(placed);
-    } finally {
-      profile.addMain("collate", threadMs() - t0);
-    }
-  };
-  const collateNow = (placed: PlacedClip[]): Batch | undefined => {
-    const first = placed[0];
-    const epoch = first.clip?.meta.epoch ?? first.failures[0].epoch;
-    const clips = placed.flatMap((s) => s.clip === null ? [] : [s.clip]);
-    const drop = dropLast && placed.length < batchSize;
-    // A clip's data is its own buffer, or a view of its place in a batch slot with its own ArrayBuffer object:
-    // releasing it frees the buffer or detaches that view only.
-    let batch: Batch | undefined;
-    try {
-      accounting.collated(epoch, placed, drop);
-      if (slots !== null) batch = slots.collate(placed, clips, drop);
-      else if (!drop && clips.length > 0) {
-        batch = collate(clips, spec.numFrames, layout, undefined, buffers?.batches);
-      }
-    } catch (e) {
-      if (slots !== null && batch === undefined) {
-        try {
-          slots.collate(placed, [], true); // gives its slot back
-        } catch { /* the slot went back already */ }
-      }
-      throw clipError(e);
-    } finally {
-      // in the batch now: decode the next clips into them, or free them now (not at the next GC)
-      if (buffers !== null) { for (const c of clips) buffers.clips.give(c.data.buffer); }
-      else releaseBuffers(clips.map((c) => c.data));
-    }
-    return batch;
-  };
-  const pipeline = front
-    .pipe((item: ClipItem, ctx) => decodeStep.decode(item, ctx.signal), {
-      name: "decode",
-      executor: callingPool(decodePool),
-      concurrency: decodeConcurrency,
-      ordered,
-    })
-    .pipe((x: DecodedClip | FailedClip, ctx) => place(x, ctx.signal), {
-      name: "replace",
-      concurrency: decodeConcurrency,
-      ordered,
-      maxFailures: 0,
-    })
-    .aggregate(batchSize, { name: "aggregate" })
-    .pipe(collateBatch, { name: "collate", maxFailures: 0 })
-    .addSink({ bufferSize: o.bufferSize })
-    // A dead, stalled or broken backend child ends the loop with its own error (BackendExitedError, ...).
-    .build(resolvedBuildOptions({
-      autoConcurrency: o.autoConcurrency,
-      hooks: o.hooks,
-      reportInterval: o.reportInterval,
-      log,
-      signal: backendFront?.failure,
-    }));
+  const pipeline = loaderPipeline(o, plan.front.ordered ?? true, front, decode, assembler, backendFront);
   return new VideoClassificationLoader({
     plan,
     batchSize,
@@ -295,14 +186,14 @@ function loaderOfPlan(
     onClipError,
     pipeline,
     backendFront,
-    decodePool,
-    decodeStep,
+    decodePool: decode.pool,
+    decodeStep: decode.step,
     accounting,
     slots,
     buffers,
     profile,
     states,
-    lane,
+    lane: decode.lane,
     // the same plan (no second indexing) from `firstEpoch`'s start, with its own Workers and no slots
     sibling: (firstEpoch) =>
       loaderOfPlan(
@@ -310,6 +201,154 @@ function loaderOfPlan(
         { ...plan, front: { ...plan.front, firstEpoch, resume: undefined } },
       ),
   });
+}
+
+/** The loader's decode side: what decodes its clips, where they go, and the decode stage over them. */
+interface LoaderDecode {
+  /** The decoder. */
+  decoder: DecoderKind;
+  /** The decode stage's concurrency (the option, or the decoder's default). */
+  concurrency: StageConcurrency;
+  /** The clip Workers (the node's lease of its pool, for a node server's rank). */
+  pool: TaskPool;
+  /** Thread tokens (CPU decode with `decodeLess.threads`); null: one thread a task. */
+  budget: ThreadBudget | null;
+  /** This loader's share of decode once across a node's ranks; null: none. */
+  lane: LaneShare | null;
+  /** Batch slots (the `slots` option); null: batches in their own buffers. */
+  slots: BatchSlots | null;
+  /** Without slots, the clip and batch buffers reused; null: new ones. */
+  buffers: ReusedBuffers | null;
+  /** Where decode and collate time goes (the `profile` option); null: not timed. */
+  profile: ClipProfile | null;
+  /** The decode stage. */
+  step: ClipDecodeStep;
+}
+
+/**
+ * The decode side of a loader of `plan` ({@link LoaderDecode}): chooses the decoder (naming it in the spec the
+ * Workers get), starts the Worker pool (or takes the node's), and makes the batch memory and the decode stage,
+ * whose clips that a shared pass failed are loaded again by `reload`.
+ * @throws {InvalidArgumentError} for `decode: "nvdec"` without NVDEC, or batch slots that do not fit in memory
+ */
+function openDecode(
+  o: ResolvedLoaderOptions,
+  plan: LoaderPlan,
+  shared: SharedLoaderParts | undefined,
+  reload: (meta: ClipBase, signal: AbortSignal) => Promise<DecodedClip | FailedClip>,
+): LoaderDecode {
+  const { front: args, spec } = plan;
+  const { device, batchSize } = o;
+  const dev = chooseDecoder(o.decode, device, o.log, nvdecUnavailable);
+  // the decode Workers' decoder and NVDEC device (set before the spec travels to the backend child)
+  spec.decoder = dev.kind;
+  spec.device = device;
+  const concurrency = o.concurrency.decode ?? dev.defaultConcurrency(device);
+  const decodeSize = startSize(concurrency); // an "auto" stage's pool grows as it claims more
+  const pool: TaskPool = shared?.pool ?? new WorkerPool(CLIP_WORKER, {
+    size: o.backend === "subprocess" ? decodeSize : Math.max(decodeSize, startSize(args.concurrency.demux)),
+  });
+  if (!dev.sharesPasses) args.shareHorizon = 0;
+  const lane = dev.sharesPasses ? shared?.lane ?? null : null;
+  if (!dev.sharesPasses) shared?.lane?.close();
+  const budget = dev.threadBudget && o.decodeLess.threads
+    ? shared?.budget ?? new ThreadBudget(() => pool.size)
+    : null;
+  const slots = o.slots === undefined
+    ? null
+    : new BatchSlots(o.slots, spec, batchSize, o.layout, plan.sampler, {
+      device: dev.deviceSlots ? device : null,
+      lookahead: slotLookahead(o, concurrency),
+    });
+  const profile = o.profile ? new ClipProfile() : null;
+  const buffers = slots === null && dev.reusesClipBuffers ? reusedBuffers(spec, batchSize) : null;
+  const step = new ClipDecodeStep(pool, {
+    skipUnshown: o.decodeLess.skip,
+    threads: budget,
+    perEpoch: plan.sampler.length,
+    slots,
+    profile,
+    buffers: buffers?.clips,
+    reload,
+  });
+  lane?.connect({ expect: (meta, result, recycle) => step.expectResult(meta, result, recycle) });
+  return { decoder: dev.kind, concurrency, pool, budget, lane, slots, buffers, profile, step };
+}
+
+/**
+ * How many batches beyond the consumer's next one may hold a batch slot: decoding ahead of the consumer fills its
+ * buffer, the batches the decode tasks in flight span, and one assembling.
+ */
+function slotLookahead(o: ResolvedLoaderOptions, decodeConcurrency: StageConcurrency): number {
+  const cores = navigator.hardwareConcurrency ?? 1;
+  return o.bufferSize +
+    Math.ceil((typeof decodeConcurrency === "number" ? decodeConcurrency : 2 * cores) / o.batchSize) + 1;
+}
+
+/** The loader's resume states of `plan`, the `resume` option's loaded (before the backend child gets the plan). */
+function loaderStates(o: ResolvedLoaderOptions, plan: LoaderPlan): LoaderStates {
+  const { batchSize, dropLast, layout, onClipError } = o;
+  const identity = stateIdentity(plan.front, plan.dataset.root, { batchSize, dropLast, layout, onClipError });
+  const states = new LoaderStates(plan.front, identity, plan.sampler);
+  if (o.resume !== undefined) states.load(o.resume, o.firstEpoch);
+  return states;
+}
+
+/**
+ * The pipeline's start, up to the clips to decode: sample → fetch → demux → shuffle here (demux on the decode
+ * Workers), or, with `backend: "subprocess"`, in a backend child (`backendFront`, null here).
+ */
+function clipFront(
+  o: ResolvedLoaderOptions,
+  args: FrontArgs,
+  decode: LoaderDecode,
+): { front: PipelineBuilder<ClipItem>; backendFront: BackendFront | null } {
+  if (o.backend !== "subprocess") {
+    return { front: buildFront(args, decode.pool, decode.budget, decode.lane), backendFront: null };
+  }
+  const cores = navigator.hardwareConcurrency ?? 1;
+  const bufferSize = Math.max(o.bufferSize, 2 * (decode.concurrency === "auto" ? cores : decode.concurrency));
+  const backendFront = new BackendFront(args, bufferSize, o.log);
+  const front = new PipelineBuilder().addSource(backendFront, { name: "backend", continuous: true });
+  return { front, backendFront };
+}
+
+/**
+ * The loader's pipeline: `front`, then the stages decode → replace → aggregate → collate (the batch
+ * assembler's), into a sink of the `bufferSize` batches.
+ */
+function loaderPipeline(
+  o: ResolvedLoaderOptions,
+  ordered: boolean,
+  front: PipelineBuilder<ClipItem>,
+  decode: LoaderDecode,
+  assembler: BatchAssembler,
+  backendFront: BackendFront | null,
+): Pipeline<Batch> {
+  return front
+    .pipe((item: ClipItem, ctx) => decode.step.decode(item, ctx.signal), {
+      name: "decode",
+      executor: callingPool(decode.pool),
+      concurrency: decode.concurrency,
+      ordered,
+    })
+    .pipe((x: DecodedClip | FailedClip, ctx) => assembler.place(x, ctx.signal), {
+      name: "replace",
+      concurrency: decode.concurrency,
+      ordered,
+      maxFailures: 0,
+    })
+    .aggregate(o.batchSize, { name: "aggregate" })
+    .pipe((placed: PlacedClip[]) => assembler.collate(placed), { name: "collate", maxFailures: 0 })
+    .addSink({ bufferSize: o.bufferSize })
+    // A dead, stalled or broken backend child ends the loop with its own error (BackendExitedError, ...).
+    .build(resolvedBuildOptions({
+      autoConcurrency: o.autoConcurrency,
+      hooks: o.hooks,
+      reportInterval: o.reportInterval,
+      log: o.log,
+      signal: backendFront?.failure,
+    }));
 }
 
 /**
