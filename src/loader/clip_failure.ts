@@ -54,3 +54,17 @@ export function clipFailureError(f: ClipFailure): SluiceError {
     f.error,
   );
 }
+
+/** Errors the loader's own steps throw to end an epoch (rethrown as they are, not as the stage's failure). */
+const CLIP_ERRORS = new WeakSet<object>();
+
+/** Marks `e` as one of the loader's own epoch-ending errors (rethrown as it is; see {@link isClipError}). */
+export function clipError(e: unknown): unknown {
+  if (e !== null && typeof e === "object") CLIP_ERRORS.add(e);
+  return e;
+}
+
+/** Whether `e` was marked by {@link clipError}: the epoch ends with it as it is. */
+export function isClipError(e: unknown): boolean {
+  return e !== null && typeof e === "object" && CLIP_ERRORS.has(e);
+}

@@ -70,7 +70,7 @@ import { callingPool, ClipDecodeStep } from "./clip_steps.ts";
 import { ThreadBudget } from "./decode_threads.ts";
 import type { Batch } from "./collate.ts";
 import { BatchSlots } from "./batch_slots.ts";
-import { BatchAssembler } from "./batch_assembler.ts";
+import { BatchAssembler, type ReusedBuffers } from "./batch_assembler.ts";
 import { buildFront, CLIP_WORKER, type FrontArgs } from "./front.ts";
 import { type LoaderPlan, planLoader } from "./plan.ts";
 import { type LoaderOptions, type ResolvedLoaderOptions, resolveLoaderOptions } from "./loader_options.ts";
@@ -83,7 +83,7 @@ import { chooseDecoder, type DecoderKind } from "./decode/devices.ts";
 
 export type { LoaderState } from "./loader_state.ts";
 export { type LoaderMemory, type LoaderStats, VideoClassificationLoader } from "./video_loader.ts";
-import { type ReusedBuffers, VideoClassificationLoader } from "./video_loader.ts";
+import { VideoClassificationLoader } from "./video_loader.ts";
 export { type LoaderPlan, planLoader } from "./plan.ts";
 export type { ClipOptions } from "./clip_options.ts";
 export type { DecodeLessOptions, LoaderOptions, ResolvedLoaderOptions } from "./loader_options.ts";

@@ -5,7 +5,6 @@
  * @module
  */
 
-import type { BufferPool } from "../memory/buffer_pool.ts";
 import { InvalidArgumentError, PipelineFailure } from "../errors.ts";
 import type { Pipeline } from "../pipeline/pipeline.ts";
 import type { StageControl } from "../pipeline/stage.ts";
@@ -16,11 +15,13 @@ import type { BackendFront } from "./backend_front.ts";
 import type { WorkerMemory } from "./clip_worker.ts";
 import { nativeObjectCounts } from "../media/av_objects.ts";
 import type { ClipSpec } from "./clip_spec.ts";
+import { isClipError } from "./clip_failure.ts";
 import type { ClipAccounting, ClipStats } from "./clip_stats.ts";
 import type { ClipProfile, ProfileStats } from "./clip_profile.ts";
 import type { ClipDecodeStep } from "./clip_steps.ts";
 import type { Batch } from "./collate.ts";
 import type { BatchSlots } from "./batch_slots.ts";
+import type { ReusedBuffers } from "./batch_assembler.ts";
 import type { VideoDataset } from "../dataset/dataset.ts";
 import type { FrontArgs } from "./front.ts";
 import type { LoaderPlan } from "./plan.ts";
@@ -206,7 +207,7 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
         } catch (e) {
           slots?.endEpoch();
           // A clip's own error ("fail") or the clip budget's: more useful than the stage that relayed it.
-          if (e instanceof PipelineFailure && CLIP_ERRORS.has(e.cause as object)) throw e.cause;
+          if (e instanceof PipelineFailure && isClipError(e.cause)) throw e.cause;
           throw e;
         }
       },
@@ -342,21 +343,4 @@ export class VideoClassificationLoader implements AsyncIterable<Batch>, AsyncDis
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
-}
-
-/** Errors the loader's own steps throw to end an epoch (rethrown as they are, not as the stage's failure). */
-const CLIP_ERRORS = new WeakSet<object>();
-
-/** Marks `e` as one of the loader's own epoch-ending errors (rethrown as it is; see {@link CLIP_ERRORS}). */
-export function clipError(e: unknown): unknown {
-  if (e !== null && typeof e === "object") CLIP_ERRORS.add(e);
-  return e;
-}
-
-/** The buffers a loader without slots decodes clips into and assembles batches in, reused (`buffer_pool.ts`). */
-export interface ReusedBuffers {
-  /** Clips' buffers. */
-  clips: BufferPool;
-  /** Batches' buffers. */
-  batches: BufferPool;
 }
