@@ -53,16 +53,16 @@ export {
 } from "./src/loader/loader.ts";
 export type { ClipOptions } from "./src/loader/clip_options.ts";
 export type { DecodeLessOptions, LoaderOptions } from "./src/loader/loader_options.ts";
-export type { OnClipError } from "./src/loader/replace.ts";
+export type { OnClipError } from "./src/loader/batch/replace.ts";
 export type { LoaderState } from "./src/loader/loader_state.ts";
 export type { Preview, PreviewOptions } from "./src/loader/preview.ts";
 export { cacheLoader, type CacheLoaderOptions } from "./src/loader/cache_loader.ts";
 
 // Batches and what each clip became
-export type { Batch, BatchDevice, BatchLayout } from "./src/loader/collate.ts";
+export type { Batch, BatchDevice, BatchLayout } from "./src/loader/batch/collate.ts";
 export type { ClipBase, ClipFailure, ClipMeta } from "./src/loader/clip/life.ts";
-export type { ClipOutcome, FrameKind } from "./src/loader/clip_spec.ts";
-export type { ClipCounts, ClipEpochStats, ClipStats } from "./src/loader/clip_stats.ts";
+export type { ClipOutcome, FrameKind } from "./src/loader/clip/clip_spec.ts";
+export type { ClipCounts, ClipEpochStats, ClipStats } from "./src/loader/batch/clip_stats.ts";
 
 // Datasets
 export { datasetFromDirectory, datasetFromManifest, openDataset } from "./src/dataset/dataset.ts";
@@ -123,10 +123,10 @@ export {
 export type { MemberLocation } from "./src/dataset/shards/index_format.ts";
 export type { IndexFailure } from "./src/dataset/video_index.ts";
 export type { FetchPhase, StageError } from "./src/errors.ts";
-export type { PhaseStats, ProfileStats } from "./src/loader/clip_profile.ts";
-export type { ClipDtype, ClipSpec, Interpolation } from "./src/loader/clip_spec.ts";
-export type { WorkerMemory } from "./src/loader/clip_worker.ts";
-export type { LaneShareStats } from "./src/loader/lane_share.ts";
+export type { PhaseStats, ProfileStats } from "./src/loader/decode/clip_profile.ts";
+export type { ClipDtype, ClipSpec, Interpolation } from "./src/loader/clip/clip_spec.ts";
+export type { WorkerMemory } from "./src/loader/decode/clip_worker.ts";
+export type { LaneShareStats } from "./src/loader/front/lane_share.ts";
 export type { LoaderMemory } from "./src/loader/loader.ts";
 export type { BatchingOptions } from "./src/loader/loader_state.ts";
 export type { ContactSheet } from "./src/loader/preview.ts";

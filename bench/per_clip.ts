@@ -14,7 +14,7 @@
 
 import { parseArgs } from "node:util";
 import { type LoaderOptions, videoClassificationLoader } from "../src/loader/loader.ts";
-import { formatProfile } from "../src/loader/clip_profile.ts";
+import { formatProfile } from "../src/loader/decode/clip_profile.ts";
 import { DEFAULT_DIR, PYTHON } from "./clip_workload.ts";
 import { ensureSet, makeClipList, parseVariant } from "./workload_sets.ts";
 import { runContender, type RunResult, summarise } from "./contenders/harness.ts";

@@ -70,11 +70,33 @@ export const ROOMS: readonly Room[] = [
       "over stdio, credits, liveness, its stats.",
   },
   {
+    dir: "src/loader/clip",
+    about:
+      "What a clip is through the loader: its spec, the shapes of its life from request to batch, its failures.",
+  },
+  {
+    dir: "src/loader/decode",
+    about:
+      "The loader's decode wing: the decoders it runs (the device seam), clip decode steps and their Worker, " +
+      "the generic clip pass and the check every clip passes, FFmpeg threads for idle cores, per-clip profiles.",
+  },
+  {
+    dir: "src/loader/front",
+    about:
+      "The loader's front wing: sample, fetch, demux and shuffle, in this process or a Deno child, and decode " +
+      "once across rows and across a node's ranks.",
+  },
+  {
+    dir: "src/loader/batch",
+    about:
+      "The loader's batch wing: batch slots, collate, replacing failed clips, and the accounting of every clip " +
+      "planned (delivered, failed, dropped).",
+  },
+  {
     dir: "src/loader",
     about:
-      "The video classification loader: its options, the front half (sample, fetch, demux, shuffle), clip " +
-      "decode steps and Workers, decode once across rows and across a node's ranks, replacement, batch slots, " +
-      "collate, clip accounting, the cache loader.",
+      "The video classification loader: its options and their door, the plan, assembling the wings into the " +
+      "loader a training loop iterates, its state for resume, preview, the cache loader.",
   },
   {
     dir: "src/prep",

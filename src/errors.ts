@@ -120,7 +120,7 @@ export class ClipError extends MediaError {
 }
 
 /**
- * A decoded clip broke the delivery rule (`src/loader/clip_check.ts`), so it is failed instead of delivered:
+ * A decoded clip broke the delivery rule (`src/loader/decode/clip_check.ts`), so it is failed instead of delivered:
  * its frames are not in presentation order, one lies outside its window (beyond the one frame on screen at its
  * start), its frame indices contradict its frames' timestamps, or its audio status contradicts its samples.
  * Damaged input (timestamps, pictures) is what brings one; it is counted as a failed clip like any other

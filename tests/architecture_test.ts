@@ -389,14 +389,14 @@ Deno.test("architecture rules: each option call is found with the functions it i
       at("src/dataset/fetch.ts", "defaultsOf", [], "OTHER"),
       at("src/options.ts", "checkOption", ["checkOptions"]),
       at("src/dataset/sampler.ts", "new ClipSampler", ["ClipSampler.fromResolved"]),
-      at("src/loader/front.ts", "new ClipSampler", ["buildFront"]),
+      at("src/loader/front/front.ts", "new ClipSampler", ["buildFront"]),
       at("src/loader/plan.ts", "resolveLoaderOptions", ["planLoader"]),
       at("src/loader/loader.ts", "resolveLoaderOptions", ["videoClassificationLoader"]),
     ]).map((m) => m.entry),
     [
       "src/serve/options.ts resolveServerConfig: checkOptions",
       "src/dataset/fetch.ts OTHER: defaultsOf",
-      "src/loader/front.ts buildFront: new ClipSampler",
+      "src/loader/front/front.ts buildFront: new ClipSampler",
       "src/loader/plan.ts planLoader: resolveLoaderOptions",
     ],
   );

@@ -15,7 +15,7 @@
  */
 
 import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
-import type { Batch } from "../../src/loader/collate.ts";
+import type { Batch } from "../../src/loader/batch/collate.ts";
 import { clipKey, contenderArgs } from "./harness.ts";
 
 const { list, verify, out, opts: own } = contenderArgs(Deno.args, { config: "{}" });

@@ -5,8 +5,8 @@
  */
 
 import { InvalidArgumentError } from "../errors.ts";
-import { ownedBatch, slotOf } from "./batch_slots.ts";
-import type { Batch } from "./collate.ts";
+import { ownedBatch, slotOf } from "./batch/batch_slots.ts";
+import type { Batch } from "./batch/collate.ts";
 
 /** Options of {@link cacheLoader}. */
 export interface CacheLoaderOptions {

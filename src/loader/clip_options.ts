@@ -13,8 +13,8 @@ import {
   type ResolvedOf,
   tsVocabulary,
 } from "../options.ts";
-import type { ClipDtype, ClipSpec, FrameSampling, Interpolation, ResizeMode } from "./clip_spec.ts";
-import type { BatchLayout } from "./collate.ts";
+import type { ClipDtype, ClipSpec, FrameSampling, Interpolation, ResizeMode } from "./clip/clip_spec.ts";
+import type { BatchLayout } from "./batch/collate.ts";
 
 /**
  * What one clip becomes; see docs/clips.md for exactly which frames a clip holds. Ranges and

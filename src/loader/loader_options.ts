@@ -25,15 +25,15 @@ import {
   tsVocabulary,
 } from "../options.ts";
 import { MAX_FAILURES_OPTION, type MaxFailures, type StageConcurrency } from "../pipeline/stage.ts";
-import type { OnClipError } from "./replace.ts";
+import type { OnClipError } from "./batch/replace.ts";
 import { type PipelineHook, REPORT_INTERVAL_OPTION } from "../pipeline/hooks.ts";
 import {
   AUTO_CONCURRENCY_OPTIONS,
   type AutoConcurrencyOptions,
   type AutoConfig,
 } from "../pipeline/auto_policy.ts";
-import type { ClipSpec } from "./clip_spec.ts";
-import type { BatchLayout } from "./collate.ts";
+import type { ClipSpec } from "./clip/clip_spec.ts";
+import type { BatchLayout } from "./batch/collate.ts";
 import type { VideoDataset } from "../dataset/dataset.ts";
 import type { LoaderState } from "./loader_state.ts";
 import { FETCH_OPTIONS, type FetchLimits, type FetchOptions } from "../dataset/fetch.ts";

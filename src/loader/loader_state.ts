@@ -19,10 +19,10 @@ import { InvalidArgumentError } from "../errors.ts";
 import type { ClipSampler, ResolvedSamplerOptions } from "../dataset/sampler.ts";
 import { epochOrder } from "../dataset/epoch_order.ts";
 import { datasetRelative } from "../dataset/dataset.ts";
-import type { ClipSpec } from "./clip_spec.ts";
-import type { BatchLayout } from "./collate.ts";
-import type { FrontArgs } from "./front.ts";
-import type { OnClipError } from "./replace.ts";
+import type { ClipSpec } from "./clip/clip_spec.ts";
+import type { BatchLayout } from "./batch/collate.ts";
+import type { FrontArgs } from "./front/front.ts";
+import type { OnClipError } from "./batch/replace.ts";
 
 /** Version of the {@link LoaderState} format. */
 export const LOADER_STATE_VERSION = 1;

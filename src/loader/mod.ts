@@ -27,7 +27,7 @@
 
 export { type LoaderPlan, planLoader } from "./loader.ts";
 export { LOADER_OPTIONS, type ResolvedLoaderOptions, resolveLoaderOptions } from "./loader_options.ts";
-export type { FrontArgs } from "./front.ts";
+export type { FrontArgs } from "./front/front.ts";
 export { contactSheet, previewHtml, type SheetOptions } from "./preview.ts";
 // The kinds of entry of LOADER_OPTIONS (and of the other option tables): options declared once
 export type {

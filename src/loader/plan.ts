@@ -6,11 +6,11 @@
  */
 
 import { errorText, fmtSec, InvalidArgumentError } from "../errors.ts";
-import type { ClipSpec } from "./clip_spec.ts";
+import type { ClipSpec } from "./clip/clip_spec.ts";
 import { openDataset, type VideoDataset } from "../dataset/dataset.ts";
 import { ClipSampler, type SampledVideo } from "../dataset/sampler.ts";
 import { type IndexFailure, indexVideos } from "../dataset/video_index.ts";
-import type { FrontArgs } from "./front.ts";
+import type { FrontArgs } from "./front/front.ts";
 import { audioSpecOf, type ResolvedLoaderOptions } from "./loader_options.ts";
 import { defaultClipDuration } from "./clip_options.ts";
 

@@ -14,9 +14,9 @@
 
 import { drawText, fitText, GLYPH_HEIGHT, GLYPH_WIDTH } from "../media/bitmap_font.ts";
 import { encodePng, type RgbImage, rgbImage } from "../media/png.ts";
-import { ownedBatch } from "./batch_slots.ts";
-import type { ClipSpec } from "./clip_spec.ts";
-import type { Batch } from "./collate.ts";
+import { ownedBatch } from "./batch/batch_slots.ts";
+import type { ClipSpec } from "./clip/clip_spec.ts";
+import type { Batch } from "./batch/collate.ts";
 import { datasetRelative } from "../dataset/dataset.ts";
 import type { ClipMeta } from "./clip/life.ts";
 

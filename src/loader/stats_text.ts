@@ -7,7 +7,7 @@
 
 import { formatStats } from "../pipeline/format_stats.ts";
 import type { PipelineStats } from "../pipeline/stats.ts";
-import type { ClipCounts } from "./clip_stats.ts";
+import type { ClipCounts } from "./batch/clip_stats.ts";
 import type { LoaderStats } from "./loader.ts";
 
 /** What {@link formatLoaderStats} shows (a `sluice load` summary has these fields too). */

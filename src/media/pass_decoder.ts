@@ -47,7 +47,7 @@ export interface OutputRun {
   pts: Float64Array;
   /**
    * The presentation time of the frame each position shows (its own, not the grid's): what the delivery rule
-   * checks (`src/loader/clip_check.ts`).
+   * checks (`src/loader/decode/clip_check.ts`).
    */
   frameTimes: Float64Array;
   /**
@@ -73,7 +73,7 @@ export interface PassRun {
 }
 
 /**
- * A decoder as the loader's clip pass (`src/loader/clip_pass.ts`) sees it, after torchcodec's `DeviceInterface`:
+ * A decoder as the loader's clip pass (`src/loader/decode/clip_pass.ts`) sees it, after torchcodec's `DeviceInterface`:
  * one decode pass over a run of packets for several outputs, and the few things the generic pass asks of a
  * device. Output `k` of a pass gets exactly the frames it gets when decoded alone from its own packets; a failure
  * that concerns one output is its {@link OutputRun.error}; a failure of the decoder throws. The CPU implements

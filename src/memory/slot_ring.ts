@@ -14,7 +14,7 @@
  *
  * A clip's place in a batch is a plain offset inside its slot ({@link SlotRing.clipOffset}), so a decoder can be
  * told to write its pixels there directly (host: a Worker builds a view at `address + offset`; Workers share the
- * process's address space): the loader's `slots` option does so (`src/loader/batch_slots.ts`).
+ * process's address space): the loader's `slots` option does so (`src/loader/batch/batch_slots.ts`).
  * @module
  */
 

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Batch } from "../loader/collate.ts";
+import type { Batch } from "../loader/batch/collate.ts";
 import type { SlotMemory } from "../memory/slot_ring.ts";
 import type { BatchMessage, ServeDtype } from "./protocol.ts";
 import { serveDtype } from "./protocol.ts";

@@ -13,7 +13,7 @@
  *   spent), so it holds no Worker and never slows the others; one that leaves (or is killed) ends its lane: its
  *   calls leave the queue, its slots are freed, the others carry on.
  * - One set of fetch and demux tasks per file across ranks, and one decode pass for clips of several ranks whose
- *   packets overlap (`src/loader/lane_share.ts`): what the sampler deals to different ranks is opened once.
+ *   packets overlap (`src/loader/front/lane_share.ts`): what the sampler deals to different ranks is opened once.
  * - NVDEC: each rank decodes on its own GPU (its `device`, `LOCAL_RANK` by default) with that GPU's engines as
  *   its decode concurrency, and its batches are in that GPU's IPC slots; the pool grows by those engines (a Worker
  *   waiting on the GPU uses no core).
@@ -22,10 +22,10 @@
 
 import { InvalidArgumentError } from "../errors.ts";
 import { type LoaderPlan, openLoader, planLoader } from "../loader/loader.ts";
-import { CLIP_WORKER } from "../loader/front.ts";
-import { ThreadBudget } from "../loader/decode_threads.ts";
+import { CLIP_WORKER } from "../loader/front/front.ts";
+import { ThreadBudget } from "../loader/decode/decode_threads.ts";
 import { decodeDevice } from "../loader/decode/devices.ts";
-import { LaneShares } from "../loader/lane_share.ts";
+import { LaneShares } from "../loader/front/lane_share.ts";
 import type { ResolvedLoaderOptions } from "../loader/loader_options.ts";
 import { ClipSampler } from "../dataset/sampler.ts";
 import { PoolLease } from "../pipeline/pool_lease.ts";

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { LaneShareStats } from "../loader/lane_share.ts";
+import type { LaneShareStats } from "../loader/front/lane_share.ts";
 
 /** The node's counters (`stats.node` of a node server's `stats` replies, and its metrics). */
 export interface NodeStats {
@@ -16,6 +16,6 @@ export interface NodeStats {
   workers: number;
   /** Ranks (lanes) served now. */
   ranks: number;
-  /** Clips shared across ranks (`src/loader/lane_share.ts`). */
+  /** Clips shared across ranks (`src/loader/front/lane_share.ts`). */
   shares: LaneShareStats;
 }

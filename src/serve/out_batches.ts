@@ -8,7 +8,7 @@
  */
 
 import type { VideoClassificationLoader } from "../loader/loader.ts";
-import type { Batch } from "../loader/collate.ts";
+import type { Batch } from "../loader/batch/collate.ts";
 
 /** Batches a stream runs ahead of its client's code (sent, not taken yet), when the client reports it. */
 export const AHEAD = 2;

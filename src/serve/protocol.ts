@@ -11,7 +11,7 @@
 
 import { ServeError, SluiceError } from "../errors.ts";
 import type { MemoryDescriptor } from "../memory/descriptor.ts";
-import type { FrameKind } from "../loader/clip_spec.ts";
+import type { FrameKind } from "../loader/clip/clip_spec.ts";
 
 /** Version of the serve protocol this module speaks. */
 export const SERVE_PROTOCOL_VERSION = 1;

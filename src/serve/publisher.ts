@@ -17,8 +17,8 @@
 
 import { ServeError } from "../errors.ts";
 import type { VideoClassificationLoader } from "../loader/loader.ts";
-import type { Batch } from "../loader/collate.ts";
-import { type BatchSlots, slotOf } from "../loader/batch_slots.ts";
+import type { Batch } from "../loader/batch/collate.ts";
+import { type BatchSlots, slotOf } from "../loader/batch/batch_slots.ts";
 import type { SlotRing, SlotRingStats } from "../memory/slot_ring.ts";
 import type { ServerMessage } from "./protocol.ts";
 import { audioAt, batchMessage, bytesInSlot, copyIntoSlot, slotBytesFor } from "./batch_copy.ts";

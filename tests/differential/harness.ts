@@ -11,9 +11,9 @@
  */
 import { videoClassificationLoader } from "../../src/loader/loader.ts";
 import type { VideoClassificationLoader } from "../../src/loader/loader.ts";
-import type { Batch } from "../../src/loader/collate.ts";
-import type { ClipEpochStats } from "../../src/loader/clip_stats.ts";
-import type { ClipSpec } from "../../src/loader/clip_spec.ts";
+import type { Batch } from "../../src/loader/batch/collate.ts";
+import type { ClipEpochStats } from "../../src/loader/batch/clip_stats.ts";
+import type { ClipSpec } from "../../src/loader/clip/clip_spec.ts";
 import { resolveLoaderOptions } from "../../src/loader/loader_options.ts";
 import { compareAudio, compareClip, type Difference, type TakenClip, videoFacts } from "./oracle.ts";
 import type { DiffConfig } from "./config.ts";

@@ -16,7 +16,7 @@
  * taken from its probe: that is a policy, not a decode.
  * @module
  */
-import type { ClipSpec } from "../../src/loader/clip_spec.ts";
+import type { ClipSpec } from "../../src/loader/clip/clip_spec.ts";
 import { audioSampleRange } from "../../src/media/audio.ts";
 import { probe } from "../../src/media/probe.ts";
 import { asClipFrame, bytesOf, cliFrames, expectedFrames } from "../helpers/clip_oracle.ts";

@@ -9,10 +9,10 @@
  * screen at its start. A clip that breaks that is an `invariant` failure of the case.
  * @module
  */
-import { decodeClip, demuxClips } from "../../src/loader/clip_worker.ts";
-import type { ClipSpec } from "../../src/loader/clip_spec.ts";
+import { decodeClip, demuxClips } from "../../src/loader/decode/clip_worker.ts";
+import type { ClipSpec } from "../../src/loader/clip/clip_spec.ts";
 import { SluiceError } from "../../src/errors.ts";
-import { isFailedClip } from "../../src/loader/clip_failure.ts";
+import { isFailedClip } from "../../src/loader/clip/clip_failure.ts";
 import { decodeItem, encodeItem } from "../../src/backend/item_codec.ts";
 import { NOPTS, ptsToSeconds, VideoPackets } from "../../src/media/packets.ts";
 import { AV_PKT_FLAG_DISCARD } from "../../src/media/frame_index.ts";
@@ -218,7 +218,7 @@ function packetTimes(p: VideoPackets): PacketTimes {
 }
 
 /**
- * The test's own rule for a delivered clip (written apart from `src/loader/clip_check.ts`): its sampled frames'
+ * The test's own rule for a delivered clip (written apart from `src/loader/decode/clip_check.ts`): its sampled frames'
  * times (the native kinds report each frame's own) strictly increase, lie before the window's end, and only the
  * first may lie before its start, as the frame on screen there: no packet of its own (`range` of `packets`) is
  * presented between it and the start, and it is not presented before any of them is decoded (a frame's pts is

@@ -6,7 +6,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import type { ClipOutcome, ClipSpec } from "../../src/loader/clip_spec.ts";
+import type { ClipOutcome, ClipSpec } from "../../src/loader/clip/clip_spec.ts";
 import { codedRect, orientedSize } from "../../src/media/orient.ts";
 import { framesOnScreen } from "./decode_oracles.ts";
 import { oracleCli, runCli } from "./media.ts";

@@ -1,5 +1,5 @@
 /** A complete `ClipSpec` for tests: the loader's defaults (its door's) with the fields a test sets. @module */
-import type { ClipSpec } from "../../src/loader/clip_spec.ts";
+import type { ClipSpec } from "../../src/loader/clip/clip_spec.ts";
 import type { ClipBase } from "../../src/loader/clip/life.ts";
 import { resolveLoaderOptions } from "../../src/loader/loader_options.ts";
 

@@ -1,7 +1,7 @@
 /** The loader's clip-accounting invariant, shared by the loader tests. */
 import assert from "node:assert/strict";
-import type { ClipStats } from "../../src/loader/clip_stats.ts";
-import type { Batch } from "../../src/loader/collate.ts";
+import type { ClipStats } from "../../src/loader/batch/clip_stats.ts";
+import type { Batch } from "../../src/loader/batch/collate.ts";
 
 /**
  * The accounting invariant, asserted by every loader test: each epoch ran to its end and every planned clip is

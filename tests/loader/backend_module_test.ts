@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { PipelineBuilder } from "../../src/pipeline/builder.ts";
-import { releasingSpent } from "../../src/loader/backend_module.ts";
+import { releasingSpent } from "../../src/loader/front/backend_module.ts";
 import { makeSyntheticDataset } from "../helpers/synthetic.ts";
 import type { ClipItem, ClipPackets } from "../../src/loader/clip/life.ts";
 

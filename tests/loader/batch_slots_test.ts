@@ -1,19 +1,19 @@
 /**
- * Batch slots (`slots` loader option, `src/loader/batch_slots.ts`): decode Workers write clips by address into
+ * Batch slots (`slots` loader option, `src/loader/batch/batch_slots.ts`): decode Workers write clips by address into
  * their place in a memfd slot, and the batches are byte for byte those of the copying loader (the oracle),
  * across epochs, both backends, with failed clips replaced or skipped, planar and float layouts, and a partial
  * last batch. A consumer holding every slot gets an error, not reused memory; `cacheLoader` copies what it keeps.
  */
 import assert from "node:assert/strict";
 import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
-import type { Batch } from "../../src/loader/collate.ts";
-import { BatchSlots, slotOf } from "../../src/loader/batch_slots.ts";
-import type { ClipSpec } from "../../src/loader/clip_spec.ts";
+import type { Batch } from "../../src/loader/batch/collate.ts";
+import { BatchSlots, slotOf } from "../../src/loader/batch/batch_slots.ts";
+import type { ClipSpec } from "../../src/loader/clip/clip_spec.ts";
 import { ClipSampler } from "../../src/dataset/sampler.ts";
 import { availableMemory } from "../../src/memory/available.ts";
 import { cacheLoader } from "../../src/loader/cache_loader.ts";
-import { demuxClips } from "../../src/loader/clip_worker.ts";
-import { CLIP_WORKER } from "../../src/loader/front.ts";
+import { demuxClips } from "../../src/loader/decode/clip_worker.ts";
+import { CLIP_WORKER } from "../../src/loader/front/front.ts";
 import { mixedDataset } from "./mixed_dataset.ts";
 import { WorkerPool } from "../../src/pipeline/worker_pool.ts";
 import { SharedMemory } from "../../src/memory/shm.ts";

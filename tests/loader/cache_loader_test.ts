@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { cacheLoader } from "../../src/loader/cache_loader.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
-import type { Batch } from "../../src/loader/collate.ts";
+import type { Batch } from "../../src/loader/batch/collate.ts";
 import { videoClassificationLoader } from "../../src/loader/loader.ts";
 import { makeSyntheticDataset } from "../helpers/synthetic.ts";
 

@@ -1,14 +1,14 @@
 /**
- * The delivery rule (`src/loader/clip_check.ts`, issue 30): hand-made clips over a real window's packets, one
+ * The delivery rule (`src/loader/decode/clip_check.ts`, issue 30): hand-made clips over a real window's packets, one
  * rule broken at a time, each failing with a `ClipIntegrityError` naming it; and a damaged file through the
  * loader, whose clip that breaks the rule is failed and counted (planned = delivered + failed + dropped +
  * skipped), never delivered, through both backends.
  */
 import assert from "node:assert/strict";
-import { checkClip, type ClipFacts } from "../../src/loader/clip_check.ts";
+import { checkClip, type ClipFacts } from "../../src/loader/decode/clip_check.ts";
 import { ClipIntegrityError } from "../../src/errors.ts";
 import { demuxVideo } from "../../src/media/demux.ts";
-import type { ClipSpec } from "../../src/loader/clip_spec.ts";
+import type { ClipSpec } from "../../src/loader/clip/clip_spec.ts";
 import { videoClassificationLoader } from "../../src/loader/loader.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
 import {
@@ -24,7 +24,7 @@ import { NOPTS, ptsToSeconds, type VideoPackets } from "../../src/media/packets.
 import { decodeItems, demuxItems } from "../fuzz/clip_cases.ts";
 import { FIXTURE_DIR } from "../fuzz/fixtures.ts";
 import { assertAccounted } from "./accounting.ts";
-import type { Batch } from "../../src/loader/collate.ts";
+import type { Batch } from "../../src/loader/batch/collate.ts";
 import type { DecodedClip } from "../../src/loader/clip/life.ts";
 
 const CLI = hasFfmpegCliSync();

@@ -6,9 +6,9 @@
  * than the clips on their own.
  */
 import assert from "node:assert/strict";
-import { decodeClip, demuxClips } from "../../src/loader/clip_worker.ts";
-import type { ClipSpec } from "../../src/loader/clip_spec.ts";
-import { isFailedClip } from "../../src/loader/clip_failure.ts";
+import { decodeClip, demuxClips } from "../../src/loader/decode/clip_worker.ts";
+import type { ClipSpec } from "../../src/loader/clip/clip_spec.ts";
+import { isFailedClip } from "../../src/loader/clip/clip_failure.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
 import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
 import { sameBytes } from "../helpers/decode_oracles.ts";

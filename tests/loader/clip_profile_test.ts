@@ -6,9 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
-import { ClipProfile, formatProfile, PHASES } from "../../src/loader/clip_profile.ts";
+import { ClipProfile, formatProfile, PHASES } from "../../src/loader/decode/clip_profile.ts";
 import { lap, startSpans, takeSpans, threadMs } from "../../src/media/spans.ts";
-import type { Batch } from "../../src/loader/collate.ts";
+import type { Batch } from "../../src/loader/batch/collate.ts";
 import { generateClip, hasFfmpegCliSync } from "../helpers/media.ts";
 import { sameBytes } from "../helpers/decode_oracles.ts";
 

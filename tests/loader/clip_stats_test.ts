@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ClipAccounting, KEPT_EPOCHS } from "../../src/loader/clip_stats.ts";
+import { ClipAccounting, KEPT_EPOCHS } from "../../src/loader/batch/clip_stats.ts";
 import { PipelineFailure } from "../../src/errors.ts";
 import type { ClipFailure, ClipMeta, DecodedClip, PlacedClip } from "../../src/loader/clip/life.ts";
 

@@ -16,9 +16,9 @@
  * Figures (byte-identical count, worst PSNR) are printed for the closing note.
  */
 import assert from "node:assert/strict";
-import { demuxClips } from "../../src/loader/clip_worker.ts";
+import { demuxClips } from "../../src/loader/decode/clip_worker.ts";
 import { decodeAlone } from "./decode_alone.ts";
-import type { ClipSpec } from "../../src/loader/clip_spec.ts";
+import type { ClipSpec } from "../../src/loader/clip/clip_spec.ts";
 import type { ClipPackets, VideoTask } from "../../src/loader/clip/life.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
 import { mulberry32 } from "../../src/dataset/random.ts";

@@ -6,10 +6,10 @@
  * caller's destination.
  */
 import assert from "node:assert/strict";
-import { decodeClip, demuxClips } from "../../src/loader/clip_worker.ts";
-import type { ClipSpec } from "../../src/loader/clip_spec.ts";
+import { decodeClip, demuxClips } from "../../src/loader/decode/clip_worker.ts";
+import type { ClipSpec } from "../../src/loader/clip/clip_spec.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
-import { isFailedClip } from "../../src/loader/clip_failure.ts";
+import { isFailedClip } from "../../src/loader/clip/clip_failure.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
 import { decodeVideo } from "../../src/media/decode.ts";
 import { demuxVideo } from "../../src/media/demux.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { collate } from "../../src/loader/collate.ts";
+import { collate } from "../../src/loader/batch/collate.ts";
 import type { DecodedClip } from "../../src/loader/clip/life.ts";
 
 // 2×2 frames whose every sample encodes (clip, frame, channel, pixel) so any misplacement shows.

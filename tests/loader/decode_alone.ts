@@ -3,8 +3,8 @@
  * thrown as an `Error` carrying the failure record's text.
  * @module
  */
-import { decodeClip } from "../../src/loader/clip_worker.ts";
-import { isFailedClip } from "../../src/loader/clip_failure.ts";
+import { decodeClip } from "../../src/loader/decode/clip_worker.ts";
+import { isFailedClip } from "../../src/loader/clip/clip_failure.ts";
 import type { ClipPackets, DecodedClip } from "../../src/loader/clip/life.ts";
 
 /** `item` (no `shared` clips) decoded by `decoder` (default: the one its spec names). */

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
 import { epochOrder } from "../../src/dataset/epoch_order.ts";
-import type { Batch } from "../../src/loader/collate.ts";
+import type { Batch } from "../../src/loader/batch/collate.ts";
 import { assertSameBatches, gopVideos, runEpochs } from "./same_batches.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
 

@@ -1,6 +1,6 @@
 /** Idle cores as FFmpeg threads (issue 14 §3): the pure decision and the token budget that keeps it ≤ cores. */
 import assert from "node:assert/strict";
-import { decodeThreads, ThreadBudget } from "../../src/loader/decode_threads.ts";
+import { decodeThreads, ThreadBudget } from "../../src/loader/decode/decode_threads.ts";
 
 Deno.test("decodeThreads: the idle cores left after one per clip still to come, at least one", () => {
   // Mid-epoch: more clips to come than idle cores: one thread each.

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { planLoader } from "../../src/loader/plan.ts";
 import { resolveLoaderOptions } from "../../src/loader/loader_options.ts";
-import { epochSource } from "../../src/loader/front.ts";
+import { epochSource } from "../../src/loader/front/front.ts";
 import { epochOrder } from "../../src/dataset/epoch_order.ts";
 import { makeSyntheticDataset } from "../helpers/synthetic.ts";
 

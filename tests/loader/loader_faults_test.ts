@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
-import type { Batch } from "../../src/loader/collate.ts";
+import type { Batch } from "../../src/loader/batch/collate.ts";
 import { assertAccounted } from "./accounting.ts";
 import { serveDir } from "../helpers/http_server.ts";
 import { makeSyntheticDataset } from "../helpers/synthetic.ts";

@@ -13,7 +13,7 @@ import {
   resolveLoaderOptions,
 } from "../../src/loader/loader_options.ts";
 import { CLIP_OPTIONS, defaultClipDuration } from "../../src/loader/clip_options.ts";
-import type { BatchLayout } from "../../src/loader/collate.ts";
+import type { BatchLayout } from "../../src/loader/batch/collate.ts";
 import { InvalidArgumentError } from "../../src/errors.ts";
 import {
   describe,

@@ -14,7 +14,7 @@ import {
   type VideoClassificationLoader,
   videoClassificationLoader,
 } from "../../src/loader/loader.ts";
-import type { Batch } from "../../src/loader/collate.ts";
+import type { Batch } from "../../src/loader/batch/collate.ts";
 import { datasetFingerprint } from "../../src/loader/loader_state.ts";
 import { makeSyntheticDataset } from "../helpers/synthetic.ts";
 import { mixedDataset, mixedRows } from "./mixed_dataset.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
-import type { Batch } from "../../src/loader/collate.ts";
-import type { ClipStats } from "../../src/loader/clip_stats.ts";
+import type { Batch } from "../../src/loader/batch/collate.ts";
+import type { ClipStats } from "../../src/loader/batch/clip_stats.ts";
 import { assertAccounted } from "./accounting.ts";
 import { clipSeed, type SamplerOptions } from "../../src/dataset/sampler.ts";
 import { encodeSyntheticVideo, makeSyntheticDataset, readPattern } from "../helpers/synthetic.ts";

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
-import type { Batch } from "../../src/loader/collate.ts";
+import type { Batch } from "../../src/loader/batch/collate.ts";
 import { contactSheet, frameLabels } from "../../src/loader/preview.ts";
 import { drawText, fitText } from "../../src/media/bitmap_font.ts";
 import { rgbImage } from "../../src/media/png.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { SUBSTITUTE_ATTEMPTS, substitutePositions } from "../../src/loader/replace.ts";
+import { SUBSTITUTE_ATTEMPTS, substitutePositions } from "../../src/loader/batch/replace.ts";
 import { ClipSampler } from "../../src/dataset/sampler.ts";
 
 const videos = Array.from({ length: 10 }, () => ({ start: 0, end: 10 }));

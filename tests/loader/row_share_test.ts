@@ -6,9 +6,9 @@
  */
 import assert from "node:assert/strict";
 import type { LoaderOptions } from "../../src/loader/loader.ts";
-import { ClipDecodeStep, decodeClipItem } from "../../src/loader/clip_steps.ts";
-import { demuxClips } from "../../src/loader/clip_worker.ts";
-import { CLIP_WORKER } from "../../src/loader/front.ts";
+import { ClipDecodeStep, decodeClipItem } from "../../src/loader/decode/clip_steps.ts";
+import { demuxClips } from "../../src/loader/decode/clip_worker.ts";
+import { CLIP_WORKER } from "../../src/loader/front/front.ts";
 import { WorkerPool } from "../../src/pipeline/worker_pool.ts";
 import { assertSameBatches, gopVideos, runEpochs } from "./same_batches.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";

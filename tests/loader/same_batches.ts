@@ -4,8 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
-import type { Batch } from "../../src/loader/collate.ts";
-import type { ClipCounts } from "../../src/loader/clip_stats.ts";
+import type { Batch } from "../../src/loader/batch/collate.ts";
+import type { ClipCounts } from "../../src/loader/batch/clip_stats.ts";
 import { assertAccounted } from "./accounting.ts";
 import { sameBytes } from "../helpers/decode_oracles.ts";
 import { generateClip } from "../helpers/media.ts";

@@ -7,9 +7,9 @@
  * same pixels up to the NV12 → RGB conversion (the PTX kernel vs libswscale).
  */
 import assert from "node:assert/strict";
-import { demuxClips } from "../../src/loader/clip_worker.ts";
+import { demuxClips } from "../../src/loader/decode/clip_worker.ts";
 import { decodeAlone } from "../loader/decode_alone.ts";
-import type { ClipSpec } from "../../src/loader/clip_spec.ts";
+import type { ClipSpec } from "../../src/loader/clip/clip_spec.ts";
 import { clipBase, testSpec } from "../helpers/clip_spec.ts";
 import { releaseDecoderNvdec } from "../../src/nvdec/decoder.ts";
 import { mulberry32 } from "../../src/dataset/random.ts";

@@ -1,13 +1,13 @@
 /**
- * The loader with `decode: "nvdec"` (src/loader/clip_worker.ts decodeClip with the spec's decoder, in pipeline
+ * The loader with `decode: "nvdec"` (src/loader/decode/clip_worker.ts decodeClip with the spec's decoder, in pipeline
  * Workers) against the double, compared batch by batch with the CPU loader on the same sampler seed. The Workers
  * load the double through SLUICE_LIBCUDA / SLUICE_LIBNVCUVID (process environment, set by useDouble before the
  * loader starts) and log to NVDOUBLE_LOG (the double's unconfigured threads read it).
  */
 import assert from "node:assert/strict";
 import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
-import { slotOf } from "../../src/loader/batch_slots.ts";
-import type { Batch } from "../../src/loader/collate.ts";
+import { slotOf } from "../../src/loader/batch/batch_slots.ts";
+import type { Batch } from "../../src/loader/batch/collate.ts";
 import { makeSyntheticDataset } from "../../src/prep/synthetic.ts";
 import { hasFfmpegCliSync } from "../helpers/media.ts";
 import { psnr, useDouble } from "./nvdec_helpers.ts";

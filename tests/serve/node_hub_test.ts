@@ -4,7 +4,7 @@
  * consumer stalls holds up no other rank; a rank that leaves mid-epoch lets the others finish.
  */
 import assert from "node:assert/strict";
-import type { Batch } from "../../src/loader/collate.ts";
+import type { Batch } from "../../src/loader/batch/collate.ts";
 import { type LoaderOptions, videoClassificationLoader } from "../../src/loader/loader.ts";
 import { lazyDataset } from "../helpers/synthetic.ts";
 import { NodeHub } from "../../src/serve/node_hub.ts";

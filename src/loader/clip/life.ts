@@ -19,7 +19,7 @@
  * @module
  */
 
-import type { ClipOutcome, ClipSpec } from "../clip_spec.ts";
+import type { ClipOutcome, ClipSpec } from "./clip_spec.ts";
 import type { VideoPackets, VideoPacketsInit } from "../../media/packets.ts";
 import type { FrameDestination } from "../../media/frame_writer.ts";
 import type { ClipAudio } from "../../media/audio.ts";

@@ -3,7 +3,7 @@
  * asks it for a {@link DecodeDevice} (what the loader builds differently for a decoder: the decode stage's default
  * concurrency, decode once, FFmpeg threads, where batch slots live) by the loader's `decode` option; a decode
  * Worker asks it for the {@link ClipPassDecoder} a clip's spec names (`ClipSpec.decoder`), so one Worker export
- * decodes for either, and the generic clip pass (`../clip_pass.ts`) asks the device things only through that seam.
+ * decodes for either, and the generic clip pass (`clip_pass.ts`) asks the device things only through that seam.
  * @module
  */
 
@@ -11,7 +11,7 @@ import { cpuPassDecoder } from "../../media/decode_pass.ts";
 import type { ClipPassDecoder } from "../../media/pass_decoder.ts";
 import { nvdecPassDecoder } from "../../nvdec/pass_decoder.ts";
 import { nvdecAvailable, nvdecConcurrency, nvdecEngines, selectDecoder } from "../../nvdec/available.ts";
-import type { ClipSpec } from "../clip_spec.ts";
+import type { ClipSpec } from "../clip/clip_spec.ts";
 
 /** A decoder the loader can use. */
 export type DecoderKind = "cpu" | "nvdec";
@@ -27,7 +27,7 @@ export interface DecodeDevice {
    * NVDEC decodes each clip of a pass on its own (its crop and size are per session), so it shares nothing.
    */
   readonly sharesPasses: boolean;
-  /** Idle cores go to decode tasks as FFmpeg threads (`decodeLess.threads`, `../decode_threads.ts`). */
+  /** Idle cores go to decode tasks as FFmpeg threads (`decodeLess.threads`, `decode_threads.ts`). */
   readonly threadBudget: boolean;
   /** Batch slots live in the device's memory (CUDA IPC slots on the GPU) rather than in host memory. */
   readonly deviceSlots: boolean;

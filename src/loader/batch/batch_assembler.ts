@@ -6,17 +6,17 @@
  * @module
  */
 
-import { releaseBuffers } from "../pipeline/transfer.ts";
-import { threadMs } from "../media/spans.ts";
-import { clipError, clipFailureError, isFailedClip } from "./clip_failure.ts";
-import type { ClipSpec } from "./clip_spec.ts";
+import { releaseBuffers } from "../../pipeline/transfer.ts";
+import { threadMs } from "../../media/spans.ts";
+import { clipError, clipFailureError, isFailedClip } from "../clip/clip_failure.ts";
+import type { ClipSpec } from "../clip/clip_spec.ts";
 import type { ClipAccounting } from "./clip_stats.ts";
-import type { ClipProfile } from "./clip_profile.ts";
+import type { ClipProfile } from "../decode/clip_profile.ts";
 import { type Batch, type BatchLayout, collate } from "./collate.ts";
 import type { BatchSlots } from "./batch_slots.ts";
 import type { OnClipError, Replacer } from "./replace.ts";
-import type { BufferPool } from "../memory/buffer_pool.ts";
-import type { DecodedClip, FailedClip, PlacedClip } from "./clip/life.ts";
+import type { BufferPool } from "../../memory/buffer_pool.ts";
+import type { DecodedClip, FailedClip, PlacedClip } from "../clip/life.ts";
 
 /** The buffers a loader without slots decodes clips into and assembles batches in, reused (`buffer_pool.ts`). */
 export interface ReusedBuffers {

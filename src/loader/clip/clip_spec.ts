@@ -10,9 +10,9 @@
  * @module
  */
 
-import type { FrameSampling } from "../media/frame_select.ts";
-import type { ResizeMode } from "../media/crop.ts";
-import type { AudioSpec, AudioStatus } from "../media/audio.ts";
+import type { FrameSampling } from "../../media/frame_select.ts";
+import type { ResizeMode } from "../../media/crop.ts";
+import type { AudioSpec, AudioStatus } from "../../media/audio.ts";
 
 export type { AudioSpec, AudioStatus, FrameSampling, ResizeMode };
 

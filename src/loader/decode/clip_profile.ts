@@ -10,7 +10,7 @@
  * @module
  */
 
-import { addPhases, type PhaseTimes, threadMs } from "../media/spans.ts";
+import { addPhases, type PhaseTimes, threadMs } from "../../media/spans.ts";
 
 /** The phases, in the order of a clip's way, and where each runs. */
 export const PHASES = [

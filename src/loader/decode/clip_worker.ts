@@ -17,14 +17,14 @@
  * @module
  */
 
-import { type NativeObjectCounts, nativeObjectCounts } from "../media/av_objects.ts";
-import { passDecoderFor, releaseDecoders } from "./decode/devices.ts";
-import { demuxGroupsSync } from "../media/demux.ts";
-import { MediaError } from "../errors.ts";
-import { lap, startSpans, takeSpans } from "../media/spans.ts";
-import { transferable, type Transferring } from "../pipeline/transfer.ts";
+import { type NativeObjectCounts, nativeObjectCounts } from "../../media/av_objects.ts";
+import { passDecoderFor, releaseDecoders } from "./devices.ts";
+import { demuxGroupsSync } from "../../media/demux.ts";
+import { MediaError } from "../../errors.ts";
+import { lap, startSpans, takeSpans } from "../../media/spans.ts";
+import { transferable, type Transferring } from "../../pipeline/transfer.ts";
 import { decodeClips } from "./clip_pass.ts";
-import type { ClipPackets, DecodedClip, FailedClip, VideoTask } from "./clip/life.ts";
+import type { ClipPackets, DecodedClip, FailedClip, VideoTask } from "../clip/life.ts";
 
 /**
  * Demuxes every clip window of one video; see the module docs. With `task.share`, clips whose packets overlap

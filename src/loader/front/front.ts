@@ -42,28 +42,28 @@
  * @module
  */
 
-import { PipelineBuilder } from "../pipeline/builder.ts";
-import { mainThread } from "../pipeline/executor.ts";
-import { WaitLedger } from "../pipeline/wait_ledger.ts";
-import { WorkerPool } from "../pipeline/worker_pool.ts";
-import type { TaskPool } from "../pipeline/pool_lease.ts";
-import { callingPool, demuxVideo, fetchVideo } from "./clip_steps.ts";
-import type { ClipSpec } from "./clip_spec.ts";
-import type { VideoItem } from "../dataset/dataset.ts";
-import type { FetchLimits } from "../dataset/fetch.ts";
-import { type StageConcurrency, startSize } from "../pipeline/stage.ts";
+import { PipelineBuilder } from "../../pipeline/builder.ts";
+import { mainThread } from "../../pipeline/executor.ts";
+import { WaitLedger } from "../../pipeline/wait_ledger.ts";
+import { WorkerPool } from "../../pipeline/worker_pool.ts";
+import type { TaskPool } from "../../pipeline/pool_lease.ts";
+import { callingPool, demuxVideo, fetchVideo } from "../decode/clip_steps.ts";
+import type { ClipSpec } from "../clip/clip_spec.ts";
+import type { VideoItem } from "../../dataset/dataset.ts";
+import type { FetchLimits } from "../../dataset/fetch.ts";
+import { type StageConcurrency, startSize } from "../../pipeline/stage.ts";
 import {
   type ClipRequest,
   ClipSampler,
   type ResolvedSamplerOptions,
   type SampledVideo,
-} from "../dataset/sampler.ts";
-import { epochOrder } from "../dataset/epoch_order.ts";
-import { ShuffleBuffer } from "../dataset/shuffle_buffer.ts";
-import type { ThreadBudget } from "./decode_threads.ts";
+} from "../../dataset/sampler.ts";
+import { epochOrder } from "../../dataset/epoch_order.ts";
+import { ShuffleBuffer } from "../../dataset/shuffle_buffer.ts";
+import type { ThreadBudget } from "../decode/decode_threads.ts";
 import { RowShares } from "./row_share.ts";
 import { byPosition, type ClaimedTask, type LaneShare } from "./lane_share.ts";
-import type { ClipBase, ClipItem, VideoTask } from "./clip/life.ts";
+import type { ClipBase, ClipItem, VideoTask } from "../clip/life.ts";
 
 /** Everything the front half needs; JSON-compatible so it can cross into a backend child. */
 export interface FrontArgs {
@@ -101,7 +101,7 @@ export interface FrontArgs {
 }
 
 /** The worker module for the demux and decode pools. */
-export const CLIP_WORKER: string = new URL("./clip_worker.ts", import.meta.url).href;
+export const CLIP_WORKER: string = new URL("../decode/clip_worker.ts", import.meta.url).href;
 
 /**
  * The metadata of the planned clip `c` of `epoch` (entry `c.video` of `args.items`), placed at `position` with

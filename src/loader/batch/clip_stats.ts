@@ -20,10 +20,10 @@
  * @module
  */
 
-import { InvalidArgumentError, PipelineFailure, withProblem } from "../errors.ts";
-import type { MaxFailures } from "../pipeline/stage.ts";
-import { formatClipFailure } from "./clip_failure.ts";
-import type { ClipFailure, ClipMeta, PlacedClip } from "./clip/life.ts";
+import { InvalidArgumentError, PipelineFailure, withProblem } from "../../errors.ts";
+import type { MaxFailures } from "../../pipeline/stage.ts";
+import { formatClipFailure } from "../clip/clip_failure.ts";
+import type { ClipFailure, ClipMeta, PlacedClip } from "../clip/life.ts";
 
 /** Clip counts; see the module docs for how they add up. */
 export interface ClipCounts {

@@ -23,12 +23,12 @@
  * @module
  */
 
-import { ClipIntegrityError } from "../errors.ts";
-import { AV_PKT_FLAG_DISCARD } from "../media/frame_index.ts";
-import { NOPTS, ptsToSeconds, type VideoPackets } from "../media/packets.ts";
-import { AUDIO_STATUSES } from "../media/audio.ts";
-import type { ClipSpec } from "./clip_spec.ts";
-import type { DecodedClip } from "./clip/life.ts";
+import { ClipIntegrityError } from "../../errors.ts";
+import { AV_PKT_FLAG_DISCARD } from "../../media/frame_index.ts";
+import { NOPTS, ptsToSeconds, type VideoPackets } from "../../media/packets.ts";
+import { AUDIO_STATUSES } from "../../media/audio.ts";
+import type { ClipSpec } from "../clip/clip_spec.ts";
+import type { DecodedClip } from "../clip/life.ts";
 
 /** A frame time this close to the window's start is at the start (as `frame_select.ts` counts it). */
 const AT_START_SEC = 1e-9;

@@ -6,8 +6,8 @@
  * @module
  */
 
-import { errorText, MediaError, type SluiceError } from "../errors.ts";
-import type { ClipFailure, FailedClip } from "./clip/life.ts";
+import { errorText, MediaError, type SluiceError } from "../../errors.ts";
+import type { ClipFailure, FailedClip } from "./life.ts";
 
 /** The clip fields a failure record is made from. */
 export type FailedClipIdentity = Pick<ClipFailure, "path" | "video" | "epoch" | "position" | "start" | "end">;

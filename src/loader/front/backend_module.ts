@@ -12,11 +12,11 @@
  * @module
  */
 
-import type { Pipeline } from "../pipeline/pipeline.ts";
-import type { PipelineStats } from "../pipeline/stats.ts";
-import { releaseBuffers } from "../pipeline/transfer.ts";
+import type { Pipeline } from "../../pipeline/pipeline.ts";
+import type { PipelineStats } from "../../pipeline/stats.ts";
+import { releaseBuffers } from "../../pipeline/transfer.ts";
 import { buildFront, type FrontArgs } from "./front.ts";
-import type { ClipItem } from "./clip/life.ts";
+import type { ClipItem } from "../clip/life.ts";
 
 /** The child's pipeline stats, plus its memory (relayed to the parent in STATS frames). */
 export interface FrontStats extends PipelineStats {

@@ -37,13 +37,13 @@
  * @module
  */
 
-import type { TaskPool } from "../pipeline/pool_lease.ts";
-import type { BufferPool } from "../memory/buffer_pool.ts";
-import { clipFailure, isFailedClip } from "./clip_failure.ts";
-import { decodeTask, ownAudio } from "./clip_steps.ts";
+import type { TaskPool } from "../../pipeline/pool_lease.ts";
+import type { BufferPool } from "../../memory/buffer_pool.ts";
+import { clipFailure, isFailedClip } from "../clip/clip_failure.ts";
+import { decodeTask, ownAudio } from "../decode/clip_steps.ts";
 import { fileKey, settled } from "./row_share.ts";
-import type { ThreadBudget } from "./decode_threads.ts";
-import type { ClipBase, ClipItem, ClipPackets, DecodedClip, FailedClip, VideoTask } from "./clip/life.ts";
+import type { ThreadBudget } from "../decode/decode_threads.ts";
+import type { ClipBase, ClipItem, ClipPackets, DecodedClip, FailedClip, VideoTask } from "../clip/life.ts";
 
 /** What became of a claimed clip, for its own lane. */
 type Served =

@@ -7,9 +7,9 @@
  * @module
  */
 
-import { InvalidArgumentError } from "../errors.ts";
-import type { ClipSampler } from "../dataset/sampler.ts";
-import { epochOrder } from "../dataset/epoch_order.ts";
+import { InvalidArgumentError } from "../../errors.ts";
+import type { ClipSampler } from "../../dataset/sampler.ts";
+import { epochOrder } from "../../dataset/epoch_order.ts";
 
 /** Where a clip goes: its batch of its epoch, its index in that batch, and the batch's key (`epoch/batch`). */
 export interface SlotWhere {

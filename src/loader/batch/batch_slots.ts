@@ -33,15 +33,15 @@
  * @module
  */
 
-import { InvalidArgumentError } from "../errors.ts";
-import { releaseBuffers } from "../pipeline/transfer.ts";
-import type { ClipSampler } from "../dataset/sampler.ts";
-import { optionError } from "../options.ts";
-import type { ClipSpec } from "./clip_spec.ts";
+import { InvalidArgumentError } from "../../errors.ts";
+import { releaseBuffers } from "../../pipeline/transfer.ts";
+import type { ClipSampler } from "../../dataset/sampler.ts";
+import { optionError } from "../../options.ts";
+import type { ClipSpec } from "../clip/clip_spec.ts";
 import { type Batch, type BatchLayout, collate, hostBatch } from "./collate.ts";
 import { BatchRing, SLOT_WORDS } from "./batch_ring.ts";
 import { SlotTurns, type SlotWhere } from "./slot_turns.ts";
-import type { AddressedDestination, ClipBase, ClipPlaces, DecodedClip, PlacedClip } from "./clip/life.ts";
+import type { AddressedDestination, ClipBase, ClipPlaces, DecodedClip, PlacedClip } from "../clip/life.ts";
 
 /** A clip's place in its epoch's plan (a planned clip's, or a failed one's). */
 type Position = Pick<ClipBase, "epoch" | "position">;

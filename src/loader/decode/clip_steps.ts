@@ -13,17 +13,17 @@
  * @module
  */
 
-import type { Executor, PipeFn, TaskContext } from "../pipeline/executor.ts";
-import type { TaskPool } from "../pipeline/pool_lease.ts";
-import { releaseBuffers } from "../pipeline/transfer.ts";
-import { ClipError } from "../errors.ts";
-import { clipFailure, isFailedClip } from "./clip_failure.ts";
+import type { Executor, PipeFn, TaskContext } from "../../pipeline/executor.ts";
+import type { TaskPool } from "../../pipeline/pool_lease.ts";
+import { releaseBuffers } from "../../pipeline/transfer.ts";
+import { ClipError } from "../../errors.ts";
+import { clipFailure, isFailedClip } from "../clip/clip_failure.ts";
 import { decodeThreads, type ThreadBudget } from "./decode_threads.ts";
-import { type FetchLimits, fetchResolved, isUrl } from "../dataset/fetch.ts";
-import { readMemberResolved } from "../dataset/shards/reader.ts";
+import { type FetchLimits, fetchResolved, isUrl } from "../../dataset/fetch.ts";
+import { readMemberResolved } from "../../dataset/shards/reader.ts";
 import type { ClipProfile } from "./clip_profile.ts";
-import type { BufferPool } from "../memory/buffer_pool.ts";
-import { threadMs } from "../media/spans.ts";
+import type { BufferPool } from "../../memory/buffer_pool.ts";
+import { threadMs } from "../../media/spans.ts";
 import type {
   ClipBase,
   ClipItem,
@@ -33,7 +33,7 @@ import type {
   FailedClip,
   SharedClip,
   VideoTask,
-} from "./clip/life.ts";
+} from "../clip/life.ts";
 
 /** The loader's stage names of these steps: their tasks' Worker calls and waits count as those stages'. */
 const DEMUX = "demux", DECODE = "decode";

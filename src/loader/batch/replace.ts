@@ -12,11 +12,11 @@
  * @module
  */
 
-import type { TaskPool } from "../pipeline/pool_lease.ts";
-import { decodeClipItem, demuxVideo, fetchVideo } from "./clip_steps.ts";
-import { clipBase, type FrontArgs } from "./front.ts";
-import { type ClipRequest, ClipSampler, clipSeed } from "../dataset/sampler.ts";
-import { hashSeed } from "../dataset/random.ts";
+import type { TaskPool } from "../../pipeline/pool_lease.ts";
+import { decodeClipItem, demuxVideo, fetchVideo } from "../decode/clip_steps.ts";
+import { clipBase, type FrontArgs } from "../front/front.ts";
+import { type ClipRequest, ClipSampler, clipSeed } from "../../dataset/sampler.ts";
+import { hashSeed } from "../../dataset/random.ts";
 import type {
   ClipBase,
   ClipFailure,
@@ -25,7 +25,7 @@ import type {
   FailedClip,
   PlacedClip,
   VideoTask,
-} from "./clip/life.ts";
+} from "../clip/life.ts";
 
 /** What happens to a clip that cannot be loaded; see docs/loader.md, "Full batches". */
 export type OnClipError = "replace" | "skip" | "fail";

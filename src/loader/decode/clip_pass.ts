@@ -9,30 +9,30 @@
  * @module
  */
 
-import { packetRange } from "../media/decode_pass.ts";
-import type { ClipPassDecoder, OutputRun, ResolvedOptions } from "../media/pass_decoder.ts";
-import { threadScaler } from "../media/decoder.ts";
-import { VideoPackets } from "../media/packets.ts";
+import { packetRange } from "../../media/decode_pass.ts";
+import type { ClipPassDecoder, OutputRun, ResolvedOptions } from "../../media/pass_decoder.ts";
+import { threadScaler } from "../../media/decoder.ts";
+import { VideoPackets } from "../../media/packets.ts";
 import {
   FrameSelector,
   framesInWindow,
   type PositionPlan,
   positionPlan,
   repeatsHeld,
-} from "../media/frame_select.ts";
-import { resizeRegion } from "../media/crop.ts";
-import { normalisation } from "../media/orient.ts";
-import { type FrameDestination, FrameWriter, type WriterSpec } from "../media/frame_writer.ts";
-import { viewAt } from "../memory/shm.ts";
-import { SWS_FLAGS } from "../media/scale.ts";
-import { ClipError, InvalidArgumentError, MediaError, NvdecUnsupportedError } from "../errors.ts";
-import { releaseBuffers, transferable, type Transferring } from "../pipeline/transfer.ts";
-import { mulberry32 } from "../dataset/random.ts";
-import { lap, startSpans, takeSpans } from "../media/spans.ts";
-import type { ClipOutcome, ClipSpec, FrameKind } from "./clip_spec.ts";
-import { AUDIO_STATUSES } from "../media/audio.ts";
+} from "../../media/frame_select.ts";
+import { resizeRegion } from "../../media/crop.ts";
+import { normalisation } from "../../media/orient.ts";
+import { type FrameDestination, FrameWriter, type WriterSpec } from "../../media/frame_writer.ts";
+import { viewAt } from "../../memory/shm.ts";
+import { SWS_FLAGS } from "../../media/scale.ts";
+import { ClipError, InvalidArgumentError, MediaError, NvdecUnsupportedError } from "../../errors.ts";
+import { releaseBuffers, transferable, type Transferring } from "../../pipeline/transfer.ts";
+import { mulberry32 } from "../../dataset/random.ts";
+import { lap, startSpans, takeSpans } from "../../media/spans.ts";
+import type { ClipOutcome, ClipSpec, FrameKind } from "../clip/clip_spec.ts";
+import { AUDIO_STATUSES } from "../../media/audio.ts";
 import { checkClip } from "./clip_check.ts";
-import { clipFailure } from "./clip_failure.ts";
+import { clipFailure } from "../clip/clip_failure.ts";
 import type {
   ClipBase,
   ClipDestination,
@@ -40,7 +40,7 @@ import type {
   DecodedClip,
   FailedClip,
   SharedClip,
-} from "./clip/life.ts";
+} from "../clip/life.ts";
 
 /**
  * Decodes a clip and the clips it shares its pass with (`item.shared`; none: a pass of its own) with `decoder`:

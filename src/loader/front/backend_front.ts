@@ -7,10 +7,10 @@
  * @module
  */
 
-import type { BackendStats } from "../backend/backend_stats.ts";
-import { type BackendSource, spawnBackend } from "../backend/spawn.ts";
+import type { BackendStats } from "../../backend/backend_stats.ts";
+import { type BackendSource, spawnBackend } from "../../backend/spawn.ts";
 import type { FrontArgs } from "./front.ts";
-import type { ClipItem } from "./clip/life.ts";
+import type { ClipItem } from "../clip/life.ts";
 
 /** The loader's backend child; see the module docs. */
 export class BackendFront implements AsyncIterable<ClipItem> {

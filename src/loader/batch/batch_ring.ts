@@ -8,16 +8,16 @@
  * @module
  */
 
-import { InvalidArgumentError, type OptionMessagePart, SluiceError } from "../errors.ts";
-import { HostSlots, SlotRing } from "../memory/slot_ring.ts";
-import { availableMemory, bytesText } from "../memory/available.ts";
-import { pageAlign, viewAt } from "../memory/shm.ts";
-import { CudaSlots } from "../memory/cuda_slots.ts";
-import { copyOnDevice } from "../cuda/cuda_buffer.ts";
-import { optionError, tsVocabulary } from "../options.ts";
-import type { ClipSpec } from "./clip_spec.ts";
+import { InvalidArgumentError, type OptionMessagePart, SluiceError } from "../../errors.ts";
+import { HostSlots, SlotRing } from "../../memory/slot_ring.ts";
+import { availableMemory, bytesText } from "../../memory/available.ts";
+import { pageAlign, viewAt } from "../../memory/shm.ts";
+import { CudaSlots } from "../../memory/cuda_slots.ts";
+import { copyOnDevice } from "../../cuda/cuda_buffer.ts";
+import { optionError, tsVocabulary } from "../../options.ts";
+import type { ClipSpec } from "../clip/clip_spec.ts";
 import type { BatchLayout, CollateInto } from "./collate.ts";
-import type { AddressedDestination } from "./clip/life.ts";
+import type { AddressedDestination } from "../clip/life.ts";
 
 /** How the slots' errors name the loader's options: as TypeScript does (a door words them for its caller). */
 export const SLOT_WORDS = tsVocabulary("loader: ");

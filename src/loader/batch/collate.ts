@@ -8,11 +8,11 @@
  * @module
  */
 
-import { fmtSec, InvalidArgumentError } from "../errors.ts";
-import { releaseBuffers } from "../pipeline/transfer.ts";
-import type { BufferPool } from "../memory/buffer_pool.ts";
-import type { ClipDtype } from "./clip_spec.ts";
-import type { ClipMeta, DecodedClip } from "./clip/life.ts";
+import { fmtSec, InvalidArgumentError } from "../../errors.ts";
+import { releaseBuffers } from "../../pipeline/transfer.ts";
+import type { BufferPool } from "../../memory/buffer_pool.ts";
+import type { ClipDtype } from "../clip/clip_spec.ts";
+import type { ClipMeta, DecodedClip } from "../clip/life.ts";
 
 /** Memory layout of a batch. */
 export type BatchLayout = "BTHWC" | "BCTHW";

@@ -17,8 +17,8 @@
  * @module
  */
 
-import { isFailedClip } from "./clip_failure.ts";
-import type { ClipBase, ClipItem, FailedClip, VideoTask } from "./clip/life.ts";
+import { isFailedClip } from "../clip/clip_failure.ts";
+import type { ClipBase, ClipItem, FailedClip, VideoTask } from "../clip/life.ts";
 
 /** Earlier tasks of the same file looked at for each clip (bounds the planning work of a file with many rows). */
 const SCAN = 64;
