@@ -11,13 +11,13 @@ import {
   describe,
   flagVocabulary,
   optionEntries,
-  type OptionsDisagreement,
   type OptionTable,
   resolveTable,
   rewordOptionError,
   tsVocabulary,
   withDefaults,
 } from "../src/options.ts";
+import type { OptionsDisagreement } from "../src/option_types.ts";
 import { InvalidArgumentError } from "../src/errors.ts";
 import { deserializeError, serializeError } from "../src/error_wire.ts";
 import { fromPython } from "../src/python_options.ts";

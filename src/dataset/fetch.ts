@@ -13,13 +13,8 @@
  */
 
 import { FetchError, type FetchPhase } from "../errors.ts";
-import {
-  defaultsOf,
-  type OptionsDisagreement,
-  type OptionTable,
-  resolveTable,
-  tsVocabulary,
-} from "../options.ts";
+import { defaultsOf, type OptionTable, resolveTable, tsVocabulary } from "../options.ts";
+import type { OptionsDisagreement } from "../option_types.ts";
 import { type Clock, realClock } from "../pipeline/clock.ts";
 
 /** Options of {@link fetchBytes}; their ranges and defaults are {@link FETCH_OPTIONS}'s. */

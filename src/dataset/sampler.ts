@@ -32,14 +32,8 @@
 
 import { InvalidArgumentError } from "../errors.ts";
 import type { OptionMessagePart } from "../errors.ts";
-import {
-  optionError,
-  type OptionsDisagreement,
-  type OptionTable,
-  type ResolvedOf,
-  resolveTable,
-  tsVocabulary,
-} from "../options.ts";
+import { optionError, type OptionTable, resolveTable, tsVocabulary } from "../options.ts";
+import type { OptionsDisagreement, ResolvedOf } from "../option_types.ts";
 import { hashSeed, mulberry32, shuffleInPlace } from "./random.ts";
 
 /** What the sampler needs to know about one video. */

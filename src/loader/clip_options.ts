@@ -6,13 +6,8 @@
  */
 
 import type { OptionMessagePart } from "../errors.ts";
-import {
-  optionError,
-  type OptionsDisagreement,
-  type OptionTable,
-  type ResolvedOf,
-  tsVocabulary,
-} from "../options.ts";
+import { optionError, type OptionTable, tsVocabulary } from "../options.ts";
+import type { OptionsDisagreement, ResolvedOf } from "../option_types.ts";
 import type { ClipDtype, ClipSpec, FrameSampling, Interpolation, ResizeMode } from "./clip/clip_spec.ts";
 import type { BatchLayout } from "./batch/collate.ts";
 

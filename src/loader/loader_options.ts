@@ -17,13 +17,12 @@ import {
   absent,
   isPlainObject,
   optionError,
-  type OptionsDisagreement,
   type OptionTable,
-  type ResolvedOf,
   resolveTable,
   rewordOptionError,
   tsVocabulary,
 } from "../options.ts";
+import type { OptionsDisagreement, ResolvedOf } from "../option_types.ts";
 import { MAX_FAILURES_OPTION, type MaxFailures, type StageConcurrency } from "../pipeline/stage.ts";
 import type { OnClipError } from "./batch/replace.ts";
 import { type PipelineHook, REPORT_INTERVAL_OPTION } from "../pipeline/hooks.ts";

@@ -18,7 +18,8 @@
  * @module
  */
 
-import type { OptionsDisagreement, OptionTable } from "../options.ts";
+import type { OptionTable } from "../options.ts";
+import type { OptionsDisagreement } from "../option_types.ts";
 import { bottleneckIndex, type Load } from "./bottleneck.ts";
 import type { ControllerDecision, StageBound } from "./stats.ts";
 
